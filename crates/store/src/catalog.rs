@@ -1,0 +1,224 @@
+//! The redb catalog: where each object lives, the snapshot records, HEAD and the redo stack.
+//!
+//! Tables (keys and values are little-endian byte strings; layouts in docs/FORMAT.md):
+//! ```text
+//! meta       &str  -> &[u8]  "format" u32 LE | "head" id [32] | "redo" id[32]* (bottom first)
+//! objects    &[u8] -> &[u8]  id [32] -> pack id [32] | offset u64 | kind u8 | compression u8
+//!                                       | raw_len u32 | stored_len u32            (50 bytes)
+//! packs      &[u8] -> u64    pack id [32] -> object count
+//! snapshots  u64   -> &[u8]  seq -> snapshot id [32] | encoded SnapshotRecord
+//! snap_ids   &[u8] -> u64    snapshot id [32] -> seq
+//! ```
+//! Every change of a save, undo, redo or restore is one write transaction, committed durably.
+
+use std::path::{Path, PathBuf};
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+
+use crate::pack::{Compression, FrameInfo};
+use crate::{ObjectId, ObjectKind, SnapshotRecord, StoreError};
+
+/// Catalog format version stored under `meta["format"]`.
+pub const CATALOG_VERSION: u32 = 1;
+
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const OBJECTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("objects");
+const PACKS: TableDefinition<&[u8], u64> = TableDefinition::new("packs");
+const SNAPSHOTS: TableDefinition<u64, &[u8]> = TableDefinition::new("snapshots");
+const SNAP_IDS: TableDefinition<&[u8], u64> = TableDefinition::new("snap_ids");
+
+/// Length of an `objects` value: pack id (32) | offset (8) | kind (1) | compression (1) |
+/// raw_len (4) | stored_len (4).
+const LOCATION_LEN: usize = 50;
+
+/// Where one object lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub pack: ObjectId,
+    pub frame: FrameInfo,
+}
+
+impl Location {
+    fn encode(&self) -> [u8; LOCATION_LEN] {
+        let mut v = [0u8; LOCATION_LEN];
+        v[0..32].copy_from_slice(&self.pack.0);
+        v[32..40].copy_from_slice(&self.frame.offset.to_le_bytes());
+        v[40] = self.frame.kind as u8;
+        v[41] = self.frame.compression as u8;
+        v[42..46].copy_from_slice(&self.frame.raw_len.to_le_bytes());
+        v[46..50].copy_from_slice(&self.frame.stored_len.to_le_bytes());
+        v
+    }
+
+    fn decode(id: ObjectId, v: &[u8]) -> Option<Location> {
+        if v.len() != LOCATION_LEN {
+            return None;
+        }
+        let kind = ObjectKind::from_u8(v[40])?;
+        let compression = match v[41] {
+            0 => Compression::Raw,
+            1 => Compression::Zstd,
+            _ => return None,
+        };
+        let frame = FrameInfo {
+            id,
+            kind,
+            compression,
+            offset: u64::from_le_bytes(v[32..40].try_into().ok()?),
+            raw_len: u32::from_le_bytes(v[42..46].try_into().ok()?),
+            stored_len: u32::from_le_bytes(v[46..50].try_into().ok()?),
+        };
+        Some(Location { pack: ObjectId::from_slice(&v[0..32])?, frame })
+    }
+}
+
+/// HEAD and the redo stack (top last).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HistoryState {
+    pub head: Option<ObjectId>,
+    pub redo: Vec<ObjectId>,
+}
+
+/// Everything one command commits at once.
+#[derive(Debug, Default)]
+pub struct Commit {
+    pub packs: Vec<(ObjectId, Vec<FrameInfo>)>,
+    pub snapshots: Vec<(ObjectId, SnapshotRecord)>,
+    pub history: Option<HistoryState>,
+}
+
+/// The open catalog.
+#[derive(Debug)]
+pub struct Catalog {
+    db: Database,
+    path: PathBuf,
+}
+
+impl Catalog {
+    /// Opens (or creates) the catalog at `path`, refusing a newer format.
+    pub fn open(path: &Path) -> Result<Catalog, StoreError> {
+        let db = Database::create(path).map_err(|e| StoreError::CatalogUnreadable { path: path.to_path_buf(), why: e.to_string() })?;
+        let catalog = Catalog { db, path: path.to_path_buf() };
+        catalog.check_format()?;
+        Ok(catalog)
+    }
+
+    fn err(&self, e: impl std::fmt::Display) -> StoreError {
+        StoreError::Catalog { path: self.path.clone(), why: e.to_string() }
+    }
+
+    fn check_format(&self) -> Result<(), StoreError> {
+        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        {
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let found = meta.get("format").map_err(|e| self.err(e))?.map(|v| v.value().to_vec());
+            match found {
+                None => {
+                    meta.insert("format", CATALOG_VERSION.to_le_bytes().as_slice()).map_err(|e| self.err(e))?;
+                }
+                Some(v) => {
+                    let found = v.as_slice().try_into().map(u32::from_le_bytes).map_err(|_| self.err("bad format record"))?;
+                    if found > CATALOG_VERSION {
+                        return Err(StoreError::NewerFormat { path: self.path.clone(), found, supported: CATALOG_VERSION });
+                    }
+                }
+            }
+            txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
+            txn.open_table(PACKS).map_err(|e| self.err(e))?;
+            txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
+            txn.open_table(SNAP_IDS).map_err(|e| self.err(e))?;
+        }
+        txn.commit().map_err(|e| self.err(e))
+    }
+
+    /// Where `id` lives, if the catalog knows it.
+    pub fn locate(&self, id: &ObjectId) -> Result<Option<Location>, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
+        let Some(v) = table.get(id.0.as_slice()).map_err(|e| self.err(e))? else { return Ok(None) };
+        Location::decode(*id, v.value()).map(Some).ok_or_else(|| self.err(format!("bad location record for {id}")))
+    }
+
+    /// HEAD and the redo stack.
+    pub fn history(&self) -> Result<HistoryState, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        let head = meta.get("head").map_err(|e| self.err(e))?.and_then(|v| ObjectId::from_slice(v.value()));
+        let redo = match meta.get("redo").map_err(|e| self.err(e))? {
+            Some(v) => v.value().chunks_exact(32).filter_map(ObjectId::from_slice).collect(),
+            None => Vec::new(),
+        };
+        Ok(HistoryState { head, redo })
+    }
+
+    /// Every snapshot record, in sequence order.
+    pub fn snapshots(&self) -> Result<Vec<(ObjectId, SnapshotRecord)>, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (_, v) = row.map_err(|e| self.err(e))?;
+            out.push(decode_snapshot_row(v.value())?);
+        }
+        Ok(out)
+    }
+
+    /// One snapshot by id.
+    pub fn snapshot(&self, id: &ObjectId) -> Result<Option<SnapshotRecord>, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let ids = txn.open_table(SNAP_IDS).map_err(|e| self.err(e))?;
+        let Some(seq) = ids.get(id.0.as_slice()).map_err(|e| self.err(e))?.map(|v| v.value()) else { return Ok(None) };
+        let table = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
+        let row = table.get(seq).map_err(|e| self.err(e))?.ok_or_else(|| self.err(format!("snapshot #{seq} indexed but missing")))?;
+        Ok(Some(decode_snapshot_row(row.value())?.1))
+    }
+
+    /// The sequence number the next snapshot gets.
+    pub fn next_seq(&self) -> Result<u64, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
+        let last = table.last().map_err(|e| self.err(e))?.map(|(k, _)| k.value());
+        Ok(last.map_or(1, |s| s + 1))
+    }
+
+    /// Applies `commit` in one durable write transaction: the point where a save exists.
+    pub fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
+        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        {
+            let mut objects = txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
+            let mut packs = txn.open_table(PACKS).map_err(|e| self.err(e))?;
+            for (pack, frames) in &commit.packs {
+                packs.insert(pack.0.as_slice(), frames.len() as u64).map_err(|e| self.err(e))?;
+                for frame in frames {
+                    let loc = Location { pack: *pack, frame: *frame };
+                    objects.insert(frame.id.0.as_slice(), loc.encode().as_slice()).map_err(|e| self.err(e))?;
+                }
+            }
+            let mut snapshots = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
+            let mut ids = txn.open_table(SNAP_IDS).map_err(|e| self.err(e))?;
+            for (id, record) in &commit.snapshots {
+                let mut row = id.0.to_vec();
+                row.extend_from_slice(&record.encode());
+                snapshots.insert(record.seq, row.as_slice()).map_err(|e| self.err(e))?;
+                ids.insert(id.0.as_slice(), record.seq).map_err(|e| self.err(e))?;
+            }
+            if let Some(history) = &commit.history {
+                let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+                match history.head {
+                    Some(head) => meta.insert("head", head.0.as_slice()).map(drop),
+                    None => meta.remove("head").map(drop),
+                }
+                .map_err(|e| self.err(e))?;
+                let redo: Vec<u8> = history.redo.iter().flat_map(|id| id.0).collect();
+                meta.insert("redo", redo.as_slice()).map_err(|e| self.err(e))?;
+            }
+        }
+        txn.commit().map_err(|e| self.err(e))
+    }
+}
+
+fn decode_snapshot_row(row: &[u8]) -> Result<(ObjectId, SnapshotRecord), StoreError> {
+    let id = ObjectId::from_slice(row.get(..32).unwrap_or_default())
+        .ok_or_else(|| StoreError::CorruptObject { id: ObjectId([0; 32]), why: "short snapshot row".into() })?;
+    Ok((id, SnapshotRecord::decode(id, &row[32..])?))
+}

@@ -1,0 +1,23 @@
+//! snap-store: snap's content-addressed object store.
+//!
+//! Objects (chunks, chunk lists, trees, snapshot records) are identified by the BLAKE3 of their
+//! kind and bytes, stored zstd-compressed (or raw) in sealed pack files, and located through a
+//! redb catalog that also holds the snapshot records, HEAD and the redo stack. The store knows
+//! nothing of working trees. The byte layout is in docs/FORMAT.md.
+
+mod catalog;
+mod error;
+pub mod fsio;
+mod id;
+mod lock;
+mod object;
+pub mod pack;
+mod refs;
+mod store;
+
+pub use catalog::{CATALOG_VERSION, Commit, HistoryState, Location};
+pub use error::StoreError;
+pub use id::{ID_LEN, ObjectId};
+pub use lock::{DEFAULT_LOCK_TIMEOUT, lock_timeout};
+pub use object::{ChangeStats, ChunkList, ChunkRef, EntryKind, ObjectKind, RECORD_VERSION, SnapshotKind, SnapshotRecord, Tree, TreeEntry, check_entry_name};
+pub use store::{ObjectWriter, Store};

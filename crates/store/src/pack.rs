@@ -1,0 +1,373 @@
+//! Pack files: sealed, immutable containers of self-framed objects, named by their BLAKE3.
+//!
+//! ```text
+//! pack   := header frame* trailer
+//! header := magic "SNAPPACK" (8) | version u32 LE (4) | reserved u32 LE = 0 (4)      16 bytes
+//! frame  := kind u8 | compression u8 | reserved u16 LE = 0 | raw_len u32 LE
+//!           | stored_len u32 LE | id [32] | payload [stored_len]                       44 + n
+//! trailer:= index entry* footer
+//! entry  := id [32] | frame offset u64 LE                                              40 bytes
+//! footer := entry count u64 LE | index offset u64 LE | body BLAKE3 [32] | "SNAPTRLR"   56 bytes
+//! ```
+//! The body is every byte before the index; its BLAKE3 is the pack's name. Either a forward scan
+//! of the frames or the trailer alone indexes a pack. Readers use `pread`, never a mapping: a
+//! pack truncated by a damaged disk must give an error, not SIGBUS.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crate::{ObjectId, ObjectKind, StoreError};
+
+/// First bytes of every pack.
+pub const PACK_MAGIC: &[u8; 8] = b"SNAPPACK";
+/// Last bytes of every pack.
+pub const TRAILER_MAGIC: &[u8; 8] = b"SNAPTRLR";
+/// Pack format version written in the header.
+pub const PACK_VERSION: u32 = 1;
+/// Header: magic (8) | version u32 LE (4) | reserved u32 LE (4).
+pub const HEADER_LEN: u64 = 16;
+/// Frame header: kind (1) | compression (1) | reserved (2) | raw_len (4) | stored_len (4) | id (32).
+pub const FRAME_HEADER_LEN: u64 = 44;
+/// Index entry: id (32) | frame offset u64 LE (8).
+pub const INDEX_ENTRY_LEN: u64 = 40;
+/// Footer: count u64 LE (8) | index offset u64 LE (8) | body BLAKE3 (32) | magic (8).
+pub const FOOTER_LEN: u64 = 56;
+/// Packs are sealed once they pass this size, so no single pack grows huge.
+pub const PACK_TARGET_SIZE: u64 = 128 << 20;
+
+/// How a frame's payload is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Compression {
+    Raw = 0,
+    Zstd = 1,
+}
+
+/// zstd level used for payloads.
+const ZSTD_LEVEL: i32 = 3;
+/// Below this size compression never pays for its frame overhead.
+const MIN_COMPRESS_LEN: usize = 64;
+
+/// One object's place in a pack, as the catalog records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameInfo {
+    pub id: ObjectId,
+    pub kind: ObjectKind,
+    pub compression: Compression,
+    pub offset: u64,
+    pub raw_len: u32,
+    pub stored_len: u32,
+}
+
+/// An object compressed (or not) and ready to be appended to a pack.
+#[derive(Debug)]
+pub struct EncodedObject {
+    pub id: ObjectId,
+    pub kind: ObjectKind,
+    pub raw_len: u32,
+    pub compression: Compression,
+    pub payload: Vec<u8>,
+}
+
+impl EncodedObject {
+    /// Hashes and compresses `raw`; stores it raw when zstd saves less than 1/16. Pure and
+    /// thread-safe, so callers run it in parallel and append under a lock.
+    pub fn encode(kind: ObjectKind, raw: &[u8]) -> Result<EncodedObject, StoreError> {
+        Self::encode_with_id(kind, ObjectId::of(kind, raw), raw)
+    }
+
+    /// As [`EncodedObject::encode`], for a caller that already hashed `raw` into `id`.
+    pub fn encode_with_id(kind: ObjectKind, id: ObjectId, raw: &[u8]) -> Result<EncodedObject, StoreError> {
+        let raw_len = u32::try_from(raw.len()).map_err(|_| StoreError::ObjectTooLarge { id, len: raw.len() as u64 })?;
+        let compressed = if raw.len() >= MIN_COMPRESS_LEN { zstd::bulk::compress(raw, ZSTD_LEVEL).ok() } else { None };
+        let (compression, payload) = match compressed {
+            Some(c) if c.len() < raw.len() - raw.len() / 16 => (Compression::Zstd, c),
+            _ => (Compression::Raw, raw.to_vec()),
+        };
+        Ok(EncodedObject { id, kind, raw_len, compression, payload })
+    }
+}
+
+/// Writes one pack in `tmp/`; [`PackWriter::finish`] seals it into `packs/`.
+#[derive(Debug)]
+pub struct PackWriter {
+    file: BufWriter<tempfile::NamedTempFile>,
+    tmp_path: PathBuf,
+    hasher: blake3::Hasher,
+    offset: u64,
+    frames: Vec<FrameInfo>,
+}
+
+impl PackWriter {
+    /// Starts a pack in `tmp_dir`.
+    pub fn create(tmp_dir: &Path) -> Result<PackWriter, StoreError> {
+        let tmp = tempfile::Builder::new().suffix(".pack").tempfile_in(tmp_dir).map_err(|e| StoreError::io(tmp_dir, e))?;
+        let tmp_path = tmp.path().to_path_buf();
+        let mut writer = PackWriter { file: BufWriter::with_capacity(1 << 20, tmp), tmp_path, hasher: blake3::Hasher::new(), offset: 0, frames: Vec::new() };
+        let mut header = Vec::with_capacity(HEADER_LEN as usize);
+        header.extend_from_slice(PACK_MAGIC);
+        header.extend_from_slice(&PACK_VERSION.to_le_bytes());
+        header.extend_from_slice(&0u32.to_le_bytes());
+        writer.write_body(&header)?;
+        Ok(writer)
+    }
+
+    fn write_body(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
+        self.hasher.update(bytes);
+        self.offset += bytes.len() as u64;
+        self.file.write_all(bytes).map_err(|e| StoreError::io(&self.tmp_path, e))
+    }
+
+    /// Appends one object's frame.
+    pub fn add(&mut self, obj: &EncodedObject) -> Result<FrameInfo, StoreError> {
+        let stored_len = u32::try_from(obj.payload.len()).map_err(|_| StoreError::ObjectTooLarge { id: obj.id, len: obj.payload.len() as u64 })?;
+        let info = FrameInfo { id: obj.id, kind: obj.kind, compression: obj.compression, offset: self.offset, raw_len: obj.raw_len, stored_len };
+        self.write_body(&encode_frame_header(&info))?;
+        self.write_body(&obj.payload)?;
+        self.frames.push(info);
+        Ok(info)
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.offset
+    }
+
+    /// True when no object has been added.
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// Writes the trailer, fsyncs, renames into `packs_dir` as `<body hash>.pack` and fsyncs the
+    /// directory. Returns the pack id and its frames. Only after this may the catalog name it.
+    pub fn finish(mut self, packs_dir: &Path) -> Result<(ObjectId, Vec<FrameInfo>), StoreError> {
+        let body_hash = ObjectId(*self.hasher.finalize().as_bytes());
+        let mut trailer = Vec::with_capacity(self.frames.len() * INDEX_ENTRY_LEN as usize + FOOTER_LEN as usize);
+        for f in &self.frames {
+            trailer.extend_from_slice(&f.id.0);
+            trailer.extend_from_slice(&f.offset.to_le_bytes());
+        }
+        trailer.extend_from_slice(&(self.frames.len() as u64).to_le_bytes());
+        trailer.extend_from_slice(&self.offset.to_le_bytes());
+        trailer.extend_from_slice(&body_hash.0);
+        trailer.extend_from_slice(TRAILER_MAGIC);
+        let tmp_path = self.tmp_path.clone();
+        let io = |e| StoreError::io(&tmp_path, e);
+        self.file.write_all(&trailer).map_err(io)?;
+        let tmp = self.file.into_inner().map_err(|e| io(e.into_error()))?;
+        tmp.as_file().sync_all().map_err(io)?;
+        let final_path = packs_dir.join(pack_file_name(&body_hash));
+        tmp.persist(&final_path).map_err(|e| StoreError::io(&final_path, e.error))?;
+        crate::fsio::sync_dir(packs_dir)?;
+        Ok((body_hash, self.frames))
+    }
+}
+
+/// `<64 hex>.pack`.
+pub fn pack_file_name(id: &ObjectId) -> String {
+    format!("{}.pack", id.to_hex())
+}
+
+fn encode_frame_header(f: &FrameInfo) -> [u8; FRAME_HEADER_LEN as usize] {
+    let mut h = [0u8; FRAME_HEADER_LEN as usize];
+    h[0] = f.kind as u8;
+    h[1] = f.compression as u8;
+    // h[2..4]: reserved, zero.
+    h[4..8].copy_from_slice(&f.raw_len.to_le_bytes());
+    h[8..12].copy_from_slice(&f.stored_len.to_le_bytes());
+    h[12..44].copy_from_slice(&f.id.0);
+    h
+}
+
+/// Decodes a frame header found at `offset`.
+pub fn decode_frame_header(offset: u64, h: &[u8]) -> Result<FrameInfo, String> {
+    if h.len() < FRAME_HEADER_LEN as usize {
+        return Err(format!("frame header at {offset} is truncated"));
+    }
+    let kind = ObjectKind::from_u8(h[0]).ok_or_else(|| format!("unknown object kind {} at {offset}", h[0]))?;
+    let compression = match h[1] {
+        0 => Compression::Raw,
+        1 => Compression::Zstd,
+        c => return Err(format!("unknown compression {c} at {offset}")),
+    };
+    let u32_at = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+    let id = ObjectId::from_slice(&h[12..44]).ok_or_else(|| format!("bad id at {offset}"))?;
+    Ok(FrameInfo { id, kind, compression, offset, raw_len: u32_at(4), stored_len: u32_at(8) })
+}
+
+/// Reads objects out of one sealed pack.
+#[derive(Debug)]
+pub struct PackReader {
+    path: PathBuf,
+    file: File,
+    len: u64,
+}
+
+impl PackReader {
+    /// Opens a pack and checks its header.
+    pub fn open(path: &Path) -> Result<PackReader, StoreError> {
+        let file = File::open(path).map_err(|e| StoreError::io(path, e))?;
+        let len = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
+        let reader = PackReader { path: path.to_path_buf(), file, len };
+        let header = reader.read_at(0, HEADER_LEN)?;
+        if &header[..8] != PACK_MAGIC {
+            return Err(reader.corrupt("bad header magic".into()));
+        }
+        let version = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
+        if version != PACK_VERSION {
+            return Err(reader.corrupt(format!("unsupported pack version {version}")));
+        }
+        Ok(reader)
+    }
+
+    fn corrupt(&self, why: String) -> StoreError {
+        StoreError::CorruptPack { path: self.path.clone(), why }
+    }
+
+    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+        if offset.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(self.corrupt(format!("read of {len} bytes at {offset} runs past the end ({})", self.len)));
+        }
+        let mut buf = vec![0u8; len as usize];
+        self.file.read_exact_at(&mut buf, offset).map_err(|e| StoreError::io(&self.path, e))?;
+        Ok(buf)
+    }
+
+    /// Reads, decompresses and hash-checks the object whose frame starts at `offset`.
+    pub fn read_object(&self, offset: u64, expect: ObjectId) -> Result<(ObjectKind, Vec<u8>), StoreError> {
+        let header = self.read_at(offset, FRAME_HEADER_LEN)?;
+        let info = decode_frame_header(offset, &header).map_err(|why| self.corrupt(why))?;
+        if info.id != expect {
+            return Err(self.corrupt(format!("frame at {offset} holds {} not {}", info.id.short(), expect.short())));
+        }
+        let payload = self.read_at(offset + FRAME_HEADER_LEN, u64::from(info.stored_len))?;
+        let raw = decode_payload(&info, payload).map_err(|why| StoreError::CorruptObject { id: expect, why })?;
+        Ok((info.kind, raw))
+    }
+
+    /// Reads the trailer: the index of frames and the body hash it claims.
+    pub fn read_trailer(&self) -> Result<(Vec<(ObjectId, u64)>, ObjectId, u64), StoreError> {
+        if self.len < HEADER_LEN + FOOTER_LEN {
+            return Err(self.corrupt("too short for a trailer".into()));
+        }
+        let footer = self.read_at(self.len - FOOTER_LEN, FOOTER_LEN)?;
+        if &footer[48..56] != TRAILER_MAGIC {
+            return Err(self.corrupt("bad trailer magic".into()));
+        }
+        let count = u64::from_le_bytes(footer[0..8].try_into().map_err(|_| self.corrupt("footer".into()))?);
+        let index_offset = u64::from_le_bytes(footer[8..16].try_into().map_err(|_| self.corrupt("footer".into()))?);
+        let body_hash = ObjectId::from_slice(&footer[16..48]).ok_or_else(|| self.corrupt("footer".into()))?;
+        let index_len = count.checked_mul(INDEX_ENTRY_LEN).ok_or_else(|| self.corrupt("index count overflows".into()))?;
+        if index_offset.checked_add(index_len).and_then(|n| n.checked_add(FOOTER_LEN)) != Some(self.len) {
+            return Err(self.corrupt(format!("trailer claims {count} entries at {index_offset}, file is {} bytes", self.len)));
+        }
+        let index = self.read_at(index_offset, index_len)?;
+        let entries = index.chunks_exact(INDEX_ENTRY_LEN as usize).map(parse_index_entry).collect();
+        Ok((entries, body_hash, index_offset))
+    }
+
+    /// Scans the frames forward from the header to `end` (the index offset, or the file length
+    /// when the trailer is lost), without reading payloads.
+    pub fn scan_frames(&self, end: u64) -> Result<Vec<FrameInfo>, StoreError> {
+        let mut frames = Vec::new();
+        let mut offset = HEADER_LEN;
+        while offset < end {
+            let header = self.read_at(offset, FRAME_HEADER_LEN)?;
+            let info = decode_frame_header(offset, &header).map_err(|why| self.corrupt(why))?;
+            offset += FRAME_HEADER_LEN + u64::from(info.stored_len);
+            frames.push(info);
+        }
+        if offset != end {
+            return Err(self.corrupt(format!("last frame runs past {end}")));
+        }
+        Ok(frames)
+    }
+
+    /// Recomputes the BLAKE3 of the body `[0, end)`.
+    pub fn hash_body(&self, end: u64) -> Result<ObjectId, StoreError> {
+        let mut hasher = blake3::Hasher::new();
+        let mut offset = 0;
+        while offset < end {
+            let n = (end - offset).min(1 << 20);
+            hasher.update(&self.read_at(offset, n)?);
+            offset += n;
+        }
+        Ok(ObjectId(*hasher.finalize().as_bytes()))
+    }
+}
+
+fn parse_index_entry(e: &[u8]) -> (ObjectId, u64) {
+    let mut id = [0u8; 32];
+    id.copy_from_slice(&e[..32]);
+    let mut off = [0u8; 8];
+    off.copy_from_slice(&e[32..40]);
+    (ObjectId(id), u64::from_le_bytes(off))
+}
+
+/// Turns a frame's payload back into the object's raw bytes and checks them against its id.
+pub fn decode_payload(info: &FrameInfo, payload: Vec<u8>) -> Result<Vec<u8>, String> {
+    let raw = match info.compression {
+        Compression::Raw => payload,
+        Compression::Zstd => zstd::bulk::decompress(&payload, info.raw_len as usize).map_err(|e| format!("zstd: {e}"))?,
+    };
+    if raw.len() != info.raw_len as usize {
+        return Err(format!("length {} differs from the frame's {}", raw.len(), info.raw_len));
+    }
+    if ObjectId::of(info.kind, &raw) != info.id {
+        return Err("content does not match its id".into());
+    }
+    Ok(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_pack(dir: &Path, objects: &[(ObjectKind, Vec<u8>)]) -> (ObjectId, Vec<FrameInfo>) {
+        let tmp = dir.join("tmp");
+        let packs = dir.join("packs");
+        std::fs::create_dir_all(&tmp).unwrap();
+        std::fs::create_dir_all(&packs).unwrap();
+        let mut w = PackWriter::create(&tmp).unwrap();
+        for (kind, raw) in objects {
+            w.add(&EncodedObject::encode(*kind, raw).unwrap()).unwrap();
+        }
+        w.finish(&packs).unwrap()
+    }
+
+    #[test]
+    fn round_trip_trailer_and_scan_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let objects = vec![(ObjectKind::Chunk, vec![7u8; 10_000]), (ObjectKind::Chunk, b"tiny".to_vec()), (ObjectKind::Tree, (0..=255u8).collect())];
+        let (pack_id, frames) = write_pack(dir.path(), &objects);
+        let reader = PackReader::open(&dir.path().join("packs").join(pack_file_name(&pack_id))).unwrap();
+        let (index, body_hash, index_offset) = reader.read_trailer().unwrap();
+        assert_eq!(body_hash, pack_id);
+        assert_eq!(reader.hash_body(index_offset).unwrap(), pack_id);
+        let scanned = reader.scan_frames(index_offset).unwrap();
+        assert_eq!(scanned, frames);
+        assert_eq!(frames[0].compression, Compression::Zstd);
+        assert_eq!(frames[1].compression, Compression::Raw);
+        for ((kind, raw), (id, offset)) in objects.iter().zip(index) {
+            assert_eq!(reader.read_object(offset, id).unwrap(), (*kind, raw.clone()));
+        }
+    }
+
+    #[test]
+    fn flipped_and_truncated_packs_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pack_id, frames) = write_pack(dir.path(), &[(ObjectKind::Chunk, vec![1u8; 5000])]);
+        let path = dir.path().join("packs").join(pack_file_name(&pack_id));
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[HEADER_LEN as usize + FRAME_HEADER_LEN as usize + 3] ^= 0x40;
+        std::fs::write(&path, &bytes).unwrap();
+        let reader = PackReader::open(&path).unwrap();
+        assert!(reader.read_object(frames[0].offset, frames[0].id).is_err());
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        let reader = PackReader::open(&path).unwrap();
+        assert!(reader.read_trailer().is_err());
+        assert!(reader.read_object(frames[0].offset, frames[0].id).is_err());
+    }
+}

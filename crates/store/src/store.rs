@@ -1,0 +1,195 @@
+//! `Store`: the `.snap/` directory as a whole: layout, lock, catalog, object reads and writes.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::catalog::{Catalog, Commit, HistoryState};
+use crate::lock::{StoreLock, lock_timeout};
+use crate::pack::{EncodedObject, FrameInfo, PACK_TARGET_SIZE, PackReader, PackWriter, pack_file_name};
+use crate::{ChunkList, ObjectId, ObjectKind, SnapshotRecord, StoreError, Tree};
+
+/// An open store. Holding one means holding the store lock.
+#[derive(Debug)]
+pub struct Store {
+    dir: PathBuf,
+    catalog: Catalog,
+    readers: Mutex<HashMap<ObjectId, Arc<PackReader>>>,
+    _lock: StoreLock,
+}
+
+fn lock_poisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these maps leaves it consistent (inserts are atomic).
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Store {
+    /// Creates a store in `dir` (which becomes `.snap/`), or opens the one already there.
+    pub fn init(dir: &Path) -> Result<Store, StoreError> {
+        for sub in ["packs", "tmp"] {
+            std::fs::create_dir_all(dir.join(sub)).map_err(|e| StoreError::io(dir, e))?;
+        }
+        let ignore = dir.join(".gitignore");
+        if !ignore.exists() {
+            crate::fsio::write_atomic(&ignore, b"*\n")?;
+        }
+        Store::open(dir)
+    }
+
+    /// Opens the store in `dir`, taking its lock.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        if !dir.join("packs").is_dir() {
+            return Err(StoreError::NotFound(dir.to_path_buf()));
+        }
+        let lock = StoreLock::acquire(&dir.join("lock"), lock_timeout())?;
+        let catalog = Catalog::open(&dir.join("catalog.redb"))?;
+        Ok(Store { dir: dir.to_path_buf(), catalog, readers: Mutex::new(HashMap::new()), _lock: lock })
+    }
+
+    /// The store directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// HEAD and the redo stack.
+    pub fn history(&self) -> Result<HistoryState, StoreError> {
+        self.catalog.history()
+    }
+
+    /// Every snapshot, oldest first.
+    pub fn snapshots(&self) -> Result<Vec<(ObjectId, SnapshotRecord)>, StoreError> {
+        self.catalog.snapshots()
+    }
+
+    /// One snapshot record; a missing one is an error naming it.
+    pub fn snapshot(&self, id: &ObjectId) -> Result<SnapshotRecord, StoreError> {
+        self.catalog.snapshot(id)?.ok_or(StoreError::MissingObject { id: *id })
+    }
+
+    /// The sequence number the next snapshot gets.
+    pub fn next_seq(&self) -> Result<u64, StoreError> {
+        self.catalog.next_seq()
+    }
+
+    /// Commits packs, snapshots and history in one durable transaction.
+    pub fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
+        self.catalog.commit(commit)
+    }
+
+    /// Moves HEAD and the redo stack, nothing else.
+    pub fn set_history(&self, history: HistoryState) -> Result<(), StoreError> {
+        self.catalog.commit(&Commit { history: Some(history), ..Commit::default() })
+    }
+
+    /// True if the catalog knows `id`.
+    pub fn contains(&self, id: &ObjectId) -> Result<bool, StoreError> {
+        Ok(self.catalog.locate(id)?.is_some())
+    }
+
+    /// Reads an object, checking its hash.
+    pub fn read(&self, id: &ObjectId) -> Result<(ObjectKind, Vec<u8>), StoreError> {
+        let loc = self.catalog.locate(id)?.ok_or(StoreError::MissingObject { id: *id })?;
+        let reader = self.reader(&loc.pack)?;
+        reader.read_object(loc.frame.offset, *id)
+    }
+
+    fn reader(&self, pack: &ObjectId) -> Result<Arc<PackReader>, StoreError> {
+        if let Some(r) = lock_poisoned(&self.readers).get(pack) {
+            return Ok(Arc::clone(r));
+        }
+        let reader = Arc::new(PackReader::open(&self.dir.join("packs").join(pack_file_name(pack)))?);
+        lock_poisoned(&self.readers).insert(*pack, Arc::clone(&reader));
+        Ok(reader)
+    }
+
+    /// Reads an object that must be of `kind`.
+    pub fn read_kind(&self, id: &ObjectId, kind: ObjectKind) -> Result<Vec<u8>, StoreError> {
+        let (found, bytes) = self.read(id)?;
+        if found != kind {
+            return Err(StoreError::WrongKind { id: *id, expected: kind, found });
+        }
+        Ok(bytes)
+    }
+
+    /// Reads and validates a tree.
+    pub fn read_tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
+        Tree::decode(*id, &self.read_kind(id, ObjectKind::Tree)?)
+    }
+
+    /// A file's whole content, whether stored as one chunk or a chunk list.
+    pub fn read_file(&self, id: &ObjectId) -> Result<Vec<u8>, StoreError> {
+        let (kind, bytes) = self.read(id)?;
+        match kind {
+            ObjectKind::Chunk => Ok(bytes),
+            ObjectKind::ChunkList => {
+                let list = ChunkList::decode(*id, &bytes)?;
+                let mut out = Vec::with_capacity(list.chunks.iter().map(|c| c.len as usize).sum());
+                for chunk in &list.chunks {
+                    out.extend_from_slice(&self.read_kind(&chunk.id, ObjectKind::Chunk)?);
+                }
+                Ok(out)
+            }
+            found => Err(StoreError::WrongKind { id: *id, expected: ObjectKind::Chunk, found }),
+        }
+    }
+
+    /// Starts writing objects into new packs. Safe to share between threads.
+    pub fn writer(&self) -> ObjectWriter<'_> {
+        ObjectWriter { store: self, state: Mutex::new(WriterState::default()) }
+    }
+}
+
+#[derive(Debug, Default)]
+struct WriterState {
+    current: Option<PackWriter>,
+    sealed: Vec<(ObjectId, Vec<FrameInfo>)>,
+    seen: HashSet<ObjectId>,
+}
+
+/// Writes new objects into packs, skipping those the store or this writer already has.
+#[derive(Debug)]
+pub struct ObjectWriter<'s> {
+    store: &'s Store,
+    state: Mutex<WriterState>,
+}
+
+impl ObjectWriter<'_> {
+    /// Stores `raw` as an object of `kind` unless it is already there; returns its id.
+    pub fn put(&self, kind: ObjectKind, raw: &[u8]) -> Result<ObjectId, StoreError> {
+        let id = ObjectId::of(kind, raw);
+        if !lock_poisoned(&self.state).seen.insert(id) || self.store.contains(&id)? {
+            return Ok(id);
+        }
+        // Compression runs outside the lock so that callers on several threads overlap.
+        let encoded = EncodedObject::encode_with_id(kind, id, raw)?;
+        self.append(&encoded)?;
+        Ok(id)
+    }
+
+    fn append(&self, encoded: &EncodedObject) -> Result<(), StoreError> {
+        let mut state = lock_poisoned(&self.state);
+        let current = match state.current.take() {
+            Some(w) => w,
+            None => PackWriter::create(&self.store.dir.join("tmp"))?,
+        };
+        let mut current = current;
+        current.add(encoded)?;
+        if current.len() >= PACK_TARGET_SIZE {
+            let sealed = current.finish(&self.store.dir.join("packs"))?;
+            state.sealed.push(sealed);
+        } else {
+            state.current = Some(current);
+        }
+        Ok(())
+    }
+
+    /// Seals the open pack. The returned packs are durable in `packs/` and must now be named
+    /// in a catalog commit; until then they are garbage that gc may sweep.
+    pub fn finish(self) -> Result<Vec<(ObjectId, Vec<FrameInfo>)>, StoreError> {
+        let mut state = self.state.into_inner().unwrap_or_else(|p| p.into_inner());
+        if let Some(w) = state.current.take().filter(|w| !w.is_empty()) {
+            state.sealed.push(w.finish(&self.store.dir.join("packs"))?);
+        }
+        Ok(state.sealed)
+    }
+}

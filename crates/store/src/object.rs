@@ -90,6 +90,8 @@ pub enum SnapshotKind {
     AutoBeforeRestore,
     /// A `snap restore`: the tree of an older snapshot, recorded anew.
     Restore,
+    /// The dirty working tree, saved by redo before replacing it (not on the undo chain).
+    AutoBeforeRedo,
 }
 
 impl SnapshotKind {
@@ -100,6 +102,7 @@ impl SnapshotKind {
             SnapshotKind::AutoBeforeUndo => "auto-before-undo",
             SnapshotKind::AutoBeforeRestore => "auto-before-restore",
             SnapshotKind::Restore => "restore",
+            SnapshotKind::AutoBeforeRedo => "auto-before-redo",
         }
     }
 }

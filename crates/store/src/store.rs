@@ -135,7 +135,12 @@ impl Store {
 
     /// Starts writing objects into new packs. Safe to share between threads.
     pub fn writer(&self) -> ObjectWriter<'_> {
-        ObjectWriter { store: self, state: Mutex::new(WriterState::default()) }
+        ObjectWriter { store: self, state: Mutex::new(WriterState::default()), dry_run: false }
+    }
+
+    /// A writer that only computes ids and writes nothing: for status and previews.
+    pub fn dry_writer(&self) -> ObjectWriter<'_> {
+        ObjectWriter { store: self, state: Mutex::new(WriterState::default()), dry_run: true }
     }
 }
 
@@ -151,13 +156,14 @@ struct WriterState {
 pub struct ObjectWriter<'s> {
     store: &'s Store,
     state: Mutex<WriterState>,
+    dry_run: bool,
 }
 
 impl ObjectWriter<'_> {
     /// Stores `raw` as an object of `kind` unless it is already there; returns its id.
     pub fn put(&self, kind: ObjectKind, raw: &[u8]) -> Result<ObjectId, StoreError> {
         let id = ObjectId::of(kind, raw);
-        if !lock_poisoned(&self.state).seen.insert(id) || self.store.contains(&id)? {
+        if self.dry_run || !lock_poisoned(&self.state).seen.insert(id) || self.store.contains(&id)? {
             return Ok(id);
         }
         // Compression runs outside the lock so that callers on several threads overlap.

@@ -1,0 +1,176 @@
+//! Flat views of a tree: every path (relative, `/`-separated bytes) mapped to its entry.
+//!
+//! Snapshots are stored as nested trees; saving, diffing and restoring work on this flat form.
+//! Directories appear as entries of kind `Dir` (their id is the subtree's, or zero before the
+//! trees are built), so empty directories survive.
+
+use std::collections::{BTreeMap, HashMap};
+
+use snap_store::{EntryKind, ObjectId, ObjectKind, ObjectWriter, Store, StoreError, Tree, TreeEntry};
+
+/// One path's entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub kind: EntryKind,
+    pub size: u64,
+    pub id: ObjectId,
+}
+
+/// Every path of a tree, sorted by path bytes. The root itself is not an entry.
+pub type FlatTree = BTreeMap<Vec<u8>, Node>;
+
+/// The id used for directories whose tree has not been built yet.
+pub const UNBUILT: ObjectId = ObjectId([0; 32]);
+
+/// Reads a whole snapshot tree into flat form.
+pub fn flatten(store: &Store, root: &ObjectId) -> Result<FlatTree, StoreError> {
+    let mut out = FlatTree::new();
+    let mut stack = vec![(Vec::new(), *root)];
+    while let Some((prefix, id)) = stack.pop() {
+        for entry in store.read_tree(&id)?.entries {
+            let path = join(&prefix, &entry.name);
+            if entry.kind == EntryKind::Dir {
+                stack.push((path.clone(), entry.id));
+            }
+            out.insert(path, Node { kind: entry.kind, size: entry.size, id: entry.id });
+        }
+    }
+    Ok(out)
+}
+
+/// `prefix/name`, or `name` at the root.
+pub fn join(prefix: &[u8], name: &[u8]) -> Vec<u8> {
+    if prefix.is_empty() {
+        return name.to_vec();
+    }
+    let mut p = Vec::with_capacity(prefix.len() + 1 + name.len());
+    p.extend_from_slice(prefix);
+    p.push(b'/');
+    p.extend_from_slice(name);
+    p
+}
+
+/// Splits a path into its parent (empty at the root) and its last component.
+pub fn split(path: &[u8]) -> (&[u8], &[u8]) {
+    match path.iter().rposition(|&c| c == b'/') {
+        Some(i) => (&path[..i], &path[i + 1..]),
+        None => (&[], path),
+    }
+}
+
+/// Writes the trees of `flat` bottom-up and returns the root tree id. Directory nodes in
+/// `flat` get their built ids. Unchanged trees dedupe against the store.
+pub fn build_trees(writer: &ObjectWriter<'_>, flat: &mut FlatTree) -> Result<ObjectId, StoreError> {
+    let mut children: HashMap<Vec<u8>, Vec<TreeEntry>> = HashMap::new();
+    children.insert(Vec::new(), Vec::new());
+    for (path, node) in flat.iter() {
+        if node.kind == EntryKind::Dir {
+            children.entry(path.clone()).or_default();
+        } else {
+            let (parent, name) = split(path);
+            children.entry(parent.to_vec()).or_default().push(TreeEntry { name: name.to_vec(), kind: node.kind, size: node.size, id: node.id });
+        }
+    }
+    let mut dirs: Vec<Vec<u8>> = children.keys().cloned().collect();
+    // Deepest first, so every subtree is built before its parent needs its id.
+    dirs.sort_by_key(|d| std::cmp::Reverse(if d.is_empty() { 0 } else { 1 + d.iter().filter(|&&c| c == b'/').count() }));
+    let mut root = UNBUILT;
+    for dir in dirs {
+        let mut entries = children.remove(&dir).unwrap_or_default();
+        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let id = writer.put(ObjectKind::Tree, &Tree { entries }.encode())?;
+        if dir.is_empty() {
+            root = id;
+            continue;
+        }
+        if let Some(node) = flat.get_mut(&dir) {
+            node.id = id;
+        }
+        let (parent, name) = split(&dir);
+        children.entry(parent.to_vec()).or_default().push(TreeEntry { name: name.to_vec(), kind: EntryKind::Dir, size: 0, id });
+    }
+    Ok(root)
+}
+
+/// How one path differs between two flat trees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Change {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl Change {
+    /// `added`, `modified` or `deleted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Added => "added",
+            Change::Modified => "modified",
+            Change::Deleted => "deleted",
+        }
+    }
+}
+
+/// The changed non-directory paths from `old` to `new`, in path order. A file that became a
+/// directory (or back) shows as deleted plus added of what is inside.
+pub fn diff_files(old: &FlatTree, new: &FlatTree) -> Vec<(Vec<u8>, Change)> {
+    let mut out = Vec::new();
+    for (path, n) in new.iter().filter(|(_, n)| n.kind != EntryKind::Dir) {
+        match old.get(path) {
+            Some(o) if o.kind == EntryKind::Dir => out.push((path.clone(), Change::Added)),
+            Some(o) if o.kind != n.kind || o.id != n.id => out.push((path.clone(), Change::Modified)),
+            Some(_) => {}
+            None => out.push((path.clone(), Change::Added)),
+        }
+    }
+    for (path, _) in old.iter().filter(|(_, o)| o.kind != EntryKind::Dir) {
+        if new.get(path).is_none_or(|n| n.kind == EntryKind::Dir) {
+            out.push((path.clone(), Change::Deleted));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Counts of a diff, for snapshot records.
+pub fn count_changes(changes: &[(Vec<u8>, Change)]) -> (u64, u64, u64) {
+    let count = |c| changes.iter().filter(|(_, x)| *x == c).count() as u64;
+    (count(Change::Added), count(Change::Modified), count(Change::Deleted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(kind: EntryKind, b: u8) -> Node {
+        Node { kind, size: 1, id: ObjectId([b; 32]) }
+    }
+
+    #[test]
+    fn split_and_join() {
+        assert_eq!(split(b"a/b/c"), (&b"a/b"[..], &b"c"[..]));
+        assert_eq!(split(b"c"), (&b""[..], &b"c"[..]));
+        assert_eq!(join(b"", b"c"), b"c");
+        assert_eq!(join(b"a", b"c"), b"a/c");
+    }
+
+    #[test]
+    fn diff_sees_every_kind_of_change() {
+        let old: FlatTree = [(b"a".to_vec(), node(EntryKind::File, 1)), (b"b".to_vec(), node(EntryKind::File, 2)), (b"d".to_vec(), node(EntryKind::File, 3))].into();
+        let new: FlatTree = [
+            (b"a".to_vec(), node(EntryKind::File, 1)),
+            (b"b".to_vec(), node(EntryKind::Executable, 2)),
+            (b"c".to_vec(), node(EntryKind::Symlink, 4)),
+            (b"d".to_vec(), node(EntryKind::Dir, 0)),
+            (b"d/x".to_vec(), node(EntryKind::File, 5)),
+        ]
+        .into();
+        let d = diff_files(&old, &new);
+        assert_eq!(
+            d,
+            vec![(b"b".to_vec(), Change::Modified), (b"c".to_vec(), Change::Added), (b"d".to_vec(), Change::Deleted), (b"d/x".to_vec(), Change::Added)]
+        );
+        assert_eq!(count_changes(&d), (2, 1, 1));
+    }
+}

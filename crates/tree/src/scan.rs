@@ -1,0 +1,266 @@
+//! The scanner: a parallel walk of the working tree under all four ignore layers, then a
+//! parallel read-hash-store of every tracked file.
+//!
+//! Ignore layers (DESIGN §5): the store and VCS directories, the configured default excludes,
+//! `.gitignore` files at every level with git's semantics (whether or not this is a git repo),
+//! then `.snapignore` files, which take precedence and so can re-include. `.git` is never
+//! read: not its `info/exclude`, not the global excludes file.
+
+use std::ffi::OsStr;
+use std::fs::{File, Metadata, OpenOptions};
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use ignore::{WalkBuilder, WalkState};
+use rayon::prelude::*;
+use snap_store::{ChunkList, ChunkRef, EntryKind, ObjectId, ObjectKind, ObjectWriter};
+
+use crate::config::Config;
+use crate::flat::{FlatTree, Node, UNBUILT};
+use crate::TreeError;
+
+/// Names never tracked at any depth: other tools' stores.
+pub const VCS_DIRS: [&str; 4] = [".git", ".hg", ".svn", ".jj"];
+/// The store's directory name in a workspace root.
+pub const STORE_DIR: &str = ".snap";
+/// The name of snap's own ignore files.
+pub const SNAPIGNORE: &str = ".snapignore";
+/// Files up to this size are one chunk; larger ones are cut by FastCDC.
+pub const CHUNK_THRESHOLD: usize = 1 << 20;
+/// FastCDC minimum, average and maximum chunk sizes for large files.
+pub const CDC_SIZES: (usize, usize, usize) = (256 << 10, 1 << 20, 4 << 20);
+/// How often a file that keeps changing is re-read before the save gives up.
+const READ_ATTEMPTS: usize = 5;
+
+/// What a walk found, before anything is read.
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// Tracked paths: directories, files and symlinks.
+    pub entries: Vec<(Vec<u8>, EntryKind)>,
+    /// Files over `max_file_size`: path and size.
+    pub too_large: Vec<(Vec<u8>, u64)>,
+    /// FIFOs, sockets and devices skipped.
+    pub special: u64,
+}
+
+/// What a scan reports beside the tree.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScanReport {
+    pub too_large: Vec<(Vec<u8>, u64)>,
+    pub special: u64,
+    /// Files that disappeared between the walk and their read.
+    pub vanished: u64,
+}
+
+/// Walks `root`, applying every ignore layer. Directories come before their contents.
+pub fn walk(root: &Path, config: &Config) -> Result<Walk, TreeError> {
+    let config = Arc::new(config.clone());
+    let filter_config = Arc::clone(&config);
+    let mut builder = WalkBuilder::new(root);
+    builder
+        .hidden(false)
+        .parents(false)
+        .ignore(false)
+        .git_ignore(true)
+        .git_global(false)
+        .git_exclude(false)
+        .require_git(false)
+        .follow_links(false)
+        .add_custom_ignore_filename(SNAPIGNORE)
+        .filter_entry(move |e| keep_entry(e, &filter_config));
+    let found = Mutex::new(Walk::default());
+    let failure: Mutex<Option<TreeError>> = Mutex::new(None);
+    builder.build_parallel().run(|| {
+        Box::new(|result| match visit(root, result, &config) {
+            Ok(Some(item)) => {
+                record(&found, item);
+                WalkState::Continue
+            }
+            Ok(None) => WalkState::Continue,
+            Err(e) => {
+                *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                WalkState::Quit
+            }
+        })
+    });
+    if let Some(e) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    let mut walk = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    walk.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    walk.too_large.sort_unstable();
+    Ok(walk)
+}
+
+enum Item {
+    Entry(Vec<u8>, EntryKind),
+    TooLarge(Vec<u8>, u64),
+    Special,
+}
+
+fn record(walk: &Mutex<Walk>, item: Item) {
+    let mut walk = walk.lock().unwrap_or_else(|p| p.into_inner());
+    match item {
+        Item::Entry(path, kind) => walk.entries.push((path, kind)),
+        Item::TooLarge(path, size) => walk.too_large.push((path, size)),
+        Item::Special => walk.special += 1,
+    }
+}
+
+fn keep_entry(entry: &ignore::DirEntry, config: &Config) -> bool {
+    if entry.depth() == 0 {
+        return true;
+    }
+    let name = entry.file_name().as_bytes();
+    if VCS_DIRS.iter().any(|d| d.as_bytes() == name) || (entry.depth() == 1 && name == STORE_DIR.as_bytes()) {
+        return false;
+    }
+    match entry.file_type() {
+        Some(t) if t.is_dir() => !config.excludes_dir(name),
+        _ => !config.excludes_file(name),
+    }
+}
+
+fn visit(root: &Path, result: Result<ignore::DirEntry, ignore::Error>, config: &Config) -> Result<Option<Item>, TreeError> {
+    let entry = result.map_err(|e| TreeError::Scan { path: root.to_path_buf(), why: e.to_string() })?;
+    if entry.depth() == 0 {
+        return Ok(None);
+    }
+    let rel = relative(root, entry.path())?;
+    let Some(file_type) = entry.file_type() else { return Ok(Some(Item::Special)) };
+    if file_type.is_dir() {
+        return Ok(Some(Item::Entry(rel, EntryKind::Dir)));
+    }
+    if file_type.is_symlink() {
+        return Ok(Some(Item::Entry(rel, EntryKind::Symlink)));
+    }
+    if !file_type.is_file() {
+        return Ok(Some(Item::Special));
+    }
+    let meta = entry.metadata().map_err(|e| TreeError::Scan { path: entry.path().to_path_buf(), why: e.to_string() })?;
+    if meta.len() > config.max_file_size {
+        return Ok(Some(Item::TooLarge(rel, meta.len())));
+    }
+    Ok(Some(Item::Entry(rel, file_kind(&meta))))
+}
+
+fn relative(root: &Path, path: &Path) -> Result<Vec<u8>, TreeError> {
+    let rel = path.strip_prefix(root).map_err(|_| TreeError::Scan { path: path.to_path_buf(), why: "outside the workspace".into() })?;
+    Ok(rel.as_os_str().as_bytes().to_vec())
+}
+
+fn file_kind(meta: &Metadata) -> EntryKind {
+    if meta.mode() & 0o100 != 0 { EntryKind::Executable } else { EntryKind::File }
+}
+
+/// The absolute path of a workspace-relative path.
+pub fn abs(root: &Path, rel: &[u8]) -> PathBuf {
+    root.join(OsStr::from_bytes(rel))
+}
+
+/// Reads and stores every file and symlink of `walk` in parallel; returns the flat tree (with
+/// directories not yet built) and the report.
+pub fn store_walk(root: &Path, walk: Walk, writer: &ObjectWriter<'_>, max_file_size: u64) -> Result<(FlatTree, ScanReport), TreeError> {
+    let stored: Vec<Result<Option<(Vec<u8>, Node)>, TreeError>> =
+        walk.entries.into_par_iter().map(|(rel, kind)| store_entry(root, rel, kind, writer, max_file_size)).collect();
+    let mut flat = FlatTree::new();
+    let mut report = ScanReport { too_large: walk.too_large, special: walk.special, vanished: 0 };
+    for item in stored {
+        match item? {
+            Some((path, node)) => {
+                flat.insert(path, node);
+            }
+            None => report.vanished += 1,
+        }
+    }
+    drop_orphans(&mut flat);
+    Ok((flat, report))
+}
+
+/// Removes entries whose parent directory vanished during the scan, so the tree stays whole.
+fn drop_orphans(flat: &mut FlatTree) {
+    let orphans: Vec<Vec<u8>> = flat
+        .keys()
+        .filter(|p| {
+            let (parent, _) = crate::flat::split(p);
+            !parent.is_empty() && flat.get(parent).is_none_or(|n| n.kind != EntryKind::Dir)
+        })
+        .cloned()
+        .collect();
+    for p in orphans {
+        flat.remove(&p);
+    }
+}
+
+fn store_entry(root: &Path, rel: Vec<u8>, kind: EntryKind, writer: &ObjectWriter<'_>, max: u64) -> Result<Option<(Vec<u8>, Node)>, TreeError> {
+    let path = abs(root, &rel);
+    let node = match kind {
+        EntryKind::Dir => Some(Node { kind, size: 0, id: UNBUILT }),
+        EntryKind::Symlink => match std::fs::read_link(&path) {
+            Ok(target) => {
+                let bytes = target.as_os_str().as_bytes();
+                Some(Node { kind, size: bytes.len() as u64, id: writer.put(ObjectKind::Chunk, bytes)? })
+            }
+            Err(e) if vanished(&e) => None,
+            Err(e) => return Err(TreeError::io(path, e)),
+        },
+        EntryKind::File | EntryKind::Executable => match read_stable(&path, max)? {
+            Some((data, kind)) => Some(Node { kind, size: data.len() as u64, id: store_content(writer, &data)? }),
+            None => None,
+        },
+    };
+    Ok(node.map(|n| (rel, n)))
+}
+
+fn vanished(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+}
+
+/// Reads a regular file without following a symlink, re-reading while its stat changes under
+/// the read. `None` if it vanished, stopped being a regular file or grew past `max`.
+fn read_stable(path: &Path, max: u64) -> Result<Option<(Vec<u8>, EntryKind)>, TreeError> {
+    for _ in 0..READ_ATTEMPTS {
+        let mut file = match OpenOptions::new().read(true).custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32).open(path) {
+            Ok(f) => f,
+            Err(e) if vanished(&e) => return Ok(None),
+            Err(e) => return Err(TreeError::io(path, e)),
+        };
+        let before = file.metadata().map_err(|e| TreeError::io(path, e))?;
+        if !before.is_file() || before.len() > max {
+            return Ok(None);
+        }
+        let data = read_all(&mut file, before.len(), path)?;
+        let after = file.metadata().map_err(|e| TreeError::io(path, e))?;
+        if same_stat(&before, &after) && data.len() as u64 == after.len() {
+            return Ok(Some((data, file_kind(&after))));
+        }
+    }
+    Err(TreeError::Unstable { path: path.to_path_buf() })
+}
+
+fn read_all(file: &mut File, len_hint: u64, path: &Path) -> Result<Vec<u8>, TreeError> {
+    let mut data = Vec::with_capacity(len_hint as usize + 1);
+    file.read_to_end(&mut data).map_err(|e| TreeError::io(path, e))?;
+    Ok(data)
+}
+
+fn same_stat(a: &Metadata, b: &Metadata) -> bool {
+    (a.len(), a.mtime(), a.mtime_nsec(), a.ctime(), a.ctime_nsec(), a.ino()) == (b.len(), b.mtime(), b.mtime_nsec(), b.ctime(), b.ctime_nsec(), b.ino())
+}
+
+/// Stores file content: one chunk up to [`CHUNK_THRESHOLD`], else FastCDC chunks and a list.
+pub fn store_content(writer: &ObjectWriter<'_>, data: &[u8]) -> Result<ObjectId, TreeError> {
+    if data.len() <= CHUNK_THRESHOLD {
+        return Ok(writer.put(ObjectKind::Chunk, data)?);
+    }
+    let (min, avg, max) = CDC_SIZES;
+    let mut list = ChunkList::default();
+    for chunk in fastcdc::v2020::FastCDC::new(data, min, avg, max) {
+        let bytes = &data[chunk.offset..chunk.offset + chunk.length];
+        list.chunks.push(ChunkRef { id: writer.put(ObjectKind::Chunk, bytes)?, len: bytes.len() as u64 });
+    }
+    Ok(writer.put(ObjectKind::ChunkList, &list.encode())?)
+}

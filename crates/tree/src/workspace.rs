@@ -1,0 +1,504 @@
+//! `Workspace`: a working tree and its store; every history operation of DESIGN §6, carried
+//! out with the crash-safety protocol of §7.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use snap_store::{ChangeStats, Commit, EntryKind, HistoryState, ObjectId, ObjectKind, ObjectWriter, SnapshotKind, SnapshotRecord, Store};
+
+use crate::config::Config;
+use crate::flat::{self, Change, FlatTree, Node, UNBUILT, build_trees, count_changes, diff_files, flatten};
+use crate::marker::{Marker, Op};
+use crate::restore::{self, Plan};
+use crate::scan::{self, STORE_DIR, ScanReport};
+use crate::TreeError;
+
+/// A snapshot's id with its record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    pub id: ObjectId,
+    pub record: SnapshotRecord,
+}
+
+/// What `save` records besides the tree.
+#[derive(Clone, Debug, Default)]
+pub struct SaveOptions {
+    pub message: String,
+    pub step: Option<u64>,
+    pub session: Option<String>,
+    pub meta: Vec<(String, String)>,
+    /// Make a snapshot even when nothing changed.
+    pub allow_empty: bool,
+}
+
+/// One changed path.
+pub type PathChange = (Vec<u8>, Change);
+
+/// The result of a save.
+#[derive(Clone, Debug)]
+pub struct SaveOutcome {
+    /// `None` when nothing changed.
+    pub snapshot: Option<Snapshot>,
+    pub changes: Vec<PathChange>,
+    pub report: ScanReport,
+}
+
+/// The result of an undo, redo or restore (or of its preview).
+#[derive(Clone, Debug)]
+pub struct MoveOutcome {
+    pub op: Op,
+    pub dry_run: bool,
+    /// The unsaved changes saved before moving (not in a preview).
+    pub auto_saved: Option<Snapshot>,
+    /// True when the working tree had unsaved changes.
+    pub was_dirty: bool,
+    /// The snapshot the working tree now matches (HEAD), or would match.
+    pub target: Snapshot,
+    /// For restore: the new snapshot recording it.
+    pub created: Option<Snapshot>,
+    /// Snapshots stepped over, nearest to where we started first.
+    pub passed: Vec<Snapshot>,
+    pub changes: Vec<PathChange>,
+}
+
+/// An interrupted operation finished when the workspace was opened.
+#[derive(Clone, Debug)]
+pub struct Recovered {
+    pub op: Op,
+    pub head: Snapshot,
+    pub paths_touched: usize,
+}
+
+/// The working tree against HEAD.
+#[derive(Clone, Debug)]
+pub struct Status {
+    pub head: Option<Snapshot>,
+    pub changes: Vec<PathChange>,
+    pub report: ScanReport,
+    pub redo_depth: usize,
+}
+
+/// One row of the log.
+#[derive(Clone, Debug)]
+pub struct LogEntry {
+    pub snapshot: Snapshot,
+    pub is_head: bool,
+    /// On the redo stack.
+    pub redoable: bool,
+    /// Neither HEAD's ancestor nor redoable: abandoned by a save after an undo.
+    pub abandoned: bool,
+}
+
+/// A working tree with its store open (and locked).
+#[derive(Debug)]
+pub struct Workspace {
+    root: PathBuf,
+    store: Store,
+    config: Config,
+    recovered: Vec<Recovered>,
+}
+
+struct Capture {
+    flat: FlatTree,
+    root: ObjectId,
+    report: ScanReport,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// HEAD moves to the new snapshot and the redo stack is cleared.
+    Advance,
+    /// HEAD and the redo stack stay as they are.
+    Detached,
+}
+
+/// The nearest ancestor of `start` (itself included) that holds a store.
+pub fn find_root(start: &Path) -> Option<PathBuf> {
+    start.ancestors().find(|d| d.join(STORE_DIR).join("packs").is_dir()).map(Path::to_path_buf)
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)
+}
+
+fn canonical(dir: &Path) -> Result<PathBuf, TreeError> {
+    dir.canonicalize().map_err(|e| TreeError::io(dir, e))
+}
+
+impl Workspace {
+    /// Opens the workspace whose root is `start` or its nearest ancestor with a store, or, with
+    /// `store_dir`, the workspace rooted at `start` with its store there. Finishes any
+    /// interrupted operation first.
+    pub fn discover(start: &Path, store_dir: Option<&Path>) -> Result<Workspace, TreeError> {
+        let start = canonical(start)?;
+        if let Some(store_dir) = store_dir {
+            return Workspace::open(&start, store_dir);
+        }
+        let root = find_root(&start).ok_or_else(|| TreeError::NoWorkspace(start.clone()))?;
+        let store_dir = root.join(STORE_DIR);
+        Workspace::open(&root, &store_dir)
+    }
+
+    /// Creates a store for the workspace at `root` (in `root/.snap` unless `store_dir` says),
+    /// or opens the one there. `/` and `$HOME` are refused unless `force`.
+    pub fn init(root: &Path, store_dir: Option<&Path>, force: bool) -> Result<Workspace, TreeError> {
+        let root = canonical(root)?;
+        let home = std::env::var_os("HOME").and_then(|h| Path::new(&h).canonicalize().ok());
+        if !force && (root.parent().is_none() || home.as_deref() == Some(root.as_path())) {
+            return Err(TreeError::RefusedRoot(root));
+        }
+        let store_dir = store_dir.map_or_else(|| root.join(STORE_DIR), Path::to_path_buf);
+        drop(Store::init(&store_dir)?);
+        Workspace::open(&root, &store_dir)
+    }
+
+    fn open(root: &Path, store_dir: &Path) -> Result<Workspace, TreeError> {
+        let store = Store::open(store_dir)?;
+        let config = Config::load(store_dir)?;
+        let mut ws = Workspace { root: root.to_path_buf(), store, config, recovered: Vec::new() };
+        ws.recover()?;
+        Ok(ws)
+    }
+
+    /// The workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The open store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Interrupted operations finished when this workspace was opened.
+    pub fn recovered(&self) -> &[Recovered] {
+        &self.recovered
+    }
+
+    fn recover(&mut self) -> Result<(), TreeError> {
+        for marker in Marker::find(self.store.dir())? {
+            let head = self.snapshot(marker.head)?;
+            let target = flatten(&self.store, &head.record.root)?;
+            let current = self.capture(&self.store.dry_writer())?.flat;
+            let plan = Plan::new(&current, &target);
+            let paths_touched = restore::apply(&self.root, &self.store, &plan, &target)?;
+            self.store.set_history(HistoryState { head: Some(marker.head), redo: marker.redo.clone() })?;
+            marker.remove(self.store.dir())?;
+            self.recovered.push(Recovered { op: marker.op, head, paths_touched });
+        }
+        Ok(())
+    }
+
+    /// Finishes interrupted operations (already done by opening); returns what was finished.
+    pub fn recover_now(&mut self) -> Result<Vec<Recovered>, TreeError> {
+        self.recover()?;
+        Ok(self.recovered.clone())
+    }
+
+    /// A snapshot by id.
+    pub fn snapshot(&self, id: ObjectId) -> Result<Snapshot, TreeError> {
+        Ok(Snapshot { id, record: self.store.snapshot(&id)? })
+    }
+
+    /// Resolves a reference (`@`, `@~N`, `last`, `#SEQ`, `step:N`, id prefix).
+    pub fn resolve(&self, reference: &str) -> Result<Snapshot, TreeError> {
+        let (id, record) = self.store.resolve(reference)?;
+        Ok(Snapshot { id, record })
+    }
+
+    /// HEAD, if any snapshot exists.
+    pub fn head(&self) -> Result<Option<Snapshot>, TreeError> {
+        self.store.history()?.head.map(|id| self.snapshot(id)).transpose()
+    }
+
+    /// Every path of a snapshot.
+    pub fn files(&self, snapshot: &Snapshot) -> Result<FlatTree, TreeError> {
+        Ok(flatten(&self.store, &snapshot.record.root)?)
+    }
+
+    fn flat_of(&self, snapshot: Option<&Snapshot>) -> Result<FlatTree, TreeError> {
+        snapshot.map_or_else(|| Ok(FlatTree::new()), |s| self.files(s))
+    }
+
+    /// The content of `path` in a snapshot (a symlink's target for a link).
+    pub fn read_file(&self, snapshot: &Snapshot, path: &[u8]) -> Result<Vec<u8>, TreeError> {
+        let shown = || (String::from_utf8_lossy(path).into_owned(), format!("#{}", snapshot.record.seq));
+        let node = self.files(snapshot)?.get(path).copied().filter(|n| n.kind != EntryKind::Dir).ok_or_else(|| {
+            let (p, s) = shown();
+            TreeError::PathNotInSnapshot(p, s)
+        })?;
+        Ok(self.store.read_file(&node.id)?)
+    }
+
+    /// What changed in `snapshot` against its parent.
+    pub fn changes_of(&self, snapshot: &Snapshot) -> Result<Vec<PathChange>, TreeError> {
+        let parent = snapshot.record.parent.map(|p| self.snapshot(p)).transpose()?;
+        Ok(diff_files(&self.flat_of(parent.as_ref())?, &self.files(snapshot)?))
+    }
+
+    fn capture(&self, writer: &ObjectWriter<'_>) -> Result<Capture, TreeError> {
+        let walk = scan::walk(&self.root, &self.config)?;
+        let (mut flat, report) = scan::store_walk(&self.root, walk, writer, self.config.max_file_size)?;
+        let root = build_trees(writer, &mut flat)?;
+        Ok(Capture { flat, root, report })
+    }
+
+    /// Commits what `writer` wrote without a snapshot, so no sealed pack is left unnamed.
+    fn commit_packs(&self, writer: ObjectWriter<'_>) -> Result<(), TreeError> {
+        let packs = writer.finish()?;
+        if !packs.is_empty() {
+            self.store.commit(&Commit { packs, ..Commit::default() })?;
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_snapshot(
+        &self,
+        writer: ObjectWriter<'_>,
+        kind: SnapshotKind,
+        opts: &SaveOptions,
+        (root, flat): (ObjectId, &FlatTree),
+        parent: Option<&Snapshot>,
+        changes: &[PathChange],
+        after: After,
+    ) -> Result<Snapshot, TreeError> {
+        let (added, modified, deleted) = count_changes(changes);
+        let files = flat.values().filter(|n| n.kind != EntryKind::Dir);
+        let stats = ChangeStats { added, modified, deleted, files: files.clone().count() as u64, bytes: files.map(|n| n.size).sum() };
+        let record = SnapshotRecord {
+            seq: self.store.next_seq()?,
+            root,
+            parent: parent.map(|p| p.id),
+            time_ns: now_ns(),
+            kind,
+            message: opts.message.clone(),
+            step: opts.step,
+            session: opts.session.clone(),
+            meta: opts.meta.clone(),
+            stats,
+        };
+        let id = writer.put(ObjectKind::Snapshot, &record.encode())?;
+        let packs = writer.finish()?;
+        let history = (after == After::Advance).then(|| HistoryState { head: Some(id), redo: Vec::new() });
+        self.store.commit(&Commit { packs, snapshots: vec![(id, record.clone())], history })?;
+        Ok(Snapshot { id, record })
+    }
+
+    /// Snapshots the working tree if it differs from HEAD (or always, with `allow_empty`).
+    pub fn save(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
+        let head = self.head()?;
+        let head_flat = self.flat_of(head.as_ref())?;
+        let writer = self.store.writer();
+        let cap = self.capture(&writer)?;
+        if head.as_ref().is_some_and(|h| h.record.root == cap.root) && !opts.allow_empty {
+            self.commit_packs(writer)?;
+            return Ok(SaveOutcome { snapshot: None, changes: Vec::new(), report: cap.report });
+        }
+        let changes = diff_files(&head_flat, &cap.flat);
+        let snapshot = self.record_snapshot(writer, SnapshotKind::Save, opts, (cap.root, &cap.flat), head.as_ref(), &changes, After::Advance)?;
+        Ok(SaveOutcome { snapshot: Some(snapshot), changes, report: cap.report })
+    }
+
+    /// The working tree against HEAD; writes nothing.
+    pub fn status(&self) -> Result<Status, TreeError> {
+        let head = self.head()?;
+        let head_flat = self.flat_of(head.as_ref())?;
+        let cap = self.capture(&self.store.dry_writer())?;
+        let redo_depth = self.store.history()?.redo.len();
+        Ok(Status { changes: diff_files(&head_flat, &cap.flat), head, report: cap.report, redo_depth })
+    }
+
+    fn writer(&self, dry_run: bool) -> ObjectWriter<'_> {
+        if dry_run { self.store.dry_writer() } else { self.store.writer() }
+    }
+
+    /// Walks `steps` parents back from `from`: the snapshots passed (nearest first) and the target.
+    fn walk_back(&self, from: &Snapshot, steps: u64) -> Result<(Vec<Snapshot>, Snapshot), TreeError> {
+        let mut passed = Vec::new();
+        let mut current = from.clone();
+        for taken in 0..steps {
+            let Some(parent) = current.record.parent else {
+                return Err(TreeError::NothingToUndo(format!("HEAD #{} has only {taken} snapshot(s) before it", from.record.seq)));
+            };
+            passed.push(current);
+            current = self.snapshot(parent)?;
+        }
+        Ok((passed, current))
+    }
+
+    /// Moves HEAD `n` snapshots back and makes the working tree match. Unsaved changes are
+    /// saved first (as an `auto-before-undo` snapshot, which then counts as the first step).
+    pub fn undo(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
+        let head = self.head()?.ok_or_else(|| TreeError::NothingToUndo("there are no snapshots yet".into()))?;
+        let history = self.store.history()?;
+        let writer = self.writer(dry_run);
+        let cap = self.capture(&writer)?;
+        let dirty = cap.root != head.record.root;
+        let steps = if dirty { n.saturating_sub(1) } else { n };
+        if n == 0 {
+            return Err(TreeError::NothingToUndo("the number of steps must be at least 1".into()));
+        }
+        let (passed, target) = self.walk_back(&head, steps)?;
+        let target_flat = self.files(&target)?;
+        let changes = diff_files(&cap.flat, &target_flat);
+        let mut outcome = MoveOutcome { op: Op::Undo, dry_run, auto_saved: None, was_dirty: dirty, target, created: None, passed, changes };
+        if dry_run {
+            return Ok(outcome);
+        }
+        let mut redo = history.redo;
+        if dirty {
+            let head_changes = diff_files(&self.files(&head)?, &cap.flat);
+            let opts = SaveOptions { message: "unsaved changes before undo".into(), ..SaveOptions::default() };
+            let auto = self.record_snapshot(writer, SnapshotKind::AutoBeforeUndo, &opts, (cap.root, &cap.flat), Some(&head), &head_changes, After::Advance)?;
+            redo.clear();
+            outcome.passed.insert(0, auto.clone());
+            outcome.auto_saved = Some(auto);
+        } else {
+            self.commit_packs(writer)?;
+        }
+        redo.extend(outcome.passed.iter().map(|s| s.id));
+        self.move_to(Op::Undo, &outcome.target, redo, &cap.flat, &target_flat)?;
+        Ok(outcome)
+    }
+
+    /// Moves HEAD `n` snapshots forward along the redo stack. Unsaved changes are saved first
+    /// as an `auto-before-redo` snapshot (kept, shown by `log --all`), leaving the stack whole.
+    pub fn redo(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
+        let history = self.store.history()?;
+        if n == 0 || history.redo.len() < n as usize {
+            let why = format!("the redo stack holds {} snapshot(s)", history.redo.len());
+            return Err(TreeError::NothingToRedo(why));
+        }
+        let head = self.head()?.ok_or_else(|| TreeError::NothingToRedo("there are no snapshots yet".into()))?;
+        let keep = history.redo.len() - n as usize;
+        let passed = history.redo[keep..].iter().rev().map(|id| self.snapshot(*id)).collect::<Result<Vec<_>, _>>()?;
+        let target = passed.last().cloned().ok_or_else(|| TreeError::NothingToRedo("empty".into()))?;
+        let writer = self.writer(dry_run);
+        let cap = self.capture(&writer)?;
+        let dirty = cap.root != head.record.root;
+        let target_flat = self.files(&target)?;
+        let changes = diff_files(&cap.flat, &target_flat);
+        let mut outcome = MoveOutcome { op: Op::Redo, dry_run, auto_saved: None, was_dirty: dirty, target, created: None, passed, changes };
+        if dry_run {
+            return Ok(outcome);
+        }
+        if dirty {
+            let head_changes = diff_files(&self.files(&head)?, &cap.flat);
+            let opts = SaveOptions { message: "unsaved changes before redo".into(), ..SaveOptions::default() };
+            let auto = self.record_snapshot(writer, SnapshotKind::AutoBeforeRedo, &opts, (cap.root, &cap.flat), Some(&head), &head_changes, After::Detached)?;
+            outcome.auto_saved = Some(auto);
+        } else {
+            self.commit_packs(writer)?;
+        }
+        self.move_to(Op::Redo, &outcome.target, history.redo[..keep].to_vec(), &cap.flat, &target_flat)?;
+        Ok(outcome)
+    }
+
+    /// Makes the working tree (or only `paths`) match `reference`, recorded as a new snapshot
+    /// of kind `restore` so that `undo` returns to the state before it.
+    pub fn restore(&self, reference: &str, paths: &[Vec<u8>], dry_run: bool) -> Result<MoveOutcome, TreeError> {
+        let source = self.resolve(reference)?;
+        let head = self.head()?;
+        let writer = self.writer(dry_run);
+        let cap = self.capture(&writer)?;
+        let dirty = head.as_ref().is_none_or(|h| h.record.root != cap.root);
+        let (target_root, target_flat) = if paths.iter().any(|p| p.is_empty()) || paths.is_empty() {
+            (source.record.root, self.files(&source)?)
+        } else {
+            let mut merged = merge_paths(&cap.flat, &self.files(&source)?, paths, source.record.seq)?;
+            (build_trees(&writer, &mut merged)?, merged)
+        };
+        let changes = diff_files(&cap.flat, &target_flat);
+        let mut outcome = MoveOutcome { op: Op::Restore, dry_run, auto_saved: None, was_dirty: dirty, target: source.clone(), created: None, passed: Vec::new(), changes };
+        if dry_run || target_root == cap.root {
+            if !dry_run {
+                self.commit_packs(writer)?;
+            }
+            return Ok(outcome);
+        }
+        let mut parent = head;
+        if dirty {
+            let head_changes = diff_files(&self.flat_of(parent.as_ref())?, &cap.flat);
+            let opts = SaveOptions { message: "unsaved changes before restore".into(), ..SaveOptions::default() };
+            let auto = self.record_snapshot(writer, SnapshotKind::AutoBeforeRestore, &opts, (cap.root, &cap.flat), parent.as_ref(), &head_changes, After::Advance)?;
+            outcome.auto_saved = Some(auto.clone());
+            parent = Some(auto);
+        } else {
+            self.commit_packs(writer)?;
+        }
+        let message = format!("restore {reference} (#{})", source.record.seq);
+        let opts = SaveOptions { message, ..SaveOptions::default() };
+        let created = self.record_snapshot(self.store.writer(), SnapshotKind::Restore, &opts, (target_root, &target_flat), parent.as_ref(), &outcome.changes, After::Detached)?;
+        self.move_to(Op::Restore, &created, Vec::new(), &cap.flat, &target_flat)?;
+        outcome.target = created.clone();
+        outcome.created = Some(created);
+        Ok(outcome)
+    }
+
+    /// The §7 protocol: marker, working tree, HEAD, marker removed. If the working tree cannot
+    /// be changed, it is put back as it was and the marker removed, so the store stays usable.
+    fn move_to(&self, op: Op, target: &Snapshot, redo: Vec<ObjectId>, current: &FlatTree, target_flat: &FlatTree) -> Result<(), TreeError> {
+        let marker = Marker { op, head: target.id, redo };
+        marker.write(self.store.dir())?;
+        let plan = Plan::new(current, target_flat);
+        if let Err(e) = restore::apply(&self.root, &self.store, &plan, target_flat) {
+            let partial = self.capture(&self.store.dry_writer())?.flat;
+            restore::apply(&self.root, &self.store, &Plan::new(&partial, current), current)?;
+            marker.remove(self.store.dir())?;
+            return Err(e);
+        }
+        self.store.set_history(HistoryState { head: Some(marker.head), redo: marker.redo.clone() })?;
+        marker.remove(self.store.dir())
+    }
+
+    /// Snapshots newest first: HEAD's ancestry and the redo stack, or every one with `all`.
+    pub fn log(&self, all: bool) -> Result<Vec<LogEntry>, TreeError> {
+        let history = self.store.history()?;
+        let snapshots = self.store.snapshots()?;
+        let by_id: std::collections::HashMap<ObjectId, &SnapshotRecord> = snapshots.iter().map(|(id, r)| (*id, r)).collect();
+        let mut chain = HashSet::new();
+        let mut next = history.head;
+        while let Some(id) = next.filter(|id| chain.insert(*id)) {
+            next = by_id.get(&id).and_then(|r| r.parent);
+        }
+        let redo: HashSet<ObjectId> = history.redo.iter().copied().collect();
+        let entries = snapshots.iter().rev().filter_map(|(id, record)| {
+            let abandoned = !chain.contains(id) && !redo.contains(id);
+            (all || !abandoned).then(|| LogEntry {
+                snapshot: Snapshot { id: *id, record: record.clone() },
+                is_head: history.head == Some(*id),
+                redoable: redo.contains(id),
+                abandoned,
+            })
+        });
+        Ok(entries.collect())
+    }
+}
+
+/// The working tree `base` with everything at or under each of `paths` taken from `source`.
+fn merge_paths(base: &FlatTree, source: &FlatTree, paths: &[Vec<u8>], seq: u64) -> Result<FlatTree, TreeError> {
+    let under = |p: &[u8], prefix: &[u8]| p == prefix || (p.starts_with(prefix) && p.get(prefix.len()) == Some(&b'/'));
+    for path in paths {
+        if !source.keys().chain(base.keys()).any(|p| under(p, path)) {
+            return Err(TreeError::PathNotInSnapshot(String::from_utf8_lossy(path).into_owned(), format!("#{seq} or the working tree")));
+        }
+    }
+    let mut out: FlatTree = base.iter().filter(|(p, _)| !paths.iter().any(|q| under(p, q))).map(|(p, n)| (p.clone(), *n)).collect();
+    let dir = Node { kind: EntryKind::Dir, size: 0, id: UNBUILT };
+    for (path, node) in source.iter().filter(|(p, _)| paths.iter().any(|q| under(p, q))) {
+        out.insert(path.clone(), *node);
+        let mut ancestor = flat::split(path).0;
+        while !ancestor.is_empty() {
+            out.insert(ancestor.to_vec(), dir);
+            ancestor = flat::split(ancestor).0;
+        }
+    }
+    Ok(out)
+}

@@ -1,1 +1,300 @@
-fn main() {}
+//! The `snap` binary: parses arguments, opens the workspace, runs one command, and prints its
+//! outcome for people or as one JSON document. Exit codes: 0 ok (also "nothing changed"),
+//! 1 error, 2 usage, 3 nothing to undo or redo.
+
+mod args;
+mod render;
+
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use serde_json::{Value, json};
+use snap_tree::{Change, SaveOptions, TreeError, Workspace};
+
+use crate::args::{Category, Cli, Command, MoveArgs, SaveArgs};
+use crate::render::*;
+
+/// Exit code when there is nothing to undo or redo.
+const EXIT_NOTHING_TO_DO: u8 = 3;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json_mode = cli.json;
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => report_error(&e, json_mode),
+    }
+}
+
+fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
+    let message = format!("{e:#}").replace('\n', " ");
+    eprintln!("error: {message}");
+    if json_mode {
+        println!("{}", json!({ "error": message }));
+    }
+    match e.downcast_ref::<TreeError>() {
+        Some(t) if t.is_nothing_to_do() => ExitCode::from(EXIT_NOTHING_TO_DO),
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// What every command needs besides its own arguments.
+struct Ctx {
+    start: PathBuf,
+    store: Option<PathBuf>,
+    json: bool,
+    quiet: bool,
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let start = cli.dir.as_ref().map_or(cwd.clone(), |d| cwd.join(d));
+    let store = cli.store.as_ref().map(|s| cwd.join(s));
+    let ctx = Ctx { start, store, json: cli.json, quiet: cli.quiet };
+    match cli.command {
+        Command::Init { force } => cmd_init(&ctx, force),
+        Command::Save(args) => cmd_save(&ctx, args),
+        Command::Undo(args) | Command::Rewind(args) => cmd_move(&ctx, args, false),
+        Command::Redo(args) => cmd_move(&ctx, args, true),
+        Command::Restore { reference, paths, dry_run } => cmd_restore(&ctx, &reference, &paths, dry_run),
+        Command::Log { max_count, all, step, session } => cmd_log(&ctx, max_count, all, step, session),
+        Command::Show { reference } => cmd_show(&ctx, &reference),
+        Command::Ls { reference, paths } => cmd_ls(&ctx, reference.as_deref().unwrap_or("@"), &paths),
+        Command::Cat { reference, path } => cmd_cat(&ctx, &reference, &path),
+        Command::Status { category } => cmd_status(&ctx, category),
+        Command::Recover => cmd_recover(&ctx),
+    }
+}
+
+fn open(ctx: &Ctx) -> Result<Workspace> {
+    let ws = Workspace::discover(&ctx.start, ctx.store.as_deref())?;
+    for r in ws.recovered() {
+        eprintln!("snap: finished an interrupted {} (HEAD is #{}, {} paths touched)", r.op.as_str(), r.head.record.seq, r.paths_touched);
+    }
+    Ok(ws)
+}
+
+fn emit(ctx: &Ctx, value: Value, human: impl FnOnce()) {
+    if ctx.json {
+        println!("{value}");
+    } else {
+        human();
+    }
+}
+
+fn cmd_init(ctx: &Ctx, force: bool) -> Result<()> {
+    let ws = Workspace::init(&ctx.start, ctx.store.as_deref(), force)?;
+    let store = ws.store().dir().display().to_string();
+    emit(ctx, json!({"root": ws.root().display().to_string(), "store": store}), || println!("initialized snap store in {store}"));
+    Ok(())
+}
+
+fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
+    if std::env::var_os("SNAP_DISABLE").is_some_and(|v| v == "1") {
+        emit(ctx, json!({"created": false, "disabled": true}), || println!("snap is disabled (SNAP_DISABLE=1); nothing saved"));
+        return Ok(());
+    }
+    let ws = match Workspace::discover(&ctx.start, ctx.store.as_deref()) {
+        Err(TreeError::NoWorkspace(_)) | Err(TreeError::Store(snap_tree::snap_store::StoreError::NotFound(_))) => Workspace::init(&ctx.start, ctx.store.as_deref(), args.force)?,
+        other => other?,
+    };
+    for r in ws.recovered() {
+        eprintln!("snap: finished an interrupted {} (HEAD is #{})", r.op.as_str(), r.head.record.seq);
+    }
+    let opts = SaveOptions { message: args.message, step: args.step, session: args.session, meta: args.meta, allow_empty: args.allow_empty };
+    let out = ws.save(&opts)?;
+    let head = ws.head()?;
+    let mut value = json!({
+        "created": out.snapshot.is_some(),
+        "id": out.snapshot.as_ref().map(|s| s.id.to_hex()),
+        "seq": out.snapshot.as_ref().map(|s| s.record.seq),
+        "head": head.as_ref().map(|h| h.id.to_hex()),
+        "changes": changes_json(&out.changes),
+    });
+    value["skipped"] = report_json(&out.report);
+    if let Some(s) = &out.snapshot {
+        value["snapshot"] = snapshot_json(s);
+    }
+    emit(ctx, value, || {
+        match &out.snapshot {
+            Some(s) => println!("saved #{} {} ({} added, {} modified, {} deleted)", s.record.seq, s.id.short(), s.record.stats.added, s.record.stats.modified, s.record.stats.deleted),
+            None => println!("nothing changed since #{}", head.as_ref().map_or(0, |h| h.record.seq)),
+        }
+        print_skipped(&out.report, ctx.quiet);
+    });
+    Ok(())
+}
+
+fn print_skipped(report: &snap_tree::ScanReport, quiet: bool) {
+    if quiet {
+        return;
+    }
+    for (path, size) in &report.too_large {
+        eprintln!("skipped {} ({size} bytes, over max_file_size)", path_str(path));
+    }
+    if report.special > 0 {
+        eprintln!("skipped {} special file(s) (fifo, socket or device)", report.special);
+    }
+}
+
+fn cmd_move(ctx: &Ctx, args: MoveArgs, redo: bool) -> Result<()> {
+    let ws = open(ctx)?;
+    let out = if redo { ws.redo(args.n, args.dry_run)? } else { ws.undo(args.n, args.dry_run)? };
+    emit(ctx, move_json(&out), || print_move(&out, ctx.quiet));
+    Ok(())
+}
+
+fn cmd_restore(ctx: &Ctx, reference: &str, paths: &[PathBuf], dry_run: bool) -> Result<()> {
+    let ws = open(ctx)?;
+    let rel = workspace_paths(&ws, &ctx.start, paths)?;
+    let out = ws.restore(reference, &rel, dry_run)?;
+    emit(ctx, move_json(&out), || print_move(&out, ctx.quiet));
+    Ok(())
+}
+
+/// Turns paths given relative to the start directory into workspace-relative path bytes.
+fn workspace_paths(ws: &Workspace, start: &Path, paths: &[PathBuf]) -> Result<Vec<Vec<u8>>> {
+    let base = start.canonicalize().with_context(|| start.display().to_string())?;
+    paths.iter().map(|p| workspace_path(ws.root(), &base, p)).collect()
+}
+
+fn workspace_path(root: &Path, base: &Path, path: &Path) -> Result<Vec<u8>> {
+    let mut out = PathBuf::new();
+    for component in base.join(path).components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    match out.strip_prefix(root) {
+        Ok(rel) => Ok(rel.as_os_str().as_bytes().to_vec()),
+        Err(_) => Err(TreeError::OutsideWorkspace { path: path.to_path_buf(), root: root.to_path_buf() }.into()),
+    }
+}
+
+fn cmd_log(ctx: &Ctx, max: Option<usize>, all: bool, step: Option<u64>, session: Option<String>) -> Result<()> {
+    let ws = open(ctx)?;
+    let entries: Vec<_> = ws
+        .log(all)?
+        .into_iter()
+        .filter(|e| step.is_none_or(|s| e.snapshot.record.step == Some(s)))
+        .filter(|e| session.as_ref().is_none_or(|s| e.snapshot.record.session.as_ref() == Some(s)))
+        .take(max.unwrap_or(usize::MAX))
+        .collect();
+    let head = ws.head()?.map(|h| h.id.to_hex());
+    emit(ctx, json!({"head": head, "snapshots": entries.iter().map(log_entry_json).collect::<Vec<_>>()}), || {
+        if entries.is_empty() {
+            println!("no snapshots yet");
+        }
+        for e in &entries {
+            println!("{}", log_line(e));
+        }
+    });
+    Ok(())
+}
+
+fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
+    let ws = open(ctx)?;
+    let snap = ws.resolve(reference)?;
+    let changes = ws.changes_of(&snap)?;
+    let mut value = snapshot_json(&snap);
+    value["changes"] = changes_json(&changes);
+    emit(ctx, value, || {
+        println!("{}", snapshot_line(&snap));
+        println!("id      {}", snap.id);
+        if let Some(p) = snap.record.parent {
+            println!("parent  {p}");
+        }
+        for (k, v) in &snap.record.meta {
+            println!("meta    {k}={v}");
+        }
+        print_changes(&changes);
+    });
+    Ok(())
+}
+
+fn cmd_ls(ctx: &Ctx, reference: &str, paths: &[PathBuf]) -> Result<()> {
+    let ws = open(ctx)?;
+    let snap = ws.resolve(reference)?;
+    let filter = workspace_paths(&ws, &ctx.start, paths)?;
+    let under = |p: &[u8]| filter.is_empty() || filter.iter().any(|f| f.is_empty() || p == f.as_slice() || (p.starts_with(f) && p.get(f.len()) == Some(&b'/')));
+    let files: Vec<_> = ws.files(&snap)?.into_iter().filter(|(p, _)| under(p)).collect();
+    let rows: Vec<Value> = files.iter().map(|(p, n)| json!({"path": path_str(p), "kind": kind_str(n.kind), "size": n.size, "id": n.id.to_hex()})).collect();
+    emit(ctx, json!({"snapshot": snap.id.to_hex(), "seq": snap.record.seq, "entries": rows}), || {
+        for (p, n) in &files {
+            println!("{:<7} {:>10}  {}  {}", kind_str(n.kind), n.size, n.id.short(), path_str(p));
+        }
+    });
+    Ok(())
+}
+
+fn cmd_cat(ctx: &Ctx, reference: &str, path: &Path) -> Result<()> {
+    let ws = open(ctx)?;
+    let snap = ws.resolve(reference)?;
+    let rel = workspace_paths(&ws, &ctx.start, &[path.to_path_buf()])?.remove(0);
+    let content = ws.read_file(&snap, &rel)?;
+    if ctx.json {
+        let text = String::from_utf8(content.clone()).ok();
+        println!("{}", json!({"path": path_str(&rel), "size": content.len(), "binary": text.is_none(), "content": text}));
+        return Ok(());
+    }
+    std::io::stdout().write_all(&content).context("writing to stdout")?;
+    Ok(())
+}
+
+fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
+    let ws = open(ctx)?;
+    let status = ws.status()?;
+    let wanted = |c: &Change| match category {
+        None => true,
+        Some(Category::Added) => *c == Change::Added,
+        Some(Category::Modified) => *c == Change::Modified,
+        Some(Category::Deleted) => *c == Change::Deleted,
+    };
+    let changes: Vec<_> = status.changes.iter().filter(|(_, c)| wanted(c)).cloned().collect();
+    let recovered: Vec<Value> = ws.recovered().iter().map(|r| json!({"op": r.op.as_str(), "head": r.head.id.to_hex()})).collect();
+    let mut value = json!({
+        "head": status.head.as_ref().map(|h| h.id.to_hex()),
+        "clean": status.changes.is_empty(),
+        "changes": changes_json(&changes),
+        "redo_depth": status.redo_depth,
+        "recovered": recovered,
+    });
+    value["skipped"] = report_json(&status.report);
+    emit(ctx, value, || {
+        match &status.head {
+            Some(h) => println!("HEAD {}", snapshot_line(h)),
+            None => println!("no snapshots yet"),
+        }
+        if status.changes.is_empty() {
+            println!("clean: the working tree matches HEAD");
+        }
+        print_changes(&changes);
+        print_skipped(&status.report, ctx.quiet);
+    });
+    Ok(())
+}
+
+fn cmd_recover(ctx: &Ctx) -> Result<()> {
+    let ws = Workspace::discover(&ctx.start, ctx.store.as_deref())?;
+    let done: Vec<Value> = ws.recovered().iter().map(|r| json!({"op": r.op.as_str(), "head": r.head.id.to_hex(), "paths_touched": r.paths_touched})).collect();
+    emit(ctx, json!({"recovered": done}), || {
+        if ws.recovered().is_empty() {
+            println!("nothing to recover");
+        }
+        for r in ws.recovered() {
+            println!("finished an interrupted {}: HEAD is #{} ({} paths touched)", r.op.as_str(), r.head.record.seq, r.paths_touched);
+        }
+    });
+    if done.len() > 1 {
+        bail!("more than one interrupted operation was found; check `snap status`");
+    }
+    Ok(())
+}

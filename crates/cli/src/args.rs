@@ -1,0 +1,147 @@
+//! Command-line arguments (clap derive). Each command's help line carries an example.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Undo and redo for any directory. Snapshots live in `.snap/` beside your files.
+#[derive(Debug, Parser)]
+#[command(name = "snap", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Run as if started in DIR.
+    #[arg(short = 'C', short_alias = 'w', long = "dir", global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Keep the store in DIR instead of `.snap/` (also SNAP_STORE).
+    #[arg(long, global = true, value_name = "DIR", env = "SNAP_STORE")]
+    pub store: Option<PathBuf>,
+    /// Print one JSON document on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Print less.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Never show progress bars.
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create the store (`snap init`).
+    Init {
+        /// Allow a store in `/` or your home directory.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Snapshot the directory if anything changed (`snap save -m "after edit"`).
+    Save(SaveArgs),
+    /// Go back N snapshots, saving unsaved changes first (`snap undo`, `snap undo 3`).
+    Undo(MoveArgs),
+    /// The same as undo, under the name other checkpoint tools use (`snap rewind 2`).
+    Rewind(MoveArgs),
+    /// Go forward N snapshots along what undo left (`snap redo`).
+    Redo(MoveArgs),
+    /// Make the directory (or PATHS) match a snapshot, as a new snapshot (`snap restore #3 -- src`).
+    Restore {
+        /// Snapshot: @, @~N, last, #SEQ, step:N or an id prefix.
+        reference: String,
+        /// Only these paths.
+        #[arg(last = true)]
+        paths: Vec<PathBuf>,
+        /// Show what would change, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// List snapshots, newest first (`snap log -n 10`).
+    #[command(alias = "list")]
+    Log {
+        /// At most N rows.
+        #[arg(short = 'n', long = "max-count")]
+        max_count: Option<usize>,
+        /// Include snapshots abandoned by a save after an undo.
+        #[arg(long)]
+        all: bool,
+        /// Only snapshots saved with this step.
+        #[arg(long)]
+        step: Option<u64>,
+        /// Only snapshots saved with this session.
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// One snapshot's record and changed files (`snap show @`).
+    Show {
+        /// Snapshot reference.
+        reference: String,
+    },
+    /// The files in a snapshot (`snap ls @ -- src`).
+    Ls {
+        /// Snapshot reference (default @).
+        reference: Option<String>,
+        /// Only these paths.
+        #[arg(last = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// One file's content at a snapshot (`snap cat @~1 src/main.rs`).
+    Cat {
+        /// Snapshot reference.
+        reference: String,
+        /// Path in the snapshot.
+        path: PathBuf,
+    },
+    /// The working tree against HEAD (`snap status`).
+    Status {
+        /// Only changes of this kind.
+        #[arg(long, value_enum)]
+        category: Option<Category>,
+    },
+    /// Finish an interrupted undo, redo or restore (`snap recover`).
+    Recover,
+}
+
+#[derive(Debug, Args)]
+pub struct SaveArgs {
+    /// Message.
+    #[arg(short, long, default_value = "")]
+    pub message: String,
+    /// Agent step (turn) number.
+    #[arg(long)]
+    pub step: Option<u64>,
+    /// Agent session name.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Free metadata, repeatable (`--meta tool=edit --meta turn=12`).
+    #[arg(long, value_name = "K=V", value_parser = parse_meta)]
+    pub meta: Vec<(String, String)>,
+    /// Snapshot even if nothing changed.
+    #[arg(long)]
+    pub allow_empty: bool,
+    /// Allow creating a store in `/` or your home directory.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MoveArgs {
+    /// How many snapshots to move.
+    #[arg(default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub n: u64,
+    /// Show what would change, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Category {
+    Added,
+    Modified,
+    Deleted,
+}
+
+fn parse_meta(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("expected KEY=VALUE, got {s:?}")),
+    }
+}

@@ -1,0 +1,163 @@
+//! Human and JSON renderings of snapshots, changes and outcomes.
+
+use serde_json::{Value, json};
+use snap_tree::{Change, EntryKind, LogEntry, MoveOutcome, PathChange, ScanReport, Snapshot};
+
+/// A path for people and JSON: UTF-8 where it is, with invalid bytes replaced.
+pub fn path_str(path: &[u8]) -> String {
+    String::from_utf8_lossy(path).into_owned()
+}
+
+/// `YYYY-MM-DD HH:MM:SS` UTC.
+pub fn time_str(time_ns: i64) -> String {
+    let secs = time_ns.div_euclid(1_000_000_000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+pub fn kind_str(kind: EntryKind) -> &'static str {
+    match kind {
+        EntryKind::File => "file",
+        EntryKind::Executable => "exec",
+        EntryKind::Symlink => "symlink",
+        EntryKind::Dir => "dir",
+    }
+}
+
+pub fn snapshot_json(s: &Snapshot) -> Value {
+    let r = &s.record;
+    let meta: serde_json::Map<String, Value> = r.meta.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+    json!({
+        "id": s.id.to_hex(),
+        "short_id": s.id.short(),
+        "seq": r.seq,
+        "kind": r.kind.as_str(),
+        "time": time_str(r.time_ns),
+        "time_ns": r.time_ns,
+        "message": r.message,
+        "step": r.step,
+        "session": r.session,
+        "meta": meta,
+        "parent": r.parent.map(|p| p.to_hex()),
+        "tree": r.root.to_hex(),
+        "stats": {
+            "added": r.stats.added, "modified": r.stats.modified, "deleted": r.stats.deleted,
+            "files": r.stats.files, "bytes": r.stats.bytes,
+        },
+    })
+}
+
+pub fn changes_json(changes: &[PathChange]) -> Value {
+    Value::Array(changes.iter().map(|(p, c)| json!({"path": path_str(p), "status": c.as_str()})).collect())
+}
+
+pub fn report_json(report: &ScanReport) -> Value {
+    json!({
+        "skipped_too_large": report.too_large.iter().map(|(p, s)| json!({"path": path_str(p), "size": s})).collect::<Vec<_>>(),
+        "skipped_special": report.special,
+    })
+}
+
+/// One line per changed path: `A path`, `M path`, `D path`.
+pub fn print_changes(changes: &[PathChange]) {
+    for (path, change) in changes {
+        let letter = match change {
+            Change::Added => 'A',
+            Change::Modified => 'M',
+            Change::Deleted => 'D',
+        };
+        println!("{letter} {}", path_str(path));
+    }
+}
+
+/// `#seq short-id time kind ...`: one snapshot on one line.
+pub fn snapshot_line(s: &Snapshot) -> String {
+    let r = &s.record;
+    let mut line = format!("#{:<4} {}  {}  {:<17} +{} ~{} -{}", r.seq, s.id.short(), time_str(r.time_ns), r.kind.as_str(), r.stats.added, r.stats.modified, r.stats.deleted);
+    if let Some(step) = r.step {
+        line.push_str(&format!("  step {step}"));
+    }
+    if let Some(session) = &r.session {
+        line.push_str(&format!("  session {session}"));
+    }
+    if !r.message.is_empty() {
+        line.push_str(&format!("  {}", r.message));
+    }
+    line
+}
+
+pub fn log_line(e: &LogEntry) -> String {
+    let tag = if e.is_head {
+        "HEAD "
+    } else if e.redoable {
+        "redo "
+    } else if e.abandoned {
+        "gone "
+    } else {
+        "     "
+    };
+    format!("{tag}{}", snapshot_line(&e.snapshot))
+}
+
+pub fn log_entry_json(e: &LogEntry) -> Value {
+    let mut v = snapshot_json(&e.snapshot);
+    v["is_head"] = json!(e.is_head);
+    v["redoable"] = json!(e.redoable);
+    v["abandoned"] = json!(e.abandoned);
+    v
+}
+
+pub fn move_json(o: &MoveOutcome) -> Value {
+    json!({
+        "op": o.op.as_str(),
+        "dry_run": o.dry_run,
+        "head": if o.dry_run { Value::Null } else { json!(o.target.id.to_hex()) },
+        "target": snapshot_json(&o.target),
+        "created": o.created.as_ref().map(snapshot_json),
+        "auto_saved": o.auto_saved.as_ref().map(snapshot_json),
+        "had_unsaved_changes": o.was_dirty,
+        "passed": o.passed.iter().map(snapshot_json).collect::<Vec<_>>(),
+        "passed_count": o.passed.len(),
+        "changes": changes_json(&o.changes),
+    })
+}
+
+pub fn print_move(o: &MoveOutcome, quiet: bool) {
+    let verb = o.op.as_str();
+    if o.dry_run {
+        println!("{verb} would move to {}", snapshot_line(&o.target));
+        if o.was_dirty {
+            println!("unsaved changes would be saved first");
+        }
+        for s in &o.passed {
+            println!("  passes {}", snapshot_line(s));
+        }
+        print_changes(&o.changes);
+        return;
+    }
+    if let Some(auto) = &o.auto_saved {
+        println!("saved unsaved changes as #{} {}", auto.record.seq, auto.id.short());
+    }
+    if o.changes.is_empty() && o.created.is_none() && o.op == snap_tree::Op::Restore {
+        println!("already matches #{}", o.target.record.seq);
+        return;
+    }
+    println!("{verb}: now at {}", snapshot_line(&o.target));
+    if !quiet {
+        print_changes(&o.changes);
+    }
+}

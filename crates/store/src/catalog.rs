@@ -143,8 +143,12 @@ impl Catalog {
     pub fn history(&self) -> Result<HistoryState, StoreError> {
         let txn = self.db.begin_read().map_err(|e| self.err(e))?;
         let meta = txn.open_table(META).map_err(|e| self.err(e))?;
-        let head = meta.get("head").map_err(|e| self.err(e))?.and_then(|v| ObjectId::from_slice(v.value()));
+        let head = match meta.get("head").map_err(|e| self.err(e))? {
+            Some(v) => Some(ObjectId::from_slice(v.value()).ok_or_else(|| self.err("HEAD record is not 32 bytes"))?),
+            None => None,
+        };
         let redo = match meta.get("redo").map_err(|e| self.err(e))? {
+            Some(v) if v.value().len() % 32 != 0 => return Err(self.err("redo record is not a whole number of ids")),
             Some(v) => v.value().chunks_exact(32).filter_map(ObjectId::from_slice).collect(),
             None => Vec::new(),
         };

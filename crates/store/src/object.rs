@@ -115,7 +115,7 @@ pub struct ChangeStats {
     pub deleted: u64,
     /// Files and symlinks in the whole snapshot.
     pub files: u64,
-    /// Bytes of file content in the whole snapshot.
+    /// Bytes of file content and symlink targets in the whole snapshot.
     pub bytes: u64,
 }
 

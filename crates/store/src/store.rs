@@ -123,7 +123,9 @@ impl Store {
             ObjectKind::Chunk => Ok(bytes),
             ObjectKind::ChunkList => {
                 let list = ChunkList::decode(*id, &bytes)?;
-                let mut out = Vec::with_capacity(list.chunks.iter().map(|c| c.len as usize).sum());
+                // The lengths are only a hint: a damaged list must not make us reserve unbounded memory.
+                let hint = list.chunks.iter().fold(0u64, |n, c| n.saturating_add(c.len)).min(64 << 20);
+                let mut out = Vec::with_capacity(hint as usize);
                 for chunk in &list.chunks {
                     out.extend_from_slice(&self.read_kind(&chunk.id, ObjectKind::Chunk)?);
                 }

@@ -1,4 +1,4 @@
-//! `.snap/config.toml`: default excludes and the size limit, with environment overrides.
+//! `.snap/config.toml`: the default excludes and the file size limit.
 
 use std::path::Path;
 

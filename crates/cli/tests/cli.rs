@@ -1,0 +1,397 @@
+//! End-to-end tests of the `snap` binary: every command, its exit codes, JSON and human output,
+//! and a kill -9 test of an interrupted undo. Real filesystem, temp directories.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn snap_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_snap"));
+    cmd.arg("-C").arg(dir).args(args).env_remove("SNAP_STORE").env_remove("SNAP_DISABLE").env("HOME", "/nonexistent-home");
+    cmd
+}
+
+fn snap(dir: &Path, args: &[&str]) -> Output {
+    snap_cmd(dir, args).output().expect("run snap")
+}
+
+/// Runs snap and insists on success; returns stdout.
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = snap(dir, args);
+    assert!(out.status.success(), "snap {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json(dir: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&ok(dir, &all)).unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn write(root: &Path, path: &str, content: &[u8]) {
+    let p = root.join(path);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, content).unwrap();
+}
+
+fn read(root: &Path, path: &str) -> String {
+    std::fs::read_to_string(root.join(path)).unwrap()
+}
+
+#[test]
+fn init_creates_the_store_with_its_gitignore() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = json(dir.path(), &["init"]);
+    assert!(v["store"].as_str().unwrap().ends_with(".snap"));
+    assert_eq!(std::fs::read_to_string(dir.path().join(".snap/.gitignore")).unwrap(), "*\n");
+    assert!(ok(dir.path(), &["init"]).contains("initialized"), "init twice is fine");
+}
+
+#[test]
+fn save_reports_ids_and_nothing_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a.txt", b"one");
+    let v = json(d, &["save", "-m", "first", "--step", "1", "--session", "s1", "--meta", "turn=12", "--meta", "tool=edit"]);
+    assert_eq!(v["created"], true);
+    assert_eq!(v["seq"], 1);
+    assert_eq!(v["id"].as_str().unwrap().len(), 64);
+    assert_eq!(v["head"], v["id"]);
+    assert_eq!(v["snapshot"]["meta"]["turn"], "12");
+    assert_eq!(v["changes"][0]["path"], "a.txt");
+    assert_eq!(v["changes"][0]["status"], "added");
+    let again = json(d, &["save"]);
+    assert_eq!(again["created"], false);
+    assert_eq!(again["head"], v["id"]);
+    assert!(ok(d, &["save"]).contains("nothing changed"));
+    let empty = json(d, &["save", "--allow-empty"]);
+    assert_eq!(empty["created"], true);
+    assert_eq!(empty["seq"], 2);
+}
+
+#[test]
+fn save_refuses_home_without_force_and_honours_snap_disable() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = snap_cmd(d, &["save"]).env("HOME", d).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).starts_with("error: refusing"), "{}", stderr(&out));
+    assert!(!d.join(".snap").exists());
+    let out = snap_cmd(d, &["save"]).env("SNAP_DISABLE", "1").output().unwrap();
+    assert!(out.status.success());
+    assert!(!d.join(".snap").exists(), "SNAP_DISABLE=1 makes save a no-op");
+    let out = snap_cmd(d, &["save", "--force"]).env("HOME", d).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn undo_redo_and_their_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"1");
+    ok(d, &["save"]);
+    let out = snap(d, &["undo"]);
+    assert_eq!(out.status.code(), Some(3), "nothing to undo");
+    assert!(stderr(&out).starts_with("error: nothing to undo"));
+    let out = snap(d, &["--json", "redo"]);
+    assert_eq!(out.status.code(), Some(3), "nothing to redo");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("nothing to redo"));
+    write(d, "f", b"2");
+    ok(d, &["save"]);
+    write(d, "f", b"3");
+    ok(d, &["save"]);
+    let v = json(d, &["undo", "2"]);
+    assert_eq!(v["target"]["seq"], 1);
+    assert_eq!(v["passed_count"], 2);
+    assert_eq!(read(d, "f"), "1");
+    ok(d, &["redo"]);
+    assert_eq!(read(d, "f"), "2");
+    ok(d, &["rewind"]);
+    assert_eq!(read(d, "f"), "1");
+    let v = json(d, &["redo", "2"]);
+    assert_eq!(v["head"], v["target"]["id"]);
+    assert_eq!(read(d, "f"), "3");
+    assert_eq!(snap(d, &["redo"]).status.code(), Some(3));
+    assert_eq!(snap(d, &["undo", "0"]).status.code(), Some(2), "0 steps is a usage error");
+}
+
+#[test]
+fn undo_saves_hand_edits_first_so_redo_brings_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"saved");
+    ok(d, &["save"]);
+    write(d, "f", b"hand edit");
+    write(d, "new", b"new file");
+    let v = json(d, &["undo"]);
+    assert_eq!(v["auto_saved"]["kind"], "auto-before-undo");
+    assert_eq!(read(d, "f"), "saved");
+    assert!(!d.join("new").exists());
+    ok(d, &["redo"]);
+    assert_eq!(read(d, "f"), "hand edit");
+    assert_eq!(read(d, "new"), "new file");
+}
+
+#[test]
+fn dry_run_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"1");
+    ok(d, &["save", "--meta", "turn=1"]);
+    write(d, "f", b"2");
+    ok(d, &["save", "--meta", "turn=2"]);
+    let v = json(d, &["undo", "--dry-run"]);
+    assert_eq!(v["dry_run"], true);
+    assert_eq!(v["target"]["meta"]["turn"], "1");
+    assert_eq!(v["passed"][0]["meta"]["turn"], "2");
+    assert_eq!(v["changes"][0]["status"], "modified");
+    assert_eq!(read(d, "f"), "2");
+    let v = json(d, &["restore", "#1", "--dry-run"]);
+    assert_eq!(v["changes"][0]["path"], "f");
+    assert_eq!(read(d, "f"), "2");
+    assert_eq!(json(d, &["log"])["snapshots"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn restore_is_a_new_snapshot_that_undo_reverts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "src/a", b"1");
+    write(d, "b", b"1");
+    let first = json(d, &["save"]);
+    write(d, "src/a", b"2");
+    write(d, "b", b"2");
+    ok(d, &["save"]);
+    let v = json(d, &["restore", &first["id"].as_str().unwrap()[..8]]);
+    assert_eq!(v["created"]["kind"], "restore");
+    assert_eq!(v["created"]["seq"], 3);
+    assert_eq!((read(d, "src/a"), read(d, "b")), ("1".into(), "1".into()));
+    ok(d, &["undo"]);
+    assert_eq!((read(d, "src/a"), read(d, "b")), ("2".into(), "2".into()));
+    // Only some paths, given relative to -C.
+    ok(&d.join("src"), &["restore", "#1", "--", "a"]);
+    assert_eq!((read(d, "src/a"), read(d, "b")), ("1".into(), "2".into()));
+    let out = snap(d, &["restore", "#1", "--", "../outside"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("outside the workspace"));
+}
+
+#[test]
+fn references_resolve_and_bad_ones_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (i, step) in ["1", "2", "2"].iter().enumerate() {
+        write(d, "f", i.to_string().as_bytes());
+        ok(d, &["save", "--step", step]);
+    }
+    assert_eq!(json(d, &["show", "@"])["seq"], 3);
+    assert_eq!(json(d, &["show", "@~2"])["seq"], 1);
+    assert_eq!(json(d, &["show", "last"])["seq"], 3);
+    assert_eq!(json(d, &["show", "#2"])["seq"], 2);
+    assert_eq!(json(d, &["show", "step:2"])["seq"], 3);
+    assert_eq!(json(d, &["show", "step:1"])["seq"], 1);
+    for bad in ["nope", "#99", "@~9", "step:x", "abc"] {
+        let out = snap(d, &["show", bad]);
+        assert_eq!(out.status.code(), Some(1), "{bad}");
+        let err = stderr(&out);
+        assert!(err.starts_with("error: ") && err.lines().count() == 1, "{bad}: {err}");
+    }
+}
+
+#[test]
+fn log_filters_and_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for i in 1..=3 {
+        write(d, "f", i.to_string().as_bytes());
+        ok(d, &["save", "--step", &i.to_string(), "--session", if i == 2 { "b" } else { "a" }]);
+    }
+    ok(d, &["undo"]);
+    write(d, "g", b"branch");
+    ok(d, &["save"]);
+    let rows = |v: Value| v["snapshots"].as_array().unwrap().iter().map(|s| s["seq"].as_u64().unwrap()).collect::<Vec<_>>();
+    assert_eq!(rows(json(d, &["log"])), vec![4, 2, 1], "the abandoned #3 is hidden");
+    assert_eq!(rows(json(d, &["log", "--all"])), vec![4, 3, 2, 1]);
+    assert_eq!(rows(json(d, &["list", "-n", "1"])), vec![4]);
+    assert_eq!(rows(json(d, &["log", "--step", "2"])), vec![2]);
+    assert_eq!(rows(json(d, &["log", "--all", "--session", "a"])), vec![3, 1]);
+    assert!(ok(d, &["log"]).starts_with("HEAD #4"));
+}
+
+#[test]
+fn ls_cat_show_status_and_recover() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary: Vec<u8> = (0..=255u8).cycle().take(5000).collect();
+    write(d, "bin/data", &binary);
+    write(d, "text", b"hello\n");
+    std::os::unix::fs::symlink("text", d.join("link")).unwrap();
+    std::fs::create_dir(d.join("empty")).unwrap();
+    ok(d, &["save"]);
+    let out = snap(d, &["cat", "@", "bin/data"]);
+    assert_eq!(out.stdout, binary);
+    assert_eq!(ok(d, &["cat", "@", "link"]), "text");
+    let ls = json(d, &["ls"]);
+    let kinds: BTreeMap<String, String> = ls["entries"].as_array().unwrap().iter().map(|e| (e["path"].as_str().unwrap().into(), e["kind"].as_str().unwrap().into())).collect();
+    assert_eq!(kinds["empty"], "dir");
+    assert_eq!(kinds["link"], "symlink");
+    assert_eq!(json(d, &["ls", "@", "--", "bin"])["entries"].as_array().unwrap().len(), 2);
+    assert_eq!(snap(d, &["cat", "@", "missing"]).status.code(), Some(1));
+    assert_eq!(json(d, &["status"])["clean"], true);
+    write(d, "text", b"changed\n");
+    write(d, "added", b"x");
+    let st = json(d, &["status"]);
+    assert_eq!(st["clean"], false);
+    assert_eq!(st["changes"].as_array().unwrap().len(), 2);
+    assert_eq!(json(d, &["status", "--category", "added"])["changes"][0]["path"], "added");
+    assert!(ok(d, &["status"]).contains("M text"));
+    let show = json(d, &["show", "@"]);
+    assert_eq!(show["stats"]["files"], 3);
+    assert!(ok(d, &["recover"]).contains("nothing to recover"));
+    assert_eq!(json(d, &["recover"])["recovered"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn commands_outside_a_workspace_and_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for args in [&["log"][..], &["undo"], &["status"], &["show", "@"]] {
+        let out = snap(d, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&out).starts_with("error: no snap store"), "{}", stderr(&out));
+    }
+    assert_eq!(snap(d, &["frobnicate"]).status.code(), Some(2));
+    assert_eq!(snap(d, &["save", "--meta", "novalue"]).status.code(), Some(2));
+    assert!(ok(d, &["--help"]).contains("undo"));
+}
+
+#[test]
+fn store_elsewhere_and_w_alias() {
+    let ws = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    write(d, "f", b"1");
+    let s = store.path().join("st");
+    let out = Command::new(env!("CARGO_BIN_EXE_snap")).arg("-w").arg(d).arg("save").env("SNAP_STORE", &s).env("HOME", "/nonexistent-home").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!d.join(".snap").exists());
+    assert!(s.join("catalog.redb").exists());
+    write(d, "f", b"2");
+    ok(d, &["--store", s.to_str().unwrap(), "undo"]);
+    assert_eq!(read(d, "f"), "1");
+}
+
+#[test]
+fn ignored_files_are_never_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, ".gitignore", b"*.log\n");
+    write(d, "f", b"1");
+    write(d, "debug.log", b"log 1");
+    write(d, "node_modules/m.js", b"m");
+    ok(d, &["save"]);
+    write(d, "f", b"2");
+    write(d, "debug.log", b"log 2");
+    ok(d, &["save"]);
+    ok(d, &["undo"]);
+    assert_eq!(read(d, "f"), "1");
+    assert_eq!(read(d, "debug.log"), "log 2");
+    assert_eq!(read(d, "node_modules/m.js"), "m");
+    ok(d, &["restore", "#1"]);
+    assert_eq!(read(d, "debug.log"), "log 2");
+}
+
+#[test]
+fn the_workspace_git_directory_is_never_read_or_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, ".git/HEAD", b"ref: refs/heads/main\n");
+    write(d, ".git/index", b"index bytes");
+    write(d, "f", b"1");
+    ok(d, &["save"]);
+    write(d, "f", b"2");
+    ok(d, &["save"]);
+    ok(d, &["undo"]);
+    ok(d, &["restore", "#2"]);
+    assert_eq!(read(d, ".git/index"), "index bytes");
+    assert!(json(d, &["ls"])["entries"].as_array().unwrap().iter().all(|e| !e["path"].as_str().unwrap().starts_with(".git/")));
+}
+
+/// A digest of every tracked path in the tree: path, kind and content.
+fn tree_digest(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            let rel = e.path().strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if rel == ".snap" {
+                continue;
+            }
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                out.insert(rel, b"<dir>".to_vec());
+                stack.push(e.path());
+            } else {
+                out.insert(rel, std::fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn kill_9_during_undo_and_redo_ends_in_old_or_target_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for i in 0..3000 {
+        write(d, &format!("dir{}/file{i}.txt", i % 40), format!("version A of {i}\n").repeat(20).as_bytes());
+    }
+    ok(d, &["save"]);
+    let a = tree_digest(d);
+    for i in 0..3000 {
+        let path = format!("dir{}/file{i}.txt", i % 40);
+        if i % 3 == 0 {
+            std::fs::remove_file(d.join(&path)).unwrap();
+        } else {
+            write(d, &path, format!("version B of {i}\n").repeat(25).as_bytes());
+        }
+    }
+    write(d, "newdir/added.txt", b"B only");
+    ok(d, &["save"]);
+    let b = tree_digest(d);
+    let started = Instant::now();
+    ok(d, &["undo"]);
+    let full = started.elapsed();
+    ok(d, &["redo"]);
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let rounds = std::env::var("SNAP_KILL_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(12);
+    let (mut interrupted, mut recovered) = (0, 0);
+    for round in 0..rounds {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let delay = Duration::from_micros((seed >> 33) % (full.as_micros() as u64).max(1));
+        let op = if tree_digest(d) == b { "undo" } else { "redo" };
+        let mut child = snap_cmd(d, &[op]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        std::thread::sleep(delay);
+        if child.try_wait().unwrap().is_none() {
+            interrupted += 1;
+        }
+        let _ = child.kill();
+        child.wait().unwrap();
+        let st = json(d, &["status"]);
+        recovered += st["recovered"].as_array().map_or(0, Vec::len);
+        let now = tree_digest(d);
+        assert!(now == a || now == b, "round {round}: after kill -9 of {op} at {delay:?} the tree is a mix");
+        assert_eq!(st["clean"], true, "round {round}: the tree must match HEAD after recovery");
+    }
+    eprintln!("kill -9: {rounds} rounds, {interrupted} interrupted, {recovered} rolled forward from a marker");
+    assert!(interrupted > 0, "no round interrupted a running command");
+}

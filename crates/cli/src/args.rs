@@ -9,7 +9,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[command(name = "snap", version, about, propagate_version = true)]
 pub struct Cli {
     /// Run as if started in DIR.
-    #[arg(short = 'C', short_alias = 'w', long = "dir", global = true, value_name = "DIR")]
+    #[arg(
+        short = 'C',
+        short_alias = 'w',
+        long = "dir",
+        global = true,
+        value_name = "DIR"
+    )]
     pub dir: Option<PathBuf>,
     /// Keep the store in DIR instead of `.snap/` (also SNAP_STORE).
     #[arg(long, global = true, value_name = "DIR", env = "SNAP_STORE")]

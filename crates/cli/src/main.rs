@@ -54,16 +54,32 @@ fn run(cli: Cli) -> Result<()> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let start = cli.dir.as_ref().map_or(cwd.clone(), |d| cwd.join(d));
     let store = cli.store.as_ref().map(|s| cwd.join(s));
-    let ctx = Ctx { start, store, json: cli.json, quiet: cli.quiet };
+    let ctx = Ctx {
+        start,
+        store,
+        json: cli.json,
+        quiet: cli.quiet,
+    };
     match cli.command {
         Command::Init { force } => cmd_init(&ctx, force),
         Command::Save(args) => cmd_save(&ctx, args),
         Command::Undo(args) | Command::Rewind(args) => cmd_move(&ctx, args, false),
         Command::Redo(args) => cmd_move(&ctx, args, true),
-        Command::Restore { reference, paths, dry_run } => cmd_restore(&ctx, &reference, &paths, dry_run),
-        Command::Log { max_count, all, step, session } => cmd_log(&ctx, max_count, all, step, session),
+        Command::Restore {
+            reference,
+            paths,
+            dry_run,
+        } => cmd_restore(&ctx, &reference, &paths, dry_run),
+        Command::Log {
+            max_count,
+            all,
+            step,
+            session,
+        } => cmd_log(&ctx, max_count, all, step, session),
         Command::Show { reference } => cmd_show(&ctx, &reference),
-        Command::Ls { reference, paths } => cmd_ls(&ctx, reference.as_deref().unwrap_or("@"), &paths),
+        Command::Ls { reference, paths } => {
+            cmd_ls(&ctx, reference.as_deref().unwrap_or("@"), &paths)
+        }
         Command::Cat { reference, path } => cmd_cat(&ctx, &reference, &path),
         Command::Status { category } => cmd_status(&ctx, category),
         Command::Recover => cmd_recover(&ctx),
@@ -73,7 +89,12 @@ fn run(cli: Cli) -> Result<()> {
 fn open(ctx: &Ctx) -> Result<Workspace> {
     let ws = Workspace::discover(&ctx.start, ctx.store.as_deref())?;
     for r in ws.recovered() {
-        eprintln!("snap: finished an interrupted {} (HEAD is #{}, {} paths touched)", r.op.as_str(), r.head.record.seq, r.paths_touched);
+        eprintln!(
+            "snap: finished an interrupted {} (HEAD is #{}, {} paths touched)",
+            r.op.as_str(),
+            r.head.record.seq,
+            r.paths_touched
+        );
     }
     Ok(ws)
 }
@@ -89,23 +110,42 @@ fn emit(ctx: &Ctx, value: Value, human: impl FnOnce()) {
 fn cmd_init(ctx: &Ctx, force: bool) -> Result<()> {
     let ws = Workspace::init(&ctx.start, ctx.store.as_deref(), force)?;
     let store = ws.store().dir().display().to_string();
-    emit(ctx, json!({"root": ws.root().display().to_string(), "store": store}), || println!("initialized snap store in {store}"));
+    emit(
+        ctx,
+        json!({"root": ws.root().display().to_string(), "store": store}),
+        || println!("initialized snap store in {store}"),
+    );
     Ok(())
 }
 
 fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
     if std::env::var_os("SNAP_DISABLE").is_some_and(|v| v == "1") {
-        emit(ctx, json!({"created": false, "disabled": true}), || println!("snap is disabled (SNAP_DISABLE=1); nothing saved"));
+        emit(ctx, json!({"created": false, "disabled": true}), || {
+            println!("snap is disabled (SNAP_DISABLE=1); nothing saved")
+        });
         return Ok(());
     }
     let ws = match Workspace::discover(&ctx.start, ctx.store.as_deref()) {
-        Err(TreeError::NoWorkspace(_)) | Err(TreeError::Store(snap_tree::snap_store::StoreError::NotFound(_))) => Workspace::init(&ctx.start, ctx.store.as_deref(), args.force)?,
+        Err(TreeError::NoWorkspace(_))
+        | Err(TreeError::Store(snap_tree::snap_store::StoreError::NotFound(_))) => {
+            Workspace::init(&ctx.start, ctx.store.as_deref(), args.force)?
+        }
         other => other?,
     };
     for r in ws.recovered() {
-        eprintln!("snap: finished an interrupted {} (HEAD is #{})", r.op.as_str(), r.head.record.seq);
+        eprintln!(
+            "snap: finished an interrupted {} (HEAD is #{})",
+            r.op.as_str(),
+            r.head.record.seq
+        );
     }
-    let opts = SaveOptions { message: args.message, step: args.step, session: args.session, meta: args.meta, allow_empty: args.allow_empty };
+    let opts = SaveOptions {
+        message: args.message,
+        step: args.step,
+        session: args.session,
+        meta: args.meta,
+        allow_empty: args.allow_empty,
+    };
     let out = ws.save(&opts)?;
     let head = ws.head()?;
     let mut value = json!({
@@ -121,8 +161,18 @@ fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
     }
     emit(ctx, value, || {
         match &out.snapshot {
-            Some(s) => println!("saved #{} {} ({} added, {} modified, {} deleted)", s.record.seq, s.id.short(), s.record.stats.added, s.record.stats.modified, s.record.stats.deleted),
-            None => println!("nothing changed since #{}", head.as_ref().map_or(0, |h| h.record.seq)),
+            Some(s) => println!(
+                "saved #{} {} ({} added, {} modified, {} deleted)",
+                s.record.seq,
+                s.id.short(),
+                s.record.stats.added,
+                s.record.stats.modified,
+                s.record.stats.deleted
+            ),
+            None => println!(
+                "nothing changed since #{}",
+                head.as_ref().map_or(0, |h| h.record.seq)
+            ),
         }
         print_skipped(&out.report, ctx.quiet);
     });
@@ -134,16 +184,26 @@ fn print_skipped(report: &snap_tree::ScanReport, quiet: bool) {
         return;
     }
     for (path, size) in &report.too_large {
-        eprintln!("skipped {} ({size} bytes, over max_file_size)", path_str(path));
+        eprintln!(
+            "skipped {} ({size} bytes, over max_file_size)",
+            path_str(path)
+        );
     }
     if report.special > 0 {
-        eprintln!("skipped {} special file(s) (fifo, socket or device)", report.special);
+        eprintln!(
+            "skipped {} special file(s) (fifo, socket or device)",
+            report.special
+        );
     }
 }
 
 fn cmd_move(ctx: &Ctx, args: MoveArgs, redo: bool) -> Result<()> {
     let ws = open(ctx)?;
-    let out = if redo { ws.redo(args.n, args.dry_run)? } else { ws.undo(args.n, args.dry_run)? };
+    let out = if redo {
+        ws.redo(args.n, args.dry_run)?
+    } else {
+        ws.undo(args.n, args.dry_run)?
+    };
     emit(ctx, move_json(&out), || print_move(&out, ctx.quiet));
     Ok(())
 }
@@ -158,8 +218,13 @@ fn cmd_restore(ctx: &Ctx, reference: &str, paths: &[PathBuf], dry_run: bool) -> 
 
 /// Turns paths given relative to the start directory into workspace-relative path bytes.
 fn workspace_paths(ws: &Workspace, start: &Path, paths: &[PathBuf]) -> Result<Vec<Vec<u8>>> {
-    let base = start.canonicalize().with_context(|| start.display().to_string())?;
-    paths.iter().map(|p| workspace_path(ws.root(), &base, p)).collect()
+    let base = start
+        .canonicalize()
+        .with_context(|| start.display().to_string())?;
+    paths
+        .iter()
+        .map(|p| workspace_path(ws.root(), &base, p))
+        .collect()
 }
 
 fn workspace_path(root: &Path, base: &Path, path: &Path) -> Result<Vec<u8>> {
@@ -175,28 +240,46 @@ fn workspace_path(root: &Path, base: &Path, path: &Path) -> Result<Vec<u8>> {
     }
     match out.strip_prefix(root) {
         Ok(rel) => Ok(rel.as_os_str().as_bytes().to_vec()),
-        Err(_) => Err(TreeError::OutsideWorkspace { path: path.to_path_buf(), root: root.to_path_buf() }.into()),
+        Err(_) => Err(TreeError::OutsideWorkspace {
+            path: path.to_path_buf(),
+            root: root.to_path_buf(),
+        }
+        .into()),
     }
 }
 
-fn cmd_log(ctx: &Ctx, max: Option<usize>, all: bool, step: Option<u64>, session: Option<String>) -> Result<()> {
+fn cmd_log(
+    ctx: &Ctx,
+    max: Option<usize>,
+    all: bool,
+    step: Option<u64>,
+    session: Option<String>,
+) -> Result<()> {
     let ws = open(ctx)?;
     let entries: Vec<_> = ws
         .log(all)?
         .into_iter()
         .filter(|e| step.is_none_or(|s| e.snapshot.record.step == Some(s)))
-        .filter(|e| session.as_ref().is_none_or(|s| e.snapshot.record.session.as_ref() == Some(s)))
+        .filter(|e| {
+            session
+                .as_ref()
+                .is_none_or(|s| e.snapshot.record.session.as_ref() == Some(s))
+        })
         .take(max.unwrap_or(usize::MAX))
         .collect();
     let head = ws.head()?.map(|h| h.id.to_hex());
-    emit(ctx, json!({"head": head, "snapshots": entries.iter().map(log_entry_json).collect::<Vec<_>>()}), || {
-        if entries.is_empty() {
-            println!("no snapshots yet");
-        }
-        for e in &entries {
-            println!("{}", log_line(e));
-        }
-    });
+    emit(
+        ctx,
+        json!({"head": head, "snapshots": entries.iter().map(log_entry_json).collect::<Vec<_>>()}),
+        || {
+            if entries.is_empty() {
+                println!("no snapshots yet");
+            }
+            for e in &entries {
+                println!("{}", log_line(e));
+            }
+        },
+    );
     Ok(())
 }
 
@@ -224,14 +307,35 @@ fn cmd_ls(ctx: &Ctx, reference: &str, paths: &[PathBuf]) -> Result<()> {
     let ws = open(ctx)?;
     let snap = ws.resolve(reference)?;
     let filter = workspace_paths(&ws, &ctx.start, paths)?;
-    let under = |p: &[u8]| filter.is_empty() || filter.iter().any(|f| f.is_empty() || p == f.as_slice() || (p.starts_with(f) && p.get(f.len()) == Some(&b'/')));
-    let files: Vec<_> = ws.files(&snap)?.into_iter().filter(|(p, _)| under(p)).collect();
+    let under = |p: &[u8]| {
+        filter.is_empty()
+            || filter.iter().any(|f| {
+                f.is_empty()
+                    || p == f.as_slice()
+                    || (p.starts_with(f) && p.get(f.len()) == Some(&b'/'))
+            })
+    };
+    let files: Vec<_> = ws
+        .files(&snap)?
+        .into_iter()
+        .filter(|(p, _)| under(p))
+        .collect();
     let rows: Vec<Value> = files.iter().map(|(p, n)| json!({"path": path_str(p), "kind": kind_str(n.kind), "size": n.size, "id": n.id.to_hex()})).collect();
-    emit(ctx, json!({"snapshot": snap.id.to_hex(), "seq": snap.record.seq, "entries": rows}), || {
-        for (p, n) in &files {
-            println!("{:<7} {:>10}  {}  {}", kind_str(n.kind), n.size, n.id.short(), path_str(p));
-        }
-    });
+    emit(
+        ctx,
+        json!({"snapshot": snap.id.to_hex(), "seq": snap.record.seq, "entries": rows}),
+        || {
+            for (p, n) in &files {
+                println!(
+                    "{:<7} {:>10}  {}  {}",
+                    kind_str(n.kind),
+                    n.size,
+                    n.id.short(),
+                    path_str(p)
+                );
+            }
+        },
+    );
     Ok(())
 }
 
@@ -242,10 +346,15 @@ fn cmd_cat(ctx: &Ctx, reference: &str, path: &Path) -> Result<()> {
     let content = ws.read_file(&snap, &rel)?;
     if ctx.json {
         let text = String::from_utf8(content.clone()).ok();
-        println!("{}", json!({"path": path_str(&rel), "size": content.len(), "binary": text.is_none(), "content": text}));
+        println!(
+            "{}",
+            json!({"path": path_str(&rel), "size": content.len(), "binary": text.is_none(), "content": text})
+        );
         return Ok(());
     }
-    std::io::stdout().write_all(&content).context("writing to stdout")?;
+    std::io::stdout()
+        .write_all(&content)
+        .context("writing to stdout")?;
     Ok(())
 }
 
@@ -258,8 +367,17 @@ fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
         Some(Category::Modified) => *c == Change::Modified,
         Some(Category::Deleted) => *c == Change::Deleted,
     };
-    let changes: Vec<_> = status.changes.iter().filter(|(_, c)| wanted(c)).cloned().collect();
-    let recovered: Vec<Value> = ws.recovered().iter().map(|r| json!({"op": r.op.as_str(), "head": r.head.id.to_hex()})).collect();
+    let changes: Vec<_> = status
+        .changes
+        .iter()
+        .filter(|(_, c)| wanted(c))
+        .cloned()
+        .collect();
+    let recovered: Vec<Value> = ws
+        .recovered()
+        .iter()
+        .map(|r| json!({"op": r.op.as_str(), "head": r.head.id.to_hex()}))
+        .collect();
     let mut value = json!({
         "head": status.head.as_ref().map(|h| h.id.to_hex()),
         "clean": status.changes.is_empty(),
@@ -290,7 +408,12 @@ fn cmd_recover(ctx: &Ctx) -> Result<()> {
             println!("nothing to recover");
         }
         for r in ws.recovered() {
-            println!("finished an interrupted {}: HEAD is #{} ({} paths touched)", r.op.as_str(), r.head.record.seq, r.paths_touched);
+            println!(
+                "finished an interrupted {}: HEAD is #{} ({} paths touched)",
+                r.op.as_str(),
+                r.head.record.seq,
+                r.paths_touched
+            );
         }
     });
     if done.len() > 1 {

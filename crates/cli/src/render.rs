@@ -13,7 +13,12 @@ pub fn time_str(time_ns: i64) -> String {
     let secs = time_ns.div_euclid(1_000_000_000);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -40,7 +45,11 @@ pub fn kind_str(kind: EntryKind) -> &'static str {
 
 pub fn snapshot_json(s: &Snapshot) -> Value {
     let r = &s.record;
-    let meta: serde_json::Map<String, Value> = r.meta.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+    let meta: serde_json::Map<String, Value> = r
+        .meta
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
     json!({
         "id": s.id.to_hex(),
         "short_id": s.id.short(),
@@ -62,7 +71,12 @@ pub fn snapshot_json(s: &Snapshot) -> Value {
 }
 
 pub fn changes_json(changes: &[PathChange]) -> Value {
-    Value::Array(changes.iter().map(|(p, c)| json!({"path": path_str(p), "status": c.as_str()})).collect())
+    Value::Array(
+        changes
+            .iter()
+            .map(|(p, c)| json!({"path": path_str(p), "status": c.as_str()}))
+            .collect(),
+    )
 }
 
 pub fn report_json(report: &ScanReport) -> Value {
@@ -87,7 +101,16 @@ pub fn print_changes(changes: &[PathChange]) {
 /// `#seq short-id time kind ...`: one snapshot on one line.
 pub fn snapshot_line(s: &Snapshot) -> String {
     let r = &s.record;
-    let mut line = format!("#{:<4} {}  {}  {:<17} +{} ~{} -{}", r.seq, s.id.short(), time_str(r.time_ns), r.kind.as_str(), r.stats.added, r.stats.modified, r.stats.deleted);
+    let mut line = format!(
+        "#{:<4} {}  {}  {:<17} +{} ~{} -{}",
+        r.seq,
+        s.id.short(),
+        time_str(r.time_ns),
+        r.kind.as_str(),
+        r.stats.added,
+        r.stats.modified,
+        r.stats.deleted
+    );
     if let Some(step) = r.step {
         line.push_str(&format!("  step {step}"));
     }
@@ -150,7 +173,11 @@ pub fn print_move(o: &MoveOutcome, quiet: bool) {
         return;
     }
     if let Some(auto) = &o.auto_saved {
-        println!("saved unsaved changes as #{} {}", auto.record.seq, auto.id.short());
+        println!(
+            "saved unsaved changes as #{} {}",
+            auto.record.seq,
+            auto.id.short()
+        );
     }
     if o.changes.is_empty() && o.created.is_none() && o.op == snap_tree::Op::Restore {
         println!("already matches #{}", o.target.record.seq);

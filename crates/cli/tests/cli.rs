@@ -1,6 +1,8 @@
 //! End-to-end tests of the `snap` binary: every command, its exit codes, JSON and human output,
 //! and a kill -9 test of an interrupted undo. Real filesystem, temp directories.
 
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -10,7 +12,12 @@ use serde_json::Value;
 
 fn snap_cmd(dir: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_snap"));
-    cmd.arg("-C").arg(dir).args(args).env_remove("SNAP_STORE").env_remove("SNAP_DISABLE").env("HOME", "/nonexistent-home");
+    cmd.arg("-C")
+        .arg(dir)
+        .args(args)
+        .env_remove("SNAP_STORE")
+        .env_remove("SNAP_DISABLE")
+        .env("HOME", "/nonexistent-home");
     cmd
 }
 
@@ -21,7 +28,11 @@ fn snap(dir: &Path, args: &[&str]) -> Output {
 /// Runs snap and insists on success; returns stdout.
 fn ok(dir: &Path, args: &[&str]) -> String {
     let out = snap(dir, args);
-    assert!(out.status.success(), "snap {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "snap {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -50,8 +61,14 @@ fn init_creates_the_store_with_its_gitignore() {
     let dir = tempfile::tempdir().unwrap();
     let v = json(dir.path(), &["init"]);
     assert!(v["store"].as_str().unwrap().ends_with(".snap"));
-    assert_eq!(std::fs::read_to_string(dir.path().join(".snap/.gitignore")).unwrap(), "*\n");
-    assert!(ok(dir.path(), &["init"]).contains("initialized"), "init twice is fine");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".snap/.gitignore")).unwrap(),
+        "*\n"
+    );
+    assert!(
+        ok(dir.path(), &["init"]).contains("initialized"),
+        "init twice is fine"
+    );
 }
 
 #[test]
@@ -59,7 +76,22 @@ fn save_reports_ids_and_nothing_changed() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     write(d, "a.txt", b"one");
-    let v = json(d, &["save", "-m", "first", "--step", "1", "--session", "s1", "--meta", "turn=12", "--meta", "tool=edit"]);
+    let v = json(
+        d,
+        &[
+            "save",
+            "-m",
+            "first",
+            "--step",
+            "1",
+            "--session",
+            "s1",
+            "--meta",
+            "turn=12",
+            "--meta",
+            "tool=edit",
+        ],
+    );
     assert_eq!(v["created"], true);
     assert_eq!(v["seq"], 1);
     assert_eq!(v["id"].as_str().unwrap().len(), 64);
@@ -82,12 +114,25 @@ fn save_refuses_home_without_force_and_honours_snap_disable() {
     let d = dir.path();
     let out = snap_cmd(d, &["save"]).env("HOME", d).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).starts_with("error: refusing"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("error: refusing"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!d.join(".snap").exists());
-    let out = snap_cmd(d, &["save"]).env("SNAP_DISABLE", "1").output().unwrap();
+    let out = snap_cmd(d, &["save"])
+        .env("SNAP_DISABLE", "1")
+        .output()
+        .unwrap();
     assert!(out.status.success());
-    assert!(!d.join(".snap").exists(), "SNAP_DISABLE=1 makes save a no-op");
-    let out = snap_cmd(d, &["save", "--force"]).env("HOME", d).output().unwrap();
+    assert!(
+        !d.join(".snap").exists(),
+        "SNAP_DISABLE=1 makes save a no-op"
+    );
+    let out = snap_cmd(d, &["save", "--force"])
+        .env("HOME", d)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
@@ -120,7 +165,11 @@ fn undo_redo_and_their_exit_codes() {
     assert_eq!(v["head"], v["target"]["id"]);
     assert_eq!(read(d, "f"), "3");
     assert_eq!(snap(d, &["redo"]).status.code(), Some(3));
-    assert_eq!(snap(d, &["undo", "0"]).status.code(), Some(2), "0 steps is a usage error");
+    assert_eq!(
+        snap(d, &["undo", "0"]).status.code(),
+        Some(2),
+        "0 steps is a usage error"
+    );
 }
 
 #[test]
@@ -202,7 +251,10 @@ fn references_resolve_and_bad_ones_are_one_line_errors() {
         let out = snap(d, &["show", bad]);
         assert_eq!(out.status.code(), Some(1), "{bad}");
         let err = stderr(&out);
-        assert!(err.starts_with("error: ") && err.lines().count() == 1, "{bad}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.lines().count() == 1,
+            "{bad}: {err}"
+        );
     }
 }
 
@@ -212,17 +264,40 @@ fn log_filters_and_all() {
     let d = dir.path();
     for i in 1..=3 {
         write(d, "f", i.to_string().as_bytes());
-        ok(d, &["save", "--step", &i.to_string(), "--session", if i == 2 { "b" } else { "a" }]);
+        ok(
+            d,
+            &[
+                "save",
+                "--step",
+                &i.to_string(),
+                "--session",
+                if i == 2 { "b" } else { "a" },
+            ],
+        );
     }
     ok(d, &["undo"]);
     write(d, "g", b"branch");
     ok(d, &["save"]);
-    let rows = |v: Value| v["snapshots"].as_array().unwrap().iter().map(|s| s["seq"].as_u64().unwrap()).collect::<Vec<_>>();
-    assert_eq!(rows(json(d, &["log"])), vec![4, 2, 1], "the abandoned #3 is hidden");
+    let rows = |v: Value| {
+        v["snapshots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["seq"].as_u64().unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        rows(json(d, &["log"])),
+        vec![4, 2, 1],
+        "the abandoned #3 is hidden"
+    );
     assert_eq!(rows(json(d, &["log", "--all"])), vec![4, 3, 2, 1]);
     assert_eq!(rows(json(d, &["list", "-n", "1"])), vec![4]);
     assert_eq!(rows(json(d, &["log", "--step", "2"])), vec![2]);
-    assert_eq!(rows(json(d, &["log", "--all", "--session", "a"])), vec![3, 1]);
+    assert_eq!(
+        rows(json(d, &["log", "--all", "--session", "a"])),
+        vec![3, 1]
+    );
     assert!(ok(d, &["log"]).starts_with("HEAD #4"));
 }
 
@@ -240,10 +315,26 @@ fn ls_cat_show_status_and_recover() {
     assert_eq!(out.stdout, binary);
     assert_eq!(ok(d, &["cat", "@", "link"]), "text");
     let ls = json(d, &["ls"]);
-    let kinds: BTreeMap<String, String> = ls["entries"].as_array().unwrap().iter().map(|e| (e["path"].as_str().unwrap().into(), e["kind"].as_str().unwrap().into())).collect();
+    let kinds: BTreeMap<String, String> = ls["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["path"].as_str().unwrap().into(),
+                e["kind"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
     assert_eq!(kinds["empty"], "dir");
     assert_eq!(kinds["link"], "symlink");
-    assert_eq!(json(d, &["ls", "@", "--", "bin"])["entries"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        json(d, &["ls", "@", "--", "bin"])["entries"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     assert_eq!(snap(d, &["cat", "@", "missing"]).status.code(), Some(1));
     assert_eq!(json(d, &["status"])["clean"], true);
     write(d, "text", b"changed\n");
@@ -251,12 +342,18 @@ fn ls_cat_show_status_and_recover() {
     let st = json(d, &["status"]);
     assert_eq!(st["clean"], false);
     assert_eq!(st["changes"].as_array().unwrap().len(), 2);
-    assert_eq!(json(d, &["status", "--category", "added"])["changes"][0]["path"], "added");
+    assert_eq!(
+        json(d, &["status", "--category", "added"])["changes"][0]["path"],
+        "added"
+    );
     assert!(ok(d, &["status"]).contains("M text"));
     let show = json(d, &["show", "@"]);
     assert_eq!(show["stats"]["files"], 3);
     assert!(ok(d, &["recover"]).contains("nothing to recover"));
-    assert_eq!(json(d, &["recover"])["recovered"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        json(d, &["recover"])["recovered"].as_array().unwrap().len(),
+        0
+    );
 }
 
 #[test]
@@ -266,10 +363,17 @@ fn commands_outside_a_workspace_and_usage_errors() {
     for args in [&["log"][..], &["undo"], &["status"], &["show", "@"]] {
         let out = snap(d, args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
-        assert!(stderr(&out).starts_with("error: no snap store"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with("error: no snap store"),
+            "{}",
+            stderr(&out)
+        );
     }
     assert_eq!(snap(d, &["frobnicate"]).status.code(), Some(2));
-    assert_eq!(snap(d, &["save", "--meta", "novalue"]).status.code(), Some(2));
+    assert_eq!(
+        snap(d, &["save", "--meta", "novalue"]).status.code(),
+        Some(2)
+    );
     assert!(ok(d, &["--help"]).contains("undo"));
 }
 
@@ -280,7 +384,14 @@ fn store_elsewhere_and_w_alias() {
     let d = ws.path();
     write(d, "f", b"1");
     let s = store.path().join("st");
-    let out = Command::new(env!("CARGO_BIN_EXE_snap")).arg("-w").arg(d).arg("save").env("SNAP_STORE", &s).env("HOME", "/nonexistent-home").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_snap"))
+        .arg("-w")
+        .arg(d)
+        .arg("save")
+        .env("SNAP_STORE", &s)
+        .env("HOME", "/nonexistent-home")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!d.join(".snap").exists());
     assert!(s.join("catalog.redb").exists());
@@ -322,7 +433,13 @@ fn the_workspace_git_directory_is_never_read_or_written() {
     ok(d, &["undo"]);
     ok(d, &["restore", "#2"]);
     assert_eq!(read(d, ".git/index"), "index bytes");
-    assert!(json(d, &["ls"])["entries"].as_array().unwrap().iter().all(|e| !e["path"].as_str().unwrap().starts_with(".git/")));
+    assert!(
+        json(d, &["ls"])["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| !e["path"].as_str().unwrap().starts_with(".git/"))
+    );
 }
 
 /// A digest of every tracked path in the tree: path, kind and content.
@@ -332,7 +449,12 @@ fn tree_digest(root: &Path) -> BTreeMap<String, Vec<u8>> {
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).unwrap() {
             let e = e.unwrap();
-            let rel = e.path().strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let rel = e
+                .path()
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             if rel == ".snap" {
                 continue;
             }
@@ -353,7 +475,11 @@ fn kill_9_during_undo_and_redo_ends_in_old_or_target_state() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     for i in 0..3000 {
-        write(d, &format!("dir{}/file{i}.txt", i % 40), format!("version A of {i}\n").repeat(20).as_bytes());
+        write(
+            d,
+            &format!("dir{}/file{i}.txt", i % 40),
+            format!("version A of {i}\n").repeat(20).as_bytes(),
+        );
     }
     ok(d, &["save"]);
     let a = tree_digest(d);
@@ -362,7 +488,11 @@ fn kill_9_during_undo_and_redo_ends_in_old_or_target_state() {
         if i % 3 == 0 {
             std::fs::remove_file(d.join(&path)).unwrap();
         } else {
-            write(d, &path, format!("version B of {i}\n").repeat(25).as_bytes());
+            write(
+                d,
+                &path,
+                format!("version B of {i}\n").repeat(25).as_bytes(),
+            );
         }
     }
     write(d, "newdir/added.txt", b"B only");
@@ -373,13 +503,22 @@ fn kill_9_during_undo_and_redo_ends_in_old_or_target_state() {
     let full = started.elapsed();
     ok(d, &["redo"]);
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-    let rounds = std::env::var("SNAP_KILL_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(12);
+    let rounds = std::env::var("SNAP_KILL_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(12);
     let (mut interrupted, mut recovered) = (0, 0);
     for round in 0..rounds {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let delay = Duration::from_micros((seed >> 33) % (full.as_micros() as u64).max(1));
         let op = if tree_digest(d) == b { "undo" } else { "redo" };
-        let mut child = snap_cmd(d, &[op]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let mut child = snap_cmd(d, &[op])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         std::thread::sleep(delay);
         if child.try_wait().unwrap().is_none() {
             interrupted += 1;
@@ -389,9 +528,17 @@ fn kill_9_during_undo_and_redo_ends_in_old_or_target_state() {
         let st = json(d, &["status"]);
         recovered += st["recovered"].as_array().map_or(0, Vec::len);
         let now = tree_digest(d);
-        assert!(now == a || now == b, "round {round}: after kill -9 of {op} at {delay:?} the tree is a mix");
-        assert_eq!(st["clean"], true, "round {round}: the tree must match HEAD after recovery");
+        assert!(
+            now == a || now == b,
+            "round {round}: after kill -9 of {op} at {delay:?} the tree is a mix"
+        );
+        assert_eq!(
+            st["clean"], true,
+            "round {round}: the tree must match HEAD after recovery"
+        );
     }
-    eprintln!("kill -9: {rounds} rounds, {interrupted} interrupted, {recovered} rolled forward from a marker");
+    eprintln!(
+        "kill -9: {rounds} rounds, {interrupted} interrupted, {recovered} rolled forward from a marker"
+    );
     assert!(interrupted > 0, "no round interrupted a running command");
 }

@@ -68,7 +68,10 @@ impl Location {
             raw_len: u32::from_le_bytes(v[42..46].try_into().ok()?),
             stored_len: u32::from_le_bytes(v[46..50].try_into().ok()?),
         };
-        Some(Location { pack: ObjectId::from_slice(&v[0..32])?, frame })
+        Some(Location {
+            pack: ObjectId::from_slice(&v[0..32])?,
+            frame,
+        })
     }
 }
 
@@ -97,29 +100,50 @@ pub struct Catalog {
 impl Catalog {
     /// Opens (or creates) the catalog at `path`, refusing a newer format.
     pub fn open(path: &Path) -> Result<Catalog, StoreError> {
-        let db = Database::create(path).map_err(|e| StoreError::CatalogUnreadable { path: path.to_path_buf(), why: e.to_string() })?;
-        let catalog = Catalog { db, path: path.to_path_buf() };
+        let db = Database::create(path).map_err(|e| StoreError::CatalogUnreadable {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        })?;
+        let catalog = Catalog {
+            db,
+            path: path.to_path_buf(),
+        };
         catalog.check_format()?;
         Ok(catalog)
     }
 
     fn err(&self, e: impl std::fmt::Display) -> StoreError {
-        StoreError::Catalog { path: self.path.clone(), why: e.to_string() }
+        StoreError::Catalog {
+            path: self.path.clone(),
+            why: e.to_string(),
+        }
     }
 
     fn check_format(&self) -> Result<(), StoreError> {
         let txn = self.db.begin_write().map_err(|e| self.err(e))?;
         {
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            let found = meta.get("format").map_err(|e| self.err(e))?.map(|v| v.value().to_vec());
+            let found = meta
+                .get("format")
+                .map_err(|e| self.err(e))?
+                .map(|v| v.value().to_vec());
             match found {
                 None => {
-                    meta.insert("format", CATALOG_VERSION.to_le_bytes().as_slice()).map_err(|e| self.err(e))?;
+                    meta.insert("format", CATALOG_VERSION.to_le_bytes().as_slice())
+                        .map_err(|e| self.err(e))?;
                 }
                 Some(v) => {
-                    let found = v.as_slice().try_into().map(u32::from_le_bytes).map_err(|_| self.err("bad format record"))?;
+                    let found = v
+                        .as_slice()
+                        .try_into()
+                        .map(u32::from_le_bytes)
+                        .map_err(|_| self.err("bad format record"))?;
                     if found > CATALOG_VERSION {
-                        return Err(StoreError::NewerFormat { path: self.path.clone(), found, supported: CATALOG_VERSION });
+                        return Err(StoreError::NewerFormat {
+                            path: self.path.clone(),
+                            found,
+                            supported: CATALOG_VERSION,
+                        });
                     }
                 }
             }
@@ -135,8 +159,12 @@ impl Catalog {
     pub fn locate(&self, id: &ObjectId) -> Result<Option<Location>, StoreError> {
         let txn = self.db.begin_read().map_err(|e| self.err(e))?;
         let table = txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
-        let Some(v) = table.get(id.0.as_slice()).map_err(|e| self.err(e))? else { return Ok(None) };
-        Location::decode(*id, v.value()).map(Some).ok_or_else(|| self.err(format!("bad location record for {id}")))
+        let Some(v) = table.get(id.0.as_slice()).map_err(|e| self.err(e))? else {
+            return Ok(None);
+        };
+        Location::decode(*id, v.value())
+            .map(Some)
+            .ok_or_else(|| self.err(format!("bad location record for {id}")))
     }
 
     /// HEAD and the redo stack.
@@ -144,12 +172,21 @@ impl Catalog {
         let txn = self.db.begin_read().map_err(|e| self.err(e))?;
         let meta = txn.open_table(META).map_err(|e| self.err(e))?;
         let head = match meta.get("head").map_err(|e| self.err(e))? {
-            Some(v) => Some(ObjectId::from_slice(v.value()).ok_or_else(|| self.err("HEAD record is not 32 bytes"))?),
+            Some(v) => Some(
+                ObjectId::from_slice(v.value())
+                    .ok_or_else(|| self.err("HEAD record is not 32 bytes"))?,
+            ),
             None => None,
         };
         let redo = match meta.get("redo").map_err(|e| self.err(e))? {
-            Some(v) if v.value().len() % 32 != 0 => return Err(self.err("redo record is not a whole number of ids")),
-            Some(v) => v.value().chunks_exact(32).filter_map(ObjectId::from_slice).collect(),
+            Some(v) if v.value().len() % 32 != 0 => {
+                return Err(self.err("redo record is not a whole number of ids"));
+            }
+            Some(v) => v
+                .value()
+                .chunks_exact(32)
+                .filter_map(ObjectId::from_slice)
+                .collect(),
             None => Vec::new(),
         };
         Ok(HistoryState { head, redo })
@@ -171,9 +208,18 @@ impl Catalog {
     pub fn snapshot(&self, id: &ObjectId) -> Result<Option<SnapshotRecord>, StoreError> {
         let txn = self.db.begin_read().map_err(|e| self.err(e))?;
         let ids = txn.open_table(SNAP_IDS).map_err(|e| self.err(e))?;
-        let Some(seq) = ids.get(id.0.as_slice()).map_err(|e| self.err(e))?.map(|v| v.value()) else { return Ok(None) };
+        let Some(seq) = ids
+            .get(id.0.as_slice())
+            .map_err(|e| self.err(e))?
+            .map(|v| v.value())
+        else {
+            return Ok(None);
+        };
         let table = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
-        let row = table.get(seq).map_err(|e| self.err(e))?.ok_or_else(|| self.err(format!("snapshot #{seq} indexed but missing")))?;
+        let row = table
+            .get(seq)
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| self.err(format!("snapshot #{seq} indexed but missing")))?;
         Ok(Some(decode_snapshot_row(row.value())?.1))
     }
 
@@ -181,7 +227,10 @@ impl Catalog {
     pub fn next_seq(&self) -> Result<u64, StoreError> {
         let txn = self.db.begin_read().map_err(|e| self.err(e))?;
         let table = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
-        let last = table.last().map_err(|e| self.err(e))?.map(|(k, _)| k.value());
+        let last = table
+            .last()
+            .map_err(|e| self.err(e))?
+            .map(|(k, _)| k.value());
         Ok(last.map_or(1, |s| s + 1))
     }
 
@@ -192,10 +241,17 @@ impl Catalog {
             let mut objects = txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
             let mut packs = txn.open_table(PACKS).map_err(|e| self.err(e))?;
             for (pack, frames) in &commit.packs {
-                packs.insert(pack.0.as_slice(), frames.len() as u64).map_err(|e| self.err(e))?;
+                packs
+                    .insert(pack.0.as_slice(), frames.len() as u64)
+                    .map_err(|e| self.err(e))?;
                 for frame in frames {
-                    let loc = Location { pack: *pack, frame: *frame };
-                    objects.insert(frame.id.0.as_slice(), loc.encode().as_slice()).map_err(|e| self.err(e))?;
+                    let loc = Location {
+                        pack: *pack,
+                        frame: *frame,
+                    };
+                    objects
+                        .insert(frame.id.0.as_slice(), loc.encode().as_slice())
+                        .map_err(|e| self.err(e))?;
                 }
             }
             let mut snapshots = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
@@ -203,8 +259,11 @@ impl Catalog {
             for (id, record) in &commit.snapshots {
                 let mut row = id.0.to_vec();
                 row.extend_from_slice(&record.encode());
-                snapshots.insert(record.seq, row.as_slice()).map_err(|e| self.err(e))?;
-                ids.insert(id.0.as_slice(), record.seq).map_err(|e| self.err(e))?;
+                snapshots
+                    .insert(record.seq, row.as_slice())
+                    .map_err(|e| self.err(e))?;
+                ids.insert(id.0.as_slice(), record.seq)
+                    .map_err(|e| self.err(e))?;
             }
             if let Some(history) = &commit.history {
                 let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
@@ -214,7 +273,8 @@ impl Catalog {
                 }
                 .map_err(|e| self.err(e))?;
                 let redo: Vec<u8> = history.redo.iter().flat_map(|id| id.0).collect();
-                meta.insert("redo", redo.as_slice()).map_err(|e| self.err(e))?;
+                meta.insert("redo", redo.as_slice())
+                    .map_err(|e| self.err(e))?;
             }
         }
         txn.commit().map_err(|e| self.err(e))
@@ -222,7 +282,11 @@ impl Catalog {
 }
 
 fn decode_snapshot_row(row: &[u8]) -> Result<(ObjectId, SnapshotRecord), StoreError> {
-    let id = ObjectId::from_slice(row.get(..32).unwrap_or_default())
-        .ok_or_else(|| StoreError::CorruptObject { id: ObjectId([0; 32]), why: "short snapshot row".into() })?;
+    let id = ObjectId::from_slice(row.get(..32).unwrap_or_default()).ok_or_else(|| {
+        StoreError::CorruptObject {
+            id: ObjectId([0; 32]),
+            why: "short snapshot row".into(),
+        }
+    })?;
     Ok((id, SnapshotRecord::decode(id, &row[32..])?))
 }

@@ -8,7 +8,9 @@ use crate::StoreError;
 
 /// fsyncs a directory so that renames and creations inside it survive a power loss.
 pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir).and_then(|f| f.sync_all()).map_err(|e| StoreError::io(dir, e))
+    File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| StoreError::io(dir, e))
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, rename,
@@ -16,7 +18,10 @@ pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| StoreError::io(dir, e))?;
-    tmp.write_all(bytes).and_then(|()| tmp.as_file().sync_all()).map_err(|e| StoreError::io(path, e))?;
-    tmp.persist(path).map_err(|e| StoreError::io(path, e.error))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| StoreError::io(path, e))?;
+    tmp.persist(path)
+        .map_err(|e| StoreError::io(path, e.error))?;
     sync_dir(dir)
 }

@@ -11,7 +11,9 @@ use crate::ObjectKind;
 pub const ID_LEN: usize = 32;
 
 /// The content address of one object.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct ObjectId(pub [u8; ID_LEN]);
 
 impl ObjectId {
@@ -93,7 +95,10 @@ mod tests {
 
     #[test]
     fn kind_is_part_of_the_id() {
-        assert_ne!(ObjectId::of(ObjectKind::Chunk, b"x"), ObjectId::of(ObjectKind::Tree, b"x"));
+        assert_ne!(
+            ObjectId::of(ObjectKind::Chunk, b"x"),
+            ObjectId::of(ObjectKind::Tree, b"x")
+        );
     }
 
     #[test]

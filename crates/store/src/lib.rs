@@ -19,5 +19,8 @@ pub use catalog::{CATALOG_VERSION, Commit, HistoryState, Location};
 pub use error::StoreError;
 pub use id::{ID_LEN, ObjectId};
 pub use lock::{DEFAULT_LOCK_TIMEOUT, lock_timeout};
-pub use object::{ChangeStats, ChunkList, ChunkRef, EntryKind, ObjectKind, RECORD_VERSION, SnapshotKind, decode_record, encode_record, SnapshotRecord, Tree, TreeEntry, check_entry_name};
+pub use object::{
+    ChangeStats, ChunkList, ChunkRef, EntryKind, ObjectKind, RECORD_VERSION, SnapshotKind,
+    SnapshotRecord, Tree, TreeEntry, check_entry_name, decode_record, encode_record,
+};
 pub use store::{ObjectWriter, Store};

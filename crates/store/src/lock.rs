@@ -25,7 +25,13 @@ pub struct StoreLock {
 impl StoreLock {
     /// Takes the lock at `path`, waiting up to `timeout`.
     pub fn acquire(path: &Path, timeout: Duration) -> Result<StoreLock, StoreError> {
-        let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(|e| StoreError::io(path, e))?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| StoreError::io(path, e))?;
         let start = Instant::now();
         let mut pause = Duration::from_millis(2);
         loop {
@@ -36,7 +42,10 @@ impl StoreLock {
                     pause = (pause * 2).min(Duration::from_millis(50));
                 }
                 Err(rustix::io::Errno::WOULDBLOCK) => {
-                    return Err(StoreError::Locked { holder: read_holder(&mut file), waited_secs: start.elapsed().as_secs() });
+                    return Err(StoreError::Locked {
+                        holder: read_holder(&mut file),
+                        waited_secs: start.elapsed().as_secs(),
+                    });
                 }
                 Err(e) => return Err(StoreError::io(path, e.into())),
             }
@@ -50,7 +59,9 @@ impl StoreLock {
 
 fn read_holder(file: &mut File) -> String {
     let mut s = String::new();
-    let _ = file.seek(SeekFrom::Start(0)).and_then(|_| file.read_to_string(&mut s));
+    let _ = file
+        .seek(SeekFrom::Start(0))
+        .and_then(|_| file.read_to_string(&mut s));
     match s.trim() {
         "" => "another process".to_string(),
         holder => holder.to_string(),
@@ -59,5 +70,8 @@ fn read_holder(file: &mut File) -> String {
 
 /// The lock timeout: `SNAP_LOCK_TIMEOUT` seconds, or [`DEFAULT_LOCK_TIMEOUT`].
 pub fn lock_timeout() -> Duration {
-    std::env::var("SNAP_LOCK_TIMEOUT").ok().and_then(|s| s.parse::<f64>().ok()).map_or(DEFAULT_LOCK_TIMEOUT, Duration::from_secs_f64)
+    std::env::var("SNAP_LOCK_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .map_or(DEFAULT_LOCK_TIMEOUT, Duration::from_secs_f64)
 }

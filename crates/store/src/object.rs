@@ -148,9 +148,14 @@ pub fn encode_record<T: Serialize>(record: &T) -> Vec<u8> {
 }
 
 /// Decodes a record written by [`encode_record`]; `id` names it in errors.
-pub fn decode_record<'a, T: Deserialize<'a>>(id: ObjectId, bytes: &'a [u8]) -> Result<T, StoreError> {
+pub fn decode_record<'a, T: Deserialize<'a>>(
+    id: ObjectId,
+    bytes: &'a [u8],
+) -> Result<T, StoreError> {
     let corrupt = |why: String| StoreError::CorruptObject { id, why };
-    let (&version, body) = bytes.split_first().ok_or_else(|| corrupt("empty record".into()))?;
+    let (&version, body) = bytes
+        .split_first()
+        .ok_or_else(|| corrupt("empty record".into()))?;
     if version != RECORD_VERSION {
         return Err(corrupt(format!("unknown record version {version}")));
     }
@@ -174,7 +179,10 @@ impl Tree {
             check_entry_name(&entry.name).map_err(|why| StoreError::CorruptObject { id, why })?;
         }
         if tree.entries.windows(2).any(|w| w[0].name >= w[1].name) {
-            return Err(StoreError::CorruptObject { id, why: "tree entries are not strictly sorted".into() });
+            return Err(StoreError::CorruptObject {
+                id,
+                why: "tree entries are not strictly sorted".into(),
+            });
         }
         Ok(tree)
     }
@@ -227,12 +235,22 @@ mod tests {
     use proptest::prelude::*;
 
     fn entry(name: &[u8], kind: EntryKind) -> TreeEntry {
-        TreeEntry { name: name.to_vec(), kind, size: 3, id: ObjectId::of(ObjectKind::Chunk, name) }
+        TreeEntry {
+            name: name.to_vec(),
+            kind,
+            size: 3,
+            id: ObjectId::of(ObjectKind::Chunk, name),
+        }
     }
 
     #[test]
     fn tree_round_trip() {
-        let tree = Tree { entries: vec![entry(b"a", EntryKind::File), entry(b"b\xff", EntryKind::Dir)] };
+        let tree = Tree {
+            entries: vec![
+                entry(b"a", EntryKind::File),
+                entry(b"b\xff", EntryKind::Dir),
+            ],
+        };
         let bytes = tree.encode();
         assert_eq!(bytes[0], RECORD_VERSION);
         let id = ObjectId::of(ObjectKind::Tree, &bytes);
@@ -242,7 +260,9 @@ mod tests {
     #[test]
     fn hostile_names_are_refused() {
         for name in [&b""[..], b".", b"..", b"a/b", b"a\0"] {
-            let tree = Tree { entries: vec![entry(name, EntryKind::File)] };
+            let tree = Tree {
+                entries: vec![entry(name, EntryKind::File)],
+            };
             let bytes = tree.encode();
             let id = ObjectId::of(ObjectKind::Tree, &bytes);
             assert!(Tree::decode(id, &bytes).is_err(), "{name:?} accepted");
@@ -251,7 +271,9 @@ mod tests {
 
     #[test]
     fn unsorted_tree_is_refused() {
-        let tree = Tree { entries: vec![entry(b"b", EntryKind::File), entry(b"a", EntryKind::File)] };
+        let tree = Tree {
+            entries: vec![entry(b"b", EntryKind::File), entry(b"a", EntryKind::File)],
+        };
         let bytes = tree.encode();
         assert!(Tree::decode(ObjectId::of(ObjectKind::Tree, &bytes), &bytes).is_err());
     }
@@ -279,10 +301,19 @@ mod tests {
             step: Some(3),
             session: Some("s".into()),
             meta: vec![("turn".into(), "12".into())],
-            stats: ChangeStats { added: 1, modified: 2, deleted: 3, files: 4, bytes: 5 },
+            stats: ChangeStats {
+                added: 1,
+                modified: 2,
+                deleted: 3,
+                files: 4,
+                bytes: 5,
+            },
         };
         let bytes = record.encode();
-        assert_eq!(SnapshotRecord::decode(record.id(), &bytes).ok(), Some(record));
+        assert_eq!(
+            SnapshotRecord::decode(record.id(), &bytes).ok(),
+            Some(record)
+        );
     }
 
     proptest! {

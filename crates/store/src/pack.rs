@@ -79,14 +79,31 @@ impl EncodedObject {
     }
 
     /// As [`EncodedObject::encode`], for a caller that already hashed `raw` into `id`.
-    pub fn encode_with_id(kind: ObjectKind, id: ObjectId, raw: &[u8]) -> Result<EncodedObject, StoreError> {
-        let raw_len = u32::try_from(raw.len()).map_err(|_| StoreError::ObjectTooLarge { id, len: raw.len() as u64 })?;
-        let compressed = if raw.len() >= MIN_COMPRESS_LEN { zstd::bulk::compress(raw, ZSTD_LEVEL).ok() } else { None };
+    pub fn encode_with_id(
+        kind: ObjectKind,
+        id: ObjectId,
+        raw: &[u8],
+    ) -> Result<EncodedObject, StoreError> {
+        let raw_len = u32::try_from(raw.len()).map_err(|_| StoreError::ObjectTooLarge {
+            id,
+            len: raw.len() as u64,
+        })?;
+        let compressed = if raw.len() >= MIN_COMPRESS_LEN {
+            zstd::bulk::compress(raw, ZSTD_LEVEL).ok()
+        } else {
+            None
+        };
         let (compression, payload) = match compressed {
             Some(c) if c.len() < raw.len() - raw.len() / 16 => (Compression::Zstd, c),
             _ => (Compression::Raw, raw.to_vec()),
         };
-        Ok(EncodedObject { id, kind, raw_len, compression, payload })
+        Ok(EncodedObject {
+            id,
+            kind,
+            raw_len,
+            compression,
+            payload,
+        })
     }
 }
 
@@ -103,9 +120,18 @@ pub struct PackWriter {
 impl PackWriter {
     /// Starts a pack in `tmp_dir`.
     pub fn create(tmp_dir: &Path) -> Result<PackWriter, StoreError> {
-        let tmp = tempfile::Builder::new().suffix(".pack").tempfile_in(tmp_dir).map_err(|e| StoreError::io(tmp_dir, e))?;
+        let tmp = tempfile::Builder::new()
+            .suffix(".pack")
+            .tempfile_in(tmp_dir)
+            .map_err(|e| StoreError::io(tmp_dir, e))?;
         let tmp_path = tmp.path().to_path_buf();
-        let mut writer = PackWriter { file: BufWriter::with_capacity(1 << 20, tmp), tmp_path, hasher: blake3::Hasher::new(), offset: 0, frames: Vec::new() };
+        let mut writer = PackWriter {
+            file: BufWriter::with_capacity(1 << 20, tmp),
+            tmp_path,
+            hasher: blake3::Hasher::new(),
+            offset: 0,
+            frames: Vec::new(),
+        };
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
         header.extend_from_slice(PACK_MAGIC);
         header.extend_from_slice(&PACK_VERSION.to_le_bytes());
@@ -117,13 +143,26 @@ impl PackWriter {
     fn write_body(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
         self.hasher.update(bytes);
         self.offset += bytes.len() as u64;
-        self.file.write_all(bytes).map_err(|e| StoreError::io(&self.tmp_path, e))
+        self.file
+            .write_all(bytes)
+            .map_err(|e| StoreError::io(&self.tmp_path, e))
     }
 
     /// Appends one object's frame.
     pub fn add(&mut self, obj: &EncodedObject) -> Result<FrameInfo, StoreError> {
-        let stored_len = u32::try_from(obj.payload.len()).map_err(|_| StoreError::ObjectTooLarge { id: obj.id, len: obj.payload.len() as u64 })?;
-        let info = FrameInfo { id: obj.id, kind: obj.kind, compression: obj.compression, offset: self.offset, raw_len: obj.raw_len, stored_len };
+        let stored_len =
+            u32::try_from(obj.payload.len()).map_err(|_| StoreError::ObjectTooLarge {
+                id: obj.id,
+                len: obj.payload.len() as u64,
+            })?;
+        let info = FrameInfo {
+            id: obj.id,
+            kind: obj.kind,
+            compression: obj.compression,
+            offset: self.offset,
+            raw_len: obj.raw_len,
+            stored_len,
+        };
         self.write_body(&encode_frame_header(&info))?;
         self.write_body(&obj.payload)?;
         self.frames.push(info);
@@ -144,7 +183,8 @@ impl PackWriter {
     /// directory. Returns the pack id and its frames. Only after this may the catalog name it.
     pub fn finish(mut self, packs_dir: &Path) -> Result<(ObjectId, Vec<FrameInfo>), StoreError> {
         let body_hash = ObjectId(*self.hasher.finalize().as_bytes());
-        let mut trailer = Vec::with_capacity(self.frames.len() * INDEX_ENTRY_LEN as usize + FOOTER_LEN as usize);
+        let mut trailer =
+            Vec::with_capacity(self.frames.len() * INDEX_ENTRY_LEN as usize + FOOTER_LEN as usize);
         for f in &self.frames {
             trailer.extend_from_slice(&f.id.0);
             trailer.extend_from_slice(&f.offset.to_le_bytes());
@@ -159,7 +199,8 @@ impl PackWriter {
         let tmp = self.file.into_inner().map_err(|e| io(e.into_error()))?;
         tmp.as_file().sync_all().map_err(io)?;
         let final_path = packs_dir.join(pack_file_name(&body_hash));
-        tmp.persist(&final_path).map_err(|e| StoreError::io(&final_path, e.error))?;
+        tmp.persist(&final_path)
+            .map_err(|e| StoreError::io(&final_path, e.error))?;
         crate::fsio::sync_dir(packs_dir)?;
         Ok((body_hash, self.frames))
     }
@@ -186,7 +227,8 @@ pub fn decode_frame_header(offset: u64, h: &[u8]) -> Result<FrameInfo, String> {
     if h.len() < FRAME_HEADER_LEN as usize {
         return Err(format!("frame header at {offset} is truncated"));
     }
-    let kind = ObjectKind::from_u8(h[0]).ok_or_else(|| format!("unknown object kind {} at {offset}", h[0]))?;
+    let kind = ObjectKind::from_u8(h[0])
+        .ok_or_else(|| format!("unknown object kind {} at {offset}", h[0]))?;
     let compression = match h[1] {
         0 => Compression::Raw,
         1 => Compression::Zstd,
@@ -194,8 +236,18 @@ pub fn decode_frame_header(offset: u64, h: &[u8]) -> Result<FrameInfo, String> {
     };
     let u32_at = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
     let id = ObjectId::from_slice(&h[12..44]).ok_or_else(|| format!("bad id at {offset}"))?;
-    Ok(FrameInfo { id, kind, compression, offset, raw_len: u32_at(4), stored_len: u32_at(8) })
+    Ok(FrameInfo {
+        id,
+        kind,
+        compression,
+        offset,
+        raw_len: u32_at(4),
+        stored_len: u32_at(8),
+    })
 }
+
+/// A pack's trailer: the index (id, frame offset), the claimed body hash, the index offset.
+pub type Trailer = (Vec<(ObjectId, u64)>, ObjectId, u64);
 
 /// Reads objects out of one sealed pack.
 #[derive(Debug)]
@@ -210,7 +262,11 @@ impl PackReader {
     pub fn open(path: &Path) -> Result<PackReader, StoreError> {
         let file = File::open(path).map_err(|e| StoreError::io(path, e))?;
         let len = file.metadata().map_err(|e| StoreError::io(path, e))?.len();
-        let reader = PackReader { path: path.to_path_buf(), file, len };
+        let reader = PackReader {
+            path: path.to_path_buf(),
+            file,
+            len,
+        };
         let header = reader.read_at(0, HEADER_LEN)?;
         if &header[..8] != PACK_MAGIC {
             return Err(reader.corrupt("bad header magic".into()));
@@ -223,32 +279,49 @@ impl PackReader {
     }
 
     fn corrupt(&self, why: String) -> StoreError {
-        StoreError::CorruptPack { path: self.path.clone(), why }
+        StoreError::CorruptPack {
+            path: self.path.clone(),
+            why,
+        }
     }
 
     fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>, StoreError> {
         if offset.checked_add(len).is_none_or(|end| end > self.len) {
-            return Err(self.corrupt(format!("read of {len} bytes at {offset} runs past the end ({})", self.len)));
+            return Err(self.corrupt(format!(
+                "read of {len} bytes at {offset} runs past the end ({})",
+                self.len
+            )));
         }
         let mut buf = vec![0u8; len as usize];
-        self.file.read_exact_at(&mut buf, offset).map_err(|e| StoreError::io(&self.path, e))?;
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|e| StoreError::io(&self.path, e))?;
         Ok(buf)
     }
 
     /// Reads, decompresses and hash-checks the object whose frame starts at `offset`.
-    pub fn read_object(&self, offset: u64, expect: ObjectId) -> Result<(ObjectKind, Vec<u8>), StoreError> {
+    pub fn read_object(
+        &self,
+        offset: u64,
+        expect: ObjectId,
+    ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
         let header = self.read_at(offset, FRAME_HEADER_LEN)?;
         let info = decode_frame_header(offset, &header).map_err(|why| self.corrupt(why))?;
         if info.id != expect {
-            return Err(self.corrupt(format!("frame at {offset} holds {} not {}", info.id.short(), expect.short())));
+            return Err(self.corrupt(format!(
+                "frame at {offset} holds {} not {}",
+                info.id.short(),
+                expect.short()
+            )));
         }
         let payload = self.read_at(offset + FRAME_HEADER_LEN, u64::from(info.stored_len))?;
-        let raw = decode_payload(&info, payload).map_err(|why| StoreError::CorruptObject { id: expect, why })?;
+        let raw = decode_payload(&info, payload)
+            .map_err(|why| StoreError::CorruptObject { id: expect, why })?;
         Ok((info.kind, raw))
     }
 
     /// Reads the trailer: the index of frames and the body hash it claims.
-    pub fn read_trailer(&self) -> Result<(Vec<(ObjectId, u64)>, ObjectId, u64), StoreError> {
+    pub fn read_trailer(&self) -> Result<Trailer, StoreError> {
         if self.len < HEADER_LEN + FOOTER_LEN {
             return Err(self.corrupt("too short for a trailer".into()));
         }
@@ -256,15 +329,36 @@ impl PackReader {
         if &footer[48..56] != TRAILER_MAGIC {
             return Err(self.corrupt("bad trailer magic".into()));
         }
-        let count = u64::from_le_bytes(footer[0..8].try_into().map_err(|_| self.corrupt("footer".into()))?);
-        let index_offset = u64::from_le_bytes(footer[8..16].try_into().map_err(|_| self.corrupt("footer".into()))?);
-        let body_hash = ObjectId::from_slice(&footer[16..48]).ok_or_else(|| self.corrupt("footer".into()))?;
-        let index_len = count.checked_mul(INDEX_ENTRY_LEN).ok_or_else(|| self.corrupt("index count overflows".into()))?;
-        if index_offset.checked_add(index_len).and_then(|n| n.checked_add(FOOTER_LEN)) != Some(self.len) {
-            return Err(self.corrupt(format!("trailer claims {count} entries at {index_offset}, file is {} bytes", self.len)));
+        let count = u64::from_le_bytes(
+            footer[0..8]
+                .try_into()
+                .map_err(|_| self.corrupt("footer".into()))?,
+        );
+        let index_offset = u64::from_le_bytes(
+            footer[8..16]
+                .try_into()
+                .map_err(|_| self.corrupt("footer".into()))?,
+        );
+        let body_hash =
+            ObjectId::from_slice(&footer[16..48]).ok_or_else(|| self.corrupt("footer".into()))?;
+        let index_len = count
+            .checked_mul(INDEX_ENTRY_LEN)
+            .ok_or_else(|| self.corrupt("index count overflows".into()))?;
+        if index_offset
+            .checked_add(index_len)
+            .and_then(|n| n.checked_add(FOOTER_LEN))
+            != Some(self.len)
+        {
+            return Err(self.corrupt(format!(
+                "trailer claims {count} entries at {index_offset}, file is {} bytes",
+                self.len
+            )));
         }
         let index = self.read_at(index_offset, index_len)?;
-        let entries = index.chunks_exact(INDEX_ENTRY_LEN as usize).map(parse_index_entry).collect();
+        let entries = index
+            .chunks_exact(INDEX_ENTRY_LEN as usize)
+            .map(parse_index_entry)
+            .collect();
         Ok((entries, body_hash, index_offset))
     }
 
@@ -310,10 +404,15 @@ fn parse_index_entry(e: &[u8]) -> (ObjectId, u64) {
 pub fn decode_payload(info: &FrameInfo, payload: Vec<u8>) -> Result<Vec<u8>, String> {
     let raw = match info.compression {
         Compression::Raw => payload,
-        Compression::Zstd => zstd::bulk::decompress(&payload, info.raw_len as usize).map_err(|e| format!("zstd: {e}"))?,
+        Compression::Zstd => zstd::bulk::decompress(&payload, info.raw_len as usize)
+            .map_err(|e| format!("zstd: {e}"))?,
     };
     if raw.len() != info.raw_len as usize {
-        return Err(format!("length {} differs from the frame's {}", raw.len(), info.raw_len));
+        return Err(format!(
+            "length {} differs from the frame's {}",
+            raw.len(),
+            info.raw_len
+        ));
     }
     if ObjectId::of(info.kind, &raw) != info.id {
         return Err("content does not match its id".into());
@@ -340,9 +439,14 @@ mod tests {
     #[test]
     fn round_trip_trailer_and_scan_agree() {
         let dir = tempfile::tempdir().unwrap();
-        let objects = vec![(ObjectKind::Chunk, vec![7u8; 10_000]), (ObjectKind::Chunk, b"tiny".to_vec()), (ObjectKind::Tree, (0..=255u8).collect())];
+        let objects = vec![
+            (ObjectKind::Chunk, vec![7u8; 10_000]),
+            (ObjectKind::Chunk, b"tiny".to_vec()),
+            (ObjectKind::Tree, (0..=255u8).collect()),
+        ];
         let (pack_id, frames) = write_pack(dir.path(), &objects);
-        let reader = PackReader::open(&dir.path().join("packs").join(pack_file_name(&pack_id))).unwrap();
+        let reader =
+            PackReader::open(&dir.path().join("packs").join(pack_file_name(&pack_id))).unwrap();
         let (index, body_hash, index_offset) = reader.read_trailer().unwrap();
         assert_eq!(body_hash, pack_id);
         assert_eq!(reader.hash_body(index_offset).unwrap(), pack_id);
@@ -351,7 +455,10 @@ mod tests {
         assert_eq!(frames[0].compression, Compression::Zstd);
         assert_eq!(frames[1].compression, Compression::Raw);
         for ((kind, raw), (id, offset)) in objects.iter().zip(index) {
-            assert_eq!(reader.read_object(offset, id).unwrap(), (*kind, raw.clone()));
+            assert_eq!(
+                reader.read_object(offset, id).unwrap(),
+                (*kind, raw.clone())
+            );
         }
     }
 

@@ -8,11 +8,19 @@ pub const MIN_PREFIX: usize = 4;
 impl Store {
     /// Resolves a reference to a snapshot id and its record.
     pub fn resolve(&self, reference: &str) -> Result<(ObjectId, SnapshotRecord), StoreError> {
-        let bad = |why: &str| StoreError::BadRef { reference: reference.to_string(), why: why.to_string() };
+        let bad = |why: &str| StoreError::BadRef {
+            reference: reference.to_string(),
+            why: why.to_string(),
+        };
         if reference == "@" || reference == "HEAD" {
-            return self.head_record().ok_or_else(|| bad("there is no snapshot yet"))?;
+            return self
+                .head_record()
+                .ok_or_else(|| bad("there is no snapshot yet"))?;
         }
-        if let Some(n) = reference.strip_prefix("@~").or_else(|| reference.strip_prefix("HEAD~")) {
+        if let Some(n) = reference
+            .strip_prefix("@~")
+            .or_else(|| reference.strip_prefix("HEAD~"))
+        {
             let n: u64 = n.parse().map_err(|_| bad("expected @~N with N a number"))?;
             return self.ancestor(reference, n);
         }
@@ -20,10 +28,14 @@ impl Store {
         let found = if reference == "last" {
             all.last().cloned()
         } else if let Some(seq) = reference.strip_prefix('#') {
-            let seq: u64 = seq.parse().map_err(|_| bad("expected #SEQ with SEQ a number"))?;
+            let seq: u64 = seq
+                .parse()
+                .map_err(|_| bad("expected #SEQ with SEQ a number"))?;
             all.into_iter().find(|(_, r)| r.seq == seq)
         } else if let Some(step) = reference.strip_prefix("step:") {
-            let step: u64 = step.parse().map_err(|_| bad("expected step:N with N a number"))?;
+            let step: u64 = step
+                .parse()
+                .map_err(|_| bad("expected step:N with N a number"))?;
             all.into_iter().rev().find(|(_, r)| r.step == Some(step))
         } else {
             return resolve_prefix(reference, all);
@@ -40,28 +52,44 @@ impl Store {
 
     /// The snapshot `n` parents back from HEAD.
     fn ancestor(&self, reference: &str, n: u64) -> Result<(ObjectId, SnapshotRecord), StoreError> {
-        let head = self.history()?.head.ok_or_else(|| StoreError::UnknownRef(reference.to_string()))?;
+        let head = self
+            .history()?
+            .head
+            .ok_or_else(|| StoreError::UnknownRef(reference.to_string()))?;
         let mut current = (head, self.snapshot(&head)?);
         for _ in 0..n {
-            let parent = current.1.parent.ok_or_else(|| StoreError::BadRef { reference: reference.to_string(), why: "history is not that deep".into() })?;
+            let parent = current.1.parent.ok_or_else(|| StoreError::BadRef {
+                reference: reference.to_string(),
+                why: "history is not that deep".into(),
+            })?;
             current = (parent, self.snapshot(&parent)?);
         }
         Ok(current)
     }
 }
 
-fn resolve_prefix(reference: &str, all: Vec<(ObjectId, SnapshotRecord)>) -> Result<(ObjectId, SnapshotRecord), StoreError> {
+fn resolve_prefix(
+    reference: &str,
+    all: Vec<(ObjectId, SnapshotRecord)>,
+) -> Result<(ObjectId, SnapshotRecord), StoreError> {
     let lower = reference.to_ascii_lowercase();
-    if lower.len() < MIN_PREFIX || lower.len() > 64 || !lower.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if lower.len() < MIN_PREFIX || lower.len() > 64 || !lower.bytes().all(|b| b.is_ascii_hexdigit())
+    {
         return Err(StoreError::UnknownRef(reference.to_string()));
     }
-    let mut matches: Vec<_> = all.into_iter().filter(|(id, _)| id.to_hex().starts_with(&lower)).collect();
+    let mut matches: Vec<_> = all
+        .into_iter()
+        .filter(|(id, _)| id.to_hex().starts_with(&lower))
+        .collect();
     match matches.len() {
         0 => Err(StoreError::UnknownRef(reference.to_string())),
         1 => Ok(matches.remove(0)),
         _ => Err(StoreError::AmbiguousRef {
             reference: reference.to_string(),
-            candidates: matches.iter().map(|(id, r)| format!("{} (#{})", id.short(), r.seq)).collect(),
+            candidates: matches
+                .iter()
+                .map(|(id, r)| format!("{} (#{})", id.short(), r.seq))
+                .collect(),
         }),
     }
 }

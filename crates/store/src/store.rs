@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::catalog::{Catalog, Commit, HistoryState};
 use crate::lock::{StoreLock, lock_timeout};
-use crate::pack::{EncodedObject, FrameInfo, PACK_TARGET_SIZE, PackReader, PackWriter, pack_file_name};
+use crate::pack::{
+    EncodedObject, FrameInfo, PACK_TARGET_SIZE, PackReader, PackWriter, pack_file_name,
+};
 use crate::{ChunkList, ObjectId, ObjectKind, SnapshotRecord, StoreError, Tree};
 
 /// An open store. Holding one means holding the store lock.
@@ -43,7 +45,12 @@ impl Store {
         }
         let lock = StoreLock::acquire(&dir.join("lock"), lock_timeout())?;
         let catalog = Catalog::open(&dir.join("catalog.redb"))?;
-        Ok(Store { dir: dir.to_path_buf(), catalog, readers: Mutex::new(HashMap::new()), _lock: lock })
+        Ok(Store {
+            dir: dir.to_path_buf(),
+            catalog,
+            readers: Mutex::new(HashMap::new()),
+            _lock: lock,
+        })
     }
 
     /// The store directory.
@@ -63,7 +70,9 @@ impl Store {
 
     /// One snapshot record; a missing one is an error naming it.
     pub fn snapshot(&self, id: &ObjectId) -> Result<SnapshotRecord, StoreError> {
-        self.catalog.snapshot(id)?.ok_or(StoreError::MissingObject { id: *id })
+        self.catalog
+            .snapshot(id)?
+            .ok_or(StoreError::MissingObject { id: *id })
     }
 
     /// The sequence number the next snapshot gets.
@@ -78,7 +87,10 @@ impl Store {
 
     /// Moves HEAD and the redo stack, nothing else.
     pub fn set_history(&self, history: HistoryState) -> Result<(), StoreError> {
-        self.catalog.commit(&Commit { history: Some(history), ..Commit::default() })
+        self.catalog.commit(&Commit {
+            history: Some(history),
+            ..Commit::default()
+        })
     }
 
     /// True if the catalog knows `id`.
@@ -88,7 +100,10 @@ impl Store {
 
     /// Reads an object, checking its hash.
     pub fn read(&self, id: &ObjectId) -> Result<(ObjectKind, Vec<u8>), StoreError> {
-        let loc = self.catalog.locate(id)?.ok_or(StoreError::MissingObject { id: *id })?;
+        let loc = self
+            .catalog
+            .locate(id)?
+            .ok_or(StoreError::MissingObject { id: *id })?;
         let reader = self.reader(&loc.pack)?;
         reader.read_object(loc.frame.offset, *id)
     }
@@ -97,7 +112,9 @@ impl Store {
         if let Some(r) = lock_poisoned(&self.readers).get(pack) {
             return Ok(Arc::clone(r));
         }
-        let reader = Arc::new(PackReader::open(&self.dir.join("packs").join(pack_file_name(pack)))?);
+        let reader = Arc::new(PackReader::open(
+            &self.dir.join("packs").join(pack_file_name(pack)),
+        )?);
         lock_poisoned(&self.readers).insert(*pack, Arc::clone(&reader));
         Ok(reader)
     }
@@ -106,7 +123,11 @@ impl Store {
     pub fn read_kind(&self, id: &ObjectId, kind: ObjectKind) -> Result<Vec<u8>, StoreError> {
         let (found, bytes) = self.read(id)?;
         if found != kind {
-            return Err(StoreError::WrongKind { id: *id, expected: kind, found });
+            return Err(StoreError::WrongKind {
+                id: *id,
+                expected: kind,
+                found,
+            });
         }
         Ok(bytes)
     }
@@ -124,25 +145,41 @@ impl Store {
             ObjectKind::ChunkList => {
                 let list = ChunkList::decode(*id, &bytes)?;
                 // The lengths are only a hint: a damaged list must not make us reserve unbounded memory.
-                let hint = list.chunks.iter().fold(0u64, |n, c| n.saturating_add(c.len)).min(64 << 20);
+                let hint = list
+                    .chunks
+                    .iter()
+                    .fold(0u64, |n, c| n.saturating_add(c.len))
+                    .min(64 << 20);
                 let mut out = Vec::with_capacity(hint as usize);
                 for chunk in &list.chunks {
                     out.extend_from_slice(&self.read_kind(&chunk.id, ObjectKind::Chunk)?);
                 }
                 Ok(out)
             }
-            found => Err(StoreError::WrongKind { id: *id, expected: ObjectKind::Chunk, found }),
+            found => Err(StoreError::WrongKind {
+                id: *id,
+                expected: ObjectKind::Chunk,
+                found,
+            }),
         }
     }
 
     /// Starts writing objects into new packs. Safe to share between threads.
     pub fn writer(&self) -> ObjectWriter<'_> {
-        ObjectWriter { store: self, state: Mutex::new(WriterState::default()), dry_run: false }
+        ObjectWriter {
+            store: self,
+            state: Mutex::new(WriterState::default()),
+            dry_run: false,
+        }
     }
 
     /// A writer that only computes ids and writes nothing: for status and previews.
     pub fn dry_writer(&self) -> ObjectWriter<'_> {
-        ObjectWriter { store: self, state: Mutex::new(WriterState::default()), dry_run: true }
+        ObjectWriter {
+            store: self,
+            state: Mutex::new(WriterState::default()),
+            dry_run: true,
+        }
     }
 }
 
@@ -165,7 +202,10 @@ impl ObjectWriter<'_> {
     /// Stores `raw` as an object of `kind` unless it is already there; returns its id.
     pub fn put(&self, kind: ObjectKind, raw: &[u8]) -> Result<ObjectId, StoreError> {
         let id = ObjectId::of(kind, raw);
-        if self.dry_run || !lock_poisoned(&self.state).seen.insert(id) || self.store.contains(&id)? {
+        if self.dry_run
+            || !lock_poisoned(&self.state).seen.insert(id)
+            || self.store.contains(&id)?
+        {
             return Ok(id);
         }
         // Compression runs outside the lock so that callers on several threads overlap.

@@ -26,9 +26,17 @@ impl Default for Config {
         let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
         Config {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
-            exclude_dirs: strings(&[".venv", "__pycache__", "build", "dist", "*.egg-info", "node_modules"]),
+            exclude_dirs: strings(&[
+                ".venv",
+                "__pycache__",
+                "build",
+                "dist",
+                "*.egg-info",
+                "node_modules",
+            ]),
             exclude_extensions: strings(&[
-                ".pyc", ".pyo", ".pyd", ".so", ".dll", ".dylib", ".exe", ".db", ".sqlite", ".sqlite3", ".db-wal", ".db-shm",
+                ".pyc", ".pyo", ".pyd", ".so", ".dll", ".dylib", ".exe", ".db", ".sqlite",
+                ".sqlite3", ".db-wal", ".db-shm",
             ]),
         }
     }
@@ -43,17 +51,24 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
             Err(e) => return Err(TreeError::io(path, e)),
         };
-        toml::from_str(&text).map_err(|e| TreeError::Config { path, why: e.to_string().trim().to_string() })
+        toml::from_str(&text).map_err(|e| TreeError::Config {
+            path,
+            why: e.to_string().trim().to_string(),
+        })
     }
 
     /// True if a directory with this name is excluded by default.
     pub fn excludes_dir(&self, name: &[u8]) -> bool {
-        self.exclude_dirs.iter().any(|pat| glob_match(pat.as_bytes(), name))
+        self.exclude_dirs
+            .iter()
+            .any(|pat| glob_match(pat.as_bytes(), name))
     }
 
     /// True if a file with this name is excluded by its ending.
     pub fn excludes_file(&self, name: &[u8]) -> bool {
-        self.exclude_extensions.iter().any(|ext| name.len() > ext.len() && name.ends_with(ext.as_bytes()))
+        self.exclude_extensions
+            .iter()
+            .any(|ext| name.len() > ext.len() && name.ends_with(ext.as_bytes()))
     }
 }
 
@@ -63,7 +78,8 @@ fn glob_match(pat: &[u8], name: &[u8]) -> bool {
         None => pat == name,
         Some(star) => {
             let (head, tail) = (&pat[..star], &pat[star + 1..]);
-            name.starts_with(head) && (head.len()..=name.len()).any(|i| glob_match(tail, &name[i..]))
+            name.starts_with(head)
+                && (head.len()..=name.len()).any(|i| glob_match(tail, &name[i..]))
         }
     }
 }
@@ -79,14 +95,21 @@ mod tests {
         assert!(c.excludes_dir(b"foo.egg-info"));
         assert!(!c.excludes_dir(b"src"));
         assert!(c.excludes_file(b"a.pyc"));
-        assert!(!c.excludes_file(b".db"), "a bare extension is a name, not an ending");
+        assert!(
+            !c.excludes_file(b".db"),
+            "a bare extension is a name, not an ending"
+        );
         assert!(!c.excludes_file(b"a.rs"));
     }
 
     #[test]
     fn config_file_overrides() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("config.toml"), "max_file_size = 10\nexclude_dirs = []\n").unwrap();
+        std::fs::write(
+            dir.path().join("config.toml"),
+            "max_file_size = 10\nexclude_dirs = []\n",
+        )
+        .unwrap();
         let c = Config::load(dir.path()).unwrap();
         assert_eq!(c.max_file_size, 10);
         assert!(!c.excludes_dir(b"build"));

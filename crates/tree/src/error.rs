@@ -10,7 +10,10 @@ pub enum TreeError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("no snap store found in {0} or any parent (run `snap init` or `snap save` there)")]
     NoWorkspace(PathBuf),
     #[error("refusing to create a store in {0} (use --force to do it anyway)")]
@@ -32,7 +35,11 @@ pub enum TreeError {
     #[error("{path} is outside the workspace {root}")]
     OutsideWorkspace { path: PathBuf, root: PathBuf },
     #[error("cannot {action} {path}: {why}")]
-    Restore { action: &'static str, path: PathBuf, why: String },
+    Restore {
+        action: &'static str,
+        path: PathBuf,
+        why: String,
+    },
     #[error("interrupted-operation marker {path} is unreadable: {why}")]
     BadMarker { path: PathBuf, why: String },
 }
@@ -40,11 +47,17 @@ pub enum TreeError {
 impl TreeError {
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> TreeError {
-        TreeError::Io { path: path.into(), source }
+        TreeError::Io {
+            path: path.into(),
+            source,
+        }
     }
 
     /// True for the errors the CLI reports with exit code 3.
     pub fn is_nothing_to_do(&self) -> bool {
-        matches!(self, TreeError::NothingToUndo(_) | TreeError::NothingToRedo(_))
+        matches!(
+            self,
+            TreeError::NothingToUndo(_) | TreeError::NothingToRedo(_)
+        )
     }
 }

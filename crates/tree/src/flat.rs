@@ -6,7 +6,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use snap_store::{EntryKind, ObjectId, ObjectKind, ObjectWriter, Store, StoreError, Tree, TreeEntry};
+use snap_store::{
+    EntryKind, ObjectId, ObjectKind, ObjectWriter, Store, StoreError, Tree, TreeEntry,
+};
 
 /// One path's entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,7 +34,14 @@ pub fn flatten(store: &Store, root: &ObjectId) -> Result<FlatTree, StoreError> {
             if entry.kind == EntryKind::Dir {
                 stack.push((path.clone(), entry.id));
             }
-            out.insert(path, Node { kind: entry.kind, size: entry.size, id: entry.id });
+            out.insert(
+                path,
+                Node {
+                    kind: entry.kind,
+                    size: entry.size,
+                    id: entry.id,
+                },
+            );
         }
     }
     Ok(out)
@@ -68,12 +77,26 @@ pub fn build_trees(writer: &ObjectWriter<'_>, flat: &mut FlatTree) -> Result<Obj
             children.entry(path.clone()).or_default();
         } else {
             let (parent, name) = split(path);
-            children.entry(parent.to_vec()).or_default().push(TreeEntry { name: name.to_vec(), kind: node.kind, size: node.size, id: node.id });
+            children
+                .entry(parent.to_vec())
+                .or_default()
+                .push(TreeEntry {
+                    name: name.to_vec(),
+                    kind: node.kind,
+                    size: node.size,
+                    id: node.id,
+                });
         }
     }
     let mut dirs: Vec<Vec<u8>> = children.keys().cloned().collect();
     // Deepest first, so every subtree is built before its parent needs its id.
-    dirs.sort_by_key(|d| std::cmp::Reverse(if d.is_empty() { 0 } else { 1 + d.iter().filter(|&&c| c == b'/').count() }));
+    dirs.sort_by_key(|d| {
+        std::cmp::Reverse(if d.is_empty() {
+            0
+        } else {
+            1 + d.iter().filter(|&&c| c == b'/').count()
+        })
+    });
     let mut root = UNBUILT;
     for dir in dirs {
         let mut entries = children.remove(&dir).unwrap_or_default();
@@ -87,7 +110,15 @@ pub fn build_trees(writer: &ObjectWriter<'_>, flat: &mut FlatTree) -> Result<Obj
             node.id = id;
         }
         let (parent, name) = split(&dir);
-        children.entry(parent.to_vec()).or_default().push(TreeEntry { name: name.to_vec(), kind: EntryKind::Dir, size: 0, id });
+        children
+            .entry(parent.to_vec())
+            .or_default()
+            .push(TreeEntry {
+                name: name.to_vec(),
+                kind: EntryKind::Dir,
+                size: 0,
+                id,
+            });
     }
     Ok(root)
 }
@@ -119,7 +150,9 @@ pub fn diff_files(old: &FlatTree, new: &FlatTree) -> Vec<(Vec<u8>, Change)> {
     for (path, n) in new.iter().filter(|(_, n)| n.kind != EntryKind::Dir) {
         match old.get(path) {
             Some(o) if o.kind == EntryKind::Dir => out.push((path.clone(), Change::Added)),
-            Some(o) if o.kind != n.kind || o.id != n.id => out.push((path.clone(), Change::Modified)),
+            Some(o) if o.kind != n.kind || o.id != n.id => {
+                out.push((path.clone(), Change::Modified))
+            }
             Some(_) => {}
             None => out.push((path.clone(), Change::Added)),
         }
@@ -136,7 +169,11 @@ pub fn diff_files(old: &FlatTree, new: &FlatTree) -> Vec<(Vec<u8>, Change)> {
 /// Counts of a diff, for snapshot records.
 pub fn count_changes(changes: &[(Vec<u8>, Change)]) -> (u64, u64, u64) {
     let count = |c| changes.iter().filter(|(_, x)| *x == c).count() as u64;
-    (count(Change::Added), count(Change::Modified), count(Change::Deleted))
+    (
+        count(Change::Added),
+        count(Change::Modified),
+        count(Change::Deleted),
+    )
 }
 
 #[cfg(test)]
@@ -144,7 +181,11 @@ mod tests {
     use super::*;
 
     fn node(kind: EntryKind, b: u8) -> Node {
-        Node { kind, size: 1, id: ObjectId([b; 32]) }
+        Node {
+            kind,
+            size: 1,
+            id: ObjectId([b; 32]),
+        }
     }
 
     #[test]
@@ -157,7 +198,12 @@ mod tests {
 
     #[test]
     fn diff_sees_every_kind_of_change() {
-        let old: FlatTree = [(b"a".to_vec(), node(EntryKind::File, 1)), (b"b".to_vec(), node(EntryKind::File, 2)), (b"d".to_vec(), node(EntryKind::File, 3))].into();
+        let old: FlatTree = [
+            (b"a".to_vec(), node(EntryKind::File, 1)),
+            (b"b".to_vec(), node(EntryKind::File, 2)),
+            (b"d".to_vec(), node(EntryKind::File, 3)),
+        ]
+        .into();
         let new: FlatTree = [
             (b"a".to_vec(), node(EntryKind::File, 1)),
             (b"b".to_vec(), node(EntryKind::Executable, 2)),
@@ -169,7 +215,12 @@ mod tests {
         let d = diff_files(&old, &new);
         assert_eq!(
             d,
-            vec![(b"b".to_vec(), Change::Modified), (b"c".to_vec(), Change::Added), (b"d".to_vec(), Change::Deleted), (b"d/x".to_vec(), Change::Added)]
+            vec![
+                (b"b".to_vec(), Change::Modified),
+                (b"c".to_vec(), Change::Added),
+                (b"d".to_vec(), Change::Deleted),
+                (b"d/x".to_vec(), Change::Added)
+            ]
         );
         assert_eq!(count_changes(&d), (2, 1, 1));
     }

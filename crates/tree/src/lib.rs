@@ -31,4 +31,7 @@ pub use flat::{Change, FlatTree, Node};
 pub use marker::{Marker, Op};
 pub use scan::ScanReport;
 pub use snap_store::{self, EntryKind, ObjectId, SnapshotKind, SnapshotRecord};
-pub use workspace::{LogEntry, MoveOutcome, PathChange, Recovered, SaveOptions, SaveOutcome, Snapshot, Status, Workspace, find_root};
+pub use workspace::{
+    LogEntry, MoveOutcome, PathChange, Recovered, SaveOptions, SaveOutcome, Snapshot, Status,
+    Workspace, find_root,
+};

@@ -59,7 +59,10 @@ impl Marker {
 
     /// Writes and fsyncs the marker.
     pub fn write(&self, store_dir: &Path) -> Result<(), TreeError> {
-        Ok(fsio::write_atomic(&Self::path(store_dir, self.op), &encode_record(self))?)
+        Ok(fsio::write_atomic(
+            &Self::path(store_dir, self.op),
+            &encode_record(self),
+        )?)
     }
 
     /// Removes the marker and fsyncs the store directory.
@@ -79,9 +82,16 @@ impl Marker {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(TreeError::io(path, e)),
             };
-            let marker: Marker = decode_record(ObjectId([0; 32]), &bytes).map_err(|e| TreeError::BadMarker { path: path.clone(), why: e.to_string() })?;
+            let marker: Marker =
+                decode_record(ObjectId([0; 32]), &bytes).map_err(|e| TreeError::BadMarker {
+                    path: path.clone(),
+                    why: e.to_string(),
+                })?;
             if marker.op != op {
-                return Err(TreeError::BadMarker { path, why: format!("holds a {} marker", marker.op.as_str()) });
+                return Err(TreeError::BadMarker {
+                    path,
+                    why: format!("holds a {} marker", marker.op.as_str()),
+                });
             }
             found.push(marker);
         }

@@ -45,7 +45,10 @@ impl Plan {
         let mut plan = Plan::default();
         for (path, cur) in current {
             let want = target.get(path);
-            match (cur.kind == EntryKind::Dir, want.map(|w| w.kind == EntryKind::Dir)) {
+            match (
+                cur.kind == EntryKind::Dir,
+                want.map(|w| w.kind == EntryKind::Dir),
+            ) {
                 (true, Some(true)) => {}
                 (true, _) => plan.remove_dirs.push(path.clone()),
                 (false, None | Some(true)) => plan.remove_files.push(path.clone()),
@@ -69,15 +72,27 @@ impl Plan {
 
     /// True when the working tree already matches.
     pub fn is_empty(&self) -> bool {
-        self.remove_files.is_empty() && self.remove_dirs.is_empty() && self.make_dirs.is_empty() && self.write.is_empty()
+        self.remove_files.is_empty()
+            && self.remove_dirs.is_empty()
+            && self.make_dirs.is_empty()
+            && self.write.is_empty()
     }
 }
 
 /// Carries out `plan` in `root`, reading content from `store`. Returns the number of paths
 /// written or removed.
-pub fn apply(root: &Path, store: &Store, plan: &Plan, target: &FlatTree) -> Result<usize, TreeError> {
-    let root_fd = rustix::fs::open(root, OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| TreeError::io(root, e.into()))?;
+pub fn apply(
+    root: &Path,
+    store: &Store,
+    plan: &Plan,
+    target: &FlatTree,
+) -> Result<usize, TreeError> {
+    let root_fd = rustix::fs::open(
+        root,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| TreeError::io(root, e.into()))?;
     for path in &plan.remove_files {
         remove(root, &root_fd, path, AtFlags::empty())?;
     }
@@ -87,28 +102,39 @@ pub fn apply(root: &Path, store: &Store, plan: &Plan, target: &FlatTree) -> Resu
     for path in &plan.make_dirs {
         make_dir(root, &root_fd, path)?;
     }
-    plan.write.par_iter().try_for_each(|(path, node)| write_entry(root, &root_fd, store, path, node))?;
+    plan.write
+        .par_iter()
+        .try_for_each(|(path, node)| write_entry(root, &root_fd, store, path, node))?;
     sync_parents(root, &root_fd, plan)?;
     Ok(plan.remove_files.len() + plan.remove_dirs.len() + plan.make_dirs.len() + plan.write.len())
 }
 
 fn fail(action: &'static str, root: &Path, path: &[u8], e: Errno) -> TreeError {
     let why = match e {
-        Errno::LOOP | Errno::NOTDIR => "a parent directory was replaced by a symlink or file; refusing to follow it".to_string(),
+        Errno::LOOP | Errno::NOTDIR => {
+            "a parent directory was replaced by a symlink or file; refusing to follow it"
+                .to_string()
+        }
         e => std::io::Error::from(e).to_string(),
     };
-    TreeError::Restore { action, path: scan::abs(root, path), why }
+    TreeError::Restore {
+        action,
+        path: scan::abs(root, path),
+        why,
+    }
 }
 
 /// Opens the directory `rel` under the root, one component at a time, never following links.
 fn open_dir(root: &Path, root_fd: &OwnedFd, rel: &[u8]) -> Result<OwnedFd, TreeError> {
     let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
-    let mut fd = rustix::fs::openat(root_fd, ".", flags, Mode::empty()).map_err(|e| fail("open", root, b".", e))?;
+    let mut fd = rustix::fs::openat(root_fd, ".", flags, Mode::empty())
+        .map_err(|e| fail("open", root, b".", e))?;
     if rel.is_empty() {
         return Ok(fd);
     }
     for component in rel.split(|&c| c == b'/') {
-        fd = rustix::fs::openat(&fd, OsStr::from_bytes(component), flags, Mode::empty()).map_err(|e| fail("open directory", root, rel, e))?;
+        fd = rustix::fs::openat(&fd, OsStr::from_bytes(component), flags, Mode::empty())
+            .map_err(|e| fail("open directory", root, rel, e))?;
     }
     Ok(fd)
 }
@@ -125,11 +151,20 @@ fn remove(root: &Path, root_fd: &OwnedFd, path: &[u8], flags: AtFlags) -> Result
 
 /// Removes a directory the target lacks. One still holding ignored files stays, unless the
 /// target needs its path for a file: that is a conflict to report, not to resolve by deleting.
-fn remove_dir(root: &Path, root_fd: &OwnedFd, path: &[u8], target: &FlatTree) -> Result<(), TreeError> {
+fn remove_dir(
+    root: &Path,
+    root_fd: &OwnedFd,
+    path: &[u8],
+    target: &FlatTree,
+) -> Result<(), TreeError> {
     if remove(root, root_fd, path, AtFlags::REMOVEDIR)? || !target.contains_key(path) {
         return Ok(());
     }
-    Err(TreeError::Restore { action: "replace directory", path: scan::abs(root, path), why: "it still holds ignored or untracked files".into() })
+    Err(TreeError::Restore {
+        action: "replace directory",
+        path: scan::abs(root, path),
+        why: "it still holds ignored or untracked files".into(),
+    })
 }
 
 fn make_dir(root: &Path, root_fd: &OwnedFd, path: &[u8]) -> Result<(), TreeError> {
@@ -137,26 +172,49 @@ fn make_dir(root: &Path, root_fd: &OwnedFd, path: &[u8]) -> Result<(), TreeError
     let dir = open_dir(root, root_fd, parent)?;
     match rustix::fs::mkdirat(&dir, OsStr::from_bytes(name), Mode::from_raw_mode(0o777)) {
         Ok(()) => Ok(()),
-        Err(Errno::EXIST) => match rustix::fs::statat(&dir, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory => Ok(()),
-            _ => Err(TreeError::Restore { action: "create directory", path: scan::abs(root, path), why: "an ignored file is in the way".into() }),
-        },
+        Err(Errno::EXIST) => {
+            match rustix::fs::statat(&dir, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st)
+                    if rustix::fs::FileType::from_raw_mode(st.st_mode)
+                        == rustix::fs::FileType::Directory =>
+                {
+                    Ok(())
+                }
+                _ => Err(TreeError::Restore {
+                    action: "create directory",
+                    path: scan::abs(root, path),
+                    why: "an ignored file is in the way".into(),
+                }),
+            }
+        }
         Err(e) => Err(fail("create directory", root, path, e)),
     }
 }
 
 fn temp_name() -> String {
-    format!("{TEMP_PREFIX}{}-{}", std::process::id(), TEMP_COUNTER.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{TEMP_PREFIX}{}-{}",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// Writes one file or symlink under a temporary name, fsyncs it, and renames it into place.
-fn write_entry(root: &Path, root_fd: &OwnedFd, store: &Store, path: &[u8], node: &Node) -> Result<(), TreeError> {
+fn write_entry(
+    root: &Path,
+    root_fd: &OwnedFd,
+    store: &Store,
+    path: &[u8],
+    node: &Node,
+) -> Result<(), TreeError> {
     let (parent, name) = split(path);
     let dir = open_dir(root, root_fd, parent)?;
     let content = store.read_file(&node.id)?;
     let tmp = temp_name();
     let written = match node.kind {
-        EntryKind::Symlink => rustix::fs::symlinkat(OsStr::from_bytes(&content), &dir, tmp.as_str()),
+        EntryKind::Symlink => {
+            rustix::fs::symlinkat(OsStr::from_bytes(&content), &dir, tmp.as_str())
+        }
         _ => write_file(&dir, &tmp, &content, node.kind == EntryKind::Executable),
     };
     if let Err(e) = written {
@@ -172,7 +230,12 @@ fn write_entry(root: &Path, root_fd: &OwnedFd, store: &Store, path: &[u8], node:
 fn write_file(dir: &OwnedFd, tmp: &str, content: &[u8], executable: bool) -> Result<(), Errno> {
     // The process umask applies, as it does for git checkout.
     let mode = Mode::from_raw_mode(if executable { 0o777 } else { 0o666 });
-    let fd = rustix::fs::openat(dir, tmp, OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC, mode)?;
+    let fd = rustix::fs::openat(
+        dir,
+        tmp,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        mode,
+    )?;
     let mut rest = content;
     while !rest.is_empty() {
         let n = rustix::io::write(&fd, rest)?;
@@ -184,7 +247,12 @@ fn write_file(dir: &OwnedFd, tmp: &str, content: &[u8], executable: bool) -> Res
 /// fsyncs every directory whose entries the plan changed, so renames and unlinks are durable
 /// before HEAD moves.
 fn sync_parents(root: &Path, root_fd: &OwnedFd, plan: &Plan) -> Result<(), TreeError> {
-    let all = plan.remove_files.iter().chain(&plan.remove_dirs).chain(&plan.make_dirs).chain(plan.write.iter().map(|(p, _)| p));
+    let all = plan
+        .remove_files
+        .iter()
+        .chain(&plan.remove_dirs)
+        .chain(&plan.make_dirs)
+        .chain(plan.write.iter().map(|(p, _)| p));
     let parents: BTreeSet<&[u8]> = all.map(|p| split(p).0).collect();
     for parent in parents {
         match open_dir(root, root_fd, parent) {

@@ -18,9 +18,9 @@ use ignore::{WalkBuilder, WalkState};
 use rayon::prelude::*;
 use snap_store::{ChunkList, ChunkRef, EntryKind, ObjectId, ObjectKind, ObjectWriter};
 
+use crate::TreeError;
 use crate::config::Config;
 use crate::flat::{FlatTree, Node, UNBUILT};
-use crate::TreeError;
 
 /// Names never tracked at any depth: other tools' stores.
 pub const VCS_DIRS: [&str; 4] = [".git", ".hg", ".svn", ".jj"];
@@ -115,7 +115,9 @@ fn keep_entry(entry: &ignore::DirEntry, config: &Config) -> bool {
         return true;
     }
     let name = entry.file_name().as_bytes();
-    if VCS_DIRS.iter().any(|d| d.as_bytes() == name) || (entry.depth() == 1 && name == STORE_DIR.as_bytes()) {
+    if VCS_DIRS.iter().any(|d| d.as_bytes() == name)
+        || (entry.depth() == 1 && name == STORE_DIR.as_bytes())
+    {
         return false;
     }
     match entry.file_type() {
@@ -124,13 +126,22 @@ fn keep_entry(entry: &ignore::DirEntry, config: &Config) -> bool {
     }
 }
 
-fn visit(root: &Path, result: Result<ignore::DirEntry, ignore::Error>, config: &Config) -> Result<Option<Item>, TreeError> {
-    let entry = result.map_err(|e| TreeError::Scan { path: root.to_path_buf(), why: e.to_string() })?;
+fn visit(
+    root: &Path,
+    result: Result<ignore::DirEntry, ignore::Error>,
+    config: &Config,
+) -> Result<Option<Item>, TreeError> {
+    let entry = result.map_err(|e| TreeError::Scan {
+        path: root.to_path_buf(),
+        why: e.to_string(),
+    })?;
     if entry.depth() == 0 {
         return Ok(None);
     }
     let rel = relative(root, entry.path())?;
-    let Some(file_type) = entry.file_type() else { return Ok(Some(Item::Special)) };
+    let Some(file_type) = entry.file_type() else {
+        return Ok(Some(Item::Special));
+    };
     if file_type.is_dir() {
         return Ok(Some(Item::Entry(rel, EntryKind::Dir)));
     }
@@ -140,7 +151,10 @@ fn visit(root: &Path, result: Result<ignore::DirEntry, ignore::Error>, config: &
     if !file_type.is_file() {
         return Ok(Some(Item::Special));
     }
-    let meta = entry.metadata().map_err(|e| TreeError::Scan { path: entry.path().to_path_buf(), why: e.to_string() })?;
+    let meta = entry.metadata().map_err(|e| TreeError::Scan {
+        path: entry.path().to_path_buf(),
+        why: e.to_string(),
+    })?;
     if meta.len() > config.max_file_size {
         return Ok(Some(Item::TooLarge(rel, meta.len())));
     }
@@ -148,12 +162,19 @@ fn visit(root: &Path, result: Result<ignore::DirEntry, ignore::Error>, config: &
 }
 
 fn relative(root: &Path, path: &Path) -> Result<Vec<u8>, TreeError> {
-    let rel = path.strip_prefix(root).map_err(|_| TreeError::Scan { path: path.to_path_buf(), why: "outside the workspace".into() })?;
+    let rel = path.strip_prefix(root).map_err(|_| TreeError::Scan {
+        path: path.to_path_buf(),
+        why: "outside the workspace".into(),
+    })?;
     Ok(rel.as_os_str().as_bytes().to_vec())
 }
 
 fn file_kind(meta: &Metadata) -> EntryKind {
-    if meta.mode() & 0o100 != 0 { EntryKind::Executable } else { EntryKind::File }
+    if meta.mode() & 0o100 != 0 {
+        EntryKind::Executable
+    } else {
+        EntryKind::File
+    }
 }
 
 /// The absolute path of a workspace-relative path.
@@ -161,13 +182,28 @@ pub fn abs(root: &Path, rel: &[u8]) -> PathBuf {
     root.join(OsStr::from_bytes(rel))
 }
 
+/// A path with its stored entry.
+type PathNode = (Vec<u8>, Node);
+
 /// Reads and stores every file and symlink of `walk` in parallel; returns the flat tree (with
 /// directories not yet built) and the report.
-pub fn store_walk(root: &Path, walk: Walk, writer: &ObjectWriter<'_>, max_file_size: u64) -> Result<(FlatTree, ScanReport), TreeError> {
-    let stored: Vec<Result<Option<(Vec<u8>, Node)>, TreeError>> =
-        walk.entries.into_par_iter().map(|(rel, kind)| store_entry(root, rel, kind, writer, max_file_size)).collect();
+pub fn store_walk(
+    root: &Path,
+    walk: Walk,
+    writer: &ObjectWriter<'_>,
+    max_file_size: u64,
+) -> Result<(FlatTree, ScanReport), TreeError> {
+    let stored: Vec<Result<Option<PathNode>, TreeError>> = walk
+        .entries
+        .into_par_iter()
+        .map(|(rel, kind)| store_entry(root, rel, kind, writer, max_file_size))
+        .collect();
     let mut flat = FlatTree::new();
-    let mut report = ScanReport { too_large: walk.too_large, special: walk.special, vanished: 0 };
+    let mut report = ScanReport {
+        too_large: walk.too_large,
+        special: walk.special,
+        vanished: 0,
+    };
     for item in stored {
         match item? {
             Some((path, node)) => {
@@ -195,20 +231,38 @@ fn drop_orphans(flat: &mut FlatTree) {
     }
 }
 
-fn store_entry(root: &Path, rel: Vec<u8>, kind: EntryKind, writer: &ObjectWriter<'_>, max: u64) -> Result<Option<(Vec<u8>, Node)>, TreeError> {
+fn store_entry(
+    root: &Path,
+    rel: Vec<u8>,
+    kind: EntryKind,
+    writer: &ObjectWriter<'_>,
+    max: u64,
+) -> Result<Option<(Vec<u8>, Node)>, TreeError> {
     let path = abs(root, &rel);
     let node = match kind {
-        EntryKind::Dir => Some(Node { kind, size: 0, id: UNBUILT }),
+        EntryKind::Dir => Some(Node {
+            kind,
+            size: 0,
+            id: UNBUILT,
+        }),
         EntryKind::Symlink => match std::fs::read_link(&path) {
             Ok(target) => {
                 let bytes = target.as_os_str().as_bytes();
-                Some(Node { kind, size: bytes.len() as u64, id: writer.put(ObjectKind::Chunk, bytes)? })
+                Some(Node {
+                    kind,
+                    size: bytes.len() as u64,
+                    id: writer.put(ObjectKind::Chunk, bytes)?,
+                })
             }
             Err(e) if vanished(&e) => None,
             Err(e) => return Err(TreeError::io(path, e)),
         },
         EntryKind::File | EntryKind::Executable => match read_stable(&path, max)? {
-            Some((data, kind)) => Some(Node { kind, size: data.len() as u64, id: store_content(writer, &data)? }),
+            Some((data, kind)) => Some(Node {
+                kind,
+                size: data.len() as u64,
+                id: store_content(writer, &data)?,
+            }),
             None => None,
         },
     };
@@ -216,14 +270,19 @@ fn store_entry(root: &Path, rel: Vec<u8>, kind: EntryKind, writer: &ObjectWriter
 }
 
 fn vanished(e: &std::io::Error) -> bool {
-    e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+    e.kind() == std::io::ErrorKind::NotFound
+        || e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
 }
 
 /// Reads a regular file without following a symlink, re-reading while its stat changes under
 /// the read. `None` if it vanished, stopped being a regular file or grew past `max`.
 fn read_stable(path: &Path, max: u64) -> Result<Option<(Vec<u8>, EntryKind)>, TreeError> {
     for _ in 0..READ_ATTEMPTS {
-        let mut file = match OpenOptions::new().read(true).custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32).open(path) {
+        let mut file = match OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(path)
+        {
             Ok(f) => f,
             Err(e) if vanished(&e) => return Ok(None),
             Err(e) => return Err(TreeError::io(path, e)),
@@ -238,17 +297,34 @@ fn read_stable(path: &Path, max: u64) -> Result<Option<(Vec<u8>, EntryKind)>, Tr
             return Ok(Some((data, file_kind(&after))));
         }
     }
-    Err(TreeError::Unstable { path: path.to_path_buf() })
+    Err(TreeError::Unstable {
+        path: path.to_path_buf(),
+    })
 }
 
 fn read_all(file: &mut File, len_hint: u64, path: &Path) -> Result<Vec<u8>, TreeError> {
     let mut data = Vec::with_capacity(len_hint as usize + 1);
-    file.read_to_end(&mut data).map_err(|e| TreeError::io(path, e))?;
+    file.read_to_end(&mut data)
+        .map_err(|e| TreeError::io(path, e))?;
     Ok(data)
 }
 
 fn same_stat(a: &Metadata, b: &Metadata) -> bool {
-    (a.len(), a.mtime(), a.mtime_nsec(), a.ctime(), a.ctime_nsec(), a.ino()) == (b.len(), b.mtime(), b.mtime_nsec(), b.ctime(), b.ctime_nsec(), b.ino())
+    (
+        a.len(),
+        a.mtime(),
+        a.mtime_nsec(),
+        a.ctime(),
+        a.ctime_nsec(),
+        a.ino(),
+    ) == (
+        b.len(),
+        b.mtime(),
+        b.mtime_nsec(),
+        b.ctime(),
+        b.ctime_nsec(),
+        b.ino(),
+    )
 }
 
 /// Stores file content: one chunk up to [`CHUNK_THRESHOLD`], else FastCDC chunks and a list.
@@ -260,7 +336,10 @@ pub fn store_content(writer: &ObjectWriter<'_>, data: &[u8]) -> Result<ObjectId,
     let mut list = ChunkList::default();
     for chunk in fastcdc::v2020::FastCDC::new(data, min, avg, max) {
         let bytes = &data[chunk.offset..chunk.offset + chunk.length];
-        list.chunks.push(ChunkRef { id: writer.put(ObjectKind::Chunk, bytes)?, len: bytes.len() as u64 });
+        list.chunks.push(ChunkRef {
+            id: writer.put(ObjectKind::Chunk, bytes)?,
+            len: bytes.len() as u64,
+        });
     }
     Ok(writer.put(ObjectKind::ChunkList, &list.encode())?)
 }

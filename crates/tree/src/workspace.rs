@@ -5,14 +5,19 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use snap_store::{ChangeStats, Commit, EntryKind, HistoryState, ObjectId, ObjectKind, ObjectWriter, SnapshotKind, SnapshotRecord, Store};
+use snap_store::{
+    ChangeStats, Commit, EntryKind, HistoryState, ObjectId, ObjectKind, ObjectWriter, SnapshotKind,
+    SnapshotRecord, Store,
+};
 
+use crate::TreeError;
 use crate::config::Config;
-use crate::flat::{self, Change, FlatTree, Node, UNBUILT, build_trees, count_changes, diff_files, flatten};
+use crate::flat::{
+    self, Change, FlatTree, Node, UNBUILT, build_trees, count_changes, diff_files, flatten,
+};
 use crate::marker::{Marker, Op};
 use crate::restore::{self, Plan};
 use crate::scan::{self, STORE_DIR, ScanReport};
-use crate::TreeError;
 
 /// A snapshot's id with its record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,11 +120,16 @@ enum After {
 
 /// The nearest ancestor of `start` (itself included) that holds a store.
 pub fn find_root(start: &Path) -> Option<PathBuf> {
-    start.ancestors().find(|d| d.join(STORE_DIR).join("packs").is_dir()).map(Path::to_path_buf)
+    start
+        .ancestors()
+        .find(|d| d.join(STORE_DIR).join("packs").is_dir())
+        .map(Path::to_path_buf)
 }
 
 fn now_ns() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
 }
 
 fn canonical(dir: &Path) -> Result<PathBuf, TreeError> {
@@ -142,7 +152,11 @@ impl Workspace {
 
     /// Creates a store for the workspace at `root` (in `root/.snap` unless `store_dir` says),
     /// or opens the one there. `/` and `$HOME` are refused unless `force`.
-    pub fn init(root: &Path, store_dir: Option<&Path>, force: bool) -> Result<Workspace, TreeError> {
+    pub fn init(
+        root: &Path,
+        store_dir: Option<&Path>,
+        force: bool,
+    ) -> Result<Workspace, TreeError> {
         let root = canonical(root)?;
         let home = std::env::var_os("HOME").and_then(|h| Path::new(&h).canonicalize().ok());
         if !force && (root.parent().is_none() || home.as_deref() == Some(root.as_path())) {
@@ -156,7 +170,12 @@ impl Workspace {
     fn open(root: &Path, store_dir: &Path) -> Result<Workspace, TreeError> {
         let store = Store::open(store_dir)?;
         let config = Config::load(store_dir)?;
-        let mut ws = Workspace { root: root.to_path_buf(), store, config, recovered: Vec::new() };
+        let mut ws = Workspace {
+            root: root.to_path_buf(),
+            store,
+            config,
+            recovered: Vec::new(),
+        };
         ws.recover()?;
         Ok(ws)
     }
@@ -188,9 +207,16 @@ impl Workspace {
             let current = self.capture(&self.store.dry_writer())?.flat;
             let plan = Plan::new(&current, &target);
             let paths_touched = restore::apply(&self.root, &self.store, &plan, &target)?;
-            self.store.set_history(HistoryState { head: Some(marker.head), redo: marker.redo.clone() })?;
+            self.store.set_history(HistoryState {
+                head: Some(marker.head),
+                redo: marker.redo.clone(),
+            })?;
             marker.remove(self.store.dir())?;
-            self.recovered.push(Recovered { op: marker.op, head, paths_touched });
+            self.recovered.push(Recovered {
+                op: marker.op,
+                head,
+                paths_touched,
+            });
         }
         Ok(())
     }
@@ -203,7 +229,10 @@ impl Workspace {
 
     /// A snapshot by id.
     pub fn snapshot(&self, id: ObjectId) -> Result<Snapshot, TreeError> {
-        Ok(Snapshot { id, record: self.store.snapshot(&id)? })
+        Ok(Snapshot {
+            id,
+            record: self.store.snapshot(&id)?,
+        })
     }
 
     /// Resolves a reference (`@`, `@~N`, `last`, `#SEQ`, `step:N`, id prefix).
@@ -214,7 +243,11 @@ impl Workspace {
 
     /// HEAD, if any snapshot exists.
     pub fn head(&self) -> Result<Option<Snapshot>, TreeError> {
-        self.store.history()?.head.map(|id| self.snapshot(id)).transpose()
+        self.store
+            .history()?
+            .head
+            .map(|id| self.snapshot(id))
+            .transpose()
     }
 
     /// Every path of a snapshot.
@@ -228,23 +261,41 @@ impl Workspace {
 
     /// The content of `path` in a snapshot (a symlink's target for a link).
     pub fn read_file(&self, snapshot: &Snapshot, path: &[u8]) -> Result<Vec<u8>, TreeError> {
-        let shown = || (String::from_utf8_lossy(path).into_owned(), format!("#{}", snapshot.record.seq));
-        let node = self.files(snapshot)?.get(path).copied().filter(|n| n.kind != EntryKind::Dir).ok_or_else(|| {
-            let (p, s) = shown();
-            TreeError::PathNotInSnapshot(p, s)
-        })?;
+        let shown = || {
+            (
+                String::from_utf8_lossy(path).into_owned(),
+                format!("#{}", snapshot.record.seq),
+            )
+        };
+        let node = self
+            .files(snapshot)?
+            .get(path)
+            .copied()
+            .filter(|n| n.kind != EntryKind::Dir)
+            .ok_or_else(|| {
+                let (p, s) = shown();
+                TreeError::PathNotInSnapshot(p, s)
+            })?;
         Ok(self.store.read_file(&node.id)?)
     }
 
     /// What changed in `snapshot` against its parent.
     pub fn changes_of(&self, snapshot: &Snapshot) -> Result<Vec<PathChange>, TreeError> {
-        let parent = snapshot.record.parent.map(|p| self.snapshot(p)).transpose()?;
-        Ok(diff_files(&self.flat_of(parent.as_ref())?, &self.files(snapshot)?))
+        let parent = snapshot
+            .record
+            .parent
+            .map(|p| self.snapshot(p))
+            .transpose()?;
+        Ok(diff_files(
+            &self.flat_of(parent.as_ref())?,
+            &self.files(snapshot)?,
+        ))
     }
 
     fn capture(&self, writer: &ObjectWriter<'_>) -> Result<Capture, TreeError> {
         let walk = scan::walk(&self.root, &self.config)?;
-        let (mut flat, report) = scan::store_walk(&self.root, walk, writer, self.config.max_file_size)?;
+        let (mut flat, report) =
+            scan::store_walk(&self.root, walk, writer, self.config.max_file_size)?;
         let root = build_trees(writer, &mut flat)?;
         Ok(Capture { flat, root, report })
     }
@@ -253,7 +304,10 @@ impl Workspace {
     fn commit_packs(&self, writer: ObjectWriter<'_>) -> Result<(), TreeError> {
         let packs = writer.finish()?;
         if !packs.is_empty() {
-            self.store.commit(&Commit { packs, ..Commit::default() })?;
+            self.store.commit(&Commit {
+                packs,
+                ..Commit::default()
+            })?;
         }
         Ok(())
     }
@@ -271,7 +325,13 @@ impl Workspace {
     ) -> Result<Snapshot, TreeError> {
         let (added, modified, deleted) = count_changes(changes);
         let files = flat.values().filter(|n| n.kind != EntryKind::Dir);
-        let stats = ChangeStats { added, modified, deleted, files: files.clone().count() as u64, bytes: files.map(|n| n.size).sum() };
+        let stats = ChangeStats {
+            added,
+            modified,
+            deleted,
+            files: files.clone().count() as u64,
+            bytes: files.map(|n| n.size).sum(),
+        };
         let record = SnapshotRecord {
             seq: self.store.next_seq()?,
             root,
@@ -286,8 +346,15 @@ impl Workspace {
         };
         let id = writer.put(ObjectKind::Snapshot, &record.encode())?;
         let packs = writer.finish()?;
-        let history = (after == After::Advance).then(|| HistoryState { head: Some(id), redo: Vec::new() });
-        self.store.commit(&Commit { packs, snapshots: vec![(id, record.clone())], history })?;
+        let history = (after == After::Advance).then(|| HistoryState {
+            head: Some(id),
+            redo: Vec::new(),
+        });
+        self.store.commit(&Commit {
+            packs,
+            snapshots: vec![(id, record.clone())],
+            history,
+        })?;
         Ok(Snapshot { id, record })
     }
 
@@ -299,11 +366,27 @@ impl Workspace {
         let cap = self.capture(&writer)?;
         if head.as_ref().is_some_and(|h| h.record.root == cap.root) && !opts.allow_empty {
             self.commit_packs(writer)?;
-            return Ok(SaveOutcome { snapshot: None, changes: Vec::new(), report: cap.report });
+            return Ok(SaveOutcome {
+                snapshot: None,
+                changes: Vec::new(),
+                report: cap.report,
+            });
         }
         let changes = diff_files(&head_flat, &cap.flat);
-        let snapshot = self.record_snapshot(writer, SnapshotKind::Save, opts, (cap.root, &cap.flat), head.as_ref(), &changes, After::Advance)?;
-        Ok(SaveOutcome { snapshot: Some(snapshot), changes, report: cap.report })
+        let snapshot = self.record_snapshot(
+            writer,
+            SnapshotKind::Save,
+            opts,
+            (cap.root, &cap.flat),
+            head.as_ref(),
+            &changes,
+            After::Advance,
+        )?;
+        Ok(SaveOutcome {
+            snapshot: Some(snapshot),
+            changes,
+            report: cap.report,
+        })
     }
 
     /// The working tree against HEAD; writes nothing.
@@ -312,20 +395,36 @@ impl Workspace {
         let head_flat = self.flat_of(head.as_ref())?;
         let cap = self.capture(&self.store.dry_writer())?;
         let redo_depth = self.store.history()?.redo.len();
-        Ok(Status { changes: diff_files(&head_flat, &cap.flat), head, report: cap.report, redo_depth })
+        Ok(Status {
+            changes: diff_files(&head_flat, &cap.flat),
+            head,
+            report: cap.report,
+            redo_depth,
+        })
     }
 
     fn writer(&self, dry_run: bool) -> ObjectWriter<'_> {
-        if dry_run { self.store.dry_writer() } else { self.store.writer() }
+        if dry_run {
+            self.store.dry_writer()
+        } else {
+            self.store.writer()
+        }
     }
 
     /// Walks `steps` parents back from `from`: the snapshots passed (nearest first) and the target.
-    fn walk_back(&self, from: &Snapshot, steps: u64) -> Result<(Vec<Snapshot>, Snapshot), TreeError> {
+    fn walk_back(
+        &self,
+        from: &Snapshot,
+        steps: u64,
+    ) -> Result<(Vec<Snapshot>, Snapshot), TreeError> {
         let mut passed = Vec::new();
         let mut current = from.clone();
         for taken in 0..steps {
             let Some(parent) = current.record.parent else {
-                return Err(TreeError::NothingToUndo(format!("HEAD #{} has only {taken} snapshot(s) before it", from.record.seq)));
+                return Err(TreeError::NothingToUndo(format!(
+                    "HEAD #{} has only {taken} snapshot(s) before it",
+                    from.record.seq
+                )));
             };
             passed.push(current);
             current = self.snapshot(parent)?;
@@ -336,27 +435,51 @@ impl Workspace {
     /// Moves HEAD `n` snapshots back and makes the working tree match. Unsaved changes are
     /// saved first (as an `auto-before-undo` snapshot, which then counts as the first step).
     pub fn undo(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
-        let head = self.head()?.ok_or_else(|| TreeError::NothingToUndo("there are no snapshots yet".into()))?;
+        let head = self
+            .head()?
+            .ok_or_else(|| TreeError::NothingToUndo("there are no snapshots yet".into()))?;
         let history = self.store.history()?;
         let writer = self.writer(dry_run);
         let cap = self.capture(&writer)?;
         let dirty = cap.root != head.record.root;
         let steps = if dirty { n.saturating_sub(1) } else { n };
         if n == 0 {
-            return Err(TreeError::NothingToUndo("the number of steps must be at least 1".into()));
+            return Err(TreeError::NothingToUndo(
+                "the number of steps must be at least 1".into(),
+            ));
         }
         let (passed, target) = self.walk_back(&head, steps)?;
         let target_flat = self.files(&target)?;
         let changes = diff_files(&cap.flat, &target_flat);
-        let mut outcome = MoveOutcome { op: Op::Undo, dry_run, auto_saved: None, was_dirty: dirty, target, created: None, passed, changes };
+        let mut outcome = MoveOutcome {
+            op: Op::Undo,
+            dry_run,
+            auto_saved: None,
+            was_dirty: dirty,
+            target,
+            created: None,
+            passed,
+            changes,
+        };
         if dry_run {
             return Ok(outcome);
         }
         let mut redo = history.redo;
         if dirty {
             let head_changes = diff_files(&self.files(&head)?, &cap.flat);
-            let opts = SaveOptions { message: "unsaved changes before undo".into(), ..SaveOptions::default() };
-            let auto = self.record_snapshot(writer, SnapshotKind::AutoBeforeUndo, &opts, (cap.root, &cap.flat), Some(&head), &head_changes, After::Advance)?;
+            let opts = SaveOptions {
+                message: "unsaved changes before undo".into(),
+                ..SaveOptions::default()
+            };
+            let auto = self.record_snapshot(
+                writer,
+                SnapshotKind::AutoBeforeUndo,
+                &opts,
+                (cap.root, &cap.flat),
+                Some(&head),
+                &head_changes,
+                After::Advance,
+            )?;
             redo.clear();
             outcome.passed.insert(0, auto.clone());
             outcome.auto_saved = Some(auto);
@@ -376,34 +499,74 @@ impl Workspace {
             let why = format!("the redo stack holds {} snapshot(s)", history.redo.len());
             return Err(TreeError::NothingToRedo(why));
         }
-        let head = self.head()?.ok_or_else(|| TreeError::NothingToRedo("there are no snapshots yet".into()))?;
+        let head = self
+            .head()?
+            .ok_or_else(|| TreeError::NothingToRedo("there are no snapshots yet".into()))?;
         let keep = history.redo.len() - n as usize;
-        let passed = history.redo[keep..].iter().rev().map(|id| self.snapshot(*id)).collect::<Result<Vec<_>, _>>()?;
-        let target = passed.last().cloned().ok_or_else(|| TreeError::NothingToRedo("empty".into()))?;
+        let passed = history.redo[keep..]
+            .iter()
+            .rev()
+            .map(|id| self.snapshot(*id))
+            .collect::<Result<Vec<_>, _>>()?;
+        let target = passed
+            .last()
+            .cloned()
+            .ok_or_else(|| TreeError::NothingToRedo("empty".into()))?;
         let writer = self.writer(dry_run);
         let cap = self.capture(&writer)?;
         let dirty = cap.root != head.record.root;
         let target_flat = self.files(&target)?;
         let changes = diff_files(&cap.flat, &target_flat);
-        let mut outcome = MoveOutcome { op: Op::Redo, dry_run, auto_saved: None, was_dirty: dirty, target, created: None, passed, changes };
+        let mut outcome = MoveOutcome {
+            op: Op::Redo,
+            dry_run,
+            auto_saved: None,
+            was_dirty: dirty,
+            target,
+            created: None,
+            passed,
+            changes,
+        };
         if dry_run {
             return Ok(outcome);
         }
         if dirty {
             let head_changes = diff_files(&self.files(&head)?, &cap.flat);
-            let opts = SaveOptions { message: "unsaved changes before redo".into(), ..SaveOptions::default() };
-            let auto = self.record_snapshot(writer, SnapshotKind::AutoBeforeRedo, &opts, (cap.root, &cap.flat), Some(&head), &head_changes, After::Detached)?;
+            let opts = SaveOptions {
+                message: "unsaved changes before redo".into(),
+                ..SaveOptions::default()
+            };
+            let auto = self.record_snapshot(
+                writer,
+                SnapshotKind::AutoBeforeRedo,
+                &opts,
+                (cap.root, &cap.flat),
+                Some(&head),
+                &head_changes,
+                After::Detached,
+            )?;
             outcome.auto_saved = Some(auto);
         } else {
             self.commit_packs(writer)?;
         }
-        self.move_to(Op::Redo, &outcome.target, history.redo[..keep].to_vec(), &cap.flat, &target_flat)?;
+        self.move_to(
+            Op::Redo,
+            &outcome.target,
+            history.redo[..keep].to_vec(),
+            &cap.flat,
+            &target_flat,
+        )?;
         Ok(outcome)
     }
 
     /// Makes the working tree (or only `paths`) match `reference`, recorded as a new snapshot
     /// of kind `restore` so that `undo` returns to the state before it.
-    pub fn restore(&self, reference: &str, paths: &[Vec<u8>], dry_run: bool) -> Result<MoveOutcome, TreeError> {
+    pub fn restore(
+        &self,
+        reference: &str,
+        paths: &[Vec<u8>],
+        dry_run: bool,
+    ) -> Result<MoveOutcome, TreeError> {
         let source = self.resolve(reference)?;
         let head = self.head()?;
         let writer = self.writer(dry_run);
@@ -412,11 +575,21 @@ impl Workspace {
         let (target_root, target_flat) = if paths.iter().any(|p| p.is_empty()) || paths.is_empty() {
             (source.record.root, self.files(&source)?)
         } else {
-            let mut merged = merge_paths(&cap.flat, &self.files(&source)?, paths, source.record.seq)?;
+            let mut merged =
+                merge_paths(&cap.flat, &self.files(&source)?, paths, source.record.seq)?;
             (build_trees(&writer, &mut merged)?, merged)
         };
         let changes = diff_files(&cap.flat, &target_flat);
-        let mut outcome = MoveOutcome { op: Op::Restore, dry_run, auto_saved: None, was_dirty: dirty, target: source.clone(), created: None, passed: Vec::new(), changes };
+        let mut outcome = MoveOutcome {
+            op: Op::Restore,
+            dry_run,
+            auto_saved: None,
+            was_dirty: dirty,
+            target: source.clone(),
+            created: None,
+            passed: Vec::new(),
+            changes,
+        };
         if dry_run || target_root == cap.root {
             if !dry_run {
                 self.commit_packs(writer)?;
@@ -426,16 +599,38 @@ impl Workspace {
         let mut parent = head;
         if dirty {
             let head_changes = diff_files(&self.flat_of(parent.as_ref())?, &cap.flat);
-            let opts = SaveOptions { message: "unsaved changes before restore".into(), ..SaveOptions::default() };
-            let auto = self.record_snapshot(writer, SnapshotKind::AutoBeforeRestore, &opts, (cap.root, &cap.flat), parent.as_ref(), &head_changes, After::Advance)?;
+            let opts = SaveOptions {
+                message: "unsaved changes before restore".into(),
+                ..SaveOptions::default()
+            };
+            let auto = self.record_snapshot(
+                writer,
+                SnapshotKind::AutoBeforeRestore,
+                &opts,
+                (cap.root, &cap.flat),
+                parent.as_ref(),
+                &head_changes,
+                After::Advance,
+            )?;
             outcome.auto_saved = Some(auto.clone());
             parent = Some(auto);
         } else {
             self.commit_packs(writer)?;
         }
         let message = format!("restore {reference} (#{})", source.record.seq);
-        let opts = SaveOptions { message, ..SaveOptions::default() };
-        let created = self.record_snapshot(self.store.writer(), SnapshotKind::Restore, &opts, (target_root, &target_flat), parent.as_ref(), &outcome.changes, After::Detached)?;
+        let opts = SaveOptions {
+            message,
+            ..SaveOptions::default()
+        };
+        let created = self.record_snapshot(
+            self.store.writer(),
+            SnapshotKind::Restore,
+            &opts,
+            (target_root, &target_flat),
+            parent.as_ref(),
+            &outcome.changes,
+            After::Detached,
+        )?;
         self.move_to(Op::Restore, &created, Vec::new(), &cap.flat, &target_flat)?;
         outcome.target = created.clone();
         outcome.created = Some(created);
@@ -444,17 +639,36 @@ impl Workspace {
 
     /// The §7 protocol: marker, working tree, HEAD, marker removed. If the working tree cannot
     /// be changed, it is put back as it was and the marker removed, so the store stays usable.
-    fn move_to(&self, op: Op, target: &Snapshot, redo: Vec<ObjectId>, current: &FlatTree, target_flat: &FlatTree) -> Result<(), TreeError> {
-        let marker = Marker { op, head: target.id, redo };
+    fn move_to(
+        &self,
+        op: Op,
+        target: &Snapshot,
+        redo: Vec<ObjectId>,
+        current: &FlatTree,
+        target_flat: &FlatTree,
+    ) -> Result<(), TreeError> {
+        let marker = Marker {
+            op,
+            head: target.id,
+            redo,
+        };
         marker.write(self.store.dir())?;
         let plan = Plan::new(current, target_flat);
         if let Err(e) = restore::apply(&self.root, &self.store, &plan, target_flat) {
             let partial = self.capture(&self.store.dry_writer())?.flat;
-            restore::apply(&self.root, &self.store, &Plan::new(&partial, current), current)?;
+            restore::apply(
+                &self.root,
+                &self.store,
+                &Plan::new(&partial, current),
+                current,
+            )?;
             marker.remove(self.store.dir())?;
             return Err(e);
         }
-        self.store.set_history(HistoryState { head: Some(marker.head), redo: marker.redo.clone() })?;
+        self.store.set_history(HistoryState {
+            head: Some(marker.head),
+            redo: marker.redo.clone(),
+        })?;
         marker.remove(self.store.dir())
     }
 
@@ -462,7 +676,8 @@ impl Workspace {
     pub fn log(&self, all: bool) -> Result<Vec<LogEntry>, TreeError> {
         let history = self.store.history()?;
         let snapshots = self.store.snapshots()?;
-        let by_id: std::collections::HashMap<ObjectId, &SnapshotRecord> = snapshots.iter().map(|(id, r)| (*id, r)).collect();
+        let by_id: std::collections::HashMap<ObjectId, &SnapshotRecord> =
+            snapshots.iter().map(|(id, r)| (*id, r)).collect();
         let mut chain = HashSet::new();
         let mut next = history.head;
         while let Some(id) = next.filter(|id| chain.insert(*id)) {
@@ -472,7 +687,10 @@ impl Workspace {
         let entries = snapshots.iter().rev().filter_map(|(id, record)| {
             let abandoned = !chain.contains(id) && !redo.contains(id);
             (all || !abandoned).then(|| LogEntry {
-                snapshot: Snapshot { id: *id, record: record.clone() },
+                snapshot: Snapshot {
+                    id: *id,
+                    record: record.clone(),
+                },
                 is_head: history.head == Some(*id),
                 redoable: redo.contains(id),
                 abandoned,
@@ -483,16 +701,37 @@ impl Workspace {
 }
 
 /// The working tree `base` with everything at or under each of `paths` taken from `source`.
-fn merge_paths(base: &FlatTree, source: &FlatTree, paths: &[Vec<u8>], seq: u64) -> Result<FlatTree, TreeError> {
-    let under = |p: &[u8], prefix: &[u8]| p == prefix || (p.starts_with(prefix) && p.get(prefix.len()) == Some(&b'/'));
+fn merge_paths(
+    base: &FlatTree,
+    source: &FlatTree,
+    paths: &[Vec<u8>],
+    seq: u64,
+) -> Result<FlatTree, TreeError> {
+    let under = |p: &[u8], prefix: &[u8]| {
+        p == prefix || (p.starts_with(prefix) && p.get(prefix.len()) == Some(&b'/'))
+    };
     for path in paths {
         if !source.keys().chain(base.keys()).any(|p| under(p, path)) {
-            return Err(TreeError::PathNotInSnapshot(String::from_utf8_lossy(path).into_owned(), format!("#{seq} or the working tree")));
+            return Err(TreeError::PathNotInSnapshot(
+                String::from_utf8_lossy(path).into_owned(),
+                format!("#{seq} or the working tree"),
+            ));
         }
     }
-    let mut out: FlatTree = base.iter().filter(|(p, _)| !paths.iter().any(|q| under(p, q))).map(|(p, n)| (p.clone(), *n)).collect();
-    let dir = Node { kind: EntryKind::Dir, size: 0, id: UNBUILT };
-    for (path, node) in source.iter().filter(|(p, _)| paths.iter().any(|q| under(p, q))) {
+    let mut out: FlatTree = base
+        .iter()
+        .filter(|(p, _)| !paths.iter().any(|q| under(p, q)))
+        .map(|(p, n)| (p.clone(), *n))
+        .collect();
+    let dir = Node {
+        kind: EntryKind::Dir,
+        size: 0,
+        id: UNBUILT,
+    };
+    for (path, node) in source
+        .iter()
+        .filter(|(p, _)| paths.iter().any(|q| under(p, q)))
+    {
         out.insert(path.clone(), *node);
         let mut ancestor = flat::split(path).0;
         while !ancestor.is_empty() {

@@ -1,6 +1,8 @@
 //! What is tracked: ignore semantics checked against git itself, plus snap's own layers
 //! (`.snapignore` re-includes, default excludes, VCS directories, size limit, special files).
 
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
@@ -17,11 +19,19 @@ fn write(root: &Path, path: &str, content: &str) {
 /// Tracked files and symlinks (not directories), as sorted strings.
 fn tracked(root: &Path, config: &Config) -> BTreeSet<String> {
     let w = walk(root, config).unwrap();
-    w.entries.into_iter().filter(|(_, k)| *k != EntryKind::Dir).map(|(p, _)| String::from_utf8(p).unwrap()).collect()
+    w.entries
+        .into_iter()
+        .filter(|(_, k)| *k != EntryKind::Dir)
+        .map(|(p, _)| String::from_utf8(p).unwrap())
+        .collect()
 }
 
 fn no_defaults() -> Config {
-    Config { exclude_dirs: Vec::new(), exclude_extensions: Vec::new(), ..Config::default() }
+    Config {
+        exclude_dirs: Vec::new(),
+        exclude_extensions: Vec::new(),
+        ..Config::default()
+    }
 }
 
 const TRICKY_GITIGNORE: &str = r"# comment line
@@ -46,17 +56,42 @@ out/**
 fn tricky_tree(root: &Path) {
     write(root, ".gitignore", TRICKY_GITIGNORE);
     for f in [
-        "app.log", "keep.log", "sub/app.log", "sub/keep.log",
-        "build/x.o", "sub/build/y.o", "lib/build",
-        "anchored.txt", "sub/anchored.txt",
-        "deep/a.tmp", "x/deep/b.tmp", "x/deep/c.txt", "x/deep/more/d.tmp",
-        "a/b.txt", "a/x/y/b.txt", "a/c.txt",
-        "excluded_dir/keep.txt", "excluded_dir/other.txt",
-        "#hash.txt", "sub/#hash.txt", "trailing ", "trailing", "spaced.txt",
-        "doc/a.txt", "doc/x/b.txt", "x.c", "z.c",
-        "data.dat", "nested/data.dat", "nested/important.dat", "nested/deeper/important.dat",
-        "out/a", "out/inner/b",
-        "plain.rs", ".hidden", ".config/settings",
+        "app.log",
+        "keep.log",
+        "sub/app.log",
+        "sub/keep.log",
+        "build/x.o",
+        "sub/build/y.o",
+        "lib/build",
+        "anchored.txt",
+        "sub/anchored.txt",
+        "deep/a.tmp",
+        "x/deep/b.tmp",
+        "x/deep/c.txt",
+        "x/deep/more/d.tmp",
+        "a/b.txt",
+        "a/x/y/b.txt",
+        "a/c.txt",
+        "excluded_dir/keep.txt",
+        "excluded_dir/other.txt",
+        "#hash.txt",
+        "sub/#hash.txt",
+        "trailing ",
+        "trailing",
+        "spaced.txt",
+        "doc/a.txt",
+        "doc/x/b.txt",
+        "x.c",
+        "z.c",
+        "data.dat",
+        "nested/data.dat",
+        "nested/important.dat",
+        "nested/deeper/important.dat",
+        "out/a",
+        "out/inner/b",
+        "plain.rs",
+        ".hidden",
+        ".config/settings",
     ] {
         write(root, f, f);
     }
@@ -68,11 +103,32 @@ fn tricky_tree(root: &Path) {
 }
 
 fn git_untracked(root: &Path) -> Option<BTreeSet<String>> {
-    let git = |args: &[&str]| Command::new("git").current_dir(root).env("HOME", root).env("GIT_CONFIG_NOSYSTEM", "1").args(args).output().ok();
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .current_dir(root)
+            .env("HOME", root)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .args(args)
+            .output()
+            .ok()
+    };
     git(&["init", "-q"])?.status.success().then_some(())?;
-    let out = git(&["-c", "core.excludesFile=/dev/null", "ls-files", "-z", "--others", "--exclude-standard"])?;
+    let out = git(&[
+        "-c",
+        "core.excludesFile=/dev/null",
+        "ls-files",
+        "-z",
+        "--others",
+        "--exclude-standard",
+    ])?;
     out.status.success().then_some(())?;
-    Some(out.stdout.split(|&b| b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8(s.to_vec()).unwrap()).collect())
+    Some(
+        out.stdout
+            .split(|&b| b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8(s.to_vec()).unwrap())
+            .collect(),
+    )
 }
 
 #[test]
@@ -85,7 +141,10 @@ fn gitignore_semantics_match_git() {
         return;
     };
     let ours = tracked(root, &no_defaults());
-    assert_eq!(ours, expected, "snap's tracked set differs from git's untracked, non-ignored set");
+    assert_eq!(
+        ours, expected,
+        "snap's tracked set differs from git's untracked, non-ignored set"
+    );
 }
 
 #[test]
@@ -94,9 +153,15 @@ fn gitignore_applies_without_a_git_repo() {
     tricky_tree(dir.path());
     let ours = tracked(dir.path(), &no_defaults());
     assert!(!ours.contains("app.log") && ours.contains("keep.log") && !ours.contains("build/x.o"));
-    assert!(ours.contains("lib/build"), "a directory-only pattern must not match a file");
+    assert!(
+        ours.contains("lib/build"),
+        "a directory-only pattern must not match a file"
+    );
     assert!(!ours.contains("anchored.txt") && ours.contains("sub/anchored.txt"));
-    assert!(!ours.contains("excluded_dir/keep.txt"), "git cannot re-include below an excluded directory");
+    assert!(
+        !ours.contains("excluded_dir/keep.txt"),
+        "git cannot re-include below an excluded directory"
+    );
     assert!(ours.contains("nested/important.dat") && !ours.contains("data.dat"));
     assert!(!ours.contains("nested/local.txt") && ours.contains("nested/deeper/local.txt"));
 }
@@ -107,11 +172,20 @@ fn snapignore_can_reinclude_and_exclude() {
     let root = dir.path();
     write(root, ".gitignore", "*.log\n");
     write(root, ".snapignore", "!wanted.log\nsecret.txt\n");
-    for f in ["wanted.log", "other.log", "secret.txt", "sub/secret.txt", "plain"] {
+    for f in [
+        "wanted.log",
+        "other.log",
+        "secret.txt",
+        "sub/secret.txt",
+        "plain",
+    ] {
         write(root, f, "x");
     }
     let ours = tracked(root, &no_defaults());
-    let expect: BTreeSet<String> = [".gitignore", ".snapignore", "wanted.log", "plain"].iter().map(|s| s.to_string()).collect();
+    let expect: BTreeSet<String> = [".gitignore", ".snapignore", "wanted.log", "plain"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     assert_eq!(ours, expect);
 }
 
@@ -120,17 +194,40 @@ fn default_excludes_vcs_dirs_store_and_size_limit() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     for f in [
-        "node_modules/m.js", "sub/node_modules/n.js", "a/__pycache__/c.pyc", "x.pyc", "lib.so", "pkg.egg-info/PKG",
-        ".git/config", "sub/.git", ".hg/x", ".svn/x", ".jj/x", ".snap/catalog.redb", "sub/.snap/kept", "src/main.rs",
+        "node_modules/m.js",
+        "sub/node_modules/n.js",
+        "a/__pycache__/c.pyc",
+        "x.pyc",
+        "lib.so",
+        "pkg.egg-info/PKG",
+        ".git/config",
+        "sub/.git",
+        ".hg/x",
+        ".svn/x",
+        ".jj/x",
+        ".snap/catalog.redb",
+        "sub/.snap/kept",
+        "src/main.rs",
     ] {
         write(root, f, "x");
     }
     write(root, "big.bin", &"x".repeat(100));
-    let config = Config { max_file_size: 50, ..Config::default() };
+    let config = Config {
+        max_file_size: 50,
+        ..Config::default()
+    };
     let w = walk(root, &config).unwrap();
     assert_eq!(w.too_large, vec![(b"big.bin".to_vec(), 100)]);
-    let ours: BTreeSet<String> = w.entries.into_iter().filter(|(_, k)| *k != EntryKind::Dir).map(|(p, _)| String::from_utf8(p).unwrap()).collect();
-    let expect: BTreeSet<String> = ["src/main.rs", "sub/.snap/kept"].iter().map(|s| s.to_string()).collect();
+    let ours: BTreeSet<String> = w
+        .entries
+        .into_iter()
+        .filter(|(_, k)| *k != EntryKind::Dir)
+        .map(|(p, _)| String::from_utf8(p).unwrap())
+        .collect();
+    let expect: BTreeSet<String> = ["src/main.rs", "sub/.snap/kept"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     assert_eq!(ours, expect);
 }
 
@@ -139,7 +236,14 @@ fn special_files_are_skipped_and_counted() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(root, "f", "x");
-    rustix::fs::mknodat(rustix::fs::CWD, root.join("fifo"), rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o644), 0).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        root.join("fifo"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
     let w = walk(root, &Config::default()).unwrap();
     assert_eq!(w.special, 1);
     assert_eq!(w.entries.len(), 1);

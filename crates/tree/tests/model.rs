@@ -2,6 +2,8 @@
 //! byte (content, exec bit, symlink target, empty directories) against an in-memory model of
 //! the working tree and of the history rules of DESIGN §6 after every step.
 
+#![allow(clippy::unwrap_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -166,7 +168,9 @@ fn edit(root: &Path, model: &mut State, op: &Op) {
             let _ = std::fs::remove_file(root.join(path));
             std::fs::write(root.join(path), content).unwrap();
             set_exec(&root.join(path), exec);
-            model.files.insert(path.into(), Entry::File(content.clone(), exec));
+            model
+                .files
+                .insert(path.into(), Entry::File(content.clone(), exec));
         }
         Op::Delete(i) => {
             if model.files.remove(FILES[*i]).is_some() {
@@ -184,7 +188,9 @@ fn edit(root: &Path, model: &mut State, op: &Op) {
             write_parents(model, path);
             let _ = std::fs::remove_file(root.join(path));
             std::os::unix::fs::symlink(FILES[*t], root.join(path)).unwrap();
-            model.files.insert(path.into(), Entry::Link(FILES[*t].into()));
+            model
+                .files
+                .insert(path.into(), Entry::Link(FILES[*t].into()));
         }
         Op::EmptyDir(i) => {
             std::fs::create_dir_all(root.join(EMPTY_DIRS[*i])).unwrap();
@@ -193,7 +199,9 @@ fn edit(root: &Path, model: &mut State, op: &Op) {
         }
         Op::Rename(a, b) => {
             let (a, b) = (FILES[*a], FILES[*b]);
-            if a != b && let Some(entry) = model.files.remove(a) {
+            if a != b
+                && let Some(entry) = model.files.remove(a)
+            {
                 write_parents(model, b);
                 std::fs::rename(root.join(a), root.join(b)).unwrap();
                 model.files.insert(b.into(), entry);
@@ -204,7 +212,11 @@ fn edit(root: &Path, model: &mut State, op: &Op) {
 }
 
 fn set_exec(path: &Path, exec: bool) {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(if exec { 0o755 } else { 0o644 })).unwrap();
+    std::fs::set_permissions(
+        path,
+        std::fs::Permissions::from_mode(if exec { 0o755 } else { 0o644 }),
+    )
+    .unwrap();
 }
 
 /// Reads the working tree back into a `State`.
@@ -218,7 +230,11 @@ fn read_dir(root: &Path, rel: &str, state: &mut State) {
     for entry in std::fs::read_dir(root.join(rel)).unwrap() {
         let entry = entry.unwrap();
         let name = entry.file_name().into_string().unwrap();
-        let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+        let path = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
         if path == ".snap" {
             continue;
         }
@@ -227,9 +243,23 @@ fn read_dir(root: &Path, rel: &str, state: &mut State) {
             state.dirs.insert(path.clone());
             read_dir(root, &path, state);
         } else if meta.file_type().is_symlink() {
-            state.files.insert(path, Entry::Link(std::fs::read_link(entry.path()).unwrap().to_string_lossy().into_owned()));
+            state.files.insert(
+                path,
+                Entry::Link(
+                    std::fs::read_link(entry.path())
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned(),
+                ),
+            );
         } else {
-            state.files.insert(path, Entry::File(std::fs::read(entry.path()).unwrap(), meta.permissions().mode() & 0o100 != 0));
+            state.files.insert(
+                path,
+                Entry::File(
+                    std::fs::read(entry.path()).unwrap(),
+                    meta.permissions().mode() & 0o100 != 0,
+                ),
+            );
         }
     }
 }
@@ -250,7 +280,9 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let ok = model.undo(*n);
                 match ws.undo(*n, false) {
                     Ok(_) => prop_assert!(ok, "undo {n} succeeded, model says nothing to undo"),
-                    Err(e @ TreeError::NothingToUndo(_)) => prop_assert!(!ok, "undo {n} refused: {e}"),
+                    Err(e @ TreeError::NothingToUndo(_)) => {
+                        prop_assert!(!ok, "undo {n} refused: {e}")
+                    }
                     Err(e) => panic!("undo failed: {e}"),
                 }
             }
@@ -258,7 +290,9 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let ok = model.redo(*n);
                 match ws.redo(*n, false) {
                     Ok(_) => prop_assert!(ok, "redo {n} succeeded, model says nothing to redo"),
-                    Err(e @ TreeError::NothingToRedo(_)) => prop_assert!(!ok, "redo {n} refused: {e}"),
+                    Err(e @ TreeError::NothingToRedo(_)) => {
+                        prop_assert!(!ok, "redo {n} refused: {e}")
+                    }
                     Err(e) => panic!("redo failed: {e}"),
                 }
             }
@@ -272,7 +306,12 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             edit_op => edit(root, &mut model.wt, edit_op),
         }
-        prop_assert_eq!(&read_disk(root), &model.wt, "working tree differs from the model after {:?}", op);
+        prop_assert_eq!(
+            &read_disk(root),
+            &model.wt,
+            "working tree differs from the model after {:?}",
+            op
+        );
         let head = ws.head().unwrap().map(|h| h.record.seq);
         prop_assert_eq!(head, model.head, "HEAD differs after {:?}", op);
     }
@@ -311,6 +350,18 @@ fn restore_of_paths_keeps_the_rest() {
 #[test]
 fn exec_bits_and_links_survive_undo_and_redo() {
     use Op::*;
-    let ops = vec![Write(0, b"x".to_vec()), Chmod(0, true), Symlink(1, 0), Save, Write(0, b"y".to_vec()), Chmod(0, false), Delete(1), Save, Undo(1), Redo(1), Undo(1)];
+    let ops = vec![
+        Write(0, b"x".to_vec()),
+        Chmod(0, true),
+        Symlink(1, 0),
+        Save,
+        Write(0, b"y".to_vec()),
+        Chmod(0, false),
+        Delete(1),
+        Save,
+        Undo(1),
+        Redo(1),
+        Undo(1),
+    ];
     run(ops).unwrap();
 }

@@ -98,9 +98,30 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Opens (or creates) the catalog at `path`, refusing a newer format.
+    /// Opens the existing catalog at `path`, refusing a newer format. A missing or empty file
+    /// is damage, never a reason to start an empty catalog over the packs.
     pub fn open(path: &Path) -> Result<Catalog, StoreError> {
-        let db = Database::create(path).map_err(|e| StoreError::CatalogUnreadable {
+        let unreadable = |why: String| StoreError::CatalogUnreadable {
+            path: path.to_path_buf(),
+            why,
+        };
+        match std::fs::metadata(path) {
+            Ok(m) if m.len() == 0 => return Err(unreadable("the file is empty".into())),
+            Ok(_) => {}
+            Err(e) => return Err(unreadable(e.to_string())),
+        }
+        let db = Database::open(path).map_err(|e| unreadable(e.to_string()))?;
+        let catalog = Catalog {
+            db,
+            path: path.to_path_buf(),
+        };
+        catalog.check_format()?;
+        Ok(catalog)
+    }
+
+    /// Creates a new, empty catalog at `path`.
+    pub fn create(path: &Path) -> Result<Catalog, StoreError> {
+        let db = Database::create(path).map_err(|e| StoreError::Catalog {
             path: path.to_path_buf(),
             why: e.to_string(),
         })?;
@@ -289,4 +310,66 @@ fn decode_snapshot_row(row: &[u8]) -> Result<(ObjectId, SnapshotRecord), StoreEr
         }
     })?;
     Ok((id, SnapshotRecord::decode(id, &row[32..])?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_newer_format_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        drop(Catalog::create(&path).unwrap());
+        {
+            let db = Database::open(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(META)
+                .unwrap()
+                .insert("format", 99u32.to_le_bytes().as_slice())
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        let err = Catalog::open(&path).unwrap_err();
+        assert!(
+            matches!(err, StoreError::NewerFormat { found: 99, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_missing_or_empty_catalog_is_damage_not_a_fresh_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        assert!(matches!(
+            Catalog::open(&path),
+            Err(StoreError::CatalogUnreadable { .. })
+        ));
+        std::fs::write(&path, b"").unwrap();
+        let err = Catalog::open(&path).unwrap_err();
+        assert!(err.to_string().contains("empty"), "{err}");
+        std::fs::write(&path, b"garbage garbage garbage").unwrap();
+        assert!(matches!(
+            Catalog::open(&path),
+            Err(StoreError::CatalogUnreadable { .. })
+        ));
+    }
+
+    #[test]
+    fn locations_round_trip() {
+        let frame = FrameInfo {
+            id: ObjectId([3; 32]),
+            kind: ObjectKind::Tree,
+            compression: Compression::Zstd,
+            offset: 1 << 40,
+            raw_len: 77,
+            stored_len: 55,
+        };
+        let loc = Location {
+            pack: ObjectId([9; 32]),
+            frame,
+        };
+        assert_eq!(Location::decode(frame.id, &loc.encode()), Some(loc));
+        assert_eq!(Location::decode(frame.id, &loc.encode()[..49]), None);
+    }
 }

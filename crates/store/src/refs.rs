@@ -93,3 +93,56 @@ fn resolve_prefix(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ChangeStats, SnapshotKind};
+
+    fn record(seq: u64) -> SnapshotRecord {
+        SnapshotRecord {
+            seq,
+            root: ObjectId([0; 32]),
+            parent: None,
+            time_ns: 0,
+            kind: SnapshotKind::Save,
+            message: String::new(),
+            step: None,
+            session: None,
+            meta: Vec::new(),
+            stats: ChangeStats::default(),
+        }
+    }
+
+    fn id(tail: u8) -> ObjectId {
+        let mut b = [0xab; 32];
+        b[1] = 0xcd;
+        b[2] = tail;
+        ObjectId(b)
+    }
+
+    #[test]
+    fn prefixes_resolve_and_ambiguity_lists_candidates() {
+        let all = vec![(id(1), record(1)), (id(2), record(2))];
+        assert_eq!(resolve_prefix("abcd02", all.clone()).unwrap().1.seq, 2);
+        assert_eq!(resolve_prefix("ABCD01", all.clone()).unwrap().1.seq, 1);
+        match resolve_prefix("abcd", all.clone()) {
+            Err(StoreError::AmbiguousRef { candidates, .. }) => {
+                assert_eq!(candidates.len(), 2);
+                assert!(candidates[0].contains("(#1)"));
+            }
+            other => panic!("expected ambiguity, got {other:?}"),
+        }
+        assert!(
+            matches!(
+                resolve_prefix("abc", all.clone()),
+                Err(StoreError::UnknownRef(_))
+            ),
+            "too short"
+        );
+        assert!(matches!(
+            resolve_prefix("ffff", all),
+            Err(StoreError::UnknownRef(_))
+        ));
+    }
+}

@@ -35,6 +35,14 @@ impl Store {
         if !ignore.exists() {
             crate::fsio::write_atomic(&ignore, b"*\n")?;
         }
+        let catalog = dir.join("catalog.redb");
+        if !catalog.exists() {
+            let _lock = StoreLock::acquire(&dir.join("lock"), lock_timeout())?;
+            if !catalog.exists() {
+                drop(Catalog::create(&catalog)?);
+                crate::fsio::sync_dir(dir)?;
+            }
+        }
         Store::open(dir)
     }
 

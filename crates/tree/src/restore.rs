@@ -264,3 +264,36 @@ fn sync_parents(root: &Path, root_fd: &OwnedFd, plan: &Plan) -> Result<(), TreeE
     }
     Ok(())
 }
+
+/// Removes temporary files a killed restore left in `dirs` (workspace-relative). Only the
+/// roll-forward of an interrupted operation calls this: a leftover may sit under an ignore
+/// rule that hides it from the scan, so the plan alone cannot be trusted to delete it.
+pub fn sweep_temp<'a>(
+    root: &Path,
+    dirs: impl Iterator<Item = &'a [u8]>,
+) -> Result<usize, TreeError> {
+    let root_fd = rustix::fs::open(
+        root,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| TreeError::io(root, e.into()))?;
+    let mut removed = 0;
+    for dir in dirs {
+        let Ok(fd) = open_dir(root, &root_fd, dir) else {
+            continue;
+        };
+        let Ok(entries) = std::fs::read_dir(scan::abs(root, dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name.as_bytes().starts_with(TEMP_PREFIX.as_bytes())
+                && rustix::fs::unlinkat(&fd, name.as_os_str(), AtFlags::empty()).is_ok()
+            {
+                removed += 1;
+            }
+        }
+    }
+    Ok(removed)
+}

@@ -57,6 +57,17 @@ pub struct ScanReport {
 
 /// Walks `root`, applying every ignore layer. Directories come before their contents.
 pub fn walk(root: &Path, config: &Config) -> Result<Walk, TreeError> {
+    walk_excluding(root, config, None)
+}
+
+/// As [`walk`], also leaving out `store_dir` when the store lives inside the tree under
+/// another name than `.snap` (`--store`).
+pub fn walk_excluding(
+    root: &Path,
+    config: &Config,
+    store_dir: Option<&Path>,
+) -> Result<Walk, TreeError> {
+    let skip = store_dir.map(Path::to_path_buf);
     let config = Arc::new(config.clone());
     let filter_config = Arc::clone(&config);
     let mut builder = WalkBuilder::new(root);
@@ -70,7 +81,7 @@ pub fn walk(root: &Path, config: &Config) -> Result<Walk, TreeError> {
         .require_git(false)
         .follow_links(false)
         .add_custom_ignore_filename(SNAPIGNORE)
-        .filter_entry(move |e| keep_entry(e, &filter_config));
+        .filter_entry(move |e| skip.as_deref() != Some(e.path()) && keep_entry(e, &filter_config));
     let found = Mutex::new(Walk::default());
     let failure: Mutex<Option<TreeError>> = Mutex::new(None);
     builder.build_parallel().run(|| {

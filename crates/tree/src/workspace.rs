@@ -168,8 +168,11 @@ impl Workspace {
     }
 
     fn open(root: &Path, store_dir: &Path) -> Result<Workspace, TreeError> {
-        let store = Store::open(store_dir)?;
-        let config = Config::load(store_dir)?;
+        let store_dir = store_dir
+            .canonicalize()
+            .map_err(|_| snap_store::StoreError::NotFound(store_dir.to_path_buf()))?;
+        let store = Store::open(&store_dir)?;
+        let config = Config::load(&store_dir)?;
         let mut ws = Workspace {
             root: root.to_path_buf(),
             store,
@@ -206,7 +209,13 @@ impl Workspace {
             let target = flatten(&self.store, &head.record.root)?;
             let current = self.capture(&self.store.dry_writer())?.flat;
             let plan = Plan::new(&current, &target);
-            let paths_touched = restore::apply(&self.root, &self.store, &plan, &target)?;
+            let mut paths_touched = restore::apply(&self.root, &self.store, &plan, &target)?;
+            let dirs = target
+                .iter()
+                .filter(|(_, n)| n.kind == EntryKind::Dir)
+                .map(|(p, _)| p.as_slice());
+            paths_touched +=
+                restore::sweep_temp(&self.root, std::iter::once(&b""[..]).chain(dirs))?;
             self.store.set_history(HistoryState {
                 head: Some(marker.head),
                 redo: marker.redo.clone(),
@@ -293,7 +302,7 @@ impl Workspace {
     }
 
     fn capture(&self, writer: &ObjectWriter<'_>) -> Result<Capture, TreeError> {
-        let walk = scan::walk(&self.root, &self.config)?;
+        let walk = scan::walk_excluding(&self.root, &self.config, Some(self.store.dir()))?;
         let (mut flat, report) =
             scan::store_walk(&self.root, walk, writer, self.config.max_file_size)?;
         let root = build_trees(writer, &mut flat)?;

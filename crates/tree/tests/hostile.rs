@@ -1,0 +1,208 @@
+//! Hostile input: symlink swaps, damaged trees with escaping names, and a store written by an
+//! older snap (the v1 fixture), all through the library.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+use snap_tree::snap_store::{
+    ChangeStats, Commit, EntryKind, ObjectKind, SnapshotKind, SnapshotRecord, Tree, TreeEntry,
+};
+use snap_tree::{SaveOptions, TreeError, Workspace, restore};
+
+fn write(root: &Path, path: &str, content: &str) {
+    let p = root.join(path);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, content).unwrap();
+}
+
+fn save(ws: &Workspace) {
+    ws.save(&SaveOptions::default()).unwrap();
+}
+
+#[test]
+fn a_directory_swapped_for_a_symlink_is_replaced_not_followed() {
+    let ws_dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = ws_dir.path();
+    write(outside.path(), "f", "outside");
+    let ws = Workspace::init(root, None, false).unwrap();
+    write(root, "sub/f", "1");
+    save(&ws);
+    write(root, "sub/f", "2");
+    save(&ws);
+    std::fs::remove_dir_all(root.join("sub")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("sub")).unwrap();
+    // The swap is an unsaved change: undo saves it, then returns to #2 (sub/f = "2").
+    ws.undo(1, false).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("f")).unwrap(),
+        "outside"
+    );
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
+    assert!(
+        std::fs::symlink_metadata(root.join("sub"))
+            .unwrap()
+            .is_dir()
+    );
+    assert_eq!(std::fs::read_to_string(root.join("sub/f")).unwrap(), "2");
+    ws.redo(1, false).unwrap();
+    assert!(
+        std::fs::symlink_metadata(root.join("sub"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn a_swap_after_planning_makes_the_restore_fail_without_writing_outside() {
+    let ws_dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = ws_dir.path();
+    write(outside.path(), "f", "outside");
+    let ws = Workspace::init(root, None, false).unwrap();
+    write(root, "sub/f", "1");
+    save(&ws);
+    write(root, "sub/f", "2");
+    write(root, "sub/g", "2");
+    save(&ws);
+    let old = ws.files(&ws.resolve("#1").unwrap()).unwrap();
+    let new = ws.files(&ws.resolve("#2").unwrap()).unwrap();
+    // The plan is made for a tree where sub is a directory; then sub becomes a symlink.
+    let plan = restore::Plan::new(&new, &old);
+    std::fs::remove_dir_all(root.join("sub")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("sub")).unwrap();
+    let err = restore::apply(root, ws.store(), &plan, &old).unwrap_err();
+    assert!(err.to_string().contains("symlink"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("f")).unwrap(),
+        "outside"
+    );
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
+}
+
+/// Commits a snapshot whose root tree holds one entry with `name`, bypassing every check a
+/// save makes, as a damaged or hostile store would.
+fn commit_hostile_snapshot(ws: &Workspace, name: &[u8]) -> u64 {
+    let store = ws.store();
+    let writer = store.writer();
+    let chunk = writer.put(ObjectKind::Chunk, b"pwned").unwrap();
+    let entry = TreeEntry {
+        name: name.to_vec(),
+        kind: EntryKind::File,
+        size: 5,
+        id: chunk,
+    };
+    let root = writer
+        .put(
+            ObjectKind::Tree,
+            &Tree {
+                entries: vec![entry],
+            }
+            .encode(),
+        )
+        .unwrap();
+    let seq = store.next_seq().unwrap();
+    let record = SnapshotRecord {
+        seq,
+        root,
+        parent: None,
+        time_ns: 0,
+        kind: SnapshotKind::Save,
+        message: String::new(),
+        step: None,
+        session: None,
+        meta: Vec::new(),
+        stats: ChangeStats::default(),
+    };
+    let id = writer.put(ObjectKind::Snapshot, &record.encode()).unwrap();
+    let packs = writer.finish().unwrap();
+    store
+        .commit(&Commit {
+            packs,
+            snapshots: vec![(id, record)],
+            history: None,
+        })
+        .unwrap();
+    seq
+}
+
+#[test]
+fn hostile_entry_names_in_a_damaged_store_are_refused() {
+    let parent = tempfile::tempdir().unwrap();
+    let root = parent.path().join("ws");
+    std::fs::create_dir(&root).unwrap();
+    let ws = Workspace::init(&root, None, false).unwrap();
+    write(&root, "f", "mine");
+    save(&ws);
+    for name in [&b".."[..], b"../escape", b"a/b", b"", b".", b"nul\0"] {
+        let seq = commit_hostile_snapshot(&ws, name);
+        let err = ws.restore(&format!("#{seq}"), &[], false).unwrap_err();
+        assert!(matches!(err, TreeError::Store(_)), "{name:?}: {err}");
+        assert!(err.to_string().contains("damaged"), "{err}");
+    }
+    assert_eq!(
+        std::fs::read_dir(parent.path()).unwrap().count(),
+        1,
+        "nothing was written beside the workspace"
+    );
+    assert_eq!(std::fs::read_to_string(root.join("f")).unwrap(), "mine");
+    assert_eq!(ws.status().unwrap().changes, vec![]);
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// `tests/fixtures/v1` is a store written by format version 1 (made by `make-fixture.sh`);
+/// every later snap must still open it, list it, read it and restore from it.
+#[test]
+fn a_version_1_store_still_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1"),
+        &root.join(".snap"),
+    );
+    let ws = Workspace::discover(root, None).unwrap();
+    let log = ws.log(true).unwrap();
+    assert_eq!(
+        log.iter()
+            .map(|e| e.snapshot.record.seq)
+            .collect::<Vec<_>>(),
+        vec![2, 1]
+    );
+    let first = ws.resolve("#1").unwrap();
+    assert_eq!(ws.read_file(&first, b"hello.txt").unwrap(), b"hello\n");
+    assert_eq!(ws.resolve("@").unwrap().record.message, "second");
+    ws.restore("#2", &[], false).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("hello.txt")).unwrap(),
+        "hello again\n"
+    );
+    assert_eq!(
+        std::fs::read_link(root.join("link")).unwrap(),
+        Path::new("hello.txt")
+    );
+    assert!(
+        std::fs::metadata(root.join("bin/run.sh"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o100
+            != 0
+    );
+    assert_eq!(std::fs::read(root.join("big.bin")).unwrap().len(), 3 << 20);
+}
+
+use std::os::unix::fs::PermissionsExt;

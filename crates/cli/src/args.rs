@@ -75,6 +75,9 @@ pub enum Command {
         /// Only snapshots saved with this session.
         #[arg(long)]
         session: Option<String>,
+        /// Also show the store's size and what gc would reclaim.
+        #[arg(long)]
+        stats: bool,
     },
     /// One snapshot's record and changed files (`snap show @`).
     Show {
@@ -104,6 +107,37 @@ pub enum Command {
     },
     /// Finish an interrupted undo, redo or restore (`snap recover`).
     Recover,
+    /// Drop old snapshots by policy; the config's [retention] unless flags say (`snap prune --keep-last 100`).
+    Prune {
+        /// Keep the newest N snapshots.
+        #[arg(long)]
+        keep_last: Option<u64>,
+        /// Keep snapshots younger than this (30m, 12h, 7d, 2w).
+        #[arg(long, value_name = "DUR")]
+        keep_within: Option<String>,
+        /// Show what would be dropped, drop nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Reclaim the space of objects no snapshot references (`snap gc`).
+    Gc,
+    /// Check the store and name what is damaged (`snap verify --read-data`).
+    Verify {
+        /// Also decompress and rehash every object.
+        #[arg(long)]
+        read_data: bool,
+    },
+    /// Rebuild a lost or damaged catalog from the pack files (`snap repair`).
+    Repair,
+    /// Remove every snapshot and reclaim the space (`snap delete --all --yes`).
+    Delete {
+        /// Every snapshot (the only mode there is).
+        #[arg(long, required = true)]
+        all: bool,
+        /// Confirm.
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 //! 1 error, 2 usage, 3 nothing to undo or redo.
 
 mod args;
+mod lifecycle;
 mod render;
 
 use std::io::Write;
@@ -22,11 +23,21 @@ use crate::render::*;
 const EXIT_NOTHING_TO_DO: u8 = 3;
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = Cli::parse();
     let json_mode = cli.json;
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => report_error(&e, json_mode),
+    }
+}
+
+/// Lets `snap log | head` end quietly, as Unix tools do, instead of panicking on EPIPE.
+#[allow(unsafe_code)]
+fn restore_sigpipe() {
+    // SAFETY: called first thing in main, before any thread exists; SIG_DFL is always valid.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
@@ -43,11 +54,11 @@ fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
 }
 
 /// What every command needs besides its own arguments.
-struct Ctx {
-    start: PathBuf,
-    store: Option<PathBuf>,
-    json: bool,
-    quiet: bool,
+pub(crate) struct Ctx {
+    pub(crate) start: PathBuf,
+    pub(crate) store: Option<PathBuf>,
+    pub(crate) json: bool,
+    pub(crate) quiet: bool,
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -75,7 +86,17 @@ fn run(cli: Cli) -> Result<()> {
             all,
             step,
             session,
-        } => cmd_log(&ctx, max_count, all, step, session),
+            stats,
+        } => cmd_log(
+            &ctx,
+            LogFilter {
+                max_count,
+                all,
+                step,
+                session,
+                stats,
+            },
+        ),
         Command::Show { reference } => cmd_show(&ctx, &reference),
         Command::Ls { reference, paths } => {
             cmd_ls(&ctx, reference.as_deref().unwrap_or("@"), &paths)
@@ -83,10 +104,19 @@ fn run(cli: Cli) -> Result<()> {
         Command::Cat { reference, path } => cmd_cat(&ctx, &reference, &path),
         Command::Status { category } => cmd_status(&ctx, category),
         Command::Recover => cmd_recover(&ctx),
+        Command::Prune {
+            keep_last,
+            keep_within,
+            dry_run,
+        } => lifecycle::prune(&ctx, keep_last, keep_within, dry_run),
+        Command::Gc => lifecycle::gc(&ctx),
+        Command::Verify { read_data } => lifecycle::verify(&ctx, read_data),
+        Command::Repair => lifecycle::repair(&ctx),
+        Command::Delete { all: _, yes } => lifecycle::delete_all(&ctx, yes),
     }
 }
 
-fn open(ctx: &Ctx) -> Result<Workspace> {
+pub(crate) fn open(ctx: &Ctx) -> Result<Workspace> {
     let ws = Workspace::discover(&ctx.start, ctx.store.as_deref())?;
     for r in ws.recovered() {
         eprintln!(
@@ -99,7 +129,7 @@ fn open(ctx: &Ctx) -> Result<Workspace> {
     Ok(ws)
 }
 
-fn emit(ctx: &Ctx, value: Value, human: impl FnOnce()) {
+pub(crate) fn emit(ctx: &Ctx, value: Value, human: impl FnOnce()) {
     if ctx.json {
         println!("{value}");
     } else {
@@ -248,38 +278,46 @@ fn workspace_path(root: &Path, base: &Path, path: &Path) -> Result<Vec<u8>> {
     }
 }
 
-fn cmd_log(
-    ctx: &Ctx,
-    max: Option<usize>,
+/// `snap log`'s filters.
+struct LogFilter {
+    max_count: Option<usize>,
     all: bool,
     step: Option<u64>,
     session: Option<String>,
-) -> Result<()> {
+    stats: bool,
+}
+
+fn cmd_log(ctx: &Ctx, f: LogFilter) -> Result<()> {
     let ws = open(ctx)?;
     let entries: Vec<_> = ws
-        .log(all)?
+        .log(f.all)?
         .into_iter()
-        .filter(|e| step.is_none_or(|s| e.snapshot.record.step == Some(s)))
+        .filter(|e| f.step.is_none_or(|s| e.snapshot.record.step == Some(s)))
         .filter(|e| {
-            session
+            f.session
                 .as_ref()
                 .is_none_or(|s| e.snapshot.record.session.as_ref() == Some(s))
         })
-        .take(max.unwrap_or(usize::MAX))
+        .take(f.max_count.unwrap_or(usize::MAX))
         .collect();
     let head = ws.head()?.map(|h| h.id.to_hex());
-    emit(
-        ctx,
-        json!({"head": head, "snapshots": entries.iter().map(log_entry_json).collect::<Vec<_>>()}),
-        || {
-            if entries.is_empty() {
-                println!("no snapshots yet");
-            }
-            for e in &entries {
-                println!("{}", log_line(e));
-            }
-        },
-    );
+    let stats = if f.stats { Some(ws.stats()?) } else { None };
+    let mut value =
+        json!({"head": head, "snapshots": entries.iter().map(log_entry_json).collect::<Vec<_>>()});
+    if let Some(s) = &stats {
+        value["stats"] = lifecycle::stats_json(s);
+    }
+    emit(ctx, value, || {
+        if let Some(s) = &stats {
+            lifecycle::print_stats(s);
+        }
+        if entries.is_empty() {
+            println!("no snapshots yet");
+        }
+        for e in &entries {
+            println!("{}", log_line(e));
+        }
+    });
     Ok(())
 }
 

@@ -13,7 +13,10 @@
 
 use std::path::{Path, PathBuf};
 
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{
+    Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
+    WriteTransaction,
+};
 
 use crate::pack::{Compression, FrameInfo};
 use crate::{ObjectId, ObjectKind, SnapshotRecord, StoreError};
@@ -88,6 +91,12 @@ pub struct Commit {
     pub packs: Vec<(ObjectId, Vec<FrameInfo>)>,
     pub snapshots: Vec<(ObjectId, SnapshotRecord)>,
     pub history: Option<HistoryState>,
+    /// Snapshots dropped from the catalog (prune).
+    pub remove_snapshots: Vec<ObjectId>,
+    /// Object locations dropped (gc).
+    pub remove_objects: Vec<ObjectId>,
+    /// Packs dropped (gc); their files are deleted only after this commit.
+    pub remove_packs: Vec<ObjectId>,
 }
 
 /// The open catalog.
@@ -256,49 +265,122 @@ impl Catalog {
     }
 
     /// Applies `commit` in one durable write transaction: the point where a save exists.
+    /// Removals run before insertions, so a repack may drop a pack and re-add its objects.
     pub fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
         let txn = self.db.begin_write().map_err(|e| self.err(e))?;
-        {
-            let mut objects = txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
-            let mut packs = txn.open_table(PACKS).map_err(|e| self.err(e))?;
-            for (pack, frames) in &commit.packs {
-                packs
-                    .insert(pack.0.as_slice(), frames.len() as u64)
-                    .map_err(|e| self.err(e))?;
-                for frame in frames {
-                    let loc = Location {
-                        pack: *pack,
-                        frame: *frame,
-                    };
-                    objects
-                        .insert(frame.id.0.as_slice(), loc.encode().as_slice())
-                        .map_err(|e| self.err(e))?;
-                }
-            }
-            let mut snapshots = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
-            let mut ids = txn.open_table(SNAP_IDS).map_err(|e| self.err(e))?;
-            for (id, record) in &commit.snapshots {
-                let mut row = id.0.to_vec();
-                row.extend_from_slice(&record.encode());
-                snapshots
-                    .insert(record.seq, row.as_slice())
-                    .map_err(|e| self.err(e))?;
-                ids.insert(id.0.as_slice(), record.seq)
-                    .map_err(|e| self.err(e))?;
-            }
-            if let Some(history) = &commit.history {
-                let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-                match history.head {
-                    Some(head) => meta.insert("head", head.0.as_slice()).map(drop),
-                    None => meta.remove("head").map(drop),
-                }
+        self.write_objects(&txn, commit)?;
+        self.write_snapshots(&txn, commit)?;
+        if let Some(history) = &commit.history {
+            self.write_history(&txn, history)?;
+        }
+        txn.commit().map_err(|e| self.err(e))
+    }
+
+    fn write_objects(&self, txn: &WriteTransaction, commit: &Commit) -> Result<(), StoreError> {
+        let mut objects = txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
+        let mut packs = txn.open_table(PACKS).map_err(|e| self.err(e))?;
+        for id in &commit.remove_objects {
+            objects.remove(id.0.as_slice()).map_err(|e| self.err(e))?;
+        }
+        for pack in &commit.remove_packs {
+            packs.remove(pack.0.as_slice()).map_err(|e| self.err(e))?;
+        }
+        for (pack, frames) in &commit.packs {
+            packs
+                .insert(pack.0.as_slice(), frames.len() as u64)
                 .map_err(|e| self.err(e))?;
-                let redo: Vec<u8> = history.redo.iter().flat_map(|id| id.0).collect();
-                meta.insert("redo", redo.as_slice())
+            for frame in frames {
+                let loc = Location {
+                    pack: *pack,
+                    frame: *frame,
+                };
+                objects
+                    .insert(frame.id.0.as_slice(), loc.encode().as_slice())
                     .map_err(|e| self.err(e))?;
             }
         }
-        txn.commit().map_err(|e| self.err(e))
+        Ok(())
+    }
+
+    fn write_snapshots(&self, txn: &WriteTransaction, commit: &Commit) -> Result<(), StoreError> {
+        let mut snapshots = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
+        let mut ids = txn.open_table(SNAP_IDS).map_err(|e| self.err(e))?;
+        for id in &commit.remove_snapshots {
+            if let Some(seq) = ids
+                .remove(id.0.as_slice())
+                .map_err(|e| self.err(e))?
+                .map(|v| v.value())
+            {
+                snapshots.remove(seq).map_err(|e| self.err(e))?;
+            }
+        }
+        for (id, record) in &commit.snapshots {
+            let mut row = id.0.to_vec();
+            row.extend_from_slice(&record.encode());
+            snapshots
+                .insert(record.seq, row.as_slice())
+                .map_err(|e| self.err(e))?;
+            ids.insert(id.0.as_slice(), record.seq)
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    fn write_history(
+        &self,
+        txn: &WriteTransaction,
+        history: &HistoryState,
+    ) -> Result<(), StoreError> {
+        let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        match history.head {
+            Some(head) => meta.insert("head", head.0.as_slice()).map(drop),
+            None => meta.remove("head").map(drop),
+        }
+        .map_err(|e| self.err(e))?;
+        let redo: Vec<u8> = history.redo.iter().flat_map(|id| id.0).collect();
+        meta.insert("redo", redo.as_slice())
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Every object location.
+    pub fn locations(&self) -> Result<Vec<Location>, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (k, v) = row.map_err(|e| self.err(e))?;
+            let id = ObjectId::from_slice(k.value())
+                .ok_or_else(|| self.err("object key is not 32 bytes"))?;
+            out.push(
+                Location::decode(id, v.value())
+                    .ok_or_else(|| self.err(format!("bad location record for {id}")))?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// Every pack the catalog names, with its object count.
+    pub fn packs(&self) -> Result<Vec<(ObjectId, u64)>, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = txn.open_table(PACKS).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (k, v) = row.map_err(|e| self.err(e))?;
+            out.push((
+                ObjectId::from_slice(k.value())
+                    .ok_or_else(|| self.err("pack key is not 32 bytes"))?,
+                v.value(),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// How many snapshots there are, without decoding them.
+    pub fn snapshot_count(&self) -> Result<u64, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
+        table.len().map_err(|e| self.err(e))
     }
 }
 

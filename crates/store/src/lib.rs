@@ -9,18 +9,22 @@ mod catalog;
 mod error;
 pub mod fsio;
 mod id;
+mod lifecycle;
 mod lock;
 mod object;
 pub mod pack;
 mod refs;
 mod store;
+mod verify;
 
 pub use catalog::{CATALOG_VERSION, Commit, HistoryState, Location};
 pub use error::StoreError;
 pub use id::{ID_LEN, ObjectId};
+pub use lifecycle::{GcReport, PruneReport, REPACK_LIVE_SHARE, Retention, StoreStats};
 pub use lock::{DEFAULT_LOCK_TIMEOUT, lock_timeout};
 pub use object::{
     ChangeStats, ChunkList, ChunkRef, EntryKind, ObjectKind, RECORD_VERSION, SnapshotKind,
     SnapshotRecord, Tree, TreeEntry, check_entry_name, decode_record, encode_record,
 };
 pub use store::{ObjectWriter, Store};
+pub use verify::{Problem, RepairReport, VerifyReport};

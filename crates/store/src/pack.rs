@@ -278,14 +278,19 @@ impl PackReader {
         Ok(reader)
     }
 
-    fn corrupt(&self, why: String) -> StoreError {
+    /// The pack file's length in bytes.
+    pub fn file_len(&self) -> u64 {
+        self.len
+    }
+
+    pub(crate) fn corrupt(&self, why: String) -> StoreError {
         StoreError::CorruptPack {
             path: self.path.clone(),
             why,
         }
     }
 
-    fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+    pub(crate) fn read_at(&self, offset: u64, len: u64) -> Result<Vec<u8>, StoreError> {
         if offset.checked_add(len).is_none_or(|end| end > self.len) {
             return Err(self.corrupt(format!(
                 "read of {len} bytes at {offset} runs past the end ({})",
@@ -318,6 +323,27 @@ impl PackReader {
         let raw = decode_payload(&info, payload)
             .map_err(|why| StoreError::CorruptObject { id: expect, why })?;
         Ok((info.kind, raw))
+    }
+
+    /// Reads the frame at `offset` as stored (still compressed), checking only its header.
+    pub fn read_frame(
+        &self,
+        offset: u64,
+        expect: ObjectId,
+    ) -> Result<(FrameInfo, Vec<u8>), StoreError> {
+        let header = self.read_at(offset, FRAME_HEADER_LEN)?;
+        let info = decode_frame_header(offset, &header).map_err(|why| self.corrupt(why))?;
+        if info.id != expect {
+            return Err(self.corrupt(format!(
+                "frame at {offset} holds {} not {}",
+                info.id.short(),
+                expect.short()
+            )));
+        }
+        Ok((
+            info,
+            self.read_at(offset + FRAME_HEADER_LEN, u64::from(info.stored_len))?,
+        ))
     }
 
     /// Reads the trailer: the index of frames and the body hash it claims.
@@ -404,8 +430,7 @@ fn parse_index_entry(e: &[u8]) -> (ObjectId, u64) {
 pub fn decode_payload(info: &FrameInfo, payload: Vec<u8>) -> Result<Vec<u8>, String> {
     let raw = match info.compression {
         Compression::Raw => payload,
-        Compression::Zstd => zstd::bulk::decompress(&payload, info.raw_len as usize)
-            .map_err(|e| format!("zstd: {e}"))?,
+        Compression::Zstd => zstd_decompress_at_most(&payload, info.raw_len)?,
     };
     if raw.len() != info.raw_len as usize {
         return Err(format!(
@@ -417,6 +442,22 @@ pub fn decode_payload(info: &FrameInfo, payload: Vec<u8>) -> Result<Vec<u8>, Str
     if ObjectId::of(info.kind, &raw) != info.id {
         return Err("content does not match its id".into());
     }
+    Ok(raw)
+}
+
+/// Decompresses `payload` into at most `max` bytes (more is returned as `max + 1` bytes, which
+/// the caller's length check refuses). `max` is `raw_len` from the file, so it is never
+/// allocated up front: a damaged frame claiming 4 GiB over a few payload bytes must be an
+/// error, not a 4 GiB allocation. The buffer grows with what zstd actually produces.
+fn zstd_decompress_at_most(payload: &[u8], max: u32) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let zstd_err = |e: std::io::Error| format!("zstd: {e}");
+    let decoder = zstd::stream::read::Decoder::with_buffer(payload).map_err(zstd_err)?;
+    let mut raw = Vec::with_capacity((max as usize).min(payload.len().saturating_mul(4)));
+    decoder
+        .take(u64::from(max) + 1)
+        .read_to_end(&mut raw)
+        .map_err(zstd_err)?;
     Ok(raw)
 }
 
@@ -459,6 +500,26 @@ mod tests {
                 reader.read_object(offset, id).unwrap(),
                 (*kind, raw.clone())
             );
+        }
+    }
+
+    #[test]
+    fn zstd_frame_with_a_wrong_raw_len_is_corrupt() {
+        // raw_len comes from the file: too small, too large or absurd, the read is an error, and
+        // 4 GiB is never allocated up front (fuzz/regressions/pack_read checks the allocation).
+        let dir = tempfile::tempdir().unwrap();
+        let (pack_id, frames) = write_pack(dir.path(), &[(ObjectKind::Chunk, vec![5u8; 5000])]);
+        assert_eq!(frames[0].compression, Compression::Zstd);
+        let path = dir.path().join("packs").join(pack_file_name(&pack_id));
+        let good = std::fs::read(&path).unwrap();
+        let at = frames[0].offset as usize + 4;
+        for raw_len in [4999u32, 5001, u32::MAX] {
+            let mut bytes = good.clone();
+            bytes[at..at + 4].copy_from_slice(&raw_len.to_le_bytes());
+            std::fs::write(&path, &bytes).unwrap();
+            let reader = PackReader::open(&path).unwrap();
+            let read = reader.read_object(frames[0].offset, frames[0].id);
+            assert!(read.is_err(), "raw_len {raw_len} accepted");
         }
     }
 

@@ -62,7 +62,14 @@ impl Store {
                 reference: reference.to_string(),
                 why: "history is not that deep".into(),
             })?;
-            current = (parent, self.snapshot(&parent)?);
+            let record = self
+                .catalog
+                .snapshot(&parent)?
+                .ok_or_else(|| StoreError::BadRef {
+                    reference: reference.to_string(),
+                    why: "history is not that deep (older snapshots were pruned)".into(),
+                })?;
+            current = (parent, record);
         }
         Ok(current)
     }

@@ -15,7 +15,7 @@ use crate::{ChunkList, ObjectId, ObjectKind, SnapshotRecord, StoreError, Tree};
 #[derive(Debug)]
 pub struct Store {
     dir: PathBuf,
-    catalog: Catalog,
+    pub(crate) catalog: Catalog,
     readers: Mutex<HashMap<ObjectId, Arc<PackReader>>>,
     _lock: StoreLock,
 }
@@ -81,6 +81,11 @@ impl Store {
         self.catalog
             .snapshot(id)?
             .ok_or(StoreError::MissingObject { id: *id })
+    }
+
+    /// How many snapshots the catalog holds.
+    pub fn snapshot_count(&self) -> Result<u64, StoreError> {
+        self.catalog.snapshot_count()
     }
 
     /// The sequence number the next snapshot gets.
@@ -172,6 +177,11 @@ impl Store {
         }
     }
 
+    /// Drops cached pack readers (after gc deleted pack files).
+    pub(crate) fn forget_readers(&self) {
+        lock_poisoned(&self.readers).clear();
+    }
+
     /// Starts writing objects into new packs. Safe to share between threads.
     pub fn writer(&self) -> ObjectWriter<'_> {
         ObjectWriter {
@@ -220,6 +230,14 @@ impl ObjectWriter<'_> {
         let encoded = EncodedObject::encode_with_id(kind, id, raw)?;
         self.append(&encoded)?;
         Ok(id)
+    }
+
+    /// Appends an already-encoded object as it is (gc copying live objects out of a pack).
+    pub fn copy(&self, encoded: &EncodedObject) -> Result<(), StoreError> {
+        if lock_poisoned(&self.state).seen.insert(encoded.id) {
+            self.append(encoded)?;
+        }
+        Ok(())
     }
 
     fn append(&self, encoded: &EncodedObject) -> Result<(), StoreError> {

@@ -19,6 +19,72 @@ pub struct Config {
     pub exclude_dirs: Vec<String>,
     /// File name endings (with the dot) never snapshotted.
     pub exclude_extensions: Vec<String>,
+    /// Which snapshots `prune` keeps, and whether `save` applies it by itself.
+    pub retention: RetentionConfig,
+}
+
+/// The `[retention]` table.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Keep the newest N snapshots.
+    pub keep_last: u64,
+    /// Keep everything younger than this (`30m`, `12h`, `7d`, `2w`; `0` for no age rule).
+    pub keep_within: String,
+    /// Let `save` prune and gc by itself once the store holds 10% (at least 10) more
+    /// snapshots than `keep_last`.
+    pub auto: bool,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> RetentionConfig {
+        RetentionConfig {
+            keep_last: 1000,
+            keep_within: "7d".into(),
+            auto: true,
+        }
+    }
+}
+
+impl RetentionConfig {
+    /// The policy, with `keep_within` parsed.
+    pub fn policy(&self) -> Result<snap_store::Retention, String> {
+        Ok(snap_store::Retention {
+            keep_last: self.keep_last,
+            keep_within_ns: parse_duration(&self.keep_within)?,
+        })
+    }
+
+    /// How many snapshots a store may hold before `save` prunes it.
+    pub fn auto_threshold(&self) -> u64 {
+        self.keep_last + (self.keep_last / 10).max(10)
+    }
+}
+
+/// Parses `90s`, `30m`, `12h`, `7d`, `2w` into nanoseconds; `0` or empty means no limit.
+pub fn parse_duration(s: &str) -> Result<Option<i64>, String> {
+    let s = s.trim();
+    if s.is_empty() || s == "0" {
+        return Ok(None);
+    }
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: i64 = digits
+        .parse()
+        .map_err(|_| format!("bad duration {s:?}: expected a number and a unit such as 7d"))?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => {
+            return Err(format!(
+                "bad duration {s:?}: the unit must be s, m, h, d or w"
+            ));
+        }
+    };
+    Ok(Some(n.saturating_mul(secs).saturating_mul(1_000_000_000)))
 }
 
 impl Default for Config {
@@ -38,6 +104,7 @@ impl Default for Config {
                 ".pyc", ".pyo", ".pyd", ".so", ".dll", ".dylib", ".exe", ".db", ".sqlite",
                 ".sqlite3", ".db-wal", ".db-shm",
             ]),
+            retention: RetentionConfig::default(),
         }
     }
 }
@@ -51,10 +118,15 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
             Err(e) => return Err(TreeError::io(path, e)),
         };
-        toml::from_str(&text).map_err(|e| TreeError::Config {
-            path,
+        let config: Config = toml::from_str(&text).map_err(|e| TreeError::Config {
+            path: path.clone(),
             why: e.to_string().trim().to_string(),
-        })
+        })?;
+        config
+            .retention
+            .policy()
+            .map_err(|why| TreeError::Config { path, why })?;
+        Ok(config)
     }
 
     /// True if a directory with this name is excluded by default.
@@ -100,6 +172,36 @@ mod tests {
             "a bare extension is a name, not an ending"
         );
         assert!(!c.excludes_file(b"a.rs"));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("7d"), Ok(Some(7 * 86_400 * 1_000_000_000)));
+        assert_eq!(parse_duration("90s"), Ok(Some(90 * 1_000_000_000)));
+        assert_eq!(parse_duration("0"), Ok(None));
+        assert!(parse_duration("7").is_err());
+        assert!(parse_duration("d").is_err());
+        assert!(parse_duration("3y").is_err());
+    }
+
+    #[test]
+    fn retention_table() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("config.toml"),
+            "[retention]\nkeep_last = 5\nauto = false\n",
+        )
+        .unwrap();
+        let c = Config::load(dir.path()).unwrap();
+        assert_eq!(c.retention.keep_last, 5);
+        assert_eq!(c.retention.keep_within, "7d");
+        assert!(!c.retention.auto);
+        std::fs::write(
+            dir.path().join("config.toml"),
+            "[retention]\nkeep_within = \"soon\"\n",
+        )
+        .unwrap();
+        assert!(Config::load(dir.path()).is_err());
     }
 
     #[test]

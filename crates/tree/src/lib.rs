@@ -25,7 +25,7 @@ pub mod restore;
 pub mod scan;
 mod workspace;
 
-pub use config::{Config, DEFAULT_MAX_FILE_SIZE};
+pub use config::{Config, DEFAULT_MAX_FILE_SIZE, RetentionConfig, parse_duration};
 pub use error::TreeError;
 pub use flat::{Change, FlatTree, Node};
 pub use marker::{Marker, Op};
@@ -33,5 +33,5 @@ pub use scan::ScanReport;
 pub use snap_store::{self, EntryKind, ObjectId, SnapshotKind, SnapshotRecord};
 pub use workspace::{
     LogEntry, MoveOutcome, PathChange, Recovered, SaveOptions, SaveOutcome, Snapshot, Status,
-    Workspace, find_root,
+    Workspace, find_root, repair,
 };

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use snap_store::{
-    ChangeStats, Commit, EntryKind, HistoryState, ObjectId, ObjectKind, ObjectWriter, SnapshotKind,
-    SnapshotRecord, Store,
+    ChangeStats, Commit, EntryKind, GcReport, HistoryState, ObjectId, ObjectKind, ObjectWriter,
+    PruneReport, RepairReport, Retention, SnapshotKind, SnapshotRecord, Store, StoreStats,
+    VerifyReport,
 };
 
 use crate::TreeError;
@@ -47,6 +48,8 @@ pub struct SaveOutcome {
     pub snapshot: Option<Snapshot>,
     pub changes: Vec<PathChange>,
     pub report: ScanReport,
+    /// Snapshots pruned (and what gc gave back) by the automatic retention this save ran.
+    pub retention: Option<(PruneReport, GcReport)>,
 }
 
 /// The result of an undo, redo or restore (or of its preview).
@@ -116,6 +119,19 @@ enum After {
     Advance,
     /// HEAD and the redo stack stay as they are.
     Detached,
+}
+
+/// Rebuilds the catalog of the workspace at or above `start` (or of `store_dir`) from its
+/// packs. Works when the catalog is too damaged for [`Workspace::discover`] to open.
+pub fn repair(start: &Path, store_dir: Option<&Path>) -> Result<RepairReport, TreeError> {
+    let start = canonical(start)?;
+    let dir = match store_dir {
+        Some(d) => d.to_path_buf(),
+        None => find_root(&start)
+            .ok_or_else(|| TreeError::NoWorkspace(start.clone()))?
+            .join(STORE_DIR),
+    };
+    Ok(Store::repair(&dir)?)
 }
 
 /// The nearest ancestor of `start` (itself included) that holds a store.
@@ -289,12 +305,21 @@ impl Workspace {
     }
 
     /// What changed in `snapshot` against its parent.
+    /// The parent snapshot, unless this is a root or the parent was pruned.
+    pub fn parent_of(&self, snapshot: &Snapshot) -> Result<Option<Snapshot>, TreeError> {
+        let Some(parent) = snapshot.record.parent else {
+            return Ok(None);
+        };
+        match self.store.snapshot(&parent) {
+            Ok(record) => Ok(Some(Snapshot { id: parent, record })),
+            Err(snap_store::StoreError::MissingObject { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// What changed in `snapshot` against its parent (everything, if the parent was pruned).
     pub fn changes_of(&self, snapshot: &Snapshot) -> Result<Vec<PathChange>, TreeError> {
-        let parent = snapshot
-            .record
-            .parent
-            .map(|p| self.snapshot(p))
-            .transpose()?;
+        let parent = self.parent_of(snapshot)?;
         Ok(diff_files(
             &self.flat_of(parent.as_ref())?,
             &self.files(snapshot)?,
@@ -363,6 +388,7 @@ impl Workspace {
             packs,
             snapshots: vec![(id, record.clone())],
             history,
+            ..Commit::default()
         })?;
         Ok(Snapshot { id, record })
     }
@@ -379,6 +405,7 @@ impl Workspace {
                 snapshot: None,
                 changes: Vec::new(),
                 report: cap.report,
+                retention: None,
             });
         }
         let changes = diff_files(&head_flat, &cap.flat);
@@ -391,11 +418,59 @@ impl Workspace {
             &changes,
             After::Advance,
         )?;
+        let retention = self.auto_retention()?;
         Ok(SaveOutcome {
             snapshot: Some(snapshot),
             changes,
             report: cap.report,
+            retention,
         })
+    }
+
+    /// Prunes and collects garbage once the store holds clearly more than `keep_last`
+    /// snapshots, so that a store left alone stays bounded. Cheap when nothing is due: one
+    /// count of a catalog table.
+    fn auto_retention(&self) -> Result<Option<(PruneReport, GcReport)>, TreeError> {
+        let retention = &self.config.retention;
+        if !retention.auto || self.store.snapshot_count()? <= retention.auto_threshold() {
+            return Ok(None);
+        }
+        let policy = retention.policy().map_err(|why| TreeError::Config {
+            path: self.store.dir().join("config.toml"),
+            why,
+        })?;
+        let pruned = self.store.prune(&policy, now_ns(), false)?;
+        let gc = if pruned.removed.is_empty() {
+            GcReport::default()
+        } else {
+            self.store.gc()?
+        };
+        Ok(Some((pruned, gc)))
+    }
+
+    /// Drops snapshots outside `policy` (HEAD, the undo chain and the redo stack stay).
+    pub fn prune(&self, policy: &Retention, dry_run: bool) -> Result<PruneReport, TreeError> {
+        Ok(self.store.prune(policy, now_ns(), dry_run)?)
+    }
+
+    /// Reclaims the space of objects no snapshot references.
+    pub fn gc(&self) -> Result<GcReport, TreeError> {
+        Ok(self.store.gc()?)
+    }
+
+    /// Checks the store; with `read_data`, every object's bytes.
+    pub fn verify(&self, read_data: bool) -> Result<VerifyReport, TreeError> {
+        Ok(self.store.verify(read_data)?)
+    }
+
+    /// Store size and what gc would reclaim.
+    pub fn stats(&self) -> Result<StoreStats, TreeError> {
+        Ok(self.store.stats()?)
+    }
+
+    /// Removes every snapshot and reclaims their space; the working tree is not touched.
+    pub fn delete_all(&self) -> Result<(usize, GcReport), TreeError> {
+        Ok(self.store.delete_all()?)
     }
 
     /// The working tree against HEAD; writes nothing.
@@ -429,14 +504,15 @@ impl Workspace {
         let mut passed = Vec::new();
         let mut current = from.clone();
         for taken in 0..steps {
-            let Some(parent) = current.record.parent else {
+            // A parent that prune removed ends the chain like a root does.
+            let Some(parent) = self.parent_of(&current)? else {
                 return Err(TreeError::NothingToUndo(format!(
                     "HEAD #{} has only {taken} snapshot(s) before it",
                     from.record.seq
                 )));
             };
             passed.push(current);
-            current = self.snapshot(parent)?;
+            current = parent;
         }
         Ok((passed, current))
     }

@@ -1,0 +1,250 @@
+//! The store-lifecycle commands: prune, gc, verify, repair, delete --all, and `log --stats`.
+
+use anyhow::{Result, bail};
+use serde_json::{Value, json};
+use snap_tree::snap_store::{GcReport, Retention, StoreStats};
+use snap_tree::{Workspace, parse_duration};
+
+use crate::render::{path_str, snapshot_json, snapshot_line};
+use crate::{Ctx, emit, open};
+
+/// `1.2 MiB`-style sizes for people.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+pub fn stats_json(s: &StoreStats) -> Value {
+    json!({
+        "snapshots": s.snapshots, "packs": s.packs, "pack_bytes": s.pack_bytes,
+        "catalog_bytes": s.catalog_bytes, "store_bytes": s.pack_bytes + s.catalog_bytes,
+        "reclaimable_bytes": s.reclaimable_bytes,
+    })
+}
+
+pub fn print_stats(s: &StoreStats) {
+    println!(
+        "store: {} in {} pack(s) + {} catalog, {} snapshot(s); gc would reclaim {}",
+        human_bytes(s.pack_bytes),
+        s.packs,
+        human_bytes(s.catalog_bytes),
+        s.snapshots,
+        human_bytes(s.reclaimable_bytes)
+    );
+}
+
+fn gc_json(g: &GcReport) -> Value {
+    json!({
+        "bytes_before": g.bytes_before, "bytes_after": g.bytes_after,
+        "reclaimed_bytes": g.bytes_before.saturating_sub(g.bytes_after),
+        "packs_deleted": g.packs_deleted, "packs_repacked": g.packs_repacked,
+        "objects_removed": g.objects_removed, "orphan_packs_deleted": g.orphan_packs_deleted,
+        "tmp_files_removed": g.tmp_files_removed,
+    })
+}
+
+fn print_gc(g: &GcReport) {
+    println!(
+        "gc: {} -> {} ({} pack(s) deleted, {} repacked, {} object(s) removed)",
+        human_bytes(g.bytes_before),
+        human_bytes(g.bytes_after),
+        g.packs_deleted + g.orphan_packs_deleted,
+        g.packs_repacked,
+        g.objects_removed
+    );
+}
+
+/// The policy from the flags, or from the config when no flag is given.
+fn policy(
+    ws: &Workspace,
+    keep_last: Option<u64>,
+    keep_within: Option<String>,
+) -> Result<Retention> {
+    if keep_last.is_none() && keep_within.is_none() {
+        return ws.config().retention.policy().map_err(anyhow::Error::msg);
+    }
+    let keep_within_ns = match keep_within {
+        Some(d) => parse_duration(&d).map_err(anyhow::Error::msg)?,
+        None => None,
+    };
+    Ok(Retention {
+        keep_last: keep_last.unwrap_or(0),
+        keep_within_ns,
+    })
+}
+
+pub fn prune(
+    ctx: &Ctx,
+    keep_last: Option<u64>,
+    keep_within: Option<String>,
+    dry_run: bool,
+) -> Result<()> {
+    let ws = open(ctx)?;
+    let report = ws.prune(&policy(&ws, keep_last, keep_within)?, dry_run)?;
+    let removed: Vec<Value> = report
+        .removed
+        .iter()
+        .map(|(id, r)| {
+            snapshot_json(&snap_tree::Snapshot {
+                id: *id,
+                record: r.clone(),
+            })
+        })
+        .collect();
+    emit(
+        ctx,
+        json!({"dry_run": dry_run, "removed": removed, "removed_count": report.removed.len(), "kept": report.kept}),
+        || {
+            let verb = if dry_run { "would drop" } else { "dropped" };
+            println!(
+                "{verb} {} snapshot(s), kept {}",
+                report.removed.len(),
+                report.kept
+            );
+            if !ctx.quiet {
+                for (id, r) in &report.removed {
+                    println!(
+                        "  {}",
+                        snapshot_line(&snap_tree::Snapshot {
+                            id: *id,
+                            record: r.clone()
+                        })
+                    );
+                }
+            }
+            if !dry_run && !report.removed.is_empty() {
+                println!("run `snap gc` to reclaim their space");
+            }
+        },
+    );
+    Ok(())
+}
+
+pub fn gc(ctx: &Ctx) -> Result<()> {
+    let ws = open(ctx)?;
+    let report = ws.gc()?;
+    emit(ctx, gc_json(&report), || print_gc(&report));
+    Ok(())
+}
+
+pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
+    let ws = open(ctx)?;
+    let report = ws.verify(read_data)?;
+    let problems: Vec<Value> = report
+        .problems
+        .iter()
+        .map(|p| {
+            json!({
+                "what": p.what, "pack": p.pack.map(|x| x.to_hex()), "object": p.object.map(|x| x.to_hex()),
+                "snapshots": p.snapshots, "paths": p.paths.iter().map(|x| path_str(x)).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let ok = report.problems.is_empty();
+    emit(
+        ctx,
+        json!({"ok": ok, "read_data": read_data, "packs": report.packs, "objects": report.objects, "snapshots": report.snapshots, "bytes_read": report.bytes_read, "problems": problems}),
+        || {
+            println!(
+                "checked {} pack(s), {} object(s), {} snapshot(s), read {}",
+                report.packs,
+                report.objects,
+                report.snapshots,
+                human_bytes(report.bytes_read)
+            );
+            for p in &report.problems {
+                println!("damaged: {}", p.what);
+                if !p.snapshots.is_empty() {
+                    let seqs: Vec<String> = p.snapshots.iter().map(|s| format!("#{s}")).collect();
+                    println!("  snapshots: {}", seqs.join(" "));
+                }
+                for path in &p.paths {
+                    println!(
+                        "  path: {}",
+                        if path.is_empty() {
+                            "/".into()
+                        } else {
+                            path_str(path)
+                        }
+                    );
+                }
+            }
+            if ok {
+                println!("ok");
+            }
+        },
+    );
+    if !ok {
+        bail!(
+            "the store is damaged: {} problem(s) found; `snap repair` rebuilds the catalog from the packs",
+            report.problems.len()
+        );
+    }
+    Ok(())
+}
+
+pub fn repair(ctx: &Ctx) -> Result<()> {
+    let report = snap_tree::repair(&ctx.start, ctx.store.as_deref())?;
+    let damaged: Vec<String> = report
+        .damaged_packs
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    emit(
+        ctx,
+        json!({
+            "packs": report.packs, "damaged_packs": damaged, "objects": report.objects,
+            "damaged_objects": report.damaged_objects, "snapshots": report.snapshots,
+            "head": report.head.map(|(id, _)| id.to_hex()),
+            "old_catalog": report.old_catalog.as_ref().map(|p| p.display().to_string()),
+        }),
+        || {
+            println!(
+                "rebuilt the catalog from {} pack(s): {} object(s), {} snapshot(s)",
+                report.packs, report.objects, report.snapshots
+            );
+            if let Some((id, seq)) = report.head {
+                println!(
+                    "HEAD is #{seq} {} (the newest snapshot found); the redo stack is empty",
+                    id.short()
+                );
+            }
+            if report.damaged_objects > 0 || !damaged.is_empty() {
+                println!(
+                    "skipped {} damaged object(s) and {} unreadable pack(s)",
+                    report.damaged_objects,
+                    damaged.len()
+                );
+            }
+            if let Some(p) = &report.old_catalog {
+                println!("the old catalog was kept as {}", p.display());
+            }
+        },
+    );
+    Ok(())
+}
+
+pub fn delete_all(ctx: &Ctx, yes: bool) -> Result<()> {
+    if !yes {
+        bail!("`snap delete --all` removes every snapshot; add --yes to confirm");
+    }
+    let ws = open(ctx)?;
+    let (removed, gc) = ws.delete_all()?;
+    let mut value = gc_json(&gc);
+    value["removed_count"] = json!(removed);
+    emit(ctx, value, || {
+        println!("deleted {removed} snapshot(s)");
+        print_gc(&gc);
+    });
+    Ok(())
+}

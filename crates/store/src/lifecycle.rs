@@ -1,0 +1,453 @@
+//! Store lifecycle: retention (prune), mark-and-sweep garbage collection with repacking,
+//! store statistics, and deleting every snapshot.
+//!
+//! Every command holds the store lock for its whole run, so gc never races a save: a pack
+//! that a save sealed is named in the catalog before that save releases the lock, and a pack
+//! a crashed save left unnamed is garbage. gc writes new packs, commits the catalog, and only
+//! then deletes old pack files, so a crash at any point loses nothing committed.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use crate::catalog::{Commit, HistoryState, Location};
+use crate::pack::{EncodedObject, FRAME_HEADER_LEN, PackReader, pack_file_name};
+use crate::{ChunkList, EntryKind, ObjectId, ObjectKind, SnapshotRecord, Store, StoreError};
+
+/// A pack whose live bytes fall below this share of its size is rewritten by gc.
+pub const REPACK_LIVE_SHARE: f64 = 0.5;
+/// Packs under this size are small: each save seals its own, so gc merges them...
+pub const SMALL_PACK: u64 = 4 << 20;
+/// ...once there are more than this many.
+pub const MAX_SMALL_PACKS: usize = 16;
+
+/// Which snapshots prune keeps (HEAD, the undo chain and the redo stack are always kept).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// Keep the newest N snapshots.
+    pub keep_last: u64,
+    /// Keep every snapshot younger than this many nanoseconds.
+    pub keep_within_ns: Option<i64>,
+}
+
+/// What prune removed (or would remove).
+#[derive(Clone, Debug, Default)]
+pub struct PruneReport {
+    pub removed: Vec<(ObjectId, SnapshotRecord)>,
+    pub kept: usize,
+}
+
+/// What gc did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcReport {
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub packs_deleted: usize,
+    pub packs_repacked: usize,
+    pub objects_removed: usize,
+    pub orphan_packs_deleted: usize,
+    pub tmp_files_removed: usize,
+}
+
+/// Sizes, for `snap log --stats`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    pub snapshots: u64,
+    pub packs: usize,
+    pub pack_bytes: u64,
+    pub catalog_bytes: u64,
+    /// Bytes gc would give back now.
+    pub reclaimable_bytes: u64,
+}
+
+/// gc's decision for the current catalog.
+#[derive(Debug, Default)]
+struct GcPlan {
+    /// Packs with no live object: dropped whole.
+    dead: Vec<ObjectId>,
+    /// Packs mostly dead: their live objects are copied, then they are dropped.
+    sparse: Vec<ObjectId>,
+    /// Catalogued objects that live in dead or sparse packs and are not live.
+    dead_objects: Vec<ObjectId>,
+    /// Live objects in sparse packs, with where they are now.
+    to_copy: Vec<Location>,
+    reclaimable: u64,
+    pack_bytes: u64,
+}
+
+impl Store {
+    /// Drops snapshots outside `policy` from the catalog (their objects go at the next gc).
+    pub fn prune(
+        &self,
+        policy: &Retention,
+        now_ns: i64,
+        dry_run: bool,
+    ) -> Result<PruneReport, StoreError> {
+        let all = self.snapshots()?;
+        let keep = kept_snapshots(&all, &self.history()?, policy, now_ns);
+        let removed: Vec<_> = all
+            .iter()
+            .filter(|(id, _)| !keep.contains(id))
+            .cloned()
+            .collect();
+        if !dry_run && !removed.is_empty() {
+            let remove_snapshots = removed.iter().map(|(id, _)| *id).collect();
+            self.commit(&Commit {
+                remove_snapshots,
+                ..Commit::default()
+            })?;
+        }
+        Ok(PruneReport {
+            kept: all.len() - removed.len(),
+            removed,
+        })
+    }
+
+    /// Every object reachable from the catalog's snapshots: the snapshot objects, their trees,
+    /// chunk lists and chunks. Fails if a reachable tree or chunk list cannot be read, since
+    /// deleting on an incomplete mark would lose data.
+    pub fn live_objects(
+        &self,
+        locations: &HashMap<ObjectId, Location>,
+    ) -> Result<HashSet<ObjectId>, StoreError> {
+        let mut live = HashSet::new();
+        let mut trees = Vec::new();
+        for (id, record) in self.snapshots()? {
+            live.insert(id);
+            if live.insert(record.root) {
+                trees.push(record.root);
+            }
+        }
+        while let Some(tree) = trees.pop() {
+            for entry in self.read_tree(&tree)?.entries {
+                if !live.insert(entry.id) {
+                    continue;
+                }
+                match entry.kind {
+                    EntryKind::Dir => trees.push(entry.id),
+                    EntryKind::Symlink => {}
+                    EntryKind::File | EntryKind::Executable => {
+                        self.mark_chunks(&entry.id, locations, &mut live)?
+                    }
+                }
+            }
+        }
+        Ok(live)
+    }
+
+    fn mark_chunks(
+        &self,
+        id: &ObjectId,
+        locations: &HashMap<ObjectId, Location>,
+        live: &mut HashSet<ObjectId>,
+    ) -> Result<(), StoreError> {
+        let loc = locations
+            .get(id)
+            .ok_or(StoreError::MissingObject { id: *id })?;
+        if loc.frame.kind == ObjectKind::ChunkList {
+            let list = ChunkList::decode(*id, &self.read_kind(id, ObjectKind::ChunkList)?)?;
+            live.extend(list.chunks.iter().map(|c| c.id));
+        }
+        Ok(())
+    }
+
+    fn plan_gc(&self) -> Result<GcPlan, StoreError> {
+        let locations: HashMap<ObjectId, Location> = self
+            .catalog
+            .locations()?
+            .into_iter()
+            .map(|l| (l.frame.id, l))
+            .collect();
+        let live = self.live_objects(&locations)?;
+        let mut live_bytes: HashMap<ObjectId, u64> = HashMap::new();
+        for loc in locations.values().filter(|l| live.contains(&l.frame.id)) {
+            *live_bytes.entry(loc.pack).or_default() +=
+                FRAME_HEADER_LEN + u64::from(loc.frame.stored_len);
+        }
+        let mut plan = GcPlan::default();
+        let mut small = Vec::new();
+        for (pack, _) in self.catalog.packs()? {
+            let size = std::fs::metadata(self.pack_path(&pack))
+                .map(|m| m.len())
+                .unwrap_or(0);
+            let alive = live_bytes.get(&pack).copied().unwrap_or(0);
+            plan.pack_bytes += size;
+            if alive == 0 {
+                plan.dead.push(pack);
+                plan.reclaimable += size;
+            } else if (alive as f64) < REPACK_LIVE_SHARE * size as f64 {
+                plan.sparse.push(pack);
+                plan.reclaimable += size - alive;
+            } else if size < SMALL_PACK {
+                small.push(pack);
+            }
+        }
+        if small.len() > MAX_SMALL_PACKS {
+            plan.sparse.extend(small);
+        }
+        let dropped: HashSet<ObjectId> = plan.dead.iter().chain(&plan.sparse).copied().collect();
+        for loc in locations.values().filter(|l| dropped.contains(&l.pack)) {
+            if live.contains(&loc.frame.id) {
+                plan.to_copy.push(*loc);
+            } else {
+                plan.dead_objects.push(loc.frame.id);
+            }
+        }
+        Ok(plan)
+    }
+
+    fn pack_path(&self, pack: &ObjectId) -> std::path::PathBuf {
+        self.dir().join("packs").join(pack_file_name(pack))
+    }
+
+    /// What the store holds and what gc would give back.
+    pub fn stats(&self) -> Result<StoreStats, StoreError> {
+        let plan = self.plan_gc()?;
+        let catalog_bytes = std::fs::metadata(self.dir().join("catalog.redb"))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        Ok(StoreStats {
+            snapshots: self.catalog.snapshot_count()?,
+            packs: self.catalog.packs()?.len(),
+            pack_bytes: plan.pack_bytes,
+            catalog_bytes,
+            reclaimable_bytes: plan.reclaimable,
+        })
+    }
+
+    /// Deletes packs with nothing live, rewrites mostly-dead ones, removes pack files no commit
+    /// names, and sweeps `tmp/`.
+    pub fn gc(&self) -> Result<GcReport, StoreError> {
+        let plan = self.plan_gc()?;
+        let mut report = GcReport {
+            bytes_before: plan.pack_bytes,
+            ..GcReport::default()
+        };
+        let writer = self.writer();
+        for loc in &plan.to_copy {
+            let reader = PackReader::open(&self.pack_path(&loc.pack))?;
+            let (info, payload) = reader.read_frame(loc.frame.offset, loc.frame.id)?;
+            writer.copy(&EncodedObject {
+                id: info.id,
+                kind: info.kind,
+                raw_len: info.raw_len,
+                compression: info.compression,
+                payload,
+            })?;
+        }
+        let packs = writer.finish()?;
+        let remove_packs: Vec<ObjectId> = plan.dead.iter().chain(&plan.sparse).copied().collect();
+        self.commit(&Commit {
+            packs,
+            remove_objects: plan.dead_objects.clone(),
+            remove_packs: remove_packs.clone(),
+            ..Commit::default()
+        })?;
+        self.forget_readers();
+        for pack in &remove_packs {
+            remove_if_present(&self.pack_path(pack))?;
+        }
+        report.packs_deleted = plan.dead.len();
+        report.packs_repacked = plan.sparse.len();
+        report.objects_removed = plan.dead_objects.len();
+        report.orphan_packs_deleted = self.delete_orphan_packs()?;
+        report.tmp_files_removed = sweep_dir(&self.dir().join("tmp"))?;
+        crate::fsio::sync_dir(&self.dir().join("packs"))?;
+        report.bytes_after = self
+            .catalog
+            .packs()?
+            .iter()
+            .map(|(p, _)| {
+                std::fs::metadata(self.pack_path(p))
+                    .map(|m| m.len())
+                    .unwrap_or(0)
+            })
+            .sum();
+        Ok(report)
+    }
+
+    /// Pack files the catalog does not name: left by a save or gc that crashed before its commit.
+    fn delete_orphan_packs(&self) -> Result<usize, StoreError> {
+        let named: HashSet<String> = self
+            .catalog
+            .packs()?
+            .iter()
+            .map(|(p, _)| pack_file_name(p))
+            .collect();
+        let dir = self.dir().join("packs");
+        let mut removed = 0;
+        for entry in std::fs::read_dir(&dir).map_err(|e| StoreError::io(&dir, e))? {
+            let entry = entry.map_err(|e| StoreError::io(&dir, e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".pack") && !named.contains(&name) {
+                remove_if_present(&entry.path())?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Removes every snapshot and clears HEAD and the redo stack, then collects the garbage.
+    pub fn delete_all(&self) -> Result<(usize, GcReport), StoreError> {
+        let all = self.snapshots()?;
+        let remove_snapshots = all.iter().map(|(id, _)| *id).collect();
+        self.commit(&Commit {
+            remove_snapshots,
+            history: Some(HistoryState::default()),
+            ..Commit::default()
+        })?;
+        Ok((all.len(), self.gc()?))
+    }
+}
+
+/// HEAD, the redo stack, the newest `keep_last`, those within `keep_within`, and HEAD's
+/// ancestors back to the oldest of those, so undo never runs into a hole.
+fn kept_snapshots(
+    all: &[(ObjectId, SnapshotRecord)],
+    history: &HistoryState,
+    policy: &Retention,
+    now_ns: i64,
+) -> HashSet<ObjectId> {
+    let mut keep: HashSet<ObjectId> = all
+        .iter()
+        .rev()
+        .take(policy.keep_last as usize)
+        .map(|(id, _)| *id)
+        .collect();
+    if let Some(within) = policy.keep_within_ns {
+        keep.extend(
+            all.iter()
+                .filter(|(_, r)| r.time_ns >= now_ns.saturating_sub(within))
+                .map(|(id, _)| *id),
+        );
+    }
+    keep.extend(history.head);
+    keep.extend(history.redo.iter().copied());
+    let by_id: HashMap<ObjectId, &SnapshotRecord> = all.iter().map(|(id, r)| (*id, r)).collect();
+    let oldest = all
+        .iter()
+        .filter(|(id, _)| keep.contains(id))
+        .map(|(_, r)| r.seq)
+        .min()
+        .unwrap_or(0);
+    let mut next = history.head;
+    while let Some(record) = next
+        .and_then(|id| by_id.get(&id))
+        .filter(|r| r.seq >= oldest)
+    {
+        keep.extend(next);
+        next = record.parent;
+    }
+    keep
+}
+
+fn remove_if_present(path: &Path) -> Result<(), StoreError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StoreError::io(path, e)),
+    }
+}
+
+/// Deletes every file in `dir` (tmp/: no writer is active while the lock is held).
+fn sweep_dir(dir: &Path) -> Result<usize, StoreError> {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
+        let path = entry.map_err(|e| StoreError::io(dir, e))?.path();
+        if path.is_file() {
+            remove_if_present(&path)?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ChangeStats, SnapshotKind};
+
+    fn chain(n: u64) -> Vec<(ObjectId, SnapshotRecord)> {
+        let mut out: Vec<(ObjectId, SnapshotRecord)> = Vec::new();
+        for seq in 1..=n {
+            let record = SnapshotRecord {
+                seq,
+                root: ObjectId([0; 32]),
+                parent: out.last().map(|(id, _)| *id),
+                time_ns: seq as i64 * 1_000,
+                kind: SnapshotKind::Save,
+                message: String::new(),
+                step: None,
+                session: None,
+                meta: Vec::new(),
+                stats: ChangeStats::default(),
+            };
+            out.push((record.id(), record));
+        }
+        out
+    }
+
+    fn seqs(all: &[(ObjectId, SnapshotRecord)], keep: &HashSet<ObjectId>) -> Vec<u64> {
+        all.iter()
+            .filter(|(id, _)| keep.contains(id))
+            .map(|(_, r)| r.seq)
+            .collect()
+    }
+
+    #[test]
+    fn keeps_the_newest_and_the_undo_chain() {
+        let all = chain(10);
+        let history = HistoryState {
+            head: Some(all[9].0),
+            redo: Vec::new(),
+        };
+        let keep = kept_snapshots(
+            &all,
+            &history,
+            &Retention {
+                keep_last: 3,
+                keep_within_ns: None,
+            },
+            0,
+        );
+        assert_eq!(seqs(&all, &keep), vec![8, 9, 10]);
+    }
+
+    #[test]
+    fn never_drops_head_or_the_redo_stack() {
+        let all = chain(10);
+        // After `undo 7`: HEAD is #3, the redo stack holds #10..#4.
+        let history = HistoryState {
+            head: Some(all[2].0),
+            redo: all[3..].iter().rev().map(|(id, _)| *id).collect(),
+        };
+        let keep = kept_snapshots(
+            &all,
+            &history,
+            &Retention {
+                keep_last: 1,
+                keep_within_ns: None,
+            },
+            0,
+        );
+        assert_eq!(seqs(&all, &keep), vec![3, 4, 5, 6, 7, 8, 9, 10]);
+    }
+
+    #[test]
+    fn keep_within_counts_from_now() {
+        let all = chain(10);
+        let history = HistoryState {
+            head: Some(all[9].0),
+            redo: Vec::new(),
+        };
+        let keep = kept_snapshots(
+            &all,
+            &history,
+            &Retention {
+                keep_last: 0,
+                keep_within_ns: Some(2_500),
+            },
+            10_000,
+        );
+        assert_eq!(seqs(&all, &keep), vec![8, 9, 10]);
+    }
+}

@@ -1,0 +1,403 @@
+//! Integrity: `verify` checks the catalog against the packs (and, with `read_data`, every
+//! object's bytes against its id) and names what is damaged down to snapshot and path;
+//! `repair` rebuilds a lost or corrupt catalog from the packs alone.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use crate::catalog::{Catalog, Commit, HistoryState, Location};
+use crate::lock::{StoreLock, lock_timeout};
+use crate::pack::{FrameInfo, HEADER_LEN, PackReader, decode_payload, pack_file_name};
+use crate::{ChunkList, EntryKind, ObjectId, ObjectKind, SnapshotRecord, Store, StoreError, Tree};
+
+/// Paths listed per damaged object, at most.
+const MAX_PATHS: usize = 20;
+
+/// One damaged thing, and what it takes with it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Problem {
+    pub what: String,
+    pub pack: Option<ObjectId>,
+    pub object: Option<ObjectId>,
+    /// Sequence numbers of the snapshots that reference it.
+    pub snapshots: BTreeSet<u64>,
+    /// Paths (in those snapshots) that reference it; at most 20.
+    pub paths: BTreeSet<Vec<u8>>,
+}
+
+/// The outcome of `verify`.
+#[derive(Clone, Debug, Default)]
+pub struct VerifyReport {
+    pub packs: usize,
+    pub objects: usize,
+    pub snapshots: usize,
+    pub bytes_read: u64,
+    pub problems: Vec<Problem>,
+}
+
+/// The outcome of `repair`.
+#[derive(Clone, Debug, Default)]
+pub struct RepairReport {
+    pub packs: usize,
+    pub damaged_packs: Vec<PathBuf>,
+    pub objects: usize,
+    pub damaged_objects: usize,
+    pub snapshots: usize,
+    pub head: Option<(ObjectId, u64)>,
+    /// Where the old catalog was moved, if there was one.
+    pub old_catalog: Option<PathBuf>,
+}
+
+/// Damage found so far, keyed by object (None: not tied to one object).
+#[derive(Default)]
+struct Damage {
+    by_object: BTreeMap<ObjectId, Problem>,
+    other: Vec<Problem>,
+}
+
+impl Damage {
+    fn object(&mut self, id: ObjectId, pack: Option<ObjectId>, what: String) {
+        self.by_object.entry(id).or_insert(Problem {
+            what,
+            pack,
+            object: Some(id),
+            ..Problem::default()
+        });
+    }
+}
+
+impl Store {
+    /// Checks every pack's trailer and body hash, that every catalogued object's pack exists,
+    /// that every snapshot's objects are present, and with `read_data` that every object
+    /// decompresses to bytes matching its id.
+    pub fn verify(&self, read_data: bool) -> Result<VerifyReport, StoreError> {
+        let locations: HashMap<ObjectId, Location> = self
+            .catalog
+            .locations()?
+            .into_iter()
+            .map(|l| (l.frame.id, l))
+            .collect();
+        let mut report = VerifyReport {
+            objects: locations.len(),
+            ..VerifyReport::default()
+        };
+        let mut damage = Damage::default();
+        let mut bad_packs = BTreeSet::new();
+        for (pack, count) in self.catalog.packs()? {
+            report.packs += 1;
+            match self.check_pack(&pack, count) {
+                Ok(bytes) => report.bytes_read += bytes,
+                Err(e) => {
+                    bad_packs.insert(pack);
+                    damage.other.push(Problem {
+                        what: e.to_string(),
+                        pack: Some(pack),
+                        ..Problem::default()
+                    });
+                }
+            }
+        }
+        for loc in locations.values() {
+            if bad_packs.contains(&loc.pack) {
+                damage.object(
+                    loc.frame.id,
+                    Some(loc.pack),
+                    format!(
+                        "object {} is in damaged pack {}",
+                        loc.frame.id.short(),
+                        loc.pack.short()
+                    ),
+                );
+            } else if read_data {
+                report.bytes_read += u64::from(loc.frame.stored_len);
+                if let Err(e) = self.read(&loc.frame.id) {
+                    damage.object(loc.frame.id, Some(loc.pack), e.to_string());
+                }
+            }
+        }
+        let snapshots = self.snapshots()?;
+        report.snapshots = snapshots.len();
+        self.check_history(&snapshots, &mut damage)?;
+        let mut walker = Walker {
+            store: self,
+            locations: &locations,
+            damage: &mut damage,
+            healthy: HashMap::new(),
+        };
+        for (id, record) in &snapshots {
+            walker.snapshot(*id, record);
+        }
+        report.problems = damage.other;
+        report.problems.extend(damage.by_object.into_values());
+        Ok(report)
+    }
+
+    /// The pack file exists, its trailer parses, indexes as many frames as the catalog says,
+    /// agrees with a forward scan, and the body hashes to the pack's name. Returns bytes read.
+    fn check_pack(&self, pack: &ObjectId, count: u64) -> Result<u64, StoreError> {
+        let path = self.dir().join("packs").join(pack_file_name(pack));
+        let reader = PackReader::open(&path)?;
+        let (index, body_hash, index_offset) = reader.read_trailer()?;
+        let corrupt = |why: String| StoreError::CorruptPack {
+            path: path.clone(),
+            why,
+        };
+        if index.len() as u64 != count {
+            return Err(corrupt(format!(
+                "trailer indexes {} objects, the catalog {count}",
+                index.len()
+            )));
+        }
+        let scanned = reader.scan_frames(index_offset)?;
+        if scanned
+            .iter()
+            .map(|f| (f.id, f.offset))
+            .ne(index.iter().copied())
+        {
+            return Err(corrupt("trailer index disagrees with the frames".into()));
+        }
+        if body_hash != *pack || reader.hash_body(index_offset)? != *pack {
+            return Err(corrupt("body does not hash to the pack's name".into()));
+        }
+        Ok(reader.file_len())
+    }
+
+    fn check_history(
+        &self,
+        snapshots: &[(ObjectId, SnapshotRecord)],
+        damage: &mut Damage,
+    ) -> Result<(), StoreError> {
+        let known: BTreeSet<ObjectId> = snapshots.iter().map(|(id, _)| *id).collect();
+        let history = self.history()?;
+        for id in history.head.iter().chain(&history.redo) {
+            if !known.contains(id) {
+                damage.other.push(Problem {
+                    what: format!(
+                        "HEAD or redo names snapshot {} which is not in the catalog",
+                        id.short()
+                    ),
+                    object: Some(*id),
+                    ..Problem::default()
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Rebuilds `catalog.redb` in `dir` from the packs alone. The old catalog (if any) is
+    /// moved aside, never deleted. HEAD becomes the newest snapshot found; the redo stack is
+    /// empty. Damaged frames are skipped and counted.
+    pub fn repair(dir: &Path) -> Result<RepairReport, StoreError> {
+        if !dir.join("packs").is_dir() {
+            return Err(StoreError::NotFound(dir.to_path_buf()));
+        }
+        let _lock = StoreLock::acquire(&dir.join("lock"), lock_timeout())?;
+        let mut report = RepairReport::default();
+        let catalog_path = dir.join("catalog.redb");
+        if catalog_path.exists() {
+            let aside = dir.join(format!("catalog.redb.damaged-{}", std::process::id()));
+            std::fs::rename(&catalog_path, &aside).map_err(|e| StoreError::io(&catalog_path, e))?;
+            report.old_catalog = Some(aside);
+        }
+        let catalog = Catalog::create(&catalog_path)?;
+        let mut commit = Commit::default();
+        for path in pack_files(&dir.join("packs"))? {
+            report.packs += 1;
+            match recover_pack(&path, &mut report) {
+                Ok((pack, frames, snapshots)) => {
+                    commit.snapshots.extend(snapshots);
+                    commit.packs.push((pack, frames));
+                }
+                Err(_) => report.damaged_packs.push(path),
+            }
+        }
+        commit.snapshots.sort_by_key(|(_, r)| r.seq);
+        commit.snapshots.dedup_by_key(|(id, _)| *id);
+        report.snapshots = commit.snapshots.len();
+        report.head = commit.snapshots.last().map(|(id, r)| (*id, r.seq));
+        commit.history = Some(HistoryState {
+            head: report.head.map(|(id, _)| id),
+            redo: Vec::new(),
+        });
+        catalog.commit(&commit)?;
+        crate::fsio::sync_dir(dir)?;
+        Ok(report)
+    }
+}
+
+fn pack_files(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
+        let path = entry.map_err(|e| StoreError::io(dir, e))?.path();
+        if path.extension().is_some_and(|e| e == "pack") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+type RecoveredPack = (ObjectId, Vec<FrameInfo>, Vec<(ObjectId, SnapshotRecord)>);
+
+/// The good frames of one pack, and the snapshot records among them. The pack keeps its name
+/// (catalog locations name packs by file name) even when its body hash no longer matches.
+fn recover_pack(path: &Path, report: &mut RepairReport) -> Result<RecoveredPack, StoreError> {
+    let name = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(ObjectId::from_hex);
+    let pack = name.ok_or_else(|| StoreError::CorruptPack {
+        path: path.to_path_buf(),
+        why: "name is not a pack id".into(),
+    })?;
+    let reader = PackReader::open(path)?;
+    let end = reader
+        .read_trailer()
+        .map(|(_, _, end)| end)
+        .unwrap_or(reader.file_len());
+    let mut frames = Vec::new();
+    let mut snapshots = Vec::new();
+    let mut offset = HEADER_LEN;
+    while offset < end {
+        let Ok(header) = reader.read_at(offset, crate::pack::FRAME_HEADER_LEN) else {
+            break;
+        };
+        let Ok(info) = crate::pack::decode_frame_header(offset, &header) else {
+            break;
+        };
+        offset += crate::pack::FRAME_HEADER_LEN + u64::from(info.stored_len);
+        let raw = reader
+            .read_at(
+                info.offset + crate::pack::FRAME_HEADER_LEN,
+                u64::from(info.stored_len),
+            )
+            .ok()
+            .and_then(|p| decode_payload(&info, p).ok());
+        let Some(raw) = raw else {
+            report.damaged_objects += 1;
+            continue;
+        };
+        if info.kind == ObjectKind::Snapshot {
+            match SnapshotRecord::decode(info.id, &raw) {
+                Ok(record) => snapshots.push((info.id, record)),
+                Err(_) => report.damaged_objects += 1,
+            }
+        }
+        report.objects += 1;
+        frames.push(info);
+    }
+    Ok((pack, frames, snapshots))
+}
+
+/// Walks snapshot trees, skipping subtrees already known healthy, attributing damage to
+/// snapshots and paths.
+struct Walker<'a> {
+    store: &'a Store,
+    locations: &'a HashMap<ObjectId, Location>,
+    damage: &'a mut Damage,
+    healthy: HashMap<ObjectId, bool>,
+}
+
+impl Walker<'_> {
+    fn snapshot(&mut self, id: ObjectId, record: &SnapshotRecord) {
+        if !self.locations.contains_key(&id) {
+            self.damage.object(
+                id,
+                None,
+                format!("snapshot object #{} is missing from the packs", record.seq),
+            );
+            self.attribute(&id, record.seq, b"");
+        }
+        self.tree(&record.root, record.seq, Vec::new());
+    }
+
+    /// Returns whether the tree and everything under it is intact.
+    fn tree(&mut self, id: &ObjectId, seq: u64, path: Vec<u8>) -> bool {
+        if let Some(&ok) = self.healthy.get(id).filter(|ok| **ok) {
+            return ok;
+        }
+        let tree = match self
+            .present(id)
+            .and_then(|()| self.store.read_tree(id).map_err(|e| e.to_string()))
+        {
+            Ok(t) => t,
+            Err(why) => {
+                self.damage
+                    .object(*id, self.locations.get(id).map(|l| l.pack), why);
+                self.attribute(id, seq, &path);
+                return false;
+            }
+        };
+        let known_bad = self.damage.by_object.contains_key(id);
+        if known_bad {
+            self.attribute(id, seq, &path);
+        }
+        let ok = self.entries(&tree, seq, &path) && !known_bad;
+        self.healthy.insert(*id, ok);
+        ok
+    }
+
+    fn entries(&mut self, tree: &Tree, seq: u64, prefix: &[u8]) -> bool {
+        let mut ok = true;
+        for entry in &tree.entries {
+            let path = if prefix.is_empty() {
+                entry.name.clone()
+            } else {
+                [prefix, b"/", &entry.name].concat()
+            };
+            ok &= match entry.kind {
+                EntryKind::Dir => self.tree(&entry.id, seq, path),
+                _ => self.file(&entry.id, seq, &path),
+            };
+        }
+        ok
+    }
+
+    fn file(&mut self, id: &ObjectId, seq: u64, path: &[u8]) -> bool {
+        let mut ids = vec![*id];
+        if self
+            .locations
+            .get(id)
+            .is_some_and(|l| l.frame.kind == ObjectKind::ChunkList)
+        {
+            match self
+                .store
+                .read_kind(id, ObjectKind::ChunkList)
+                .and_then(|b| ChunkList::decode(*id, &b))
+            {
+                Ok(list) => ids.extend(list.chunks.iter().map(|c| c.id)),
+                Err(e) => {
+                    self.damage
+                        .object(*id, self.locations.get(id).map(|l| l.pack), e.to_string())
+                }
+            }
+        }
+        let mut ok = true;
+        for id in ids {
+            if let Err(why) = self.present(&id) {
+                self.damage.object(id, None, why);
+            }
+            if self.damage.by_object.contains_key(&id) {
+                self.attribute(&id, seq, path);
+                ok = false;
+            }
+        }
+        ok
+    }
+
+    fn present(&self, id: &ObjectId) -> Result<(), String> {
+        match self.locations.get(id) {
+            Some(_) => Ok(()),
+            None => Err(format!("object {} is missing from the catalog", id.short())),
+        }
+    }
+
+    fn attribute(&mut self, id: &ObjectId, seq: u64, path: &[u8]) {
+        if let Some(p) = self.damage.by_object.get_mut(id) {
+            p.snapshots.insert(seq);
+            if p.paths.len() < MAX_PATHS {
+                p.paths.insert(path.to_vec());
+            }
+        }
+    }
+}

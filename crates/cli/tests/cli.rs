@@ -542,3 +542,105 @@ fn kill_9_during_undo_and_redo_ends_in_old_or_target_state() {
     );
     assert!(interrupted > 0, "no round interrupted a running command");
 }
+
+#[test]
+fn lifecycle_commands_and_their_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for i in 0..6 {
+        write(d, "f", i.to_string().as_bytes());
+        ok(d, &["save"]);
+    }
+    let v = json(d, &["prune", "--keep-last", "2", "--dry-run"]);
+    assert_eq!(v["removed_count"], 4);
+    assert_eq!(
+        json(d, &["log"])["snapshots"].as_array().unwrap().len(),
+        6,
+        "a dry run drops nothing"
+    );
+    assert_eq!(json(d, &["prune", "--keep-last", "2"])["kept"], 2);
+    let gc = json(d, &["gc"]);
+    assert!(gc["reclaimed_bytes"].as_u64().unwrap() > 0);
+    let stats = json(d, &["log", "--stats"]);
+    assert_eq!(stats["stats"]["snapshots"], 2);
+    assert_eq!(stats["stats"]["reclaimable_bytes"], 0);
+    assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
+    // Damage: a missing pack makes verify fail with exit 1 and name it.
+    let packs: Vec<_> = std::fs::read_dir(d.join(".snap/packs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let saved = std::fs::read(&packs[0]).unwrap();
+    std::fs::remove_file(&packs[0]).unwrap();
+    let out = snap(d, &["verify"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("damaged"));
+    assert!(stderr(&out).starts_with("error: the store is damaged"));
+    std::fs::write(&packs[0], saved).unwrap();
+    // A lost catalog: every command points at repair, and repair brings the snapshots back.
+    std::fs::remove_file(d.join(".snap/catalog.redb")).unwrap();
+    let out = snap(d, &["log"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("snap repair"));
+    assert_eq!(json(d, &["repair"])["snapshots"], 2);
+    assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
+    assert_eq!(
+        snap(d, &["delete", "--all"]).status.code(),
+        Some(1),
+        "needs --yes"
+    );
+    assert_eq!(json(d, &["delete", "--all", "--yes"])["removed_count"], 2);
+    assert_eq!(read(d, "f"), "5");
+    assert_eq!(json(d, &["save"])["seq"], 1);
+}
+
+#[test]
+fn gc_running_beside_saves_loses_no_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    write(&d, "base", b"base");
+    ok(&d, &["save"]);
+    let savers: Vec<_> = (0..2)
+        .map(|w| {
+            let d = d.clone();
+            std::thread::spawn(move || {
+                for i in 0..12 {
+                    write(
+                        &d,
+                        &format!("w{w}/f{i}"),
+                        format!("writer {w} step {i}").as_bytes(),
+                    );
+                    ok(&d, &["save", "--session", &format!("w{w}")]);
+                }
+            })
+        })
+        .collect();
+    let gcs = {
+        let d = d.clone();
+        std::thread::spawn(move || {
+            for _ in 0..8 {
+                ok(&d, &["gc"]);
+                ok(&d, &["prune", "--keep-last", "1000"]);
+            }
+        })
+    };
+    for t in savers {
+        t.join().unwrap();
+    }
+    gcs.join().unwrap();
+    assert_eq!(json(&d, &["verify", "--read-data"])["ok"], true);
+    let log = json(&d, &["log", "--all"]);
+    let seqs: Vec<u64> = log["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["seq"].as_u64().unwrap())
+        .collect();
+    for seq in &seqs {
+        ok(&d, &["ls", &format!("#{seq}")]);
+    }
+    // Every snapshot's files read back: restore the newest, then check a file from each writer.
+    ok(&d, &["restore", &format!("#{}", seqs[0])]);
+    assert_eq!(read(&d, "w0/f11"), "writer 0 step 11");
+    assert_eq!(read(&d, "w1/f11"), "writer 1 step 11");
+}

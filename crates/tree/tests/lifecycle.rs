@@ -1,0 +1,267 @@
+//! Store lifecycle through the library: bounded growth, prune + gc, verify naming damage,
+//! repair from packs, automatic retention, delete-all.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+use snap_tree::snap_store::{Retention, Store};
+use snap_tree::{SaveOptions, Workspace};
+
+fn write(root: &Path, path: &str, content: &str) {
+    let p = root.join(path);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, content).unwrap();
+}
+
+fn save(ws: &Workspace) -> u64 {
+    ws.save(&SaveOptions::default())
+        .unwrap()
+        .snapshot
+        .map_or(0, |s| s.record.seq)
+}
+
+/// A tree of `n` files in `n / 50` directories, a few hundred bytes each.
+fn source_tree(root: &Path, n: usize) {
+    for i in 0..n {
+        let body = format!("// file {i}\nfn f{i}() -> u64 {{ {i} * 7 }}\n").repeat(8);
+        write(
+            root,
+            &format!("src/m{}/f{i}.rs", i % (n / 50).max(1)),
+            &body,
+        );
+    }
+}
+
+fn store_bytes(ws: &Workspace) -> u64 {
+    let s = ws.stats().unwrap();
+    s.pack_bytes
+}
+
+fn keep_last(n: u64) -> Retention {
+    Retention {
+        keep_last: n,
+        keep_within_ns: None,
+    }
+}
+
+#[test]
+fn many_small_saves_grow_the_store_by_little_and_gc_gives_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    source_tree(root, 3000);
+    let ws = Workspace::init(root, None, false).unwrap();
+    save(&ws);
+    let base = store_bytes(&ws);
+    for i in 0..300 {
+        write(root, "src/m0/f0.rs", &format!("// edit {i}\n"));
+        assert!(save(&ws) > 0);
+    }
+    let grown = store_bytes(&ws);
+    eprintln!("base {base} B, after 300 saves {grown} B");
+    // Each save adds one chunk, one snapshot and the trees on its path: a few hundred bytes.
+    assert!(
+        grown - base < 3 << 20,
+        "300 one-line saves grew the store by {} bytes",
+        grown - base
+    );
+    let pruned = ws.prune(&keep_last(10), false).unwrap();
+    assert_eq!(pruned.removed.len(), 291);
+    let gc = ws.gc().unwrap();
+    let after = store_bytes(&ws);
+    eprintln!("after prune + gc {after} B ({gc:?})");
+    assert!(
+        after < base + base / 10,
+        "gc left {after} bytes over a base of {base}"
+    );
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+    ws.undo(9, false).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/m0/f0.rs")).unwrap(),
+        "// edit 290\n"
+    );
+}
+
+#[test]
+fn save_prunes_by_itself_past_the_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".snap")).unwrap();
+    std::fs::write(
+        root.join(".snap/config.toml"),
+        "[retention]\nkeep_last = 5\nkeep_within = \"0\"\n",
+    )
+    .unwrap();
+    let ws = Workspace::init(root, None, false).unwrap();
+    let mut pruned = 0;
+    for i in 0..40 {
+        write(root, "f", &i.to_string());
+        let out = ws.save(&SaveOptions::default()).unwrap();
+        pruned += out.retention.map_or(0, |(p, _)| p.removed.len());
+    }
+    let count = ws.log(true).unwrap().len();
+    assert!(count <= 15, "{count} snapshots kept with keep_last = 5");
+    assert_eq!(pruned + count, 40);
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+}
+
+fn pack_paths(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(root.join(".snap/packs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Two snapshots in two packs: #1 with `a` and `b`, #2 adding `c` (its own pack).
+fn two_packs(root: &Path) -> (Workspace, std::path::PathBuf) {
+    let ws = Workspace::init(root, None, false).unwrap();
+    write(root, "a", &"a".repeat(5000));
+    write(root, "dir/b", &"b".repeat(5000));
+    save(&ws);
+    let first = pack_paths(root);
+    write(root, "c", &"c".repeat(5000));
+    save(&ws);
+    let second = pack_paths(root)
+        .into_iter()
+        .find(|p| !first.contains(p))
+        .unwrap();
+    (ws, second)
+}
+
+#[test]
+fn a_flipped_byte_is_named_down_to_snapshot_and_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (ws, second) = two_packs(root);
+    drop(ws);
+    let mut bytes = std::fs::read(&second).unwrap();
+    let at = bytes
+        .windows(100)
+        .position(|w| w.iter().all(|&b| b == b'c'))
+        .map(|i| i + 50);
+    // zstd may have compressed the run away; flip a byte in the first payload then.
+    let at = at.unwrap_or(16 + 44 + 2);
+    bytes[at] ^= 0x01;
+    std::fs::write(&second, &bytes).unwrap();
+    let ws = Workspace::discover(root, None).unwrap();
+    let quick = ws.verify(false).unwrap();
+    assert!(
+        !quick.problems.is_empty(),
+        "the pack's body hash no longer matches"
+    );
+    let report = ws.verify(true).unwrap();
+    let named: Vec<_> = report
+        .problems
+        .iter()
+        .filter(|p| p.paths.contains(&b"c".to_vec()) || p.paths.contains(&Vec::new()))
+        .collect();
+    assert!(!named.is_empty(), "{:?}", report.problems);
+    assert!(report.problems.iter().any(|p| p.snapshots.contains(&2)));
+    assert!(
+        report.problems.iter().all(|p| !p.snapshots.contains(&1)),
+        "#1 does not use the damaged pack"
+    );
+    ws.restore("#1", &[], false).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("a")).unwrap(),
+        "a".repeat(5000)
+    );
+    assert!(!root.join("c").exists());
+}
+
+#[test]
+fn a_missing_or_truncated_pack_is_named_and_the_rest_still_restores() {
+    for damage in ["missing", "truncated"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let (ws, second) = two_packs(root);
+        drop(ws);
+        if damage == "missing" {
+            std::fs::remove_file(&second).unwrap();
+        } else {
+            let bytes = std::fs::read(&second).unwrap();
+            std::fs::write(&second, &bytes[..bytes.len() / 2]).unwrap();
+        }
+        let ws = Workspace::discover(root, None).unwrap();
+        let report = ws.verify(false).unwrap();
+        assert!(
+            report.problems.iter().any(|p| p.pack.is_some()),
+            "{damage}: {:?}",
+            report.problems
+        );
+        assert!(
+            report.problems.iter().any(|p| p.snapshots.contains(&2)),
+            "{damage}"
+        );
+        ws.restore("#1", &[], false).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("dir/b")).unwrap(),
+            "b".repeat(5000),
+            "{damage}"
+        );
+    }
+}
+
+#[test]
+fn repair_rebuilds_a_zero_length_catalog_from_the_packs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (ws, _) = two_packs(root);
+    drop(ws);
+    std::fs::write(root.join(".snap/catalog.redb"), b"").unwrap();
+    let err = Workspace::discover(root, None).unwrap_err();
+    assert!(err.to_string().contains("snap repair"), "{err}");
+    let report = snap_tree::repair(root, None).unwrap();
+    assert_eq!(report.snapshots, 2);
+    assert_eq!(report.head.map(|(_, seq)| seq), Some(2));
+    assert!(report.old_catalog.is_some());
+    let ws = Workspace::discover(root, None).unwrap();
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+    assert_eq!(ws.status().unwrap().changes, vec![]);
+    ws.undo(1, false).unwrap();
+    assert!(!root.join("c").exists());
+}
+
+#[test]
+fn repair_keeps_what_a_damaged_pack_still_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (ws, second) = two_packs(root);
+    drop(ws);
+    let bytes = std::fs::read(&second).unwrap();
+    std::fs::write(&second, &bytes[..bytes.len() - 30]).unwrap();
+    std::fs::remove_file(root.join(".snap/catalog.redb")).unwrap();
+    let report = Store::repair(&root.join(".snap")).unwrap();
+    assert_eq!(
+        report.snapshots, 2,
+        "the trailer is gone but a forward scan finds the frames"
+    );
+    let ws = Workspace::discover(root, None).unwrap();
+    ws.restore("#1", &[], false).unwrap();
+    ws.restore("#2", &[], false).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("c")).unwrap(),
+        "c".repeat(5000)
+    );
+}
+
+#[test]
+fn delete_all_empties_the_store_and_it_stays_usable() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (ws, _) = two_packs(root);
+    let (removed, gc) = ws.delete_all().unwrap();
+    assert_eq!(removed, 2);
+    assert_eq!(gc.bytes_after, 0);
+    assert!(pack_paths(root).is_empty());
+    assert!(ws.head().unwrap().is_none());
+    assert_eq!(
+        std::fs::read_to_string(root.join("c")).unwrap(),
+        "c".repeat(5000),
+        "the working tree is untouched"
+    );
+    assert_eq!(save(&ws), 1);
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+}

@@ -155,7 +155,7 @@ fn a_flipped_byte_is_named_down_to_snapshot_and_path() {
     let named: Vec<_> = report
         .problems
         .iter()
-        .filter(|p| p.paths.contains(&b"c".to_vec()) || p.paths.contains(&Vec::new()))
+        .filter(|p| p.paths.contains(b"c".as_slice()) || p.paths.contains(b"".as_slice()))
         .collect();
     assert!(!named.is_empty(), "{:?}", report.problems);
     assert!(report.problems.iter().any(|p| p.snapshots.contains(&2)));

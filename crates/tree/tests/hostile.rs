@@ -123,7 +123,7 @@ fn commit_hostile_snapshot(ws: &Workspace, name: &[u8]) -> u64 {
         .commit(&Commit {
             packs,
             snapshots: vec![(id, record)],
-            history: None,
+            ..Commit::default()
         })
         .unwrap();
     seq

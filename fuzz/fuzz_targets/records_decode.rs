@@ -2,31 +2,41 @@
 //! must survive a round trip (see tree_decode.rs for why the bytes need not come back exactly).
 #![no_main]
 
+use std::fmt::Debug;
+
 use libfuzzer_sys::fuzz_target;
-use snap_store::{ChunkList, ObjectId, SnapshotRecord};
+use snap_store::{ChunkList, ObjectId, SnapshotRecord, StoreError};
+
+fn round_trip<T: PartialEq + Debug>(
+    what: &str,
+    data: &[u8],
+    decode: fn(ObjectId, &[u8]) -> Result<T, StoreError>,
+    encode: fn(&T) -> Vec<u8>,
+) {
+    let id = ObjectId([0; 32]);
+    let Ok(value) = decode(id, data) else {
+        return;
+    };
+    let encoded = encode(&value);
+    assert!(
+        encoded.len() <= data.len(),
+        "{what}: re-encoding is longer than the input"
+    );
+    if encoded.len() == data.len() {
+        assert_eq!(encoded, data, "{what}: same-length re-encoding differs");
+    }
+    match decode(id, &encoded) {
+        Ok(again) => assert_eq!(again, value, "{what}: round trip changed the value"),
+        Err(e) => panic!("{what}: re-encoding does not decode: {e}"),
+    }
+}
 
 fuzz_target!(|data: &[u8]| {
-    let id = ObjectId([0; 32]);
-    if let Ok(list) = ChunkList::decode(id, data) {
-        let encoded = list.encode();
-        assert!(encoded.len() <= data.len(), "chunk list re-encoding is longer than the input");
-        if encoded.len() == data.len() {
-            assert_eq!(encoded, data, "same-length chunk list re-encoding differs");
-        }
-        match ChunkList::decode(id, &encoded) {
-            Ok(again) => assert_eq!(again, list, "round trip changed the chunk list"),
-            Err(e) => panic!("re-encoded chunk list does not decode: {e}"),
-        }
-    }
-    if let Ok(record) = SnapshotRecord::decode(id, data) {
-        let encoded = record.encode();
-        assert!(encoded.len() <= data.len(), "snapshot re-encoding is longer than the input");
-        if encoded.len() == data.len() {
-            assert_eq!(encoded, data, "same-length snapshot re-encoding differs");
-        }
-        match SnapshotRecord::decode(id, &encoded) {
-            Ok(again) => assert_eq!(again, record, "round trip changed the snapshot record"),
-            Err(e) => panic!("re-encoded snapshot record does not decode: {e}"),
-        }
-    }
+    round_trip("chunk list", data, ChunkList::decode, ChunkList::encode);
+    round_trip(
+        "snapshot",
+        data,
+        SnapshotRecord::decode,
+        SnapshotRecord::encode,
+    );
 });

@@ -13,9 +13,15 @@ fuzz_target!(|data: &[u8]| {
     let id = ObjectId([0; 32]);
     if let Ok(tree) = Tree::decode(id, data) {
         let encoded = tree.encode();
-        assert!(encoded.len() <= data.len(), "re-encoding is longer than the input");
+        assert!(
+            encoded.len() <= data.len(),
+            "re-encoding is longer than the input"
+        );
         if encoded.len() == data.len() {
-            assert_eq!(encoded, data, "same-length re-encoding differs from the input");
+            assert_eq!(
+                encoded, data,
+                "same-length re-encoding differs from the input"
+            );
         }
         match Tree::decode(id, &encoded) {
             Ok(again) => assert_eq!(again, tree, "round trip changed the tree"),

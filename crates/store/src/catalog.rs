@@ -18,7 +18,10 @@ use redb::{
     WriteTransaction,
 };
 
+use std::collections::HashMap;
+
 use crate::pack::{Compression, FrameInfo};
+use crate::statcache::{StatCacheUpdate, StatEntry};
 use crate::{ObjectId, ObjectKind, SnapshotRecord, StoreError};
 
 /// Catalog format version stored under `meta["format"]`.
@@ -29,6 +32,7 @@ const OBJECTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("objects");
 const PACKS: TableDefinition<&[u8], u64> = TableDefinition::new("packs");
 const SNAPSHOTS: TableDefinition<u64, &[u8]> = TableDefinition::new("snapshots");
 const SNAP_IDS: TableDefinition<&[u8], u64> = TableDefinition::new("snap_ids");
+const STAT_CACHE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("stat_cache");
 
 /// Length of an `objects` value: pack id (32) | offset (8) | kind (1) | compression (1) |
 /// raw_len (4) | stored_len (4).
@@ -97,6 +101,8 @@ pub struct Commit {
     pub remove_objects: Vec<ObjectId>,
     /// Packs dropped (gc); their files are deleted only after this commit.
     pub remove_packs: Vec<ObjectId>,
+    /// Stat cache changes.
+    pub stat_cache: StatCacheUpdate,
 }
 
 /// The open catalog.
@@ -181,6 +187,7 @@ impl Catalog {
             txn.open_table(PACKS).map_err(|e| self.err(e))?;
             txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
             txn.open_table(SNAP_IDS).map_err(|e| self.err(e))?;
+            txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
         }
         txn.commit().map_err(|e| self.err(e))
     }
@@ -273,7 +280,44 @@ impl Catalog {
         if let Some(history) = &commit.history {
             self.write_history(&txn, history)?;
         }
+        if !commit.stat_cache.is_empty() {
+            self.write_stat_cache(&txn, &commit.stat_cache)?;
+        }
         txn.commit().map_err(|e| self.err(e))
+    }
+
+    fn write_stat_cache(
+        &self,
+        txn: &WriteTransaction,
+        update: &StatCacheUpdate,
+    ) -> Result<(), StoreError> {
+        if update.clear {
+            txn.delete_table(STAT_CACHE).map_err(|e| self.err(e))?;
+        }
+        let mut table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
+        for path in &update.remove {
+            table.remove(path.as_slice()).map_err(|e| self.err(e))?;
+        }
+        for (path, entry) in &update.put {
+            table
+                .insert(path.as_slice(), entry.encode().as_slice())
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    /// The whole stat cache. Malformed entries are left out (those files are rehashed).
+    pub fn stat_cache(&self) -> Result<HashMap<Vec<u8>, StatEntry>, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
+        let mut out = HashMap::with_capacity(table.len().map_err(|e| self.err(e))? as usize);
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (k, v) = row.map_err(|e| self.err(e))?;
+            if let Some(entry) = StatEntry::decode(v.value()) {
+                out.insert(k.value().to_vec(), entry);
+            }
+        }
+        Ok(out)
     }
 
     fn write_objects(&self, txn: &WriteTransaction, commit: &Commit) -> Result<(), StoreError> {

@@ -14,6 +14,7 @@ mod lock;
 mod object;
 pub mod pack;
 mod refs;
+mod statcache;
 mod store;
 mod verify;
 
@@ -26,5 +27,6 @@ pub use object::{
     ChangeStats, ChunkList, ChunkRef, EntryKind, ObjectKind, RECORD_VERSION, SnapshotKind,
     SnapshotRecord, Tree, TreeEntry, check_entry_name, decode_record, encode_record,
 };
+pub use statcache::{STAT_ENTRY_LEN, StatCacheUpdate, StatEntry, StatKey};
 pub use store::{ObjectWriter, Store};
 pub use verify::{Problem, RepairReport, VerifyReport};

@@ -236,10 +236,16 @@ impl Store {
         }
         let packs = writer.finish()?;
         let remove_packs: Vec<ObjectId> = plan.dead.iter().chain(&plan.sparse).copied().collect();
+        // The stat cache may name objects this gc drops: start it over (the next save rehashes).
+        let stat_cache = crate::StatCacheUpdate {
+            clear: true,
+            ..Default::default()
+        };
         self.commit(&Commit {
             packs,
             remove_objects: plan.dead_objects.clone(),
             remove_packs: remove_packs.clone(),
+            stat_cache,
             ..Commit::default()
         })?;
         self.forget_readers();

@@ -83,6 +83,11 @@ impl Store {
             .ok_or(StoreError::MissingObject { id: *id })
     }
 
+    /// The stat cache: path -> the stat and id it had when last hashed.
+    pub fn stat_cache(&self) -> Result<HashMap<Vec<u8>, crate::StatEntry>, StoreError> {
+        self.catalog.stat_cache()
+    }
+
     /// How many snapshots the catalog holds.
     pub fn snapshot_count(&self) -> Result<u64, StoreError> {
         self.catalog.snapshot_count()
@@ -255,6 +260,11 @@ impl ObjectWriter<'_> {
             state.current = Some(current);
         }
         Ok(())
+    }
+
+    /// True for a writer that only computes ids.
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run
     }
 
     /// Seals the open pack. The returned packs are durable in `packs/` and must now be named

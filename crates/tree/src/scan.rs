@@ -6,6 +6,7 @@
 //! then `.snapignore` files, which take precedence and so can re-include. `.git` is never
 //! read: not its `info/exclude`, not the global excludes file.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::Read;
@@ -16,7 +17,9 @@ use std::sync::{Arc, Mutex};
 
 use ignore::{WalkBuilder, WalkState};
 use rayon::prelude::*;
-use snap_store::{ChunkList, ChunkRef, EntryKind, ObjectId, ObjectKind, ObjectWriter};
+use snap_store::{
+    ChunkList, ChunkRef, EntryKind, ObjectId, ObjectKind, ObjectWriter, StatEntry, StatKey,
+};
 
 use crate::TreeError;
 use crate::config::Config;
@@ -44,6 +47,8 @@ pub struct Walk {
     pub too_large: Vec<(Vec<u8>, u64)>,
     /// FIFOs, sockets and devices skipped.
     pub special: u64,
+    /// The lstat key of each regular file, as the walk saw it.
+    pub file_stats: HashMap<Vec<u8>, StatKey>,
 }
 
 /// What a scan reports beside the tree.
@@ -108,6 +113,7 @@ pub fn walk_excluding(
 
 enum Item {
     Entry(Vec<u8>, EntryKind),
+    File(Vec<u8>, EntryKind, StatKey),
     TooLarge(Vec<u8>, u64),
     Special,
 }
@@ -116,6 +122,10 @@ fn record(walk: &Mutex<Walk>, item: Item) {
     let mut walk = walk.lock().unwrap_or_else(|p| p.into_inner());
     match item {
         Item::Entry(path, kind) => walk.entries.push((path, kind)),
+        Item::File(path, kind, stat) => {
+            walk.file_stats.insert(path.clone(), stat);
+            walk.entries.push((path, kind));
+        }
         Item::TooLarge(path, size) => walk.too_large.push((path, size)),
         Item::Special => walk.special += 1,
     }
@@ -169,7 +179,24 @@ fn visit(
     if meta.len() > config.max_file_size {
         return Ok(Some(Item::TooLarge(rel, meta.len())));
     }
-    Ok(Some(Item::Entry(rel, file_kind(&meta))))
+    Ok(Some(Item::File(rel, file_kind(&meta), stat_key(&meta))))
+}
+
+/// The stat key the cache compares.
+pub fn stat_key(meta: &Metadata) -> StatKey {
+    StatKey {
+        size: meta.len(),
+        mtime_ns: meta
+            .mtime()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(meta.mtime_nsec()),
+        ctime_ns: meta
+            .ctime()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(meta.ctime_nsec()),
+        ino: meta.ino(),
+        mode: meta.mode(),
+    }
 }
 
 fn relative(root: &Path, path: &Path) -> Result<Vec<u8>, TreeError> {
@@ -193,39 +220,78 @@ pub fn abs(root: &Path, rel: &[u8]) -> PathBuf {
     root.join(OsStr::from_bytes(rel))
 }
 
-/// A path with its stored entry.
-type PathNode = (Vec<u8>, Node);
+/// The stat cache as a scan uses it: the entries, and the filesystem clock at scan start.
+#[derive(Debug)]
+pub struct CacheView<'a> {
+    pub entries: &'a HashMap<Vec<u8>, StatEntry>,
+    pub fs_now_ns: i64,
+}
 
-/// Reads and stores every file and symlink of `walk` in parallel; returns the flat tree (with
-/// directories not yet built) and the report.
+/// What a stored walk produced.
+#[derive(Debug)]
+pub struct Stored {
+    pub flat: FlatTree,
+    pub report: ScanReport,
+    /// Entries for the files this scan hashed, to write to the stat cache.
+    pub hashed: Vec<(Vec<u8>, StatEntry)>,
+}
+
+/// Reads and stores every file and symlink of `walk` in parallel, except files the stat
+/// cache vouches for; returns the flat tree (directories not yet built), the report, and
+/// the new cache entries.
 pub fn store_walk(
     root: &Path,
-    walk: Walk,
+    mut walk: Walk,
     writer: &ObjectWriter<'_>,
     max_file_size: u64,
-) -> Result<(FlatTree, ScanReport), TreeError> {
-    let stored: Vec<Result<Option<PathNode>, TreeError>> = walk
+    cache: &CacheView<'_>,
+) -> Result<Stored, TreeError> {
+    let stats = std::mem::take(&mut walk.file_stats);
+    let stored: Vec<Result<Option<StoredEntry>, TreeError>> = walk
         .entries
         .into_par_iter()
-        .map(|(rel, kind)| store_entry(root, rel, kind, writer, max_file_size))
+        .map(|(rel, kind)| {
+            let stat = stats.get(&rel);
+            match (stat, cache.entries.get(&rel)) {
+                (Some(key), Some(hit)) if hit.trusted_for(key) => Ok(Some((
+                    rel,
+                    Node {
+                        kind: hit.kind,
+                        size: key.size,
+                        id: hit.id,
+                    },
+                    None,
+                ))),
+                _ => store_entry(root, rel, kind, writer, max_file_size, cache.fs_now_ns),
+            }
+        })
         .collect();
-    let mut flat = FlatTree::new();
-    let mut report = ScanReport {
-        too_large: walk.too_large,
-        special: walk.special,
-        vanished: 0,
+    let mut out = Stored {
+        flat: FlatTree::new(),
+        report: ScanReport {
+            too_large: walk.too_large,
+            special: walk.special,
+            vanished: 0,
+        },
+        hashed: Vec::new(),
     };
     for item in stored {
         match item? {
-            Some((path, node)) => {
-                flat.insert(path, node);
+            Some((path, node, entry)) => {
+                if let Some(entry) = entry {
+                    out.hashed.push((path.clone(), entry));
+                }
+                out.flat.insert(path, node);
             }
-            None => report.vanished += 1,
+            None => out.report.vanished += 1,
         }
     }
-    drop_orphans(&mut flat);
-    Ok((flat, report))
+    drop_orphans(&mut out.flat);
+    Ok(out)
 }
+
+/// A path, its stored entry, and the stat cache entry to record when it was hashed.
+type StoredEntry = (Vec<u8>, Node, Option<StatEntry>);
 
 /// Removes entries whose parent directory vanished during the scan, so the tree stays whole.
 fn drop_orphans(flat: &mut FlatTree) {
@@ -248,36 +314,55 @@ fn store_entry(
     kind: EntryKind,
     writer: &ObjectWriter<'_>,
     max: u64,
-) -> Result<Option<(Vec<u8>, Node)>, TreeError> {
+    fs_now_ns: i64,
+) -> Result<Option<StoredEntry>, TreeError> {
     let path = abs(root, &rel);
-    let node = match kind {
-        EntryKind::Dir => Some(Node {
-            kind,
-            size: 0,
-            id: UNBUILT,
-        }),
+    match kind {
+        EntryKind::Dir => Ok(Some((
+            rel,
+            Node {
+                kind,
+                size: 0,
+                id: UNBUILT,
+            },
+            None,
+        ))),
         EntryKind::Symlink => match std::fs::read_link(&path) {
             Ok(target) => {
                 let bytes = target.as_os_str().as_bytes();
-                Some(Node {
+                let node = Node {
                     kind,
                     size: bytes.len() as u64,
                     id: writer.put(ObjectKind::Chunk, bytes)?,
-                })
+                };
+                Ok(Some((rel, node, None)))
             }
-            Err(e) if vanished(&e) => None,
-            Err(e) => return Err(TreeError::io(path, e)),
+            Err(e) if vanished(&e) => Ok(None),
+            Err(e) => Err(TreeError::io(path, e)),
         },
-        EntryKind::File | EntryKind::Executable => match read_stable(&path, max)? {
-            Some((data, kind)) => Some(Node {
+        EntryKind::File | EntryKind::Executable => {
+            let Some((data, meta)) = read_stable(&path, max)? else {
+                return Ok(None);
+            };
+            let kind = file_kind(&meta);
+            let id = store_content(writer, &data)?;
+            let entry = StatEntry {
+                key: stat_key(&meta),
                 kind,
-                size: data.len() as u64,
-                id: store_content(writer, &data)?,
-            }),
-            None => None,
-        },
-    };
-    Ok(node.map(|n| (rel, n)))
+                id,
+                written_ns: fs_now_ns,
+            };
+            Ok(Some((
+                rel,
+                Node {
+                    kind,
+                    size: data.len() as u64,
+                    id,
+                },
+                Some(entry),
+            )))
+        }
+    }
 }
 
 fn vanished(e: &std::io::Error) -> bool {
@@ -287,7 +372,7 @@ fn vanished(e: &std::io::Error) -> bool {
 
 /// Reads a regular file without following a symlink, re-reading while its stat changes under
 /// the read. `None` if it vanished, stopped being a regular file or grew past `max`.
-fn read_stable(path: &Path, max: u64) -> Result<Option<(Vec<u8>, EntryKind)>, TreeError> {
+fn read_stable(path: &Path, max: u64) -> Result<Option<(Vec<u8>, Metadata)>, TreeError> {
     for _ in 0..READ_ATTEMPTS {
         let mut file = match OpenOptions::new()
             .read(true)
@@ -305,7 +390,7 @@ fn read_stable(path: &Path, max: u64) -> Result<Option<(Vec<u8>, EntryKind)>, Tr
         let data = read_all(&mut file, before.len(), path)?;
         let after = file.metadata().map_err(|e| TreeError::io(path, e))?;
         if same_stat(&before, &after) && data.len() as u64 == after.len() {
-            return Ok(Some((data, file_kind(&after))));
+            return Ok(Some((data, after)));
         }
     }
     Err(TreeError::Unstable {

@@ -7,8 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use snap_store::{
     ChangeStats, Commit, EntryKind, GcReport, HistoryState, ObjectId, ObjectKind, ObjectWriter,
-    PruneReport, RepairReport, Retention, SnapshotKind, SnapshotRecord, Store, StoreStats,
-    VerifyReport,
+    PruneReport, RepairReport, Retention, SnapshotKind, SnapshotRecord, StatCacheUpdate, Store,
+    StoreStats, VerifyReport,
 };
 
 use crate::TreeError;
@@ -111,6 +111,9 @@ struct Capture {
     flat: FlatTree,
     root: ObjectId,
     report: ScanReport,
+    /// What this capture teaches the stat cache; empty for a dry capture, whose objects are
+    /// not stored and so must never be vouched for.
+    cache: StatCacheUpdate,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -327,19 +330,59 @@ impl Workspace {
     }
 
     fn capture(&self, writer: &ObjectWriter<'_>) -> Result<Capture, TreeError> {
+        let fs_now_ns = self.fs_clock();
+        let cached = self.store.stat_cache()?;
         let walk = scan::walk_excluding(&self.root, &self.config, Some(self.store.dir()))?;
-        let (mut flat, report) =
-            scan::store_walk(&self.root, walk, writer, self.config.max_file_size)?;
-        let root = build_trees(writer, &mut flat)?;
-        Ok(Capture { flat, root, report })
+        let view = scan::CacheView {
+            entries: &cached,
+            fs_now_ns,
+        };
+        let mut stored =
+            scan::store_walk(&self.root, walk, writer, self.config.max_file_size, &view)?;
+        let root = build_trees(writer, &mut stored.flat)?;
+        let cache = if writer.is_dry_run() {
+            StatCacheUpdate::default()
+        } else {
+            let gone = |p: &Vec<u8>| {
+                stored
+                    .flat
+                    .get(p)
+                    .is_none_or(|n| !matches!(n.kind, EntryKind::File | EntryKind::Executable))
+            };
+            StatCacheUpdate {
+                put: stored.hashed,
+                remove: cached.into_keys().filter(gone).collect(),
+                clear: false,
+            }
+        };
+        Ok(Capture {
+            flat: stored.flat,
+            root,
+            report: stored.report,
+            cache,
+        })
     }
 
-    /// Commits what `writer` wrote without a snapshot, so no sealed pack is left unnamed.
-    fn commit_packs(&self, writer: ObjectWriter<'_>) -> Result<(), TreeError> {
+    /// The filesystem's clock: the mtime of a file just written in the store, which is what
+    /// the racy rule compares file mtimes with. The system clock if the store is read-only.
+    fn fs_clock(&self) -> i64 {
+        let path = self.store.dir().join("clock");
+        match std::fs::write(&path, b"x").and_then(|()| std::fs::metadata(&path)) {
+            Ok(meta) => scan::stat_key(&meta).mtime_ns,
+            Err(_) => now_ns(),
+        }
+    }
+
+    fn commit_packs(
+        &self,
+        writer: ObjectWriter<'_>,
+        stat_cache: StatCacheUpdate,
+    ) -> Result<(), TreeError> {
         let packs = writer.finish()?;
-        if !packs.is_empty() {
+        if !packs.is_empty() || !stat_cache.is_empty() {
             self.store.commit(&Commit {
                 packs,
+                stat_cache,
                 ..Commit::default()
             })?;
         }
@@ -350,6 +393,7 @@ impl Workspace {
     fn record_snapshot(
         &self,
         writer: ObjectWriter<'_>,
+        stat_cache: StatCacheUpdate,
         kind: SnapshotKind,
         opts: &SaveOptions,
         (root, flat): (ObjectId, &FlatTree),
@@ -388,6 +432,7 @@ impl Workspace {
             packs,
             snapshots: vec![(id, record.clone())],
             history,
+            stat_cache,
             ..Commit::default()
         })?;
         Ok(Snapshot { id, record })
@@ -400,7 +445,7 @@ impl Workspace {
         let writer = self.store.writer();
         let cap = self.capture(&writer)?;
         if head.as_ref().is_some_and(|h| h.record.root == cap.root) && !opts.allow_empty {
-            self.commit_packs(writer)?;
+            self.commit_packs(writer, cap.cache)?;
             return Ok(SaveOutcome {
                 snapshot: None,
                 changes: Vec::new(),
@@ -411,6 +456,7 @@ impl Workspace {
         let changes = diff_files(&head_flat, &cap.flat);
         let snapshot = self.record_snapshot(
             writer,
+            cap.cache,
             SnapshotKind::Save,
             opts,
             (cap.root, &cap.flat),
@@ -558,6 +604,7 @@ impl Workspace {
             };
             let auto = self.record_snapshot(
                 writer,
+                cap.cache,
                 SnapshotKind::AutoBeforeUndo,
                 &opts,
                 (cap.root, &cap.flat),
@@ -569,7 +616,7 @@ impl Workspace {
             outcome.passed.insert(0, auto.clone());
             outcome.auto_saved = Some(auto);
         } else {
-            self.commit_packs(writer)?;
+            self.commit_packs(writer, cap.cache)?;
         }
         redo.extend(outcome.passed.iter().map(|s| s.id));
         self.move_to(Op::Undo, &outcome.target, redo, &cap.flat, &target_flat)?;
@@ -623,6 +670,7 @@ impl Workspace {
             };
             let auto = self.record_snapshot(
                 writer,
+                cap.cache,
                 SnapshotKind::AutoBeforeRedo,
                 &opts,
                 (cap.root, &cap.flat),
@@ -632,7 +680,7 @@ impl Workspace {
             )?;
             outcome.auto_saved = Some(auto);
         } else {
-            self.commit_packs(writer)?;
+            self.commit_packs(writer, cap.cache)?;
         }
         self.move_to(
             Op::Redo,
@@ -677,7 +725,7 @@ impl Workspace {
         };
         if dry_run || target_root == cap.root {
             if !dry_run {
-                self.commit_packs(writer)?;
+                self.commit_packs(writer, cap.cache)?;
             }
             return Ok(outcome);
         }
@@ -690,6 +738,7 @@ impl Workspace {
             };
             let auto = self.record_snapshot(
                 writer,
+                cap.cache,
                 SnapshotKind::AutoBeforeRestore,
                 &opts,
                 (cap.root, &cap.flat),
@@ -700,7 +749,7 @@ impl Workspace {
             outcome.auto_saved = Some(auto.clone());
             parent = Some(auto);
         } else {
-            self.commit_packs(writer)?;
+            self.commit_packs(writer, cap.cache)?;
         }
         let message = format!("restore {reference} (#{})", source.record.seq);
         let opts = SaveOptions {
@@ -709,6 +758,7 @@ impl Workspace {
         };
         let created = self.record_snapshot(
             self.store.writer(),
+            StatCacheUpdate::default(),
             SnapshotKind::Restore,
             &opts,
             (target_root, &target_flat),

@@ -206,3 +206,67 @@ fn a_version_1_store_still_opens() {
 }
 
 use std::os::unix::fs::PermissionsExt;
+
+/// The racy-git rule: an edit in the same clock tick as the save before it, keeping the size,
+/// must still be seen by the next save, whatever the stat cache holds.
+#[test]
+fn same_size_edits_in_the_same_tick_are_never_missed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ws = Workspace::init(root, None, false).unwrap();
+    for i in 0..60 {
+        let content = if i % 2 == 0 { "aaaa" } else { "bbbb" };
+        std::fs::write(root.join("f"), content).unwrap();
+        ws.save(&SaveOptions::default()).unwrap();
+        let head = ws.head().unwrap().unwrap();
+        assert_eq!(
+            ws.read_file(&head, b"f").unwrap(),
+            content.as_bytes(),
+            "round {i}"
+        );
+        assert!(ws.status().unwrap().changes.is_empty(), "round {i}");
+    }
+}
+
+#[test]
+fn the_stat_cache_skips_unchanged_files_and_survives_gc() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ws = Workspace::init(root, None, false).unwrap();
+    for i in 0..20 {
+        write(root, &format!("d/f{i}"), &i.to_string());
+    }
+    save(&ws);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // The cache now vouches for every file; a change to one is still seen.
+    write(root, "d/f3", "changed");
+    save(&ws);
+    assert_eq!(
+        ws.read_file(&ws.head().unwrap().unwrap(), b"d/f3").unwrap(),
+        b"changed"
+    );
+    assert_eq!(ws.store().stat_cache().unwrap().len(), 20);
+    ws.prune(
+        &snap_tree::snap_store::Retention {
+            keep_last: 1,
+            keep_within_ns: None,
+        },
+        false,
+    )
+    .unwrap();
+    ws.gc().unwrap();
+    assert!(
+        ws.store().stat_cache().unwrap().is_empty(),
+        "gc starts the cache over"
+    );
+    write(root, "d/f4", "changed too");
+    save(&ws);
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+    std::fs::remove_file(root.join("d/f5")).unwrap();
+    save(&ws);
+    assert_eq!(
+        ws.store().stat_cache().unwrap().len(),
+        19,
+        "a deleted file leaves the cache"
+    );
+}

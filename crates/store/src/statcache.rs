@@ -1,0 +1,149 @@
+//! The stat cache (DESIGN §9): for each tracked file, the stat key it had when it was last
+//! hashed and the id its content got, so a save re-reads only files whose stat changed.
+//!
+//! ```text
+//! stat_cache  &[u8] path -> size u64 | mtime_ns i64 | ctime_ns i64 | ino u64 | mode u32
+//!                           | kind u8 | id [32] | written_ns i64                  (77 bytes LE)
+//! ```
+//! An entry is trusted only when the file's stat key equals it and the file's mtime is strictly
+//! before `written_ns`, the filesystem's clock when the entry was written: a file modified in
+//! the same clock tick as the scan that hashed it (racy) is hashed again, and its entry then
+//! rewritten with a later clock, so it is not rehashed forever. Entries are only written by
+//! scans whose objects were committed, and gc clears the cache, so a trusted id is always in
+//! the store.
+
+use crate::{EntryKind, ObjectId};
+
+/// Byte length of an encoded [`StatEntry`].
+pub const STAT_ENTRY_LEN: usize = 77;
+
+/// The parts of a file's stat that change when its content may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StatKey {
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub ino: u64,
+    pub mode: u32,
+}
+
+/// One cached verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatEntry {
+    pub key: StatKey,
+    pub kind: EntryKind,
+    pub id: ObjectId,
+    /// Filesystem time when this entry was written.
+    pub written_ns: i64,
+}
+
+impl StatEntry {
+    /// True when the file, now stat-ing as `key`, is certainly unchanged since it was hashed.
+    pub fn trusted_for(&self, key: &StatKey) -> bool {
+        self.key == *key && key.mtime_ns < self.written_ns
+    }
+
+    /// The 77-byte little-endian encoding.
+    pub fn encode(&self) -> [u8; STAT_ENTRY_LEN] {
+        let mut v = [0u8; STAT_ENTRY_LEN];
+        v[0..8].copy_from_slice(&self.key.size.to_le_bytes());
+        v[8..16].copy_from_slice(&self.key.mtime_ns.to_le_bytes());
+        v[16..24].copy_from_slice(&self.key.ctime_ns.to_le_bytes());
+        v[24..32].copy_from_slice(&self.key.ino.to_le_bytes());
+        v[32..36].copy_from_slice(&self.key.mode.to_le_bytes());
+        v[36] = kind_byte(self.kind);
+        v[37..69].copy_from_slice(&self.id.0);
+        v[69..77].copy_from_slice(&self.written_ns.to_le_bytes());
+        v
+    }
+
+    /// Decodes an entry; `None` for a malformed one (treated as absent: the file is rehashed).
+    pub fn decode(v: &[u8]) -> Option<StatEntry> {
+        if v.len() != STAT_ENTRY_LEN {
+            return None;
+        }
+        let u64_at = |i: usize| v[i..i + 8].try_into().ok().map(u64::from_le_bytes);
+        let i64_at = |i: usize| v[i..i + 8].try_into().ok().map(i64::from_le_bytes);
+        let key = StatKey {
+            size: u64_at(0)?,
+            mtime_ns: i64_at(8)?,
+            ctime_ns: i64_at(16)?,
+            ino: u64_at(24)?,
+            mode: u32::from_le_bytes(v[32..36].try_into().ok()?),
+        };
+        let kind = match v[36] {
+            0 => EntryKind::File,
+            1 => EntryKind::Executable,
+            _ => return None,
+        };
+        Some(StatEntry {
+            key,
+            kind,
+            id: ObjectId::from_slice(&v[37..69])?,
+            written_ns: i64_at(69)?,
+        })
+    }
+}
+
+fn kind_byte(kind: EntryKind) -> u8 {
+    match kind {
+        EntryKind::Executable => 1,
+        _ => 0,
+    }
+}
+
+/// Changes to the stat cache, committed with the snapshot (or alone).
+#[derive(Clone, Debug, Default)]
+pub struct StatCacheUpdate {
+    pub put: Vec<(Vec<u8>, StatEntry)>,
+    pub remove: Vec<Vec<u8>>,
+    /// Drop every entry first (gc).
+    pub clear: bool,
+}
+
+impl StatCacheUpdate {
+    /// True when committing it would change nothing.
+    pub fn is_empty(&self) -> bool {
+        self.put.is_empty() && self.remove.is_empty() && !self.clear
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(mtime_ns: i64, written_ns: i64) -> StatEntry {
+        StatEntry {
+            key: StatKey {
+                size: 3,
+                mtime_ns,
+                ctime_ns: 5,
+                ino: 7,
+                mode: 0o100644,
+            },
+            kind: EntryKind::Executable,
+            id: ObjectId([4; 32]),
+            written_ns,
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let e = entry(-1, i64::MAX);
+        assert_eq!(StatEntry::decode(&e.encode()), Some(e));
+        assert_eq!(StatEntry::decode(&e.encode()[..76]), None);
+    }
+
+    #[test]
+    fn the_racy_rule() {
+        let e = entry(100, 200);
+        assert!(e.trusted_for(&e.key));
+        assert!(
+            !entry(200, 200).trusted_for(&entry(200, 200).key),
+            "same tick as the scan: rehash"
+        );
+        let mut other = e.key;
+        other.ctime_ns += 1;
+        assert!(!e.trusted_for(&other));
+    }
+}

@@ -75,6 +75,9 @@ pub enum Command {
         /// Only snapshots saved with this session.
         #[arg(long)]
         session: Option<String>,
+        /// Only snapshots younger than this (30m, 12h, 7d, 2w).
+        #[arg(long, value_name = "DUR")]
+        since: Option<String>,
         /// Also show the store's size and what gc would reclaim.
         #[arg(long)]
         stats: bool,
@@ -98,6 +101,13 @@ pub enum Command {
         reference: String,
         /// Path in the snapshot.
         path: PathBuf,
+    },
+    /// Line diffs between snapshots or against the working tree (`snap diff @~1`, `snap diff #3 #5 -- src`).
+    Diff(DiffArgs),
+    /// Print a shell completion script (`snap completions bash > /etc/bash_completion.d/snap`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
     },
     /// The working tree against HEAD (`snap status`).
     Status {
@@ -160,6 +170,32 @@ pub struct SaveArgs {
     /// Allow creating a store in `/` or your home directory.
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// From this snapshot (default @, HEAD).
+    pub from: Option<String>,
+    /// To this snapshot (default: the working tree).
+    pub to: Option<String>,
+    /// Only these paths.
+    #[arg(last = true)]
+    pub paths: Vec<PathBuf>,
+    /// One line per file with lines added and removed.
+    #[arg(long, conflicts_with = "name_status")]
+    pub stat: bool,
+    /// One line per file with its status letter (A, M, D).
+    #[arg(long)]
+    pub name_status: bool,
+    /// Which page of files to show.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub page: u64,
+    /// Files per page.
+    #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..))]
+    pub files_per_page: u64,
+    /// Diff lines shown per file; the rest is cut with a note.
+    #[arg(long, default_value_t = 500)]
+    pub max_lines: usize,
 }
 
 #[derive(Debug, Args)]

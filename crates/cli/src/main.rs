@@ -3,7 +3,9 @@
 //! 1 error, 2 usage, 3 nothing to undo or redo.
 
 mod args;
+mod diff;
 mod lifecycle;
+mod progress;
 mod render;
 
 use std::io::Write;
@@ -59,6 +61,7 @@ pub(crate) struct Ctx {
     pub(crate) store: Option<PathBuf>,
     pub(crate) json: bool,
     pub(crate) quiet: bool,
+    pub(crate) progress: bool,
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -70,6 +73,7 @@ fn run(cli: Cli) -> Result<()> {
         store,
         json: cli.json,
         quiet: cli.quiet,
+        progress: progress::wanted(cli.json, cli.quiet, cli.no_progress),
     };
     match cli.command {
         Command::Init { force } => cmd_init(&ctx, force),
@@ -86,6 +90,7 @@ fn run(cli: Cli) -> Result<()> {
             all,
             step,
             session,
+            since,
             stats,
         } => cmd_log(
             &ctx,
@@ -94,6 +99,7 @@ fn run(cli: Cli) -> Result<()> {
                 all,
                 step,
                 session,
+                since,
                 stats,
             },
         ),
@@ -104,6 +110,12 @@ fn run(cli: Cli) -> Result<()> {
         Command::Cat { reference, path } => cmd_cat(&ctx, &reference, &path),
         Command::Status { category } => cmd_status(&ctx, category),
         Command::Recover => cmd_recover(&ctx),
+        Command::Diff(args) => diff::run(&ctx, args),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "snap", &mut std::io::stdout());
+            Ok(())
+        }
         Command::Prune {
             keep_last,
             keep_within,
@@ -117,7 +129,10 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 pub(crate) fn open(ctx: &Ctx) -> Result<Workspace> {
-    let ws = Workspace::discover(&ctx.start, ctx.store.as_deref())?;
+    let mut ws = Workspace::discover(&ctx.start, ctx.store.as_deref())?;
+    if ctx.progress {
+        ws.set_observer(progress::observer());
+    }
     for r in ws.recovered() {
         eprintln!(
             "snap: finished an interrupted {} (HEAD is #{}, {} paths touched)",
@@ -155,20 +170,16 @@ fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
         });
         return Ok(());
     }
-    let ws = match Workspace::discover(&ctx.start, ctx.store.as_deref()) {
-        Err(TreeError::NoWorkspace(_))
-        | Err(TreeError::Store(snap_tree::snap_store::StoreError::NotFound(_))) => {
-            Workspace::init(&ctx.start, ctx.store.as_deref(), args.force)?
+    let ws = match open(ctx) {
+        Err(e) if is_missing_store(&e) => {
+            let mut ws = Workspace::init(&ctx.start, ctx.store.as_deref(), args.force)?;
+            if ctx.progress {
+                ws.set_observer(progress::observer());
+            }
+            ws
         }
         other => other?,
     };
-    for r in ws.recovered() {
-        eprintln!(
-            "snap: finished an interrupted {} (HEAD is #{})",
-            r.op.as_str(),
-            r.head.record.seq
-        );
-    }
     let opts = SaveOptions {
         message: args.message,
         step: args.step,
@@ -209,6 +220,17 @@ fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
     Ok(())
 }
 
+/// True when `e` says there is no store yet (so `save` creates one).
+fn is_missing_store(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<TreeError>(),
+        Some(
+            TreeError::NoWorkspace(_)
+                | TreeError::Store(snap_tree::snap_store::StoreError::NotFound(_))
+        )
+    )
+}
+
 fn print_skipped(report: &snap_tree::ScanReport, quiet: bool) {
     if quiet {
         return;
@@ -247,7 +269,11 @@ fn cmd_restore(ctx: &Ctx, reference: &str, paths: &[PathBuf], dry_run: bool) -> 
 }
 
 /// Turns paths given relative to the start directory into workspace-relative path bytes.
-fn workspace_paths(ws: &Workspace, start: &Path, paths: &[PathBuf]) -> Result<Vec<Vec<u8>>> {
+pub(crate) fn workspace_paths(
+    ws: &Workspace,
+    start: &Path,
+    paths: &[PathBuf],
+) -> Result<Vec<Vec<u8>>> {
     let base = start
         .canonicalize()
         .with_context(|| start.display().to_string())?;
@@ -284,14 +310,23 @@ struct LogFilter {
     all: bool,
     step: Option<u64>,
     session: Option<String>,
+    since: Option<String>,
     stats: bool,
 }
 
 fn cmd_log(ctx: &Ctx, f: LogFilter) -> Result<()> {
     let ws = open(ctx)?;
+    let since_ns = match &f.since {
+        Some(d) => snap_tree::parse_duration(d).map_err(anyhow::Error::msg)?,
+        None => None,
+    };
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
     let entries: Vec<_> = ws
         .log(f.all)?
         .into_iter()
+        .filter(|e| since_ns.is_none_or(|d| e.snapshot.record.time_ns >= now_ns - d))
         .filter(|e| f.step.is_none_or(|s| e.snapshot.record.step == Some(s)))
         .filter(|e| {
             f.session

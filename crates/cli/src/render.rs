@@ -66,6 +66,7 @@ pub fn snapshot_json(s: &Snapshot) -> Value {
         "stats": {
             "added": r.stats.added, "modified": r.stats.modified, "deleted": r.stats.deleted,
             "files": r.stats.files, "bytes": r.stats.bytes,
+            "lines_added": r.stats.lines.map(|l| l.0), "lines_removed": r.stats.lines.map(|l| l.1),
         },
     })
 }
@@ -101,8 +102,9 @@ pub fn print_changes(changes: &[PathChange]) {
 /// `#seq short-id time kind ...`: one snapshot on one line.
 pub fn snapshot_line(s: &Snapshot) -> String {
     let r = &s.record;
+    let files = r.stats.added + r.stats.modified + r.stats.deleted;
     let mut line = format!(
-        "#{:<4} {}  {}  {:<17} +{} ~{} -{}",
+        "#{:<4} {}  {}  {:<17} {files} file(s) +{} ~{} -{}",
         r.seq,
         s.id.short(),
         time_str(r.time_ns),
@@ -111,6 +113,9 @@ pub fn snapshot_line(s: &Snapshot) -> String {
         r.stats.modified,
         r.stats.deleted
     );
+    if let Some((added, removed)) = r.stats.lines {
+        line.push_str(&format!("  lines +{added} -{removed}"));
+    }
     if let Some(step) = r.step {
         line.push_str(&format!("  step {step}"));
     }

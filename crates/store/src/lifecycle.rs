@@ -217,13 +217,20 @@ impl Store {
     /// Deletes packs with nothing live, rewrites mostly-dead ones, removes pack files no commit
     /// names, and sweeps `tmp/`.
     pub fn gc(&self) -> Result<GcReport, StoreError> {
+        self.gc_with_progress(&|_, _| {})
+    }
+
+    /// As [`Store::gc`], calling `progress(done, total)` as live objects are copied.
+    pub fn gc_with_progress(&self, progress: &dyn Fn(u64, u64)) -> Result<GcReport, StoreError> {
         let plan = self.plan_gc()?;
         let mut report = GcReport {
             bytes_before: plan.pack_bytes,
             ..GcReport::default()
         };
         let writer = self.writer();
-        for loc in &plan.to_copy {
+        let total = plan.to_copy.len() as u64;
+        for (done, loc) in plan.to_copy.iter().enumerate() {
+            progress(done as u64 + 1, total);
             let reader = PackReader::open(&self.pack_path(&loc.pack))?;
             let (info, payload) = reader.read_frame(loc.frame.offset, loc.frame.id)?;
             writer.copy(&EncodedObject {

@@ -117,6 +117,9 @@ pub struct ChangeStats {
     pub files: u64,
     /// Bytes of file content and symlink targets in the whole snapshot.
     pub bytes: u64,
+    /// Text lines added and removed against the parent; `None` when not counted (more than
+    /// `MAX_LINE_STAT_FILES` files changed, as in a first save).
+    pub lines: Option<(u64, u64)>,
 }
 
 /// A snapshot: stored in the catalog and as an object in a pack, so packs alone can rebuild
@@ -307,6 +310,7 @@ mod tests {
                 deleted: 3,
                 files: 4,
                 bytes: 5,
+                lines: Some((6, 7)),
             },
         };
         let bytes = record.encode();

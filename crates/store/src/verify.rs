@@ -71,6 +71,15 @@ impl Store {
     /// that every snapshot's objects are present, and with `read_data` that every object
     /// decompresses to bytes matching its id.
     pub fn verify(&self, read_data: bool) -> Result<VerifyReport, StoreError> {
+        self.verify_with_progress(read_data, &|_, _| {})
+    }
+
+    /// As [`Store::verify`], calling `progress(done, total)` per pack and per object read.
+    pub fn verify_with_progress(
+        &self,
+        read_data: bool,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<VerifyReport, StoreError> {
         let locations: HashMap<ObjectId, Location> = self
             .catalog
             .locations()?
@@ -83,7 +92,12 @@ impl Store {
         };
         let mut damage = Damage::default();
         let mut bad_packs = BTreeSet::new();
-        for (pack, count) in self.catalog.packs()? {
+        let packs = self.catalog.packs()?;
+        let total = packs.len() as u64 + if read_data { locations.len() as u64 } else { 0 };
+        let mut done = 0;
+        for (pack, count) in packs {
+            done += 1;
+            progress(done, total);
             report.packs += 1;
             match self.check_pack(&pack, count) {
                 Ok(bytes) => report.bytes_read += bytes,
@@ -109,6 +123,8 @@ impl Store {
                     ),
                 );
             } else if read_data {
+                done += 1;
+                progress(done, total);
                 report.bytes_read += u64::from(loc.frame.stored_len);
                 if let Err(e) = self.read(&loc.frame.id) {
                     damage.object(loc.frame.id, Some(loc.pack), e.to_string());

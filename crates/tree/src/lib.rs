@@ -18,17 +18,21 @@
 //! ```
 
 mod config;
+pub mod diff;
 mod error;
 pub mod flat;
 mod marker;
+mod observer;
 pub mod restore;
 pub mod scan;
 mod workspace;
 
 pub use config::{Config, DEFAULT_MAX_FILE_SIZE, RetentionConfig, parse_duration};
+pub use diff::{DiffEntry, FileDiff, Side, TreeDiff};
 pub use error::TreeError;
 pub use flat::{Change, FlatTree, Node};
 pub use marker::{Marker, Op};
+pub use observer::{Event, Observer, Phase};
 pub use scan::ScanReport;
 pub use snap_store::{self, EntryKind, ObjectId, SnapshotKind, SnapshotRecord};
 pub use workspace::{

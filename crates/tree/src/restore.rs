@@ -70,6 +70,11 @@ impl Plan {
         plan
     }
 
+    /// How many paths the plan changes.
+    pub fn len(&self) -> usize {
+        self.remove_files.len() + self.remove_dirs.len() + self.make_dirs.len() + self.write.len()
+    }
+
     /// True when the working tree already matches.
     pub fn is_empty(&self) -> bool {
         self.remove_files.is_empty()
@@ -87,6 +92,17 @@ pub fn apply(
     plan: &Plan,
     target: &FlatTree,
 ) -> Result<usize, TreeError> {
+    apply_with(root, store, plan, target, &|| {})
+}
+
+/// As [`apply`], calling `tick` once per path changed (from worker threads too).
+pub fn apply_with(
+    root: &Path,
+    store: &Store,
+    plan: &Plan,
+    target: &FlatTree,
+    tick: &(dyn Fn() + Sync),
+) -> Result<usize, TreeError> {
     let root_fd = rustix::fs::open(
         root,
         OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
@@ -95,18 +111,23 @@ pub fn apply(
     .map_err(|e| TreeError::io(root, e.into()))?;
     for path in &plan.remove_files {
         remove(root, &root_fd, path, AtFlags::empty())?;
+        tick();
     }
     for path in &plan.remove_dirs {
         remove_dir(root, &root_fd, path, target)?;
+        tick();
     }
     for path in &plan.make_dirs {
         make_dir(root, &root_fd, path)?;
+        tick();
     }
-    plan.write
-        .par_iter()
-        .try_for_each(|(path, node)| write_entry(root, &root_fd, store, path, node))?;
+    plan.write.par_iter().try_for_each(|(path, node)| {
+        write_entry(root, &root_fd, store, path, node)?;
+        tick();
+        Ok::<(), TreeError>(())
+    })?;
     sync_parents(root, &root_fd, plan)?;
-    Ok(plan.remove_files.len() + plan.remove_dirs.len() + plan.make_dirs.len() + plan.write.len())
+    Ok(plan.len())
 }
 
 fn fail(action: &'static str, root: &Path, path: &[u8], e: Errno) -> TreeError {

@@ -245,12 +245,14 @@ pub fn store_walk(
     writer: &ObjectWriter<'_>,
     max_file_size: u64,
     cache: &CacheView<'_>,
+    tick: &(dyn Fn() + Sync),
 ) -> Result<Stored, TreeError> {
     let stats = std::mem::take(&mut walk.file_stats);
     let stored: Vec<Result<Option<StoredEntry>, TreeError>> = walk
         .entries
         .into_par_iter()
         .map(|(rel, kind)| {
+            tick();
             let stat = stats.get(&rel);
             match (stat, cache.entries.get(&rel)) {
                 (Some(key), Some(hit)) if hit.trusted_for(key) => Ok(Some((

@@ -13,10 +13,12 @@ use snap_store::{
 
 use crate::TreeError;
 use crate::config::Config;
+use crate::diff::{self, DiffEntry, FileDiff, Side, TreeDiff};
 use crate::flat::{
     self, Change, FlatTree, Node, UNBUILT, build_trees, count_changes, diff_files, flatten,
 };
 use crate::marker::{Marker, Op};
+use crate::observer::{Event, Observer, Phase, Ticker};
 use crate::restore::{self, Plan};
 use crate::scan::{self, STORE_DIR, ScanReport};
 
@@ -105,6 +107,21 @@ pub struct Workspace {
     store: Store,
     config: Config,
     recovered: Vec<Recovered>,
+    observer: ObserverSlot,
+}
+
+/// Holds the observer; exists so that `Workspace` can derive `Debug`.
+#[derive(Default)]
+struct ObserverSlot(Option<Observer>);
+
+impl std::fmt::Debug for ObserverSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Some(observer)"
+        } else {
+            "None"
+        })
+    }
 }
 
 struct Capture {
@@ -197,9 +214,33 @@ impl Workspace {
             store,
             config,
             recovered: Vec::new(),
+            observer: ObserverSlot::default(),
         };
         ws.recover()?;
         Ok(ws)
+    }
+
+    /// Sets the callback that hears of snapshots, restores, recoveries, errors and progress.
+    /// Recoveries done while opening are reported to it at once.
+    pub fn set_observer(&mut self, observer: Observer) {
+        for r in &self.recovered {
+            observer(&Event::Recovered(r));
+        }
+        self.observer = ObserverSlot(Some(observer));
+    }
+
+    fn emit(&self, event: Event<'_>) {
+        if let Some(observe) = &self.observer.0 {
+            observe(&event);
+        }
+    }
+
+    /// Reports an error to the observer on its way out.
+    fn observed<T>(&self, result: Result<T, TreeError>) -> Result<T, TreeError> {
+        if let Err(e) = &result {
+            self.emit(Event::Error(e));
+        }
+        result
     }
 
     /// The workspace root.
@@ -337,8 +378,19 @@ impl Workspace {
             entries: &cached,
             fs_now_ns,
         };
-        let mut stored =
-            scan::store_walk(&self.root, walk, writer, self.config.max_file_size, &view)?;
+        let ticker = Ticker::new(
+            self.observer.0.as_ref(),
+            Phase::Scan,
+            walk.entries.len() as u64,
+        );
+        let mut stored = scan::store_walk(
+            &self.root,
+            walk,
+            writer,
+            self.config.max_file_size,
+            &view,
+            &|| ticker.tick(),
+        )?;
         let root = build_trees(writer, &mut stored.flat)?;
         let cache = if writer.is_dry_run() {
             StatCacheUpdate::default()
@@ -389,6 +441,36 @@ impl Workspace {
         Ok(())
     }
 
+    /// Text lines added and removed by `changes`, when few enough files changed to count them
+    /// cheaply. Old content comes from the store; new content from the store or, for objects
+    /// this command has not committed yet, from the working tree it was just read from.
+    fn line_stats(
+        &self,
+        old: &FlatTree,
+        new: &FlatTree,
+        changes: &[PathChange],
+    ) -> Option<(u64, u64)> {
+        if changes.len() > diff::MAX_LINE_STAT_FILES {
+            return None;
+        }
+        let content = |flat: &FlatTree, path: &[u8]| -> Option<Vec<u8>> {
+            let node = flat
+                .get(path)
+                .filter(|n| matches!(n.kind, EntryKind::File | EntryKind::Executable))?;
+            self.store
+                .read_file(&node.id)
+                .ok()
+                .or_else(|| std::fs::read(scan::abs(&self.root, path)).ok())
+        };
+        let mut total = (0, 0);
+        for (path, _) in changes {
+            let (a, r) =
+                diff::line_counts(content(old, path).as_deref(), content(new, path).as_deref());
+            total = (total.0 + a, total.1 + r);
+        }
+        Some(total)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn record_snapshot(
         &self,
@@ -397,7 +479,7 @@ impl Workspace {
         kind: SnapshotKind,
         opts: &SaveOptions,
         (root, flat): (ObjectId, &FlatTree),
-        parent: Option<&Snapshot>,
+        (parent, parent_flat): (Option<&Snapshot>, &FlatTree),
         changes: &[PathChange],
         after: After,
     ) -> Result<Snapshot, TreeError> {
@@ -409,6 +491,7 @@ impl Workspace {
             deleted,
             files: files.clone().count() as u64,
             bytes: files.map(|n| n.size).sum(),
+            lines: self.line_stats(parent_flat, flat, changes),
         };
         let record = SnapshotRecord {
             seq: self.store.next_seq()?,
@@ -435,11 +518,17 @@ impl Workspace {
             stat_cache,
             ..Commit::default()
         })?;
-        Ok(Snapshot { id, record })
+        let snapshot = Snapshot { id, record };
+        self.emit(Event::SnapshotCreated(&snapshot));
+        Ok(snapshot)
     }
 
     /// Snapshots the working tree if it differs from HEAD (or always, with `allow_empty`).
     pub fn save(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
+        self.observed(self.save_inner(opts))
+    }
+
+    fn save_inner(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
         let head = self.head()?;
         let head_flat = self.flat_of(head.as_ref())?;
         let writer = self.store.writer();
@@ -460,7 +549,7 @@ impl Workspace {
             SnapshotKind::Save,
             opts,
             (cap.root, &cap.flat),
-            head.as_ref(),
+            (head.as_ref(), &head_flat),
             &changes,
             After::Advance,
         )?;
@@ -501,12 +590,34 @@ impl Workspace {
 
     /// Reclaims the space of objects no snapshot references.
     pub fn gc(&self) -> Result<GcReport, TreeError> {
-        Ok(self.store.gc()?)
+        let progress = |done, total| {
+            self.emit(Event::Progress {
+                phase: Phase::Gc,
+                done,
+                total,
+            })
+        };
+        self.observed(
+            self.store
+                .gc_with_progress(&progress)
+                .map_err(TreeError::from),
+        )
     }
 
     /// Checks the store; with `read_data`, every object's bytes.
     pub fn verify(&self, read_data: bool) -> Result<VerifyReport, TreeError> {
-        Ok(self.store.verify(read_data)?)
+        let progress = |done, total| {
+            self.emit(Event::Progress {
+                phase: Phase::Verify,
+                done,
+                total,
+            })
+        };
+        self.observed(
+            self.store
+                .verify_with_progress(read_data, &progress)
+                .map_err(TreeError::from),
+        )
     }
 
     /// Store size and what gc would reclaim.
@@ -566,6 +677,10 @@ impl Workspace {
     /// Moves HEAD `n` snapshots back and makes the working tree match. Unsaved changes are
     /// saved first (as an `auto-before-undo` snapshot, which then counts as the first step).
     pub fn undo(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
+        self.observed(self.undo_inner(n, dry_run))
+    }
+
+    fn undo_inner(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
         let head = self
             .head()?
             .ok_or_else(|| TreeError::NothingToUndo("there are no snapshots yet".into()))?;
@@ -597,7 +712,8 @@ impl Workspace {
         }
         let mut redo = history.redo;
         if dirty {
-            let head_changes = diff_files(&self.files(&head)?, &cap.flat);
+            let head_flat = self.files(&head)?;
+            let head_changes = diff_files(&head_flat, &cap.flat);
             let opts = SaveOptions {
                 message: "unsaved changes before undo".into(),
                 ..SaveOptions::default()
@@ -608,7 +724,7 @@ impl Workspace {
                 SnapshotKind::AutoBeforeUndo,
                 &opts,
                 (cap.root, &cap.flat),
-                Some(&head),
+                (Some(&head), &head_flat),
                 &head_changes,
                 After::Advance,
             )?;
@@ -626,6 +742,10 @@ impl Workspace {
     /// Moves HEAD `n` snapshots forward along the redo stack. Unsaved changes are saved first
     /// as an `auto-before-redo` snapshot (kept, shown by `log --all`), leaving the stack whole.
     pub fn redo(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
+        self.observed(self.redo_inner(n, dry_run))
+    }
+
+    fn redo_inner(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
         let history = self.store.history()?;
         if n == 0 || history.redo.len() < n as usize {
             let why = format!("the redo stack holds {} snapshot(s)", history.redo.len());
@@ -663,7 +783,8 @@ impl Workspace {
             return Ok(outcome);
         }
         if dirty {
-            let head_changes = diff_files(&self.files(&head)?, &cap.flat);
+            let head_flat = self.files(&head)?;
+            let head_changes = diff_files(&head_flat, &cap.flat);
             let opts = SaveOptions {
                 message: "unsaved changes before redo".into(),
                 ..SaveOptions::default()
@@ -674,7 +795,7 @@ impl Workspace {
                 SnapshotKind::AutoBeforeRedo,
                 &opts,
                 (cap.root, &cap.flat),
-                Some(&head),
+                (Some(&head), &head_flat),
                 &head_changes,
                 After::Detached,
             )?;
@@ -695,6 +816,15 @@ impl Workspace {
     /// Makes the working tree (or only `paths`) match `reference`, recorded as a new snapshot
     /// of kind `restore` so that `undo` returns to the state before it.
     pub fn restore(
+        &self,
+        reference: &str,
+        paths: &[Vec<u8>],
+        dry_run: bool,
+    ) -> Result<MoveOutcome, TreeError> {
+        self.observed(self.restore_inner(reference, paths, dry_run))
+    }
+
+    fn restore_inner(
         &self,
         reference: &str,
         paths: &[Vec<u8>],
@@ -731,7 +861,8 @@ impl Workspace {
         }
         let mut parent = head;
         if dirty {
-            let head_changes = diff_files(&self.flat_of(parent.as_ref())?, &cap.flat);
+            let head_flat = self.flat_of(parent.as_ref())?;
+            let head_changes = diff_files(&head_flat, &cap.flat);
             let opts = SaveOptions {
                 message: "unsaved changes before restore".into(),
                 ..SaveOptions::default()
@@ -742,7 +873,7 @@ impl Workspace {
                 SnapshotKind::AutoBeforeRestore,
                 &opts,
                 (cap.root, &cap.flat),
-                parent.as_ref(),
+                (parent.as_ref(), &head_flat),
                 &head_changes,
                 After::Advance,
             )?;
@@ -762,7 +893,7 @@ impl Workspace {
             SnapshotKind::Restore,
             &opts,
             (target_root, &target_flat),
-            parent.as_ref(),
+            (parent.as_ref(), &cap.flat),
             &outcome.changes,
             After::Detached,
         )?;
@@ -789,7 +920,10 @@ impl Workspace {
         };
         marker.write(self.store.dir())?;
         let plan = Plan::new(current, target_flat);
-        if let Err(e) = restore::apply(&self.root, &self.store, &plan, target_flat) {
+        let ticker = Ticker::new(self.observer.0.as_ref(), Phase::Restore, plan.len() as u64);
+        if let Err(e) = restore::apply_with(&self.root, &self.store, &plan, target_flat, &|| {
+            ticker.tick()
+        }) {
             let partial = self.capture(&self.store.dry_writer())?.flat;
             restore::apply(
                 &self.root,
@@ -804,7 +938,87 @@ impl Workspace {
             head: Some(marker.head),
             redo: marker.redo.clone(),
         })?;
-        marker.remove(self.store.dir())
+        marker.remove(self.store.dir())?;
+        self.emit(Event::Restored {
+            op,
+            head: target,
+            paths_touched: plan.len(),
+        });
+        Ok(())
+    }
+
+    /// The files that differ from `from` (default HEAD) to `to` (default the working tree),
+    /// limited to `paths` (and what is under them) when any are given. Writes nothing.
+    pub fn diff(
+        &self,
+        from: Option<&str>,
+        to: Option<&str>,
+        paths: &[Vec<u8>],
+    ) -> Result<TreeDiff, TreeError> {
+        let from = match from {
+            Some(r) => Side::Snapshot(Some(Box::new(self.resolve(r)?))),
+            None => Side::Snapshot(self.head()?.map(Box::new)),
+        };
+        let to = match to {
+            Some(r) => Side::Snapshot(Some(Box::new(self.resolve(r)?))),
+            None => Side::WorkingTree,
+        };
+        let (old, new) = (self.side_flat(&from)?, self.side_flat(&to)?);
+        let wanted = |p: &[u8]| {
+            paths.is_empty()
+                || paths.iter().any(|q| {
+                    q.is_empty()
+                        || p == q.as_slice()
+                        || (p.starts_with(q) && p.get(q.len()) == Some(&b'/'))
+                })
+        };
+        let entries = diff_files(&old, &new)
+            .into_iter()
+            .filter(|(p, _)| wanted(p))
+            .map(|(path, change)| DiffEntry {
+                old: old.get(&path).copied().filter(|n| n.kind != EntryKind::Dir),
+                new: new.get(&path).copied().filter(|n| n.kind != EntryKind::Dir),
+                path,
+                change,
+            })
+            .collect();
+        Ok(TreeDiff { from, to, entries })
+    }
+
+    fn side_flat(&self, side: &Side) -> Result<FlatTree, TreeError> {
+        match side {
+            Side::Snapshot(s) => self.flat_of(s.as_deref()),
+            Side::WorkingTree => Ok(self.capture(&self.store.dry_writer())?.flat),
+        }
+    }
+
+    /// The line diff of one entry of `diff` (symlinks diff their targets).
+    pub fn file_diff(&self, diff: &TreeDiff, entry: &DiffEntry) -> Result<FileDiff, TreeError> {
+        let old = entry
+            .old
+            .map(|n| self.side_content(&diff.from, &entry.path, &n))
+            .transpose()?;
+        let new = entry
+            .new
+            .map(|n| self.side_content(&diff.to, &entry.path, &n))
+            .transpose()?;
+        Ok(diff::diff_files(old.as_deref(), new.as_deref()))
+    }
+
+    fn side_content(&self, side: &Side, path: &[u8], node: &Node) -> Result<Vec<u8>, TreeError> {
+        let abs = scan::abs(&self.root, path);
+        match (side, node.kind) {
+            (Side::Snapshot(_), _) => Ok(self.store.read_file(&node.id)?),
+            (Side::WorkingTree, EntryKind::Symlink) => {
+                use std::os::unix::ffi::OsStrExt;
+                Ok(std::fs::read_link(&abs)
+                    .map_err(|e| TreeError::io(&abs, e))?
+                    .as_os_str()
+                    .as_bytes()
+                    .to_vec())
+            }
+            (Side::WorkingTree, _) => std::fs::read(&abs).map_err(|e| TreeError::io(&abs, e)),
+        }
     }
 
     /// Snapshots newest first: HEAD's ancestry and the redo stack, or every one with `all`.

@@ -1,0 +1,193 @@
+//! `snap diff`: unified line diffs, `--stat` and `--name-status`, paginated by files, each
+//! file cut at `--max-lines`, binary files summarized by size, colour only on a terminal.
+
+use std::io::IsTerminal;
+
+use anyhow::Result;
+use serde_json::{Value, json};
+use snap_tree::{Change, DiffEntry, FileDiff, Side, TreeDiff};
+
+use crate::args::DiffArgs;
+use crate::render::path_str;
+use crate::{Ctx, emit, open, workspace_paths};
+
+/// The page of entries asked for, and how many pages there are.
+fn page<'a>(entries: &'a [DiffEntry], args: &DiffArgs) -> (&'a [DiffEntry], u64) {
+    let per = args.files_per_page as usize;
+    let pages = entries.len().div_ceil(per).max(1) as u64;
+    let start = ((args.page - 1) as usize)
+        .saturating_mul(per)
+        .min(entries.len());
+    (&entries[start..(start + per).min(entries.len())], pages)
+}
+
+fn side_label(side: &Side) -> String {
+    match side {
+        Side::Snapshot(Some(s)) => format!("#{}", s.record.seq),
+        Side::Snapshot(None) => "empty".into(),
+        Side::WorkingTree => "working tree".into(),
+    }
+}
+
+fn letter(c: Change) -> char {
+    match c {
+        Change::Added => 'A',
+        Change::Modified => 'M',
+        Change::Deleted => 'D',
+    }
+}
+
+pub fn run(ctx: &Ctx, args: DiffArgs) -> Result<()> {
+    let ws = open(ctx)?;
+    let paths = workspace_paths(&ws, &ctx.start, &args.paths)?;
+    let diff = ws.diff(args.from.as_deref(), args.to.as_deref(), &paths)?;
+    let (shown, pages) = page(&diff.entries, &args);
+    let files: Vec<(&DiffEntry, FileDiff)> = shown
+        .iter()
+        .map(|e| ws.file_diff(&diff, e).map(|d| (e, d)))
+        .collect::<Result<_, _>>()?;
+    if ctx.json {
+        println!("{}", diff_json(&diff, &files, &args, pages));
+        return Ok(());
+    }
+    let colour = std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    emit(ctx, Value::Null, || {
+        print_human(&diff, &files, &args, pages, colour)
+    });
+    Ok(())
+}
+
+fn diff_json(
+    diff: &TreeDiff,
+    files: &[(&DiffEntry, FileDiff)],
+    args: &DiffArgs,
+    pages: u64,
+) -> Value {
+    let rows: Vec<Value> = files
+        .iter()
+        .map(|(e, d)| {
+            let mut v = json!({"path": path_str(&e.path), "status": e.change.as_str()});
+            match d {
+                FileDiff::Text {
+                    lines,
+                    added,
+                    removed,
+                } => {
+                    let cut = lines.len().saturating_sub(args.max_lines);
+                    v["binary"] = json!(false);
+                    v["added"] = json!(added);
+                    v["removed"] = json!(removed);
+                    if !args.stat && !args.name_status {
+                        v["lines"] = json!(lines.iter().take(args.max_lines).collect::<Vec<_>>());
+                        v["lines_cut"] = json!(cut);
+                    }
+                }
+                FileDiff::Binary { old_size, new_size } => {
+                    v["binary"] = json!(true);
+                    v["old_size"] = json!(old_size);
+                    v["new_size"] = json!(new_size);
+                }
+            }
+            v
+        })
+        .collect();
+    json!({
+        "from": side_label(&diff.from), "to": side_label(&diff.to),
+        "total_files": diff.entries.len(), "page": args.page, "pages": pages,
+        "files_per_page": args.files_per_page, "files": rows,
+    })
+}
+
+fn print_human(
+    diff: &TreeDiff,
+    files: &[(&DiffEntry, FileDiff)],
+    args: &DiffArgs,
+    pages: u64,
+    colour: bool,
+) {
+    if diff.entries.is_empty() {
+        println!(
+            "no differences between {} and {}",
+            side_label(&diff.from),
+            side_label(&diff.to)
+        );
+        return;
+    }
+    for (entry, file) in files {
+        if args.name_status {
+            println!("{}\t{}", letter(entry.change), path_str(&entry.path));
+        } else if args.stat {
+            print_stat_row(entry, file);
+        } else {
+            print_file(entry, file, args.max_lines, colour);
+        }
+    }
+    if pages > 1 {
+        println!(
+            "-- page {} of {} ({} files in all); next: snap diff --page {}",
+            args.page,
+            pages,
+            diff.entries.len(),
+            (args.page + 1).min(pages)
+        );
+    }
+}
+
+fn print_stat_row(entry: &DiffEntry, file: &FileDiff) {
+    match file {
+        FileDiff::Text { added, removed, .. } => {
+            println!("{} | +{added} -{removed}", path_str(&entry.path))
+        }
+        FileDiff::Binary { old_size, new_size } => {
+            println!(
+                "{} | binary {} -> {} bytes",
+                path_str(&entry.path),
+                old_size.unwrap_or(0),
+                new_size.unwrap_or(0)
+            )
+        }
+    }
+}
+
+fn print_file(entry: &DiffEntry, file: &FileDiff, max_lines: usize, colour: bool) {
+    let path = path_str(&entry.path);
+    let (a, b) = match entry.change {
+        Change::Added => ("/dev/null".to_string(), format!("b/{path}")),
+        Change::Deleted => (format!("a/{path}"), "/dev/null".to_string()),
+        Change::Modified => (format!("a/{path}"), format!("b/{path}")),
+    };
+    match file {
+        FileDiff::Binary { old_size, new_size } => {
+            let size = |s: &Option<u64>| s.map_or("absent".to_string(), |n| format!("{n} bytes"));
+            println!(
+                "Binary file {path} differs ({} -> {})",
+                size(old_size),
+                size(new_size)
+            );
+        }
+        FileDiff::Text { lines, .. } => {
+            println!("--- {a}\n+++ {b}");
+            for line in lines.iter().take(max_lines) {
+                println!("{}", paint(line, colour));
+            }
+            if lines.len() > max_lines {
+                println!(
+                    "... {} more diff lines cut (raise --max-lines to see them)",
+                    lines.len() - max_lines
+                );
+            }
+        }
+    }
+}
+
+fn paint(line: &str, colour: bool) -> String {
+    let code = match line.as_bytes().first() {
+        _ if !colour => return line.to_string(),
+        Some(b'+') => "32",
+        Some(b'-') => "31",
+        Some(b'@') => "36",
+        _ => return line.to_string(),
+    };
+    format!("\x1b[{code}m{line}\x1b[0m")
+}

@@ -644,3 +644,71 @@ fn gc_running_beside_saves_loses_no_snapshot() {
     assert_eq!(read(&d, "w0/f11"), "writer 0 step 11");
     assert_eq!(read(&d, "w1/f11"), "writer 1 step 11");
 }
+
+/// Every key path of a JSON value (`a.b`, `list[].c`), arrays judged by their first element.
+fn shape(v: &Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        Value::Object(map) => {
+            for (k, x) in map {
+                let p = format!("{prefix}.{k}");
+                out.insert(p.clone());
+                shape(x, &p, out);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(first) = items.first() {
+                shape(first, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The `## \`snap ...\`` sections of docs/JSON.md with their example documents, in order.
+fn documented_examples() -> Vec<(String, Value)> {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/JSON.md")).unwrap();
+    let mut out = Vec::new();
+    let mut title = None;
+    let mut block: Option<String> = None;
+    for line in doc.lines() {
+        if let Some(t) = line.strip_prefix("## `snap ").and_then(|t| t.strip_suffix('`')) {
+            title = Some(t.to_string());
+        } else if line == "```json" {
+            block = Some(String::new());
+        } else if line == "```" {
+            if let (Some(t), Some(b)) = (title.take(), block.take()) {
+                out.push((t, serde_json::from_str(&b).unwrap()));
+            }
+        } else if let Some(b) = block.as_mut() {
+            b.push_str(line);
+            b.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn docs_json_md_matches_what_the_binary_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a.txt", b"one\n");
+    write(d, "src/main.rs", b"fn main() {}\n");
+    let examples = documented_examples();
+    assert!(examples.len() >= 18, "docs/JSON.md documents {} commands", examples.len());
+    for (title, documented) in examples {
+        if title == "status" {
+            write(d, "a.txt", b"one\ntwo\n");
+            ok(d, &["save", "-m", "second", "--step", "2", "--meta", "turn=2"]);
+            write(d, "a.txt", b"one\ntwo\nthree\n");
+        }
+        let mut args = vec!["--json".to_string()];
+        args.extend(title.split_whitespace().map(|a| a.trim_matches('\'').to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = snap(d, &args);
+        let actual: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("snap {title}: {e}"));
+        let (mut want, mut got) = (Default::default(), Default::default());
+        shape(&documented, "", &mut want);
+        shape(&actual, "", &mut got);
+        assert_eq!(want, got, "docs/JSON.md's example for `snap {title}` differs from the output");
+    }
+}

@@ -882,7 +882,10 @@ impl Workspace {
         } else {
             self.commit_packs(writer, cap.cache)?;
         }
-        let message = format!("restore {reference} (#{})", source.record.seq);
+        let message = match format!("#{}", source.record.seq) {
+            seq if seq == reference => format!("restore {seq}"),
+            seq => format!("restore {reference} ({seq})"),
+        };
         let opts = SaveOptions {
             message,
             ..SaveOptions::default()

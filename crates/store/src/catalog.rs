@@ -41,7 +41,9 @@ const LOCATION_LEN: usize = 50;
 /// Where one object lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Location {
+    /// The pack holding the object, named by its body hash.
     pub pack: ObjectId,
+    /// The object's frame in that pack.
     pub frame: FrameInfo,
 }
 
@@ -85,15 +87,20 @@ impl Location {
 /// HEAD and the redo stack (top last).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HistoryState {
+    /// The snapshot the working tree was last saved as or moved to; `None` when there is none yet.
     pub head: Option<ObjectId>,
+    /// Snapshots undo stepped back over; the next redo target is last.
     pub redo: Vec<ObjectId>,
 }
 
 /// Everything one command commits at once.
 #[derive(Debug, Default)]
 pub struct Commit {
+    /// Newly sealed packs, each with the frames it holds.
     pub packs: Vec<(ObjectId, Vec<FrameInfo>)>,
+    /// Snapshot records to add, with their ids.
     pub snapshots: Vec<(ObjectId, SnapshotRecord)>,
+    /// New HEAD and redo stack; `None` leaves them as they are.
     pub history: Option<HistoryState>,
     /// Snapshots dropped from the catalog (prune).
     pub remove_snapshots: Vec<ObjectId>,

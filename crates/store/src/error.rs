@@ -7,54 +7,117 @@ use crate::ObjectId;
 /// Errors of the object store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// A filesystem operation failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file or directory the operation was on.
         path: PathBuf,
+        /// The underlying OS error.
         source: std::io::Error,
     },
+    /// The directory holds no store (no `packs/` in it); carries the store directory.
     #[error("no snap store at {0} (run `snap init` or `snap save` first)")]
     NotFound(PathBuf),
+    /// Creating a store where one already exists; carries its directory.
     #[error("a snap store already exists at {0}")]
     AlreadyExists(PathBuf),
+    /// The catalog was written by a newer snap; nothing is read from it.
     #[error(
         "the store at {path} has format version {found}; this snap reads up to {supported}: upgrade snap"
     )]
     NewerFormat {
+        /// The catalog file.
         path: PathBuf,
+        /// Format version recorded in the catalog.
         found: u32,
+        /// Highest format version this build reads ([`crate::CATALOG_VERSION`]).
         supported: u32,
     },
+    /// The catalog file is missing, empty or not a redb database; `repair` rebuilds it.
     #[error(
         "the catalog {path} is unreadable ({why}); run `snap repair` to rebuild it from the packs"
     )]
-    CatalogUnreadable { path: PathBuf, why: String },
+    CatalogUnreadable {
+        /// The catalog file.
+        path: PathBuf,
+        /// What opening it reported.
+        why: String,
+    },
+    /// A catalog transaction failed, or a catalog record is malformed.
     #[error("catalog {path}: {why}")]
-    Catalog { path: PathBuf, why: String },
+    Catalog {
+        /// The catalog file.
+        path: PathBuf,
+        /// The redb error or the malformed record.
+        why: String,
+    },
+    /// A pack's header, frame headers, trailer or body hash are wrong.
     #[error("pack {path} is damaged: {why}")]
-    CorruptPack { path: PathBuf, why: String },
+    CorruptPack {
+        /// The pack file.
+        path: PathBuf,
+        /// Which check failed, with the offset where there is one.
+        why: String,
+    },
+    /// An object's bytes fail to decompress, hash to its id or decode as its kind.
     #[error("object {id} is damaged: {why}")]
-    CorruptObject { id: ObjectId, why: String },
+    CorruptObject {
+        /// The damaged object (all zeros for a catalog row too short to name one).
+        id: ObjectId,
+        /// Which check failed.
+        why: String,
+    },
+    /// The catalog has no location, or no snapshot record, for this id.
     #[error("object {id} is missing from the store")]
-    MissingObject { id: ObjectId },
+    MissingObject {
+        /// The object asked for.
+        id: ObjectId,
+    },
+    /// An object was read as one kind but is stored as another.
     #[error("object {id} is a {found:?}, expected a {expected:?}")]
     WrongKind {
+        /// The object read.
         id: ObjectId,
+        /// The kind the caller asked for.
         expected: crate::ObjectKind,
+        /// The kind its frame records.
         found: crate::ObjectKind,
     },
+    /// An object or its stored payload does not fit a frame's u32 length fields.
     #[error("object {id} is too large ({len} bytes)")]
-    ObjectTooLarge { id: ObjectId, len: u64 },
+    ObjectTooLarge {
+        /// The object that does not fit.
+        id: ObjectId,
+        /// Its length in bytes, raw or compressed.
+        len: u64,
+    },
+    /// Another process held the store lock for the whole lock timeout.
     #[error("the store is locked by {holder} (waited {waited_secs}s); is another snap running?")]
-    Locked { holder: String, waited_secs: u64 },
+    Locked {
+        /// What the lock file says of its holder (`pid N`), or `another process`.
+        holder: String,
+        /// How long this process waited, in whole seconds.
+        waited_secs: u64,
+    },
+    /// A well-formed snapshot reference that matches no snapshot; carries the reference.
     #[error("unknown snapshot reference {0:?}")]
     UnknownRef(String),
+    /// An id prefix that matches several snapshots.
     #[error("snapshot reference {reference:?} is ambiguous: {}", candidates.join(", "))]
     AmbiguousRef {
+        /// The prefix as given.
         reference: String,
+        /// Each matching snapshot as `<short id> (#SEQ)`.
         candidates: Vec<String>,
     },
+    /// A malformed reference, or one that reaches past the history (`@~N` too deep).
     #[error("bad snapshot reference {reference:?}: {why}")]
-    BadRef { reference: String, why: String },
+    BadRef {
+        /// The reference as given.
+        reference: String,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 impl StoreError {

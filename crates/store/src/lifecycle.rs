@@ -32,28 +32,41 @@ pub struct Retention {
 /// What prune removed (or would remove).
 #[derive(Clone, Debug, Default)]
 pub struct PruneReport {
+    /// Snapshots dropped from the catalog (or that would be, in a dry run), oldest first.
     pub removed: Vec<(ObjectId, SnapshotRecord)>,
+    /// Snapshots left in the catalog.
     pub kept: usize,
 }
 
 /// What gc did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GcReport {
+    /// Size of the catalogued pack files before gc.
     pub bytes_before: u64,
+    /// Size of the catalogued pack files after gc.
     pub bytes_after: u64,
+    /// Packs with no live object, deleted whole.
     pub packs_deleted: usize,
+    /// Sparse or small packs whose live objects were copied out before deletion.
     pub packs_repacked: usize,
+    /// Dead objects dropped from the catalog.
     pub objects_removed: usize,
+    /// Pack files no catalog commit named (left by a crash), deleted.
     pub orphan_packs_deleted: usize,
+    /// Leftover files swept from `tmp/`.
     pub tmp_files_removed: usize,
 }
 
 /// Sizes, for `snap log --stats`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StoreStats {
+    /// Snapshot records in the catalog.
     pub snapshots: u64,
+    /// Packs the catalog names.
     pub packs: usize,
+    /// Total size of those pack files.
     pub pack_bytes: u64,
+    /// Size of `catalog.redb`.
     pub catalog_bytes: u64,
     /// Bytes gc would give back now.
     pub reclaimable_bytes: u64,

@@ -53,29 +53,36 @@ pub enum EntryKind {
 /// One entry of a tree. `name` is raw bytes: Unix names need not be UTF-8.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TreeEntry {
+    /// One path component: never empty, `.` or `..`, never holding `/` or NUL.
     pub name: Vec<u8>,
+    /// What the entry is, which decides what `id` names.
     pub kind: EntryKind,
     /// File length, or link target length; 0 for directories.
     pub size: u64,
+    /// Chunk or chunk list (file), target chunk (symlink) or tree (directory).
     pub id: ObjectId,
 }
 
 /// One directory: entries strictly sorted by name bytes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tree {
+    /// Strictly increasing by name bytes, so equal directories encode (and hash) alike.
     pub entries: Vec<TreeEntry>,
 }
 
 /// One chunk of a large file, in order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChunkRef {
+    /// The `Chunk` object holding this piece.
     pub id: ObjectId,
+    /// Bytes in the piece; only a size hint when reading the file back.
     pub len: u64,
 }
 
 /// The chunks of a file cut by content-defined chunking.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChunkList {
+    /// In file order; their concatenation is the file's content.
     pub chunks: Vec<ChunkRef>,
 }
 
@@ -110,8 +117,11 @@ impl SnapshotKind {
 /// How a snapshot's tree differs from its parent's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChangeStats {
+    /// Files and symlinks present only in this snapshot.
     pub added: u64,
+    /// Files and symlinks whose kind or content changed.
     pub modified: u64,
+    /// Files and symlinks present only in the parent.
     pub deleted: u64,
     /// Files and symlinks in the whole snapshot.
     pub files: u64,
@@ -128,15 +138,23 @@ pub struct ChangeStats {
 pub struct SnapshotRecord {
     /// Sequence number, unique and increasing within a store.
     pub seq: u64,
+    /// Tree of the workspace root.
     pub root: ObjectId,
+    /// HEAD when it was made (or the auto-save just before it); `None` for a first snapshot.
     pub parent: Option<ObjectId>,
     /// Creation time, nanoseconds since the Unix epoch.
     pub time_ns: i64,
+    /// Which command made it, and whether on request or automatically.
     pub kind: SnapshotKind,
+    /// Free text from `--message`, or snap's own for automatic snapshots.
     pub message: String,
+    /// Agent step (turn) number, if given; resolvable as `step:N`.
     pub step: Option<u64>,
+    /// Agent session name, if given.
     pub session: Option<String>,
+    /// Free key=value metadata, in the order given.
     pub meta: Vec<(String, String)>,
+    /// Changes against the parent and totals of the whole tree.
     pub stats: ChangeStats,
 }
 

@@ -41,7 +41,9 @@ pub const PACK_TARGET_SIZE: u64 = 128 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Compression {
+    /// The payload is the object's bytes as they are.
     Raw = 0,
+    /// The payload is one zstd frame of the object's bytes.
     Zstd = 1,
 }
 
@@ -53,21 +55,32 @@ const MIN_COMPRESS_LEN: usize = 64;
 /// One object's place in a pack, as the catalog records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameInfo {
+    /// The object's id, also written in the frame header.
     pub id: ObjectId,
+    /// Object kind from the frame header.
     pub kind: ObjectKind,
+    /// How the payload is stored.
     pub compression: Compression,
+    /// Byte offset of the frame header from the start of the pack file.
     pub offset: u64,
+    /// Length of the object's uncompressed bytes.
     pub raw_len: u32,
+    /// Length of the payload as stored, after compression if any.
     pub stored_len: u32,
 }
 
 /// An object compressed (or not) and ready to be appended to a pack.
 #[derive(Debug)]
 pub struct EncodedObject {
+    /// BLAKE3 of the kind byte and the uncompressed bytes.
     pub id: ObjectId,
+    /// Hashed into the id and written into the frame header.
     pub kind: ObjectKind,
+    /// Length of the uncompressed bytes.
     pub raw_len: u32,
+    /// Zstd only when it saves more than 1/16 of the bytes.
     pub compression: Compression,
+    /// The bytes written after the frame header, as `compression` says.
     pub payload: Vec<u8>,
 }
 

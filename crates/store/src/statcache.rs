@@ -20,18 +20,26 @@ pub const STAT_ENTRY_LEN: usize = 77;
 /// The parts of a file's stat that change when its content may have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct StatKey {
+    /// File length in bytes.
     pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
     pub mtime_ns: i64,
+    /// Inode change time, nanoseconds since the Unix epoch.
     pub ctime_ns: i64,
+    /// Inode number.
     pub ino: u64,
+    /// File type and permission bits (`st_mode`).
     pub mode: u32,
 }
 
 /// One cached verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StatEntry {
+    /// The stat the file had when it was hashed.
     pub key: StatKey,
+    /// File or Executable; never a symlink or directory.
     pub kind: EntryKind,
+    /// Id the content got then: a chunk or a chunk list.
     pub id: ObjectId,
     /// Filesystem time when this entry was written.
     pub written_ns: i64,
@@ -95,7 +103,9 @@ fn kind_byte(kind: EntryKind) -> u8 {
 /// Changes to the stat cache, committed with the snapshot (or alone).
 #[derive(Clone, Debug, Default)]
 pub struct StatCacheUpdate {
+    /// Entries to write, keyed by workspace-relative path.
     pub put: Vec<(Vec<u8>, StatEntry)>,
+    /// Paths to drop: no longer tracked as regular files.
     pub remove: Vec<Vec<u8>>,
     /// Drop every entry first (gc).
     pub clear: bool,

@@ -16,8 +16,11 @@ const MAX_PATHS: usize = 20;
 /// One damaged thing, and what it takes with it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Problem {
+    /// What is wrong, for people.
     pub what: String,
+    /// The pack involved, when known.
     pub pack: Option<ObjectId>,
+    /// The damaged or missing object, when the damage is tied to one.
     pub object: Option<ObjectId>,
     /// Sequence numbers of the snapshots that reference it.
     pub snapshots: BTreeSet<u64>,
@@ -28,21 +31,32 @@ pub struct Problem {
 /// The outcome of `verify`.
 #[derive(Clone, Debug, Default)]
 pub struct VerifyReport {
+    /// Packs checked.
     pub packs: usize,
+    /// Objects the catalog locates.
     pub objects: usize,
+    /// Snapshot records walked.
     pub snapshots: usize,
+    /// Bytes of pack files read, plus object payloads with `read_data`.
     pub bytes_read: u64,
+    /// Everything found damaged; empty when the store is intact.
     pub problems: Vec<Problem>,
 }
 
 /// The outcome of `repair`.
 #[derive(Clone, Debug, Default)]
 pub struct RepairReport {
+    /// Pack files found in `packs/`.
     pub packs: usize,
+    /// Pack files that could not be opened, left out of the new catalog.
     pub damaged_packs: Vec<PathBuf>,
+    /// Frames recovered into the new catalog.
     pub objects: usize,
+    /// Unreadable frames skipped, plus snapshot objects whose record does not decode.
     pub damaged_objects: usize,
+    /// Snapshot records recovered, one per id.
     pub snapshots: usize,
+    /// The new HEAD (the newest snapshot recovered) with its sequence number.
     pub head: Option<(ObjectId, u64)>,
     /// Where the old catalog was moved, if there was one.
     pub old_catalog: Option<PathBuf>,

@@ -22,13 +22,18 @@ pub fn is_binary(content: &[u8]) -> bool {
 pub enum FileDiff {
     /// Unified hunks (without the `---`/`+++` header), one `String` per line.
     Text {
+        /// Hunk headers and context, `-` and `+` lines, without line terminators.
         lines: Vec<String>,
+        /// Lines only in the new version.
         added: u64,
+        /// Lines only in the old version.
         removed: u64,
     },
     /// Binary content: sizes only (`None` where the side is absent).
     Binary {
+        /// Length of the old version in bytes.
         old_size: Option<u64>,
+        /// Length of the new version in bytes.
         new_size: Option<u64>,
     },
 }
@@ -127,16 +132,23 @@ pub enum Side {
 /// One changed path between two sides, with its entry on each.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DiffEntry {
+    /// Workspace-relative path, '/'-separated bytes.
     pub path: Vec<u8>,
+    /// Added, modified or deleted, going from `from` to `to`.
     pub change: crate::Change,
+    /// The entry on the `from` side; `None` when absent or a directory there.
     pub old: Option<crate::Node>,
+    /// The entry on the `to` side; `None` when absent or a directory there.
     pub new: Option<crate::Node>,
 }
 
 /// The changed files between two sides, in path order.
 #[derive(Clone, Debug)]
 pub struct TreeDiff {
+    /// The side diffed from (by default HEAD).
     pub from: Side,
+    /// The side diffed to (by default the working tree).
     pub to: Side,
+    /// Changed non-directory paths in path order, limited to the paths asked for.
     pub entries: Vec<DiffEntry>,
 }

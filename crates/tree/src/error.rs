@@ -7,41 +7,83 @@ use snap_store::StoreError;
 /// Errors of working-tree operations.
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
+    /// The store failed; its error says where.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A filesystem operation on the working tree or store directory failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file or directory the operation was on.
         path: PathBuf,
+        /// The underlying OS error.
         source: std::io::Error,
     },
+    /// No ancestor of the starting directory holds a store; carries the starting directory.
     #[error("no snap store found in {0} or any parent (run `snap init` or `snap save` there)")]
     NoWorkspace(PathBuf),
+    /// `init` refused `/` or `$HOME` without `force`; carries that root.
     #[error("refusing to create a store in {0} (use --force to do it anyway)")]
     RefusedRoot(PathBuf),
+    /// A file's stat kept changing across every re-read, so no consistent content was captured.
     #[error("{path}: kept changing while it was read; try again when it is quiet")]
-    Unstable { path: PathBuf },
-    #[error("scanning {path}: {why}")]
-    Scan { path: PathBuf, why: String },
-    #[error("config {path}: {why}")]
-    Config { path: PathBuf, why: String },
-    #[error("nothing to undo: {0}")]
-    NothingToUndo(String),
-    #[error("nothing to redo: {0}")]
-    NothingToRedo(String),
-    #[error("there are no snapshots yet (run `snap save` first)")]
-    NoSnapshots,
-    #[error("path {0} is not in snapshot {1}")]
-    PathNotInSnapshot(String, String),
-    #[error("{path} is outside the workspace {root}")]
-    OutsideWorkspace { path: PathBuf, root: PathBuf },
-    #[error("cannot {action} {path}: {why}")]
-    Restore {
-        action: &'static str,
+    Unstable {
+        /// The file.
         path: PathBuf,
+    },
+    /// The directory walk failed.
+    #[error("scanning {path}: {why}")]
+    Scan {
+        /// Where the walk failed.
+        path: PathBuf,
+        /// What the walker reported.
         why: String,
     },
+    /// `config.toml` is unreadable or invalid.
+    #[error("config {path}: {why}")]
+    Config {
+        /// The config file.
+        path: PathBuf,
+        /// The parse or validation error.
+        why: String,
+    },
+    /// Undo cannot take the steps asked for (zero, or past the history); carries why.
+    #[error("nothing to undo: {0}")]
+    NothingToUndo(String),
+    /// The redo stack holds fewer snapshots than asked for (or zero were); carries why.
+    #[error("nothing to redo: {0}")]
+    NothingToRedo(String),
+    /// An operation that needs a snapshot ran before the first save.
+    #[error("there are no snapshots yet (run `snap save` first)")]
+    NoSnapshots,
+    /// A path asked for is absent; carries the path (lossy UTF-8) and the snapshot (`#SEQ`).
+    #[error("path {0} is not in snapshot {1}")]
+    PathNotInSnapshot(String, String),
+    /// A path given on the command line resolves outside the workspace root.
+    #[error("{path} is outside the workspace {root}")]
+    OutsideWorkspace {
+        /// The path as given.
+        path: PathBuf,
+        /// The workspace root.
+        root: PathBuf,
+    },
+    /// Changing one path of the working tree failed.
+    #[error("cannot {action} {path}: {why}")]
+    Restore {
+        /// The step that failed, e.g. `remove` or `create directory`.
+        action: &'static str,
+        /// The absolute path of the entry.
+        path: PathBuf,
+        /// The OS error, or the conflict (a symlinked parent, an ignored file in the way).
+        why: String,
+    },
+    /// An interrupted-operation marker cannot be decoded, or names the wrong operation.
     #[error("interrupted-operation marker {path} is unreadable: {why}")]
-    BadMarker { path: PathBuf, why: String },
+    BadMarker {
+        /// The marker file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 impl TreeError {

@@ -13,8 +13,11 @@ use snap_store::{
 /// One path's entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Node {
+    /// What is at the path.
     pub kind: EntryKind,
+    /// File length, or link target length; 0 for directories.
     pub size: u64,
+    /// Content (file), target chunk (symlink) or tree (directory; [`UNBUILT`] until built).
     pub id: ObjectId,
 }
 
@@ -127,8 +130,11 @@ pub fn build_trees(writer: &ObjectWriter<'_>, flat: &mut FlatTree) -> Result<Obj
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Change {
+    /// Absent (or a directory) on the old side.
     Added,
+    /// On both sides, with a different kind or content.
     Modified,
+    /// Absent (or a directory) on the new side.
     Deleted,
 }
 

@@ -5,14 +5,22 @@
 //! [`Workspace`], which carries out save, undo, redo and restore (§6). It knows nothing of
 //! argument parsing or terminals.
 //!
-//! ```no_run
+//! ```
 //! use snap_tree::{SaveOptions, Workspace};
-//! # fn main() -> Result<(), snap_tree::TreeError> {
-//! let ws = Workspace::init(std::path::Path::new("."), None, false)?;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let file = dir.path().join("notes.txt");
+//! std::fs::write(&file, "first draft\n")?;
+//!
+//! let ws = Workspace::init(dir.path(), None, false)?;
+//! ws.save(&SaveOptions { message: "before tool call".into(), ..SaveOptions::default() })?;
+//!
+//! std::fs::write(&file, "rewritten by a tool\n")?;
 //! let saved = ws.save(&SaveOptions { message: "after tool call".into(), ..SaveOptions::default() })?;
-//! if saved.snapshot.is_some() {
-//!     ws.undo(1, false)?;
-//! }
+//! assert!(saved.snapshot.is_some());
+//!
+//! ws.undo(1, false)?;
+//! assert_eq!(std::fs::read_to_string(&file)?, "first draft\n");
 //! # Ok(())
 //! # }
 //! ```

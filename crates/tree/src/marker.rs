@@ -15,8 +15,11 @@ use crate::TreeError;
 /// The operation a marker belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Op {
+    /// `undo`, marked by `.undoing`.
     Undo,
+    /// `redo`, marked by `.redoing`.
     Redo,
+    /// `restore`, marked by `.restoring`.
     Restore,
 }
 
@@ -46,9 +49,11 @@ impl Op {
 /// What an interrupted operation was going to commit.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Marker {
+    /// The operation interrupted; it also names the marker file.
     pub op: Op,
     /// The snapshot the working tree is being made to match; HEAD once committed.
     pub head: ObjectId,
+    /// The redo stack to commit with `head`.
     pub redo: Vec<ObjectId>,
 }
 

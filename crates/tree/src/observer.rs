@@ -25,8 +25,11 @@ pub enum Event<'a> {
     SnapshotCreated(&'a Snapshot),
     /// The working tree was made to match `head` by an undo, redo or restore.
     Restored {
+        /// Undo, redo or restore.
         op: Op,
+        /// The snapshot now HEAD.
         head: &'a Snapshot,
+        /// Paths written or removed.
         paths_touched: usize,
     },
     /// An interrupted operation was finished (reported when the observer is set).
@@ -34,7 +37,14 @@ pub enum Event<'a> {
     /// An operation failed.
     Error(&'a TreeError),
     /// `done` of `total` items of `phase` are through.
-    Progress { phase: Phase, done: u64, total: u64 },
+    Progress {
+        /// The phase reporting.
+        phase: Phase,
+        /// Items through so far.
+        done: u64,
+        /// Items the phase will handle.
+        total: u64,
+    },
 }
 
 /// The callback type: called from worker threads too, so it must be `Sync`.

@@ -31,11 +31,13 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// What a restore does, computed before anything is touched.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Plan {
+    /// Files and symlinks the target lacks or has as a directory.
     pub remove_files: Vec<Vec<u8>>,
     /// Deepest first.
     pub remove_dirs: Vec<Vec<u8>>,
     /// Shallowest first.
     pub make_dirs: Vec<Vec<u8>>,
+    /// Files and symlinks the working tree lacks or holds with another kind or content.
     pub write: Vec<(Vec<u8>, Node)>,
 }
 

@@ -54,7 +54,9 @@ pub struct Walk {
 /// What a scan reports beside the tree.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ScanReport {
+    /// Files over the size limit, left out, with their sizes; in path order.
     pub too_large: Vec<(Vec<u8>, u64)>,
+    /// FIFOs, sockets and devices skipped.
     pub special: u64,
     /// Files that disappeared between the walk and their read.
     pub vanished: u64,
@@ -223,14 +225,18 @@ pub fn abs(root: &Path, rel: &[u8]) -> PathBuf {
 /// The stat cache as a scan uses it: the entries, and the filesystem clock at scan start.
 #[derive(Debug)]
 pub struct CacheView<'a> {
+    /// The committed stat cache, by workspace-relative path.
     pub entries: &'a HashMap<Vec<u8>, StatEntry>,
+    /// Filesystem clock when the scan began; becomes the new entries' `written_ns`.
     pub fs_now_ns: i64,
 }
 
 /// What a stored walk produced.
 #[derive(Debug)]
 pub struct Stored {
+    /// Every tracked path; directory ids are still [`UNBUILT`].
     pub flat: FlatTree,
+    /// Files skipped or vanished.
     pub report: ScanReport,
     /// Entries for the files this scan hashed, to write to the stat cache.
     pub hashed: Vec<(Vec<u8>, StatEntry)>,

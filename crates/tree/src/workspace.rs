@@ -25,16 +25,22 @@ use crate::scan::{self, STORE_DIR, ScanReport};
 /// A snapshot's id with its record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
+    /// The snapshot object's id.
     pub id: ObjectId,
+    /// The record the catalog holds for it.
     pub record: SnapshotRecord,
 }
 
 /// What `save` records besides the tree.
 #[derive(Clone, Debug, Default)]
 pub struct SaveOptions {
+    /// Free text shown by `log`.
     pub message: String,
+    /// Agent step (turn) number; makes the snapshot resolvable as `step:N`.
     pub step: Option<u64>,
+    /// Agent session name.
     pub session: Option<String>,
+    /// Free key=value metadata, kept in the order given.
     pub meta: Vec<(String, String)>,
     /// Make a snapshot even when nothing changed.
     pub allow_empty: bool,
@@ -48,7 +54,9 @@ pub type PathChange = (Vec<u8>, Change);
 pub struct SaveOutcome {
     /// `None` when nothing changed.
     pub snapshot: Option<Snapshot>,
+    /// Paths changed against HEAD, in path order; empty when nothing was saved.
     pub changes: Vec<PathChange>,
+    /// Files the scan skipped or saw vanish.
     pub report: ScanReport,
     /// Snapshots pruned (and what gc gave back) by the automatic retention this save ran.
     pub retention: Option<(PruneReport, GcReport)>,
@@ -57,7 +65,9 @@ pub struct SaveOutcome {
 /// The result of an undo, redo or restore (or of its preview).
 #[derive(Clone, Debug)]
 pub struct MoveOutcome {
+    /// Undo, redo or restore.
     pub op: Op,
+    /// True for a preview: nothing was written.
     pub dry_run: bool,
     /// The unsaved changes saved before moving (not in a preview).
     pub auto_saved: Option<Snapshot>,
@@ -69,30 +79,40 @@ pub struct MoveOutcome {
     pub created: Option<Snapshot>,
     /// Snapshots stepped over, nearest to where we started first.
     pub passed: Vec<Snapshot>,
+    /// Paths that differ between the working tree and the target, in path order.
     pub changes: Vec<PathChange>,
 }
 
 /// An interrupted operation finished when the workspace was opened.
 #[derive(Clone, Debug)]
 pub struct Recovered {
+    /// The operation that was interrupted.
     pub op: Op,
+    /// The snapshot now HEAD, which the working tree was made to match.
     pub head: Snapshot,
+    /// Paths written or removed, leftover temporary files included.
     pub paths_touched: usize,
 }
 
 /// The working tree against HEAD.
 #[derive(Clone, Debug)]
 pub struct Status {
+    /// HEAD's snapshot; `None` before the first.
     pub head: Option<Snapshot>,
+    /// Paths that differ from HEAD's tree, in path order.
     pub changes: Vec<PathChange>,
+    /// Files the scan skipped or saw vanish.
     pub report: ScanReport,
+    /// Snapshots on the redo stack.
     pub redo_depth: usize,
 }
 
 /// One row of the log.
 #[derive(Clone, Debug)]
 pub struct LogEntry {
+    /// The snapshot this row shows.
     pub snapshot: Snapshot,
+    /// True for the snapshot HEAD names.
     pub is_head: bool,
     /// On the redo stack.
     pub redoable: bool,
@@ -348,7 +368,6 @@ impl Workspace {
         Ok(self.store.read_file(&node.id)?)
     }
 
-    /// What changed in `snapshot` against its parent.
     /// The parent snapshot, unless this is a root or the parent was pruned.
     pub fn parent_of(&self, snapshot: &Snapshot) -> Result<Option<Snapshot>, TreeError> {
         let Some(parent) = snapshot.record.parent else {

@@ -6,7 +6,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Undo and redo for any directory. Snapshots live in `.snap/` beside your files.
 #[derive(Debug, Parser)]
-#[command(name = "snap", version, about, propagate_version = true)]
+#[command(
+    name = "snap",
+    version,
+    about = "Undo and redo for any directory: snapshots in .snap/, never touching .git",
+    after_help = "Typical use:\n  snap save -m \"before refactor\"   snapshot (creates .snap/ the first time)\n  snap undo                         back one snapshot; unsaved edits are saved first\n  snap redo                         forward again\n  snap log                          what there is to go back to\n  snap diff @~1                     what changed since the snapshot before HEAD\n\nReferences: @ (HEAD), @~N, last, #SEQ, step:N, or an id prefix (4+ hex digits).\nExit codes: 0 ok, 1 error, 2 usage, 3 nothing to undo or redo. --json on every command.",
+    propagate_version = true
+)]
 pub struct Cli {
     /// Run as if started in DIR.
     #[arg(

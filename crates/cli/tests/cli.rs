@@ -666,12 +666,17 @@ fn shape(v: &Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) 
 
 /// The `## \`snap ...\`` sections of docs/JSON.md with their example documents, in order.
 fn documented_examples() -> Vec<(String, Value)> {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/JSON.md")).unwrap();
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/JSON.md"))
+            .unwrap();
     let mut out = Vec::new();
     let mut title = None;
     let mut block: Option<String> = None;
     for line in doc.lines() {
-        if let Some(t) = line.strip_prefix("## `snap ").and_then(|t| t.strip_suffix('`')) {
+        if let Some(t) = line
+            .strip_prefix("## `snap ")
+            .and_then(|t| t.strip_suffix('`'))
+        {
             title = Some(t.to_string());
         } else if line == "```json" {
             block = Some(String::new());
@@ -694,21 +699,142 @@ fn docs_json_md_matches_what_the_binary_prints() {
     write(d, "a.txt", b"one\n");
     write(d, "src/main.rs", b"fn main() {}\n");
     let examples = documented_examples();
-    assert!(examples.len() >= 18, "docs/JSON.md documents {} commands", examples.len());
+    assert!(
+        examples.len() >= 18,
+        "docs/JSON.md documents {} commands",
+        examples.len()
+    );
     for (title, documented) in examples {
         if title == "status" {
             write(d, "a.txt", b"one\ntwo\n");
-            ok(d, &["save", "-m", "second", "--step", "2", "--meta", "turn=2"]);
+            ok(
+                d,
+                &["save", "-m", "second", "--step", "2", "--meta", "turn=2"],
+            );
             write(d, "a.txt", b"one\ntwo\nthree\n");
         }
         let mut args = vec!["--json".to_string()];
-        args.extend(title.split_whitespace().map(|a| a.trim_matches('\'').to_string()));
+        args.extend(
+            title
+                .split_whitespace()
+                .map(|a| a.trim_matches('\'').to_string()),
+        );
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = snap(d, &args);
-        let actual: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("snap {title}: {e}"));
+        let actual: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("snap {title}: {e}"));
         let (mut want, mut got) = (Default::default(), Default::default());
         shape(&documented, "", &mut want);
         shape(&actual, "", &mut got);
-        assert_eq!(want, got, "docs/JSON.md's example for `snap {title}` differs from the output");
+        assert_eq!(
+            want, got,
+            "docs/JSON.md's example for `snap {title}` differs from the output"
+        );
+    }
+}
+
+#[test]
+fn diff_pages_cuts_and_summarizes_binaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "t.txt", b"a\nb\nc\n");
+    write(d, "bin", &[0u8, 1, 2, 3]);
+    write(d, "long.txt", b"");
+    ok(d, &["save"]);
+    write(d, "t.txt", b"a\nB\nc\nd\n");
+    write(d, "bin", &[0u8, 9]);
+    let body: String = (0..50).map(|i| format!("line {i}\n")).collect();
+    write(d, "long.txt", body.as_bytes());
+    write(d, "new.txt", b"new\n");
+    let human = ok(d, &["diff"]);
+    assert!(
+        human.contains("--- a/t.txt\n+++ b/t.txt\n@@ -1,3 +1,4 @@\n a\n-b\n+B\n c\n+d\n"),
+        "{human}"
+    );
+    assert!(human.contains("Binary file bin differs (4 bytes -> 2 bytes)"));
+    assert!(human.contains("--- /dev/null\n+++ b/new.txt"));
+    assert!(
+        !human.contains("\x1b["),
+        "no colour when stdout is not a terminal"
+    );
+    let v = json(d, &["diff", "--max-lines", "5"]);
+    assert_eq!(v["total_files"], 4);
+    assert_eq!(v["to"], "working tree");
+    let long = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "long.txt")
+        .unwrap()
+        .clone();
+    assert_eq!(long["added"], 50);
+    assert_eq!(long["lines"].as_array().unwrap().len(), 5);
+    assert_eq!(long["lines_cut"], 46);
+    assert!(ok(d, &["diff", "--max-lines", "5"]).contains("46 more diff lines cut"));
+    let page2 = json(d, &["diff", "--files-per-page", "3", "--page", "2"]);
+    assert_eq!(
+        (
+            page2["pages"].as_u64(),
+            page2["files"].as_array().unwrap().len()
+        ),
+        (Some(2), 1)
+    );
+    assert!(ok(d, &["diff", "--files-per-page", "3"]).contains("page 1 of 2"));
+    assert_eq!(
+        ok(d, &["diff", "--name-status", "--", "t.txt", "new.txt"]),
+        "A\tnew.txt\nM\tt.txt\n"
+    );
+    assert!(ok(d, &["diff", "--stat"]).contains("t.txt | +2 -1"));
+    ok(d, &["save"]);
+    assert_eq!(json(d, &["diff", "#1", "#2"])["total_files"], 4);
+    assert!(ok(d, &["diff"]).contains("no differences"));
+    let log = json(d, &["log", "-n", "1"]);
+    assert_eq!(log["snapshots"][0]["stats"]["lines_added"], 53);
+}
+
+#[test]
+fn completions_since_and_help() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert!(ok(d, &["completions", "bash"]).contains("_snap()"));
+    assert!(ok(d, &["completions", "zsh"]).contains("#compdef snap"));
+    assert!(ok(d, &["completions", "fish"]).contains("complete -c snap"));
+    write(d, "f", b"1");
+    ok(d, &["save"]);
+    assert_eq!(
+        json(d, &["log", "--since", "1h"])["snapshots"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let out = snap(d, &["log", "--since", "soon"]);
+    assert_eq!(out.status.code(), Some(1));
+    let help = ok(d, &["--help"]);
+    for cmd in [
+        "init",
+        "save",
+        "undo",
+        "rewind",
+        "redo",
+        "restore",
+        "log",
+        "show",
+        "ls",
+        "cat",
+        "diff",
+        "status",
+        "recover",
+        "prune",
+        "gc",
+        "verify",
+        "repair",
+        "delete",
+        "completions",
+    ] {
+        assert!(
+            help.contains(&format!("\n  {cmd} ")),
+            "`snap --help` does not list {cmd}"
+        );
     }
 }

@@ -14,11 +14,12 @@
 use std::path::{Path, PathBuf};
 
 use redb::{
-    Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
-    WriteTransaction,
+    Database, ReadOnlyTable, ReadableDatabase, ReadableTable, ReadableTableMetadata,
+    TableDefinition, WriteTransaction,
 };
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use crate::pack::{Compression, FrameInfo};
 use crate::statcache::{StatCacheUpdate, StatEntry};
@@ -117,6 +118,7 @@ pub struct Commit {
 pub struct Catalog {
     db: Database,
     path: PathBuf,
+    objects: Mutex<Option<Arc<ReadOnlyTable<&'static [u8], &'static [u8]>>>>,
 }
 
 impl Catalog {
@@ -136,6 +138,7 @@ impl Catalog {
         let catalog = Catalog {
             db,
             path: path.to_path_buf(),
+            objects: Mutex::new(None),
         };
         catalog.check_format()?;
         Ok(catalog)
@@ -150,6 +153,7 @@ impl Catalog {
         let catalog = Catalog {
             db,
             path: path.to_path_buf(),
+            objects: Mutex::new(None),
         };
         catalog.check_format()?;
         Ok(catalog)
@@ -201,14 +205,29 @@ impl Catalog {
 
     /// Where `id` lives, if the catalog knows it.
     pub fn locate(&self, id: &ObjectId) -> Result<Option<Location>, StoreError> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
-        let table = txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
+        let table = self.objects_table()?;
         let Some(v) = table.get(id.0.as_slice()).map_err(|e| self.err(e))? else {
             return Ok(None);
         };
         Location::decode(*id, v.value())
             .map(Some)
             .ok_or_else(|| self.err(format!("bad location record for {id}")))
+    }
+
+    /// The `objects` table as of the last commit. Opening a read transaction per lookup costs
+    /// more than the lookup; this process holds the store lock, so only its own commits can
+    /// change the table, and each of them drops this cached view.
+    fn objects_table(
+        &self,
+    ) -> Result<Arc<ReadOnlyTable<&'static [u8], &'static [u8]>>, StoreError> {
+        let mut slot = self.objects.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(table) = slot.as_ref() {
+            return Ok(Arc::clone(table));
+        }
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let table = Arc::new(txn.open_table(OBJECTS).map_err(|e| self.err(e))?);
+        *slot = Some(Arc::clone(&table));
+        Ok(table)
     }
 
     /// HEAD and the redo stack.
@@ -281,6 +300,7 @@ impl Catalog {
     /// Applies `commit` in one durable write transaction: the point where a save exists.
     /// Removals run before insertions, so a repack may drop a pack and re-add its objects.
     pub fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
+        *self.objects.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let txn = self.db.begin_write().map_err(|e| self.err(e))?;
         self.write_objects(&txn, commit)?;
         self.write_snapshots(&txn, commit)?;

@@ -458,11 +458,40 @@ pub fn decode_payload(info: &FrameInfo, payload: Vec<u8>) -> Result<Vec<u8>, Str
     Ok(raw)
 }
 
-/// Decompresses `payload` into at most `max` bytes (more is returned as `max + 1` bytes, which
-/// the caller's length check refuses). `max` is `raw_len` from the file, so it is never
-/// allocated up front: a damaged frame claiming 4 GiB over a few payload bytes must be an
-/// error, not a 4 GiB allocation. The buffer grows with what zstd actually produces.
+/// Objects up to this size are decompressed in one call into a buffer of their size.
+const BULK_DECOMPRESS_MAX: u32 = 64 << 20;
+
+thread_local! {
+    /// One zstd decompression context per thread: creating one costs more than decompressing
+    /// a small object, and a restore or a flatten decompresses tens of thousands.
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Decompresses `payload` into at most `max` bytes (more is an error or comes back as more
+/// than `max` bytes, which the caller's length check refuses). `max` is `raw_len` from the
+/// file: it is allocated up front only when the frame's own content size agrees with it and
+/// it is at most [`BULK_DECOMPRESS_MAX`]; otherwise the buffer grows with what zstd actually
+/// produces, so a damaged frame claiming 4 GiB cannot make us allocate 4 GiB.
 fn zstd_decompress_at_most(payload: &[u8], max: u32) -> Result<Vec<u8>, String> {
+    let declared = zstd::zstd_safe::get_frame_content_size(payload)
+        .ok()
+        .flatten();
+    if declared == Some(u64::from(max)) && max <= BULK_DECOMPRESS_MAX {
+        return DECOMPRESSOR.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            if slot.is_none() {
+                *slot = Some(zstd::bulk::Decompressor::new().map_err(|e| format!("zstd: {e}"))?);
+            }
+            let decompressor = slot.as_mut().ok_or("zstd: no decompressor")?;
+            decompressor
+                .decompress(payload, max as usize)
+                .map_err(|e| format!("zstd: {e}"))
+        });
+    }
+    zstd_stream_at_most(payload, max)
+}
+
+fn zstd_stream_at_most(payload: &[u8], max: u32) -> Result<Vec<u8>, String> {
     use std::io::Read;
     let zstd_err = |e: std::io::Error| format!("zstd: {e}");
     let decoder = zstd::stream::read::Decoder::with_buffer(payload).map_err(zstd_err)?;

@@ -549,7 +549,6 @@ impl Workspace {
 
     fn save_inner(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
         let head = self.head()?;
-        let head_flat = self.flat_of(head.as_ref())?;
         let writer = self.store.writer();
         let cap = self.capture(&writer)?;
         if head.as_ref().is_some_and(|h| h.record.root == cap.root) && !opts.allow_empty {
@@ -561,6 +560,8 @@ impl Workspace {
                 retention: None,
             });
         }
+        // Only now that something changed is HEAD's whole tree worth reading.
+        let head_flat = self.flat_of(head.as_ref())?;
         let changes = diff_files(&head_flat, &cap.flat);
         let snapshot = self.record_snapshot(
             writer,

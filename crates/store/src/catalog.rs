@@ -113,12 +113,15 @@ pub struct Commit {
     pub stat_cache: StatCacheUpdate,
 }
 
+/// A read-only view of the `objects` table.
+type ObjectsTable = ReadOnlyTable<&'static [u8], &'static [u8]>;
+
 /// The open catalog.
 #[derive(Debug)]
 pub struct Catalog {
     db: Database,
     path: PathBuf,
-    objects: Mutex<Option<Arc<ReadOnlyTable<&'static [u8], &'static [u8]>>>>,
+    objects: Mutex<Option<Arc<ObjectsTable>>>,
 }
 
 impl Catalog {
@@ -217,9 +220,7 @@ impl Catalog {
     /// The `objects` table as of the last commit. Opening a read transaction per lookup costs
     /// more than the lookup; this process holds the store lock, so only its own commits can
     /// change the table, and each of them drops this cached view.
-    fn objects_table(
-        &self,
-    ) -> Result<Arc<ReadOnlyTable<&'static [u8], &'static [u8]>>, StoreError> {
+    fn objects_table(&self) -> Result<Arc<ObjectsTable>, StoreError> {
         let mut slot = self.objects.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(table) = slot.as_ref() {
             return Ok(Arc::clone(table));

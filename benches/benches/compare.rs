@@ -1,0 +1,393 @@
+//! `cargo bench -p snap-benches`: snap against the floor walk and its peers (git into a shadow
+//! GIT_DIR, jj, restic), on one generated tree, one after another in the same run. Peers not
+//! installed are skipped with a note. Ratios snap/peer and snap/floor are printed at the end.
+//!
+//! `SNAP_BENCH_FILES` sets the tree size (default 20000; the README's table uses 100000).
+
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use criterion::{BatchSize, Criterion};
+use snap_benches::{dir_size, floor_walk, generate, installed, run};
+use snap_tree::{SaveOptions, Workspace};
+
+struct Bench {
+    tree: PathBuf,
+    peers: PathBuf,
+    files: u64,
+    small: PathBuf,
+}
+
+fn setup() -> Bench {
+    let files = std::env::var("SNAP_BENCH_FILES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_000);
+    let base = std::env::temp_dir().join(format!("snap-bench-{files}"));
+    let _ = std::fs::remove_dir_all(&base);
+    let tree = base.join("tree");
+    let small = base.join("small");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::create_dir_all(&small).unwrap();
+    let w = generate(&tree, files, 42).unwrap();
+    generate(&small, 3000, 7).unwrap();
+    eprintln!(
+        "workload: {} files in {} directories, {} MB",
+        w.files,
+        w.dirs,
+        w.bytes >> 20
+    );
+    Bench {
+        tree,
+        peers: base.join("peers"),
+        files,
+        small,
+    }
+}
+
+/// Appends a line to `n` files, a different set each call.
+fn touch_files(tree: &Path, n: u64, round: &mut u64) {
+    for k in 0..n {
+        *round += 1;
+        let i = (*round * 7919 + k) % 100;
+        let path = tree
+            .join("m000")
+            .join(format!("d{i}"))
+            .join(format!("f{i}.rs"));
+        let mut data = std::fs::read(&path).unwrap_or_default();
+        data.extend_from_slice(format!("// edit {round}\n").as_bytes());
+        std::fs::write(&path, data).unwrap();
+    }
+}
+
+fn save(tree: &Path) {
+    let ws = Workspace::discover(tree, None).unwrap();
+    ws.save(&SaveOptions::default()).unwrap();
+}
+
+/// One timed run of a command, for cases too slow to sample (first saves).
+fn once(label: &str, f: impl FnOnce()) -> Duration {
+    let start = Instant::now();
+    f();
+    let took = start.elapsed();
+    eprintln!("{label}: {took:.2?}");
+    took
+}
+
+fn git(b: &Bench, tree: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.env("GIT_DIR", b.peers.join("git"))
+        .env("GIT_WORK_TREE", tree)
+        .current_dir(tree);
+    cmd.args([
+        "-c",
+        "user.name=bench",
+        "-c",
+        "user.email=bench@example.invalid",
+        "-c",
+        "core.excludesFile=/dev/null",
+    ]);
+    cmd
+}
+
+fn restic(b: &Bench) -> Command {
+    let mut cmd = Command::new("restic");
+    cmd.env("RESTIC_PASSWORD", "bench")
+        .env("RESTIC_REPOSITORY", b.peers.join("restic"))
+        .arg("-q");
+    cmd
+}
+
+fn bench_snap(c: &mut Criterion, b: &Bench, first: &mut Vec<(String, Duration)>) {
+    first.push((
+        "snap first save".into(),
+        once("snap first save", || save(&b.tree)),
+    ));
+    eprintln!(
+        "snap store after first save: {} MB",
+        dir_size(&b.tree.join(".snap")) >> 20
+    );
+    let mut g = c.benchmark_group(format!("{}-files", b.files));
+    g.sample_size(10);
+    g.bench_function("floor", |bch| bch.iter(|| floor_walk(&b.tree, 2).unwrap()));
+    g.bench_function("snap-no-change-save", |bch| bch.iter(|| save(&b.tree)));
+    let mut round = 0;
+    g.bench_function("snap-small-change-save", |bch| {
+        bch.iter_batched(
+            || touch_files(&b.tree, 3, &mut round),
+            |()| save(&b.tree),
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("snap-undo", |bch| {
+        bch.iter_batched(
+            || {
+                touch_files(&b.tree, 3, &mut round);
+                save(&b.tree);
+            },
+            |()| {
+                Workspace::discover(&b.tree, None)
+                    .unwrap()
+                    .undo(1, false)
+                    .unwrap()
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+}
+
+fn bench_git(c: &mut Criterion, b: &Bench, first: &mut Vec<(String, Duration)>) {
+    if !installed("git") {
+        eprintln!("git is not installed: skipping the git cases");
+        return;
+    }
+    run(git(b, &b.tree).args(["init", "-q"]));
+    let took = once("git first add+commit", || {
+        run(git(b, &b.tree).args(["add", "-A"]));
+        run(git(b, &b.tree).args(["commit", "-q", "-m", "first"]));
+    });
+    first.push(("git first add+commit".into(), took));
+    let commit = |msg: &str| {
+        run(git(b, &b.tree).args(["add", "-A"]));
+        let _ = git(b, &b.tree).args(["commit", "-q", "-m", msg]).output();
+    };
+    let mut g = c.benchmark_group(format!("{}-files", b.files));
+    g.sample_size(10);
+    g.bench_function("git-no-change-add-commit", |bch| {
+        bch.iter(|| commit("none"))
+    });
+    let mut round = 10_000;
+    g.bench_function("git-small-change-add-commit", |bch| {
+        bch.iter_batched(
+            || touch_files(&b.tree, 3, &mut round),
+            |()| commit("small"),
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("git-undo", |bch| {
+        bch.iter_batched(
+            || {
+                touch_files(&b.tree, 3, &mut round);
+                commit("to undo");
+            },
+            |()| {
+                run(git(b, &b.tree).args(["reset", "-q", "--hard", "HEAD~1"]));
+                run(git(b, &b.tree).args(["clean", "-q", "-fd"]));
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+    eprintln!("git objects: {} MB", dir_size(&b.peers.join("git")) >> 20);
+    save(&b.tree);
+}
+
+fn bench_restic(c: &mut Criterion, b: &Bench, first: &mut Vec<(String, Duration)>) {
+    if !installed("restic") {
+        eprintln!("restic is not installed (apt-get install restic): skipping the restic cases");
+        return;
+    }
+    run(restic(b).arg("init"));
+    let backup = || {
+        run(restic(b)
+            .args(["backup", "--exclude", ".snap", "--exclude", ".jj"])
+            .arg(&b.tree))
+    };
+    first.push((
+        "restic first backup".into(),
+        once("restic first backup", backup),
+    ));
+    eprintln!(
+        "restic repo: {} MB",
+        dir_size(&b.peers.join("restic")) >> 20
+    );
+    let mut g = c.benchmark_group(format!("{}-files", b.files));
+    g.sample_size(10);
+    g.bench_function("restic-no-change-backup", |bch| bch.iter(backup));
+    g.finish();
+    save(&b.tree);
+}
+
+fn bench_jj(c: &mut Criterion, b: &Bench) {
+    if !installed("jj") {
+        eprintln!(
+            "jj is not installed (cargo install --locked jj-cli@0.45.1): skipping the jj cases"
+        );
+        return;
+    }
+    let jj = || {
+        let mut cmd = Command::new("jj");
+        cmd.current_dir(&b.tree)
+            .env("JJ_USER", "bench")
+            .env("JJ_EMAIL", "bench@example.invalid");
+        cmd
+    };
+    run(jj().args(["git", "init"]));
+    run(jj().args(["util", "snapshot"]));
+    let mut g = c.benchmark_group(format!("{}-files", b.files));
+    g.sample_size(10);
+    g.bench_function("jj-no-change-snapshot", |bch| {
+        bch.iter(|| run(jj().args(["util", "snapshot"])))
+    });
+    let mut round = 20_000;
+    g.bench_function("jj-undo", |bch| {
+        bch.iter_batched(
+            || {
+                touch_files(&b.tree, 3, &mut round);
+                run(jj().args(["util", "snapshot"]));
+            },
+            |()| run(jj().args(["undo"])),
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+    save(&b.tree);
+}
+
+/// Per-call overhead on a 3k-file tree: the snap binary (when built) against git add+commit.
+fn bench_per_call(c: &mut Criterion, b: &Bench) {
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/snap");
+    let mut g = c.benchmark_group("3000-files");
+    g.sample_size(20);
+    let mut round = 0;
+    if bin.exists() {
+        run(Command::new(&bin).arg("-C").arg(&b.small).arg("save"));
+        g.bench_function("snap-per-call-save", |bch| {
+            bch.iter_batched(
+                || touch_files(&b.small, 1, &mut round),
+                |()| {
+                    run(Command::new(&bin)
+                        .arg("-C")
+                        .arg(&b.small)
+                        .args(["save", "-q"]))
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    } else {
+        eprintln!(
+            "{} is not built (cargo build --release -p snap-cli): skipping snap-per-call-save",
+            bin.display()
+        );
+    }
+    if installed("git") {
+        let git_dir = b.peers.join("git-small");
+        let git = || {
+            let mut cmd = Command::new("git");
+            cmd.env("GIT_DIR", &git_dir)
+                .env("GIT_WORK_TREE", &b.small)
+                .current_dir(&b.small);
+            cmd.args([
+                "-c",
+                "user.name=bench",
+                "-c",
+                "user.email=bench@example.invalid",
+            ]);
+            cmd
+        };
+        run(git().args(["init", "-q"]));
+        run(git().args(["add", "-A"]));
+        run(git().args(["commit", "-q", "-m", "first"]));
+        g.bench_function("git-per-call-add-commit", |bch| {
+            bch.iter_batched(
+                || touch_files(&b.small, 1, &mut round),
+                |()| {
+                    run(git().args(["add", "-A"]));
+                    run(git().args(["commit", "-q", "-m", "call"]));
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+}
+
+/// Median of a case from criterion's saved estimates, if it ran.
+fn median(group: &str, case: &str) -> Option<f64> {
+    let dir = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
+        PathBuf::from,
+    );
+    let text = std::fs::read_to_string(
+        dir.join("criterion")
+            .join(group)
+            .join(case)
+            .join("new/estimates.json"),
+    )
+    .ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v["median"]["point_estimate"].as_f64()
+}
+
+fn print_ratios(b: &Bench, first: &[(String, Duration)]) {
+    let group = format!("{}-files", b.files);
+    println!("\n== ratios (median times, this run; below 1.0 means snap is faster)");
+    let pairs = [
+        ("snap-no-change-save", "floor"),
+        ("snap-small-change-save", "floor"),
+        ("snap-no-change-save", "jj-no-change-snapshot"),
+        ("snap-no-change-save", "git-no-change-add-commit"),
+        ("snap-small-change-save", "git-small-change-add-commit"),
+        ("snap-no-change-save", "restic-no-change-backup"),
+        ("snap-undo", "jj-undo"),
+        ("snap-undo", "git-undo"),
+    ];
+    for (ours, theirs) in pairs {
+        match (median(&group, ours), median(&group, theirs)) {
+            (Some(a), Some(t)) => println!(
+                "{ours:<24} / {theirs:<28} = {:>6.2}  ({:.1} ms / {:.1} ms)",
+                a / t,
+                a / 1e6,
+                t / 1e6
+            ),
+            _ => println!("{ours:<24} / {theirs:<28} =   n/a (not run)"),
+        }
+    }
+    if let (Some(a), Some(t)) = (
+        median("3000-files", "snap-per-call-save"),
+        median("3000-files", "git-per-call-add-commit"),
+    ) {
+        println!(
+            "{:<24} / {:<28} = {:>6.2}  ({:.1} ms / {:.1} ms)",
+            "snap-per-call-save",
+            "git-per-call-add-commit",
+            a / t,
+            a / 1e6,
+            t / 1e6
+        );
+    }
+    let snap_first = first
+        .iter()
+        .find(|(n, _)| n.starts_with("snap"))
+        .map(|(_, d)| d.as_secs_f64());
+    for (name, took) in first.iter().filter(|(n, _)| !n.starts_with("snap")) {
+        if let Some(s) = snap_first {
+            println!(
+                "snap first save / {name:<28} = {:>6.2}  ({s:.2} s / {:.2} s)",
+                s / took.as_secs_f64(),
+                took.as_secs_f64()
+            );
+        }
+    }
+}
+
+fn main() {
+    let b = setup();
+    let mut c = Criterion::default()
+        .configure_from_args()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    let mut first = Vec::new();
+    bench_snap(&mut c, &b, &mut first);
+    bench_git(&mut c, &b, &mut first);
+    bench_jj(&mut c, &b);
+    bench_restic(&mut c, &b, &mut first);
+    bench_per_call(&mut c, &b);
+    c.final_summary();
+    print_ratios(&b, &first);
+    let _ = std::fs::remove_dir_all(b.tree.parent().unwrap_or(&b.tree));
+}

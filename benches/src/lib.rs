@@ -1,0 +1,223 @@
+//! Benchmark support: a deterministic workload generator shaped like a large repository, the
+//! "floor" walk (the least work any stat-based scanner must do), and helpers to run peers.
+
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// A small deterministic PRNG (xorshift64*), so every run builds the same tree.
+#[derive(Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A float in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// What the generator made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Workload {
+    /// Files written.
+    pub files: u64,
+    /// Directories holding them.
+    pub dirs: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+const WORDS: [&str; 16] = [
+    "fn", "let", "struct", "impl", "return", "match", "self", "use", "pub", "mod", "if", "else",
+    "for", "in", "where", "type",
+];
+
+/// A file size drawn from a log-normal-like distribution: median near 3 KiB, a long tail.
+fn text_size(rng: &mut Rng) -> usize {
+    let z: f64 = (0..6).map(|_| rng.unit()).sum::<f64>() - 3.0;
+    (8.0 + 1.3 * z).exp() as usize
+}
+
+/// Writes `files` files in about `files / 10` directories under `root`: source-like text
+/// (compressible), 3% random binaries (incompressible), and one large file (4 MiB) per 20k.
+pub fn generate(root: &Path, files: u64, seed: u64) -> std::io::Result<Workload> {
+    let mut rng = Rng::new(seed);
+    let dirs = (files / 10).max(1);
+    let mut made = Workload {
+        files,
+        dirs,
+        bytes: 0,
+    };
+    for i in 0..files {
+        let dir = root
+            .join(format!("m{:03}", (i % dirs) / 100))
+            .join(format!("d{}", i % dirs));
+        if i < dirs {
+            std::fs::create_dir_all(&dir)?;
+        }
+        let data = file_content(&mut rng, i);
+        made.bytes += data.len() as u64;
+        std::fs::File::create(dir.join(format!("f{i}.rs")))?.write_all(&data)?;
+    }
+    Ok(made)
+}
+
+fn file_content(rng: &mut Rng, i: u64) -> Vec<u8> {
+    if i % 20_000 == 19_999 {
+        return (0..4 << 20).map(|_| (rng.next_u64() >> 56) as u8).collect();
+    }
+    if rng.unit() < 0.03 {
+        let n = 4096 + (rng.next_u64() % 200_000) as usize;
+        return (0..n).map(|_| (rng.next_u64() >> 56) as u8).collect();
+    }
+    let size = text_size(rng);
+    let mut out = Vec::with_capacity(size + 64);
+    while out.len() < size {
+        for _ in 0..8 {
+            out.extend_from_slice(WORDS[(rng.next_u64() % 16) as usize].as_bytes());
+            out.push(b' ');
+        }
+        out.push(b'\n');
+    }
+    out.truncate(size);
+    out
+}
+
+/// The floor: a parallel walk that opens each directory relative to its parent and lstats
+/// every entry (`openat` + `fstatat`, no hashing, no store). Returns the entries seen.
+pub fn floor_walk(root: &Path, threads: usize) -> std::io::Result<u64> {
+    let flags =
+        rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
+    let top = rustix::fs::open(root, flags, rustix::fs::Mode::empty())?;
+    let queue = Mutex::new(vec![top]);
+    let pending = AtomicUsize::new(1);
+    let seen = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| floor_worker(&queue, &pending, &seen));
+        }
+    });
+    Ok(seen.load(Ordering::Relaxed))
+}
+
+fn floor_worker(queue: &Mutex<Vec<OwnedFd>>, pending: &AtomicUsize, seen: &AtomicU64) {
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    while pending.load(Ordering::Acquire) > 0 {
+        let Some(dir) = queue.lock().unwrap_or_else(|p| p.into_inner()).pop() else {
+            std::thread::yield_now();
+            continue;
+        };
+        if let Ok(entries) = rustix::fs::Dir::read_from(&dir) {
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                if name.to_bytes() == b"."
+                    || name.to_bytes() == b".."
+                    || name.to_bytes() == b".snap"
+                {
+                    continue;
+                }
+                let Ok(st) = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
+                    continue;
+                };
+                seen.fetch_add(1, Ordering::Relaxed);
+                if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+                    let flags =
+                        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+                    if let Ok(child) = rustix::fs::openat(&dir, name, flags, Mode::empty()) {
+                        pending.fetch_add(1, Ordering::AcqRel);
+                        queue.lock().unwrap_or_else(|p| p.into_inner()).push(child);
+                    }
+                }
+            }
+        }
+        pending.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// True when `program --version` runs.
+pub fn installed(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Runs a command, panicking with its stderr if it fails (a bench cannot go on without it).
+pub fn run(cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Bytes under `dir`, as `du` would count files.
+pub fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => stack.push(e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generator_is_deterministic_and_floor_sees_everything() {
+        let a = tempfile_dir();
+        let b = tempfile_dir();
+        let wa = generate(&a, 300, 7).unwrap();
+        let wb = generate(&b, 300, 7).unwrap();
+        assert_eq!(wa, wb);
+        assert_eq!(wa.dirs, 30);
+        assert_eq!(
+            floor_walk(&a, 2).unwrap(),
+            300 + 30 + 1,
+            "files, leaf dirs and the m000 dir"
+        );
+        std::fs::remove_dir_all(&a).unwrap();
+        std::fs::remove_dir_all(&b).unwrap();
+    }
+
+    fn tempfile_dir() -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!(
+            "snap-bench-test-{}-{}",
+            std::process::id(),
+            Rng::new(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+            )
+            .next_u64()
+        ));
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    }
+}

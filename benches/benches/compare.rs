@@ -32,6 +32,7 @@ fn setup() -> Bench {
     let small = base.join("small");
     std::fs::create_dir_all(&tree).unwrap();
     std::fs::create_dir_all(&small).unwrap();
+    std::fs::create_dir_all(base.join("peers")).unwrap();
     let w = generate(&tree, files, 42).unwrap();
     generate(&small, 3000, 7).unwrap();
     eprintln!(
@@ -102,9 +103,13 @@ fn restic(b: &Bench) -> Command {
 }
 
 fn bench_snap(c: &mut Criterion, b: &Bench, first: &mut Vec<(String, Duration)>) {
+    let first_save = || {
+        let ws = Workspace::init(&b.tree, None, false).unwrap();
+        ws.save(&SaveOptions::default()).unwrap();
+    };
     first.push((
         "snap first save".into(),
-        once("snap first save", || save(&b.tree)),
+        once("snap first save", first_save),
     ));
     eprintln!(
         "snap store after first save: {} MB",

@@ -150,12 +150,14 @@ fn floor_worker(queue: &Mutex<Vec<OwnedFd>>, pending: &AtomicUsize, seen: &Atomi
     }
 }
 
-/// True when `program --version` runs.
+/// True when `program --version` (or `program version`, as restic spells it) runs.
 pub fn installed(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
+    ["--version", "version"].iter().any(|arg| {
+        Command::new(program)
+            .arg(arg)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
 }
 
 /// Runs a command, panicking with its stderr if it fails (a bench cannot go on without it).

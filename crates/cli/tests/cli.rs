@@ -838,3 +838,36 @@ fn completions_since_and_help() {
         );
     }
 }
+
+#[test]
+fn previews_of_redo_and_rewind_and_the_quiet_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"1");
+    ok(d, &["save", "--step", "1"]);
+    write(d, "f", b"2");
+    ok(d, &["save", "--step", "2"]);
+    let rewind = json(d, &["rewind", "--dry-run"]);
+    assert_eq!(
+        (rewind["op"].as_str(), rewind["target"]["step"].as_u64()),
+        (Some("undo"), Some(1))
+    );
+    ok(d, &["undo", "-q", "--no-progress"]);
+    let redo = json(d, &["redo", "--dry-run"]);
+    assert_eq!(
+        (
+            redo["dry_run"].as_bool(),
+            redo["target"]["step"].as_u64(),
+            redo["passed_count"].as_u64()
+        ),
+        (Some(true), Some(2), Some(1))
+    );
+    assert_eq!(read(d, "f"), "1", "a preview changes nothing");
+    let human = ok(d, &["redo", "--dry-run"]);
+    assert!(human.starts_with("redo would move to #2"), "{human}");
+    assert!(
+        !ok(d, &["redo", "-q"]).contains("M f"),
+        "-q leaves out the file list"
+    );
+    assert_eq!(read(d, "f"), "2");
+}

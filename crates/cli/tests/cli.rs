@@ -871,3 +871,138 @@ fn previews_of_redo_and_rewind_and_the_quiet_flags() {
     );
     assert_eq!(read(d, "f"), "2");
 }
+
+/// Two states of a small tree: A is saved as #1, B as #2 (B's save is left to the caller).
+fn two_states(d: &Path) -> (BTreeMap<String, Vec<u8>>, BTreeMap<String, Vec<u8>>) {
+    for i in 0..40 {
+        write(
+            d,
+            &format!("dir{}/f{i}", i % 4),
+            format!("A {i}\n").repeat(50).as_bytes(),
+        );
+    }
+    ok(d, &["save"]);
+    let a = tree_digest(d);
+    for i in 0..40 {
+        if i % 5 == 0 {
+            std::fs::remove_file(d.join(format!("dir{}/f{i}", i % 4))).unwrap();
+        } else {
+            write(
+                d,
+                &format!("dir{}/f{i}", i % 4),
+                format!("B {i}\n").repeat(60).as_bytes(),
+            );
+        }
+    }
+    write(d, "newdir/added", b"B only");
+    (a, tree_digest(d))
+}
+
+/// After a crash at `failpoint` during `args`: the next command recovers, the tree is A or B
+/// (exactly), the store verifies, and every snapshot the log lists still reads back.
+fn crash_and_check(op: &str, failpoint: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (a, b) = two_states(d);
+    if op != "save" {
+        ok(d, &["save"]);
+    }
+    let args: &[&str] = match op {
+        "save" => &["save"],
+        "undo" => &["undo"],
+        "gc" => {
+            // More than 16 small packs, so that gc also writes a merged pack.
+            for i in 0..18 {
+                write(d, "newdir/added", format!("B only, take {i}").as_bytes());
+                ok(d, &["save"]);
+            }
+            write(d, "newdir/added", b"B only");
+            ok(d, &["save"]);
+            ok(d, &["prune", "--keep-last", "18"]);
+            &["gc"]
+        }
+        other => panic!("no such op {other}"),
+    };
+    let out = snap_cmd(d, args)
+        .env("SNAP_FAILPOINT", failpoint)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        None,
+        "{op} at {failpoint}: the failpoint was not reached ({})",
+        stderr(&out)
+    );
+    let st = json(d, &["status"]);
+    let now = tree_digest(d);
+    match op {
+        "undo" => {
+            assert!(
+                now == a || now == b,
+                "{op} at {failpoint}: the tree is a mix"
+            );
+            assert_eq!(
+                st["clean"], true,
+                "{op} at {failpoint}: the tree must match HEAD"
+            );
+        }
+        _ => assert!(
+            now == b,
+            "{op} at {failpoint}: {op} must not touch the tree"
+        ),
+    }
+    assert_eq!(
+        json(d, &["verify", "--read-data"])["ok"],
+        true,
+        "{op} at {failpoint}"
+    );
+    for s in json(d, &["log", "--all"])["snapshots"].as_array().unwrap() {
+        let seq = format!("#{}", s["seq"]);
+        for e in json(d, &["ls", &seq])["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "file")
+        {
+            ok(d, &["cat", &seq, e["path"].as_str().unwrap()]);
+        }
+    }
+    ok(d, &["gc"]);
+    assert_eq!(
+        json(d, &["verify", "--read-data"])["ok"],
+        true,
+        "{op} at {failpoint}, after gc"
+    );
+}
+
+#[test]
+fn a_crash_at_every_failpoint_loses_nothing() {
+    let cases = [
+        ("save", "pack-written"),
+        ("save", "pack-synced"),
+        ("save", "pack-renamed"),
+        ("save", "before-commit"),
+        ("save", "after-commit"),
+        ("undo", "marker-written"),
+        ("undo", "restore-file"),
+        ("undo", "restore-file@20"),
+        ("undo", "before-head-commit"),
+        ("undo", "after-head-commit"),
+        ("gc", "pack-renamed"),
+        ("gc", "before-commit"),
+        ("gc", "gc-after-commit"),
+    ];
+    let covered: std::collections::BTreeSet<&str> = cases
+        .iter()
+        .map(|(_, f)| f.split('@').next().unwrap())
+        .collect();
+    for name in snap_tree::snap_store::FAILPOINTS {
+        assert!(
+            covered.contains(name),
+            "failpoint {name} is not driven by this test"
+        );
+    }
+    for (op, failpoint) in cases {
+        crash_and_check(op, failpoint);
+    }
+}

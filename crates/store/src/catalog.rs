@@ -311,7 +311,10 @@ impl Catalog {
         if !commit.stat_cache.is_empty() {
             self.write_stat_cache(&txn, &commit.stat_cache)?;
         }
-        txn.commit().map_err(|e| self.err(e))
+        crate::failpoint("before-commit");
+        txn.commit().map_err(|e| self.err(e))?;
+        crate::failpoint("after-commit");
+        Ok(())
     }
 
     fn write_stat_cache(

@@ -7,6 +7,7 @@
 
 mod catalog;
 mod error;
+mod failpoint;
 pub mod fsio;
 mod id;
 mod lifecycle;
@@ -20,6 +21,7 @@ mod verify;
 
 pub use catalog::{CATALOG_VERSION, Commit, HistoryState, Location};
 pub use error::StoreError;
+pub use failpoint::{FAILPOINTS, failpoint};
 pub use id::{ID_LEN, ObjectId};
 pub use lifecycle::{GcReport, PruneReport, REPACK_LIVE_SHARE, Retention, StoreStats};
 pub use lock::{DEFAULT_LOCK_TIMEOUT, lock_timeout};

@@ -210,10 +210,13 @@ impl PackWriter {
         let io = |e| StoreError::io(&tmp_path, e);
         self.file.write_all(&trailer).map_err(io)?;
         let tmp = self.file.into_inner().map_err(|e| io(e.into_error()))?;
+        crate::failpoint("pack-written");
         tmp.as_file().sync_all().map_err(io)?;
+        crate::failpoint("pack-synced");
         let final_path = packs_dir.join(pack_file_name(&body_hash));
         tmp.persist(&final_path)
             .map_err(|e| StoreError::io(&final_path, e.error))?;
+        crate::failpoint("pack-renamed");
         crate::fsio::sync_dir(packs_dir)?;
         Ok((body_hash, self.frames))
     }

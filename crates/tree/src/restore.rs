@@ -125,6 +125,7 @@ pub fn apply_with(
     }
     plan.write.par_iter().try_for_each(|(path, node)| {
         write_entry(root, &root_fd, store, path, node)?;
+        snap_store::failpoint("restore-file");
         tick();
         Ok::<(), TreeError>(())
     })?;

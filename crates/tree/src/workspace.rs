@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use snap_store::{
     ChangeStats, Commit, EntryKind, GcReport, HistoryState, ObjectId, ObjectKind, ObjectWriter,
     PruneReport, RepairReport, Retention, SnapshotKind, SnapshotRecord, StatCacheUpdate, Store,
-    StoreStats, VerifyReport,
+    StoreStats, VerifyReport, failpoint,
 };
 
 use crate::TreeError;
@@ -942,6 +942,7 @@ impl Workspace {
             redo,
         };
         marker.write(self.store.dir())?;
+        failpoint("marker-written");
         let plan = Plan::new(current, target_flat);
         let ticker = Ticker::new(self.observer.0.as_ref(), Phase::Restore, plan.len() as u64);
         if let Err(e) = restore::apply_with(&self.root, &self.store, &plan, target_flat, &|| {
@@ -957,10 +958,12 @@ impl Workspace {
             marker.remove(self.store.dir())?;
             return Err(e);
         }
+        failpoint("before-head-commit");
         self.store.set_history(HistoryState {
             head: Some(marker.head),
             redo: marker.redo.clone(),
         })?;
+        failpoint("after-head-commit");
         marker.remove(self.store.dir())?;
         self.emit(Event::Restored {
             op,

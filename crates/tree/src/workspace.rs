@@ -144,6 +144,14 @@ impl std::fmt::Debug for ObserverSlot {
     }
 }
 
+/// A capture's tree and cache entries, with whether it differs from HEAD.
+struct Unsaved<'a> {
+    dirty: bool,
+    root: ObjectId,
+    flat: &'a FlatTree,
+    cache: StatCacheUpdate,
+}
+
 struct Capture {
     flat: FlatTree,
     root: ObjectId,
@@ -542,6 +550,45 @@ impl Workspace {
         Ok(snapshot)
     }
 
+    /// Commits what a capture wrote: when the tree had unsaved changes, as an automatic
+    /// snapshot of them (child of `parent`), so no undo, redo or restore ever loses work;
+    /// otherwise only its packs and stat cache entries.
+    fn keep_unsaved(
+        &self,
+        writer: ObjectWriter<'_>,
+        unsaved: Unsaved<'_>,
+        parent: Option<&Snapshot>,
+        kind: SnapshotKind,
+        after: After,
+    ) -> Result<Option<Snapshot>, TreeError> {
+        if !unsaved.dirty {
+            self.commit_packs(writer, unsaved.cache)?;
+            return Ok(None);
+        }
+        let parent_flat = self.flat_of(parent)?;
+        let changes = diff_files(&parent_flat, unsaved.flat);
+        let before = match kind {
+            SnapshotKind::AutoBeforeRedo => "redo",
+            SnapshotKind::AutoBeforeRestore => "restore",
+            _ => "undo",
+        };
+        let opts = SaveOptions {
+            message: format!("unsaved changes before {before}"),
+            ..SaveOptions::default()
+        };
+        let snapshot = self.record_snapshot(
+            writer,
+            unsaved.cache,
+            kind,
+            &opts,
+            (unsaved.root, unsaved.flat),
+            (parent, &parent_flat),
+            &changes,
+            after,
+        )?;
+        Ok(Some(snapshot))
+    }
+
     /// Snapshots the working tree if it differs from HEAD (or always, with `allow_empty`).
     pub fn save(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
         self.observed(self.save_inner(opts))
@@ -731,28 +778,22 @@ impl Workspace {
             return Ok(outcome);
         }
         let mut redo = history.redo;
-        if dirty {
-            let head_flat = self.files(&head)?;
-            let head_changes = diff_files(&head_flat, &cap.flat);
-            let opts = SaveOptions {
-                message: "unsaved changes before undo".into(),
-                ..SaveOptions::default()
-            };
-            let auto = self.record_snapshot(
-                writer,
-                cap.cache,
-                SnapshotKind::AutoBeforeUndo,
-                &opts,
-                (cap.root, &cap.flat),
-                (Some(&head), &head_flat),
-                &head_changes,
-                After::Advance,
-            )?;
+        let unsaved = Unsaved {
+            dirty,
+            root: cap.root,
+            flat: &cap.flat,
+            cache: cap.cache,
+        };
+        if let Some(auto) = self.keep_unsaved(
+            writer,
+            unsaved,
+            Some(&head),
+            SnapshotKind::AutoBeforeUndo,
+            After::Advance,
+        )? {
             redo.clear();
             outcome.passed.insert(0, auto.clone());
             outcome.auto_saved = Some(auto);
-        } else {
-            self.commit_packs(writer, cap.cache)?;
         }
         redo.extend(outcome.passed.iter().map(|s| s.id));
         self.move_to(Op::Undo, &outcome.target, redo, &cap.flat, &target_flat)?;
@@ -802,27 +843,19 @@ impl Workspace {
         if dry_run {
             return Ok(outcome);
         }
-        if dirty {
-            let head_flat = self.files(&head)?;
-            let head_changes = diff_files(&head_flat, &cap.flat);
-            let opts = SaveOptions {
-                message: "unsaved changes before redo".into(),
-                ..SaveOptions::default()
-            };
-            let auto = self.record_snapshot(
-                writer,
-                cap.cache,
-                SnapshotKind::AutoBeforeRedo,
-                &opts,
-                (cap.root, &cap.flat),
-                (Some(&head), &head_flat),
-                &head_changes,
-                After::Detached,
-            )?;
-            outcome.auto_saved = Some(auto);
-        } else {
-            self.commit_packs(writer, cap.cache)?;
-        }
+        let unsaved = Unsaved {
+            dirty,
+            root: cap.root,
+            flat: &cap.flat,
+            cache: cap.cache,
+        };
+        outcome.auto_saved = self.keep_unsaved(
+            writer,
+            unsaved,
+            Some(&head),
+            SnapshotKind::AutoBeforeRedo,
+            After::Detached,
+        )?;
         self.move_to(
             Op::Redo,
             &outcome.target,
@@ -879,29 +912,20 @@ impl Workspace {
             }
             return Ok(outcome);
         }
-        let mut parent = head;
-        if dirty {
-            let head_flat = self.flat_of(parent.as_ref())?;
-            let head_changes = diff_files(&head_flat, &cap.flat);
-            let opts = SaveOptions {
-                message: "unsaved changes before restore".into(),
-                ..SaveOptions::default()
-            };
-            let auto = self.record_snapshot(
-                writer,
-                cap.cache,
-                SnapshotKind::AutoBeforeRestore,
-                &opts,
-                (cap.root, &cap.flat),
-                (parent.as_ref(), &head_flat),
-                &head_changes,
-                After::Advance,
-            )?;
-            outcome.auto_saved = Some(auto.clone());
-            parent = Some(auto);
-        } else {
-            self.commit_packs(writer, cap.cache)?;
-        }
+        let unsaved = Unsaved {
+            dirty,
+            root: cap.root,
+            flat: &cap.flat,
+            cache: cap.cache,
+        };
+        outcome.auto_saved = self.keep_unsaved(
+            writer,
+            unsaved,
+            head.as_ref(),
+            SnapshotKind::AutoBeforeRestore,
+            After::Advance,
+        )?;
+        let parent = outcome.auto_saved.clone().or(head);
         let message = match format!("#{}", source.record.seq) {
             seq if seq == reference => format!("restore {seq}"),
             seq => format!("restore {reference} ({seq})"),

@@ -326,16 +326,7 @@ impl PackReader {
         offset: u64,
         expect: ObjectId,
     ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
-        let header = self.read_at(offset, FRAME_HEADER_LEN)?;
-        let info = decode_frame_header(offset, &header).map_err(|why| self.corrupt(why))?;
-        if info.id != expect {
-            return Err(self.corrupt(format!(
-                "frame at {offset} holds {} not {}",
-                info.id.short(),
-                expect.short()
-            )));
-        }
-        let payload = self.read_at(offset + FRAME_HEADER_LEN, u64::from(info.stored_len))?;
+        let (info, payload) = self.read_frame(offset, expect)?;
         let raw = decode_payload(&info, payload)
             .map_err(|why| StoreError::CorruptObject { id: expect, why })?;
         Ok((info.kind, raw))

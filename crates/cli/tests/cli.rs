@@ -1006,3 +1006,116 @@ fn a_crash_at_every_failpoint_loses_nothing() {
         crash_and_check(op, failpoint);
     }
 }
+
+/// Bytes that zstd cannot shrink, so they fill a small filesystem as they are.
+fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// A small tmpfs, unmounted on drop. `None` where mounting is not allowed (not root).
+struct SmallFs(tempfile::TempDir);
+
+impl SmallFs {
+    fn mount(size: &str) -> Option<SmallFs> {
+        let dir = tempfile::tempdir().ok()?;
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .ok()?;
+        ok.status.success().then_some(SmallFs(dir))
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).output();
+    }
+}
+
+#[test]
+fn a_full_disk_gives_one_error_line_and_loses_nothing() {
+    let Some(fs) = SmallFs::mount("3m") else {
+        eprintln!("cannot mount a tmpfs here (needs root); skipping the disk-full test");
+        return;
+    };
+    let d = &fs.0.path().join("ws");
+    std::fs::create_dir(d).unwrap();
+    for i in 0..8 {
+        write(d, &format!("f{i}"), &noise(100_000, i));
+    }
+    ok(d, &["save"]);
+    let first = tree_digest(d);
+    // A save that cannot fit: one error line, nothing committed, the store still valid.
+    write(d, "big", &noise(1_500_000, 99));
+    let out = snap(d, &["save"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("error: ") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(err.contains("No space left"), "{err}");
+    assert_eq!(
+        json(d, &["log", "--all"])["snapshots"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
+    assert_eq!(
+        std::fs::read_dir(d.join(".snap/tmp")).unwrap().count(),
+        0,
+        "no half-written pack is left in tmp/"
+    );
+    // A smaller change fits.
+    std::fs::remove_file(d.join("big")).unwrap();
+    for i in 0..4 {
+        write(d, &format!("f{i}"), &noise(100_000, 50 + i));
+    }
+    ok(d, &["save"]);
+    let second = tree_digest(d);
+    // An undo that runs out of space while writing files: it fails or rolls forward, and once
+    // space is back the tree is exactly one state or the other, and nothing is lost.
+    let filler = fs.0.path().join("filler");
+    let free = rustix::fs::statvfs(fs.0.path())
+        .map(|s| s.f_bavail * s.f_frsize)
+        .unwrap_or(0);
+    std::fs::write(&filler, noise(free.saturating_sub(40_000) as usize, 7)).ok();
+    let out = snap(d, &["undo"]);
+    if !out.status.success() {
+        assert!(stderr(&out).starts_with("error: "), "{}", stderr(&out));
+    }
+    std::fs::remove_file(&filler).unwrap();
+    let st = json(d, &["status"]);
+    let now = tree_digest(d);
+    let which = if now == first {
+        "the target"
+    } else {
+        "the old state"
+    };
+    eprintln!(
+        "undo on a full disk: exit {:?} ({}); the tree is {which}",
+        out.status.code(),
+        stderr(&out).trim()
+    );
+    assert!(
+        now == first || now == second,
+        "after a full disk the tree is a mix"
+    );
+    assert_eq!(st["clean"], true);
+    assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
+    ok(d, &["restore", "#1"]);
+    assert_eq!(tree_digest(d), first);
+    ok(d, &["restore", "#2"]);
+    assert_eq!(tree_digest(d), second);
+}

@@ -1119,3 +1119,84 @@ fn a_full_disk_gives_one_error_line_and_loses_nothing() {
     ok(d, &["restore", "#2"]);
     assert_eq!(tree_digest(d), second);
 }
+
+/// Several processes saving, undoing, redoing and collecting garbage at once in one workspace,
+/// killed at random instants. Afterwards the store verifies and every snapshot restores.
+#[test]
+fn kill_9_thrash_of_concurrent_commands_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for i in 0..200 {
+        write(
+            d,
+            &format!("d{}/f{i}", i % 10),
+            format!("start {i}\n").repeat(30).as_bytes(),
+        );
+    }
+    ok(d, &["save"]);
+    let rounds: u64 = std::env::var("SNAP_THRASH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(8);
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut killed = 0;
+    for round in 0..rounds {
+        for i in 0..20 {
+            let n = next() % 200;
+            write(
+                d,
+                &format!("d{}/f{n}", n % 10),
+                format!("round {round} edit {i}\n").repeat(40).as_bytes(),
+            );
+        }
+        let ops: [&[&str]; 5] = [&["save"], &["save"], &["undo"], &["redo"], &["gc"]];
+        let mut children: Vec<_> = ops
+            .iter()
+            .map(|args| {
+                snap_cmd(d, args)
+                    .env("SNAP_LOCK_TIMEOUT", "30")
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(next() % 120));
+        for child in children.iter_mut().filter(|_| next() % 2 == 0) {
+            if child.try_wait().unwrap().is_none() {
+                killed += 1;
+            }
+            let _ = child.kill();
+        }
+        for mut child in children {
+            child.wait().unwrap();
+        }
+    }
+    eprintln!("thrash: {rounds} rounds of 5 concurrent commands, {killed} killed mid-run");
+    let st = json(d, &["status"]);
+    assert!(st["head"].is_string());
+    assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
+    let snapshots = json(d, &["log", "--all"])["snapshots"]
+        .as_array()
+        .unwrap()
+        .clone();
+    for s in &snapshots {
+        let seq = format!("#{}", s["seq"]);
+        ok(d, &["restore", &seq]);
+        // status hashes every file against HEAD's tree: clean means byte for byte.
+        let st = json(d, &["status"]);
+        assert_eq!(st["clean"], true, "{seq} did not restore exactly");
+        assert_eq!(
+            json(d, &["show", "@"])["tree"],
+            s["tree"],
+            "{seq}: HEAD's tree is not the snapshot's"
+        );
+    }
+    assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
+}

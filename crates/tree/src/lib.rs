@@ -33,6 +33,7 @@ mod marker;
 mod observer;
 pub mod restore;
 pub mod scan;
+mod walker;
 mod workspace;
 
 pub use config::{Config, DEFAULT_MAX_FILE_SIZE, RetentionConfig, parse_duration};

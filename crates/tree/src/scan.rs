@@ -13,9 +13,7 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
-use ignore::{WalkBuilder, WalkState};
 use rayon::prelude::*;
 use snap_store::{
     ChunkList, ChunkRef, EntryKind, ObjectId, ObjectKind, ObjectWriter, StatEntry, StatKey,
@@ -74,117 +72,16 @@ pub fn walk_excluding(
     config: &Config,
     store_dir: Option<&Path>,
 ) -> Result<Walk, TreeError> {
-    let skip = store_dir.map(Path::to_path_buf);
-    let config = Arc::new(config.clone());
-    let filter_config = Arc::clone(&config);
-    let mut builder = WalkBuilder::new(root);
-    builder
-        .hidden(false)
-        .parents(false)
-        .ignore(false)
-        .git_ignore(true)
-        .git_global(false)
-        .git_exclude(false)
-        .require_git(false)
-        .follow_links(false)
-        .add_custom_ignore_filename(SNAPIGNORE)
-        .filter_entry(move |e| skip.as_deref() != Some(e.path()) && keep_entry(e, &filter_config));
-    let found = Mutex::new(Walk::default());
-    let failure: Mutex<Option<TreeError>> = Mutex::new(None);
-    builder.build_parallel().run(|| {
-        Box::new(|result| match visit(root, result, &config) {
-            Ok(Some(item)) => {
-                record(&found, item);
-                WalkState::Continue
-            }
-            Ok(None) => WalkState::Continue,
-            Err(e) => {
-                *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                WalkState::Quit
-            }
-        })
-    });
-    if let Some(e) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(e);
-    }
-    let mut walk = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(2, 8);
+    let mut walk = crate::walker::walk(root, config, store_dir, threads)?;
     walk.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     walk.too_large.sort_unstable();
     Ok(walk)
 }
 
-enum Item {
-    Entry(Vec<u8>, EntryKind),
-    File(Vec<u8>, EntryKind, StatKey),
-    TooLarge(Vec<u8>, u64),
-    Special,
-}
-
-fn record(walk: &Mutex<Walk>, item: Item) {
-    let mut walk = walk.lock().unwrap_or_else(|p| p.into_inner());
-    match item {
-        Item::Entry(path, kind) => walk.entries.push((path, kind)),
-        Item::File(path, kind, stat) => {
-            walk.file_stats.insert(path.clone(), stat);
-            walk.entries.push((path, kind));
-        }
-        Item::TooLarge(path, size) => walk.too_large.push((path, size)),
-        Item::Special => walk.special += 1,
-    }
-}
-
-fn keep_entry(entry: &ignore::DirEntry, config: &Config) -> bool {
-    if entry.depth() == 0 {
-        return true;
-    }
-    let name = entry.file_name().as_bytes();
-    if VCS_DIRS.iter().any(|d| d.as_bytes() == name)
-        || (entry.depth() == 1 && name == STORE_DIR.as_bytes())
-    {
-        return false;
-    }
-    match entry.file_type() {
-        Some(t) if t.is_dir() => !config.excludes_dir(name),
-        _ => !config.excludes_file(name),
-    }
-}
-
-fn visit(
-    root: &Path,
-    result: Result<ignore::DirEntry, ignore::Error>,
-    config: &Config,
-) -> Result<Option<Item>, TreeError> {
-    let entry = result.map_err(|e| TreeError::Scan {
-        path: root.to_path_buf(),
-        why: e.to_string(),
-    })?;
-    if entry.depth() == 0 {
-        return Ok(None);
-    }
-    let rel = relative(root, entry.path())?;
-    let Some(file_type) = entry.file_type() else {
-        return Ok(Some(Item::Special));
-    };
-    if file_type.is_dir() {
-        return Ok(Some(Item::Entry(rel, EntryKind::Dir)));
-    }
-    if file_type.is_symlink() {
-        return Ok(Some(Item::Entry(rel, EntryKind::Symlink)));
-    }
-    if !file_type.is_file() {
-        return Ok(Some(Item::Special));
-    }
-    let meta = entry.metadata().map_err(|e| TreeError::Scan {
-        path: entry.path().to_path_buf(),
-        why: e.to_string(),
-    })?;
-    if meta.len() > config.max_file_size {
-        return Ok(Some(Item::TooLarge(rel, meta.len())));
-    }
-    Ok(Some(Item::File(rel, file_kind(&meta), stat_key(&meta))))
-}
-
-/// The stat key the cache compares.
+/// The stat key the cache compares, from `std` metadata (equal to the walker's from `fstatat`).
 pub fn stat_key(meta: &Metadata) -> StatKey {
     StatKey {
         size: meta.len(),
@@ -199,14 +96,6 @@ pub fn stat_key(meta: &Metadata) -> StatKey {
         ino: meta.ino(),
         mode: meta.mode(),
     }
-}
-
-fn relative(root: &Path, path: &Path) -> Result<Vec<u8>, TreeError> {
-    let rel = path.strip_prefix(root).map_err(|_| TreeError::Scan {
-        path: path.to_path_buf(),
-        why: "outside the workspace".into(),
-    })?;
-    Ok(rel.as_os_str().as_bytes().to_vec())
 }
 
 fn file_kind(meta: &Metadata) -> EntryKind {

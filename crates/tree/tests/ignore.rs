@@ -96,6 +96,28 @@ fn tricky_tree(root: &Path) {
         write(root, f, f);
     }
     write(root, "nested/.gitignore", "!important.dat\n/local.txt\n");
+    // A deeper .gitignore overrides a shallower one; middle-slash patterns are anchored to
+    // their own directory; a directory pattern matches at any depth below.
+    write(
+        root,
+        "over/.gitignore",
+        "!*.log\nlocal/\nsrc/gen\n*.tmp\n!keep.tmp\n",
+    );
+    for f in [
+        "over/x.log",
+        "over/local/f",
+        "over/y/local/g",
+        "over/src/gen",
+        "over/z/src/gen",
+        "over/a.tmp",
+        "over/keep.tmp",
+        "over/y/b.tmp",
+    ] {
+        write(root, f, f);
+    }
+    // An excluded directory's own .gitignore is never read.
+    write(root, "build/.gitignore", "!*.o\n");
+    write(root, "build/keep.o", "o");
     write(root, "nested/local.txt", "l");
     write(root, "nested/deeper/local.txt", "l");
     std::os::unix::fs::symlink("plain.rs", root.join("link.rs")).unwrap();

@@ -129,6 +129,8 @@ pub struct Stored {
     pub report: ScanReport,
     /// Entries for the files this scan hashed, to write to the stat cache.
     pub hashed: Vec<(Vec<u8>, StatEntry)>,
+    /// Every regular file the walk found, with its stat key.
+    pub file_stats: HashMap<Vec<u8>, StatKey>,
 }
 
 /// Reads and stores every file and symlink of `walk` in parallel, except files the stat
@@ -163,26 +165,31 @@ pub fn store_walk(
             }
         })
         .collect();
-    let mut out = Stored {
-        flat: FlatTree::new(),
-        report: ScanReport {
-            too_large: walk.too_large,
-            special: walk.special,
-            vanished: 0,
-        },
-        hashed: Vec::new(),
+    let mut report = ScanReport {
+        too_large: walk.too_large,
+        special: walk.special,
+        vanished: 0,
     };
+    let mut hashed = Vec::new();
+    let mut nodes = Vec::with_capacity(stored.len());
     for item in stored {
         match item? {
             Some((path, node, entry)) => {
                 if let Some(entry) = entry {
-                    out.hashed.push((path.clone(), entry));
+                    hashed.push((path.clone(), entry));
                 }
-                out.flat.insert(path, node);
+                nodes.push((path, node));
             }
-            None => out.report.vanished += 1,
+            None => report.vanished += 1,
         }
     }
+    // The walk sorted the paths, so this builds the map in one pass instead of n inserts.
+    let mut out = Stored {
+        flat: nodes.into_iter().collect(),
+        report,
+        hashed,
+        file_stats: stats,
+    };
     drop_orphans(&mut out.flat);
     Ok(out)
 }

@@ -30,6 +30,8 @@ struct Rules {
     parent: Option<Arc<Rules>>,
     git: Option<Gitignore>,
     snap: Option<Gitignore>,
+    /// True when this level or one above has an ignore file: when false, nothing is matched.
+    any: bool,
 }
 
 impl Rules {
@@ -98,6 +100,7 @@ pub fn walk(
         parent: None,
         git: None,
         snap: None,
+        any: false,
     });
     let shared = Shared {
         root,
@@ -172,10 +175,13 @@ fn read_rules(abs: &Path, names: &[(Vec<u8>, FileType)], parent: &Arc<Rules>) ->
         let _ = builder.add(abs.join(file));
         builder.build().ok()
     };
+    let (git, snap) = (load(".gitignore"), load(SNAPIGNORE));
+    let any = parent.any || git.is_some() || snap.is_some();
     Rules {
         parent: Some(Arc::clone(parent)),
-        git: load(".gitignore"),
-        snap: load(SNAPIGNORE),
+        git,
+        snap,
+        any,
     }
 }
 
@@ -241,8 +247,8 @@ fn visit_entry(
         return Ok(None);
     }
     let rel = crate::flat::join(&job.rel, &name);
-    let abs = crate::scan::abs(shared.root, &rel);
-    if shared.skip == Some(abs.as_path()) {
+    let abs = || crate::scan::abs(shared.root, &rel);
+    if shared.skip.is_some_and(|skip| skip == abs()) {
         return Ok(None);
     }
     // getdents' type is enough for everything but regular files, which need their stat key;
@@ -252,7 +258,7 @@ fn visit_entry(
             match rustix::fs::statat(&job.fd, OsStr::from_bytes(&name), AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => Some(st),
                 Err(Errno::NOENT) => return Ok(None),
-                Err(e) => return Err(TreeError::io(&abs, e.into())),
+                Err(e) => return Err(TreeError::io(abs(), e.into())),
             }
         }
         _ => None,
@@ -266,7 +272,7 @@ fn visit_entry(
     } else {
         shared.config.excludes_file(&name)
     };
-    if excluded || rules.ignores(&abs, is_dir) {
+    if excluded || (rules.any && rules.ignores(&abs(), is_dir)) {
         return Ok(None);
     }
     match (file_type, stat) {
@@ -278,7 +284,7 @@ fn visit_entry(
                     parent_rules: Arc::clone(rules),
                 }),
                 Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => return Ok(None),
-                Err(e) => return Err(TreeError::io(&abs, e.into())),
+                Err(e) => return Err(TreeError::io(abs(), e.into())),
             }
             Ok(Some(Item::Entry(rel, EntryKind::Dir)))
         }

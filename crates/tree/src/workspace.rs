@@ -22,6 +22,25 @@ use crate::observer::{Event, Observer, Phase, Ticker};
 use crate::restore::{self, Plan};
 use crate::scan::{self, STORE_DIR, ScanReport};
 
+/// Prints how long each phase of a scan took when `SNAP_TIMING` is set: a measuring aid for
+/// performance work, silent otherwise.
+struct PhaseTimer(Option<std::time::Instant>);
+
+impl PhaseTimer {
+    fn from_env() -> PhaseTimer {
+        PhaseTimer(std::env::var_os("SNAP_TIMING").map(|_| std::time::Instant::now()))
+    }
+
+    fn mark(&self, phase: &str) {
+        if let Some(start) = self.0 {
+            eprintln!(
+                "snap timing: {phase} at {:.1} ms",
+                start.elapsed().as_secs_f64() * 1e3
+            );
+        }
+    }
+}
+
 /// A snapshot's id with its record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
@@ -398,9 +417,12 @@ impl Workspace {
     }
 
     fn capture(&self, writer: &ObjectWriter<'_>) -> Result<Capture, TreeError> {
+        let timer = PhaseTimer::from_env();
         let fs_now_ns = self.fs_clock();
         let cached = self.store.stat_cache()?;
+        timer.mark("stat cache loaded");
         let walk = scan::walk_excluding(&self.root, &self.config, Some(self.store.dir()))?;
+        timer.mark("walked");
         let view = scan::CacheView {
             entries: &cached,
             fs_now_ns,
@@ -418,16 +440,13 @@ impl Workspace {
             &view,
             &|| ticker.tick(),
         )?;
+        timer.mark("files stored");
         let root = build_trees(writer, &mut stored.flat)?;
+        timer.mark("trees built");
         let cache = if writer.is_dry_run() {
             StatCacheUpdate::default()
         } else {
-            let gone = |p: &Vec<u8>| {
-                stored
-                    .flat
-                    .get(p)
-                    .is_none_or(|n| !matches!(n.kind, EntryKind::File | EntryKind::Executable))
-            };
+            let gone = |p: &Vec<u8>| !stored.file_stats.contains_key(p);
             StatCacheUpdate {
                 put: stored.hashed,
                 remove: cached.into_keys().filter(gone).collect(),

@@ -182,6 +182,187 @@ pub fn count_changes(changes: &[(Vec<u8>, Change)]) -> (u64, u64, u64) {
     )
 }
 
+/// The direct children of `dir` in `flat`, in name order, found by seeking past each child's
+/// descendants: O(children x log n), not O(subtree).
+pub fn children<'a>(flat: &'a FlatTree, dir: &[u8]) -> Vec<(&'a [u8], &'a Node)> {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    let prefix = if dir.is_empty() {
+        Vec::new()
+    } else {
+        join(dir, b"")
+    };
+    let mut out = Vec::new();
+    let mut from: std::ops::Bound<Vec<u8>> = Included(prefix.clone());
+    while let Some((key, node)) = flat.range::<Vec<u8>, _>((from.clone(), Unbounded)).next() {
+        let Some(rest) = key.strip_prefix(prefix.as_slice()) else {
+            break;
+        };
+        match rest.iter().position(|&c| c == b'/') {
+            // Inside a child directory already listed: seek past all of its descendants.
+            Some(i) => from = Included([&key[..prefix.len() + i], b"0".as_slice()].concat()),
+            None => {
+                if !rest.is_empty() {
+                    out.push((rest, node));
+                }
+                from = Excluded(key.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Changed paths in order, and the old entries of those paths.
+pub type StoredDiff = (Vec<(Vec<u8>, Change)>, FlatTree);
+
+/// The changed files between the stored tree `old_root` and `new` (whose directory nodes carry
+/// built tree ids), visiting only directories whose ids differ. Returns the changes in path
+/// order and the old entries of the changed paths.
+pub fn diff_stored(
+    store: &Store,
+    old_root: &ObjectId,
+    new: &FlatTree,
+) -> Result<StoredDiff, StoreError> {
+    let mut changes = Vec::new();
+    let mut old_nodes = FlatTree::new();
+    diff_dir(store, old_root, new, &[], &mut changes, &mut old_nodes)?;
+    changes.sort();
+    Ok((changes, old_nodes))
+}
+
+fn diff_dir(
+    store: &Store,
+    old_id: &ObjectId,
+    new: &FlatTree,
+    dir: &[u8],
+    changes: &mut Vec<(Vec<u8>, Change)>,
+    old_nodes: &mut FlatTree,
+) -> Result<(), StoreError> {
+    let old: Vec<TreeEntry> = store.read_tree(old_id)?.entries;
+    let new_children = children(new, dir);
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() || j < new_children.len() {
+        let order = match (old.get(i), new_children.get(j)) {
+            (Some(o), Some((n, _))) => o.name.as_slice().cmp(n),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        match order {
+            std::cmp::Ordering::Less => {
+                removed(store, &old[i], dir, changes, old_nodes)?;
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                added(
+                    new,
+                    &join(dir, new_children[j].0),
+                    new_children[j].1,
+                    changes,
+                );
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                changed(
+                    store,
+                    &old[i],
+                    new,
+                    dir,
+                    new_children[j].1,
+                    changes,
+                    old_nodes,
+                )?;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn changed(
+    store: &Store,
+    old: &TreeEntry,
+    new: &FlatTree,
+    dir: &[u8],
+    node: &Node,
+    changes: &mut Vec<(Vec<u8>, Change)>,
+    old_nodes: &mut FlatTree,
+) -> Result<(), StoreError> {
+    let path = join(dir, &old.name);
+    match (old.kind == EntryKind::Dir, node.kind == EntryKind::Dir) {
+        (true, true) if old.id != node.id => {
+            diff_dir(store, &old.id, new, &path, changes, old_nodes)
+        }
+        (true, true) => Ok(()),
+        (false, false) => {
+            if old.kind != node.kind || old.id != node.id {
+                old_nodes.insert(
+                    path.clone(),
+                    Node {
+                        kind: old.kind,
+                        size: old.size,
+                        id: old.id,
+                    },
+                );
+                changes.push((path, Change::Modified));
+            }
+            Ok(())
+        }
+        _ => {
+            removed(store, old, dir, changes, old_nodes)?;
+            added(new, &path, node, changes);
+            Ok(())
+        }
+    }
+}
+
+/// `entry` (in `dir` of the old tree) is gone: it, or every file under it, is deleted.
+fn removed(
+    store: &Store,
+    entry: &TreeEntry,
+    dir: &[u8],
+    changes: &mut Vec<(Vec<u8>, Change)>,
+    old_nodes: &mut FlatTree,
+) -> Result<(), StoreError> {
+    let path = join(dir, &entry.name);
+    if entry.kind != EntryKind::Dir {
+        old_nodes.insert(
+            path.clone(),
+            Node {
+                kind: entry.kind,
+                size: entry.size,
+                id: entry.id,
+            },
+        );
+        changes.push((path, Change::Deleted));
+        return Ok(());
+    }
+    for (sub, node) in flatten(store, &entry.id)? {
+        if node.kind != EntryKind::Dir {
+            let full = join(&path, &sub);
+            old_nodes.insert(full.clone(), node);
+            changes.push((full, Change::Deleted));
+        }
+    }
+    Ok(())
+}
+
+/// `path` is new: it, or every file under it, is added.
+fn added(new: &FlatTree, path: &[u8], node: &Node, changes: &mut Vec<(Vec<u8>, Change)>) {
+    if node.kind != EntryKind::Dir {
+        changes.push((path.to_vec(), Change::Added));
+        return;
+    }
+    let prefix = join(path, b"");
+    for (p, n) in new
+        .range(prefix.clone()..)
+        .take_while(|(p, _)| p.starts_with(&prefix))
+    {
+        if n.kind != EntryKind::Dir {
+            changes.push((p.clone(), Change::Added));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -626,9 +626,12 @@ impl Workspace {
                 retention: None,
             });
         }
-        // Only now that something changed is HEAD's whole tree worth reading.
-        let head_flat = self.flat_of(head.as_ref())?;
-        let changes = diff_files(&head_flat, &cap.flat);
+        // Only the directories whose tree ids differ from HEAD's are read; `head_flat` holds
+        // just the old entries of the changed paths, which is all the line counts need.
+        let (changes, head_flat) = match &head {
+            Some(h) => flat::diff_stored(&self.store, &h.record.root, &cap.flat)?,
+            None => (diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()),
+        };
         let snapshot = self.record_snapshot(
             writer,
             cap.cache,

@@ -270,3 +270,44 @@ fn the_stat_cache_skips_unchanged_files_and_survives_gc() {
         "a deleted file leaves the cache"
     );
 }
+
+/// The save path's tree diff (visiting only directories whose ids differ) agrees with the
+/// plain diff of two flattened trees, through type changes and nested adds and deletes.
+#[test]
+fn the_tree_diff_agrees_with_the_flat_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ws = Workspace::init(root, None, false).unwrap();
+    for p in ["a", "b/c", "b/d/e", "f/g", "h", "k/l/m", "k/n", "z"] {
+        write(root, p, p);
+    }
+    std::os::unix::fs::symlink("a", root.join("s")).unwrap();
+    save(&ws);
+    std::fs::remove_file(root.join("h")).unwrap();
+    std::fs::create_dir(root.join("h")).unwrap();
+    write(root, "h/inner", "was a file");
+    std::fs::remove_dir_all(root.join("f")).unwrap();
+    write(root, "f", "was a dir");
+    std::fs::remove_dir_all(root.join("k/l")).unwrap();
+    write(root, "b/d/e", "changed");
+    write(root, "new/deep/x", "added");
+    write(root, "a.b", "sibling sorting between a and a/");
+    std::fs::remove_file(root.join("s")).unwrap();
+    std::os::unix::fs::symlink("z", root.join("s")).unwrap();
+    save(&ws);
+    let (one, two) = (ws.resolve("#1").unwrap(), ws.resolve("#2").unwrap());
+    let (old, new) = (ws.files(&one).unwrap(), ws.files(&two).unwrap());
+    let (fast, old_nodes) =
+        snap_tree::flat::diff_stored(ws.store(), &one.record.root, &new).unwrap();
+    assert_eq!(fast, snap_tree::flat::diff_files(&old, &new));
+    assert!(fast.len() >= 8, "{fast:?}");
+    for (path, _) in fast.iter().filter(|(_, c)| *c != snap_tree::Change::Added) {
+        assert_eq!(
+            old_nodes.get(path),
+            old.get(path),
+            "{}",
+            String::from_utf8_lossy(path)
+        );
+    }
+    assert_eq!(ws.changes_of(&two).unwrap(), fast);
+}

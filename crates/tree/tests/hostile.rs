@@ -311,3 +311,40 @@ fn the_tree_diff_agrees_with_the_flat_diff() {
     }
     assert_eq!(ws.changes_of(&two).unwrap(), fast);
 }
+
+/// Names of 255 bytes (the Linux limit) in paths of about 4,000 bytes save, undo and redo.
+#[test]
+fn longest_names_and_deep_paths_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ws = Workspace::init(root, None, false).unwrap();
+    let long = |c: char| c.to_string().repeat(255);
+    let mut rel = String::new();
+    // 14 levels: the file's path is 3,839 bytes, under PATH_MAX with the temp dir in front.
+    for c in [
+        'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n',
+    ] {
+        rel = if rel.is_empty() {
+            long(c)
+        } else {
+            format!("{rel}/{}", long(c))
+        };
+    }
+    let file = format!("{rel}/{}", long('z'));
+    assert!(file.len() > 3800, "{}", file.len());
+    write(root, &file, "deep v1");
+    save(&ws);
+    write(root, &file, "deep v2");
+    save(&ws);
+    ws.undo(1, false).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join(&file)).unwrap(),
+        "deep v1"
+    );
+    ws.redo(1, false).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join(&file)).unwrap(),
+        "deep v2"
+    );
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+}

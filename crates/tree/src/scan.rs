@@ -245,7 +245,7 @@ fn store_entry(
             Err(e) => Err(TreeError::io(path, e)),
         },
         EntryKind::File | EntryKind::Executable => {
-            let Some((data, meta)) = read_stable(&path, max)? else {
+            let Some((data, meta)) = read_stable(&path, max, fs_now_ns)? else {
                 return Ok(None);
             };
             let kind = file_kind(&meta);
@@ -276,7 +276,15 @@ fn vanished(e: &std::io::Error) -> bool {
 
 /// Reads a regular file without following a symlink, re-reading while its stat changes under
 /// the read. `None` if it vanished, stopped being a regular file or grew past `max`.
-fn read_stable(path: &Path, max: u64) -> Result<Option<(Vec<u8>, Metadata)>, TreeError> {
+///
+/// Timestamps are coarse (a clock tick of several milliseconds), so a file modified in the
+/// scan's own tick can change under the read without its stat showing it: such a racy file
+/// is read twice and kept only when both reads agree.
+fn read_stable(
+    path: &Path,
+    max: u64,
+    fs_now_ns: i64,
+) -> Result<Option<(Vec<u8>, Metadata)>, TreeError> {
     for _ in 0..READ_ATTEMPTS {
         let mut file = match OpenOptions::new()
             .read(true)
@@ -293,13 +301,33 @@ fn read_stable(path: &Path, max: u64) -> Result<Option<(Vec<u8>, Metadata)>, Tre
         }
         let data = read_all(&mut file, before.len(), path)?;
         let after = file.metadata().map_err(|e| TreeError::io(path, e))?;
-        if same_stat(&before, &after) && data.len() as u64 == after.len() {
+        if !same_stat(&before, &after) || data.len() as u64 != after.len() {
+            continue;
+        }
+        if stat_key(&after).mtime_ns < fs_now_ns
+            || reads_again_the_same(&mut file, &data, &after, path)?
+        {
             return Ok(Some((data, after)));
         }
     }
     Err(TreeError::Unstable {
         path: path.to_path_buf(),
     })
+}
+
+/// Reads `file` again from the start: true when it gives `data` and the same stat.
+fn reads_again_the_same(
+    file: &mut File,
+    data: &[u8],
+    stat: &Metadata,
+    path: &Path,
+) -> Result<bool, TreeError> {
+    use std::io::Seek;
+    file.seek(std::io::SeekFrom::Start(0))
+        .map_err(|e| TreeError::io(path, e))?;
+    let again = read_all(file, data.len() as u64, path)?;
+    let after = file.metadata().map_err(|e| TreeError::io(path, e))?;
+    Ok(again == data && same_stat(stat, &after))
 }
 
 fn read_all(file: &mut File, len_hint: u64, path: &Path) -> Result<Vec<u8>, TreeError> {

@@ -348,3 +348,52 @@ fn longest_names_and_deep_paths_round_trip() {
     );
     assert!(ws.verify(true).unwrap().problems.is_empty());
 }
+
+/// A file rewritten over and over while it is saved: the snapshot holds one whole version or
+/// the save fails with "kept changing"; it never records a torn mix.
+#[test]
+fn a_file_changing_during_the_save_is_never_recorded_torn() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let ws = Workspace::init(&root, None, false).unwrap();
+    let versions: Vec<Vec<u8>> = (0..4u8).map(|v| vec![b'a' + v; 300_000]).collect();
+    std::fs::write(root.join("hot"), &versions[0]).unwrap();
+    let stop = AtomicBool::new(false);
+    let (mut saved, mut refused) = (0, 0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                let _ = std::fs::write(root.join("hot"), &versions[i % versions.len()]);
+            }
+        });
+        for _ in 0..15 {
+            match ws.save(&SaveOptions {
+                allow_empty: true,
+                ..SaveOptions::default()
+            }) {
+                Ok(out) => {
+                    saved += 1;
+                    let Some(snapshot) = out.snapshot else {
+                        continue;
+                    };
+                    if let Ok(content) = ws.read_file(&snapshot, b"hot") {
+                        // Empty is a real state too: the writer truncates before it writes.
+                        assert!(
+                            content.is_empty() || versions.contains(&content),
+                            "a torn version of {} bytes was recorded",
+                            content.len()
+                        );
+                    }
+                }
+                Err(TreeError::Unstable { .. }) => refused += 1,
+                Err(e) => panic!("unexpected error: {e}"),
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    eprintln!("busy file: {saved} saves recorded a whole version, {refused} refused as changing");
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+}

@@ -55,7 +55,7 @@ pub enum Command {
     Rewind(MoveArgs),
     /// Go forward N snapshots along what undo left (`snap redo`).
     Redo(MoveArgs),
-    /// Make the directory (or PATHS) match a snapshot, as a new snapshot (`snap restore #3 -- src`).
+    /// Make the directory (or PATHS) match a snapshot, as a new snapshot (`snap restore "#3" -- src`).
     Restore {
         /// Snapshot: @, @~N, last, #SEQ, step:N or an id prefix.
         reference: String,
@@ -108,7 +108,7 @@ pub enum Command {
         /// Path in the snapshot.
         path: PathBuf,
     },
-    /// Line diffs between snapshots or against the working tree (`snap diff @~1`, `snap diff #3 #5 -- src`).
+    /// Line diffs between snapshots or against the working tree (`snap diff @~1`, `snap diff "#3" "#5" -- src`).
     Diff(DiffArgs),
     /// Print a shell completion script (`snap completions bash > /etc/bash_completion.d/snap`).
     Completions {

@@ -10,7 +10,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::catalog::{Commit, HistoryState, Location};
-use crate::pack::{EncodedObject, FRAME_HEADER_LEN, PackReader, pack_file_name};
+use crate::pack::{
+    EncodedObject, FOOTER_LEN, FRAME_HEADER_LEN, HEADER_LEN, INDEX_ENTRY_LEN, PackReader,
+    pack_file_name,
+};
 use crate::{ChunkList, EntryKind, ObjectId, ObjectKind, SnapshotRecord, Store, StoreError};
 
 /// A pack whose live bytes fall below this share of its size is rewritten by gc.
@@ -178,16 +181,19 @@ impl Store {
         }
         let mut plan = GcPlan::default();
         let mut small = Vec::new();
-        for (pack, _) in self.catalog.packs()? {
+        for (pack, frames) in self.catalog.packs()? {
             let size = std::fs::metadata(self.pack_path(&pack))
                 .map(|m| m.len())
                 .unwrap_or(0);
             let alive = live_bytes.get(&pack).copied().unwrap_or(0);
+            // Header and trailer are not garbage: compare the live frames with all frames, so a
+            // small pack whose frames are all live is never "repacked" into an identical copy.
+            let framed = size.saturating_sub(HEADER_LEN + frames * INDEX_ENTRY_LEN + FOOTER_LEN);
             plan.pack_bytes += size;
             if alive == 0 {
                 plan.dead.push(pack);
                 plan.reclaimable += size;
-            } else if (alive as f64) < REPACK_LIVE_SHARE * size as f64 {
+            } else if alive < framed && (alive as f64) < REPACK_LIVE_SHARE * framed as f64 {
                 plan.sparse.push(pack);
                 plan.reclaimable += size - alive;
             } else if size < SMALL_PACK {
@@ -255,7 +261,16 @@ impl Store {
             })?;
         }
         let packs = writer.finish()?;
-        let remove_packs: Vec<ObjectId> = plan.dead.iter().chain(&plan.sparse).copied().collect();
+        // A rewritten pack can come out byte for byte equal to one it replaces, and so under
+        // the same name: such a pack is kept, never removed from the catalog or deleted.
+        let written: HashSet<ObjectId> = packs.iter().map(|(id, _)| *id).collect();
+        let remove_packs: Vec<ObjectId> = plan
+            .dead
+            .iter()
+            .chain(&plan.sparse)
+            .filter(|p| !written.contains(p))
+            .copied()
+            .collect();
         // The stat cache may name objects this gc drops: start it over (the next save rehashes).
         let stat_cache = crate::StatCacheUpdate {
             clear: true,

@@ -1,0 +1,107 @@
+//! Model-based target: a random sequence of edits, saves, undos, redos, restores, prunes and
+//! gcs on a real workspace in a temp dir. After every command the working tree must match
+//! HEAD, and at the end every state that was saved (and not pruned) must restore byte for
+//! byte, and the store must verify.
+
+#![no_main]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use libfuzzer_sys::fuzz_target;
+use snap_tree::snap_store::Retention;
+use snap_tree::{SaveOptions, TreeError, Workspace};
+
+const FILES: [&str; 4] = ["a", "d/b", "d/e/c", "f"];
+
+/// The tracked files on disk: path -> content.
+fn disk(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    FILES
+        .iter()
+        .filter_map(|f| std::fs::read(root.join(f)).ok().map(|c| (f.to_string(), c)))
+        .collect()
+}
+
+fn edit(root: &Path, op: u8, arg: u8) {
+    let path = root.join(FILES[usize::from(arg) % FILES.len()]);
+    if op % 2 == 0 {
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        let _ = std::fs::write(&path, vec![arg; usize::from(op) * 7]);
+    } else {
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
+fn nothing_to_do(e: &TreeError) -> bool {
+    e.is_nothing_to_do()
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(dir) = tempfile::tempdir() else { return };
+    let root = dir.path();
+    let Ok(ws) = Workspace::init(root, None, false) else {
+        return;
+    };
+    let mut saved: BTreeMap<u64, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
+    for pair in data.chunks(2).take(40) {
+        let (op, arg) = (pair[0], pair.get(1).copied().unwrap_or(0));
+        let result = match op % 8 {
+            0 | 1 | 2 => {
+                edit(root, op / 8, arg);
+                continue;
+            }
+            3 => ws.save(&SaveOptions::default()).map(|_| ()),
+            4 => ws.undo(u64::from(arg % 3) + 1, false).map(|_| ()),
+            5 => ws.redo(u64::from(arg % 3) + 1, false).map(|_| ()),
+            6 => match saved.keys().nth(usize::from(arg) % saved.len().max(1)) {
+                Some(seq) => ws.restore(&format!("#{seq}"), &[], false).map(|_| ()),
+                None => continue,
+            },
+            _ if arg % 2 == 0 => ws.gc().map(|_| ()),
+            _ => ws
+                .prune(
+                    &Retention {
+                        keep_last: u64::from(arg % 5) + 1,
+                        keep_within_ns: None,
+                    },
+                    false,
+                )
+                .map(|_| ()),
+        };
+        let moved = match result {
+            Ok(()) => (3..=6).contains(&(op % 8)),
+            Err(e) if nothing_to_do(&e) => false,
+            Err(e) => panic!("command failed: {e}"),
+        };
+        // A save, undo, redo or restore that ran leaves the tree equal to HEAD; remember it.
+        if let Some(seq) = ws
+            .head()
+            .expect("head")
+            .map(|h| h.record.seq)
+            .filter(|_| moved)
+        {
+            assert!(
+                ws.status().expect("status").changes.is_empty(),
+                "the tree differs from HEAD #{seq}"
+            );
+            saved.entry(seq).or_insert_with(|| disk(root));
+        }
+        let alive: Vec<u64> = ws
+            .log(true)
+            .expect("log")
+            .iter()
+            .map(|e| e.snapshot.record.seq)
+            .collect();
+        saved.retain(|seq, _| alive.contains(seq));
+    }
+    for (seq, state) in &saved {
+        ws.restore(&format!("#{seq}"), &[], false).expect("restore");
+        assert_eq!(&disk(root), state, "#{seq} did not restore byte for byte");
+    }
+    assert!(
+        ws.verify(true).expect("verify").problems.is_empty(),
+        "the store does not verify"
+    );
+});

@@ -418,19 +418,18 @@ impl Catalog {
         Ok(())
     }
 
-    /// Every object location.
-    pub fn locations(&self) -> Result<Vec<Location>, StoreError> {
+    /// Every object location, by object id.
+    pub fn locations(&self) -> Result<HashMap<ObjectId, Location>, StoreError> {
         let txn = self.db.begin_read().map_err(|e| self.err(e))?;
         let table = txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
-        let mut out = Vec::new();
+        let mut out = HashMap::new();
         for row in table.iter().map_err(|e| self.err(e))? {
             let (k, v) = row.map_err(|e| self.err(e))?;
             let id = ObjectId::from_slice(k.value())
                 .ok_or_else(|| self.err("object key is not 32 bytes"))?;
-            out.push(
-                Location::decode(id, v.value())
-                    .ok_or_else(|| self.err(format!("bad location record for {id}")))?,
-            );
+            let location = Location::decode(id, v.value())
+                .ok_or_else(|| self.err(format!("bad location record for {id}")))?;
+            out.insert(id, location);
         }
         Ok(out)
     }

@@ -167,12 +167,7 @@ impl Store {
     }
 
     fn plan_gc(&self) -> Result<GcPlan, StoreError> {
-        let locations: HashMap<ObjectId, Location> = self
-            .catalog
-            .locations()?
-            .into_iter()
-            .map(|l| (l.frame.id, l))
-            .collect();
+        let locations = self.catalog.locations()?;
         let live = self.live_objects(&locations)?;
         let mut live_bytes: HashMap<ObjectId, u64> = HashMap::new();
         for loc in locations.values().filter(|l| live.contains(&l.frame.id)) {

@@ -94,12 +94,7 @@ impl Store {
         read_data: bool,
         progress: &dyn Fn(u64, u64),
     ) -> Result<VerifyReport, StoreError> {
-        let locations: HashMap<ObjectId, Location> = self
-            .catalog
-            .locations()?
-            .into_iter()
-            .map(|l| (l.frame.id, l))
-            .collect();
+        let locations = self.catalog.locations()?;
         let mut report = VerifyReport {
             objects: locations.len(),
             ..VerifyReport::default()

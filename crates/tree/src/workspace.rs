@@ -102,6 +102,29 @@ pub struct MoveOutcome {
     pub changes: Vec<PathChange>,
 }
 
+impl MoveOutcome {
+    /// The outcome as planned, before anything is saved or written.
+    fn planned(
+        op: Op,
+        dry_run: bool,
+        was_dirty: bool,
+        target: Snapshot,
+        passed: Vec<Snapshot>,
+        changes: Vec<PathChange>,
+    ) -> MoveOutcome {
+        MoveOutcome {
+            op,
+            dry_run,
+            auto_saved: None,
+            was_dirty,
+            target,
+            created: None,
+            passed,
+            changes,
+        }
+    }
+}
+
 /// An interrupted operation finished when the workspace was opened.
 #[derive(Clone, Debug)]
 pub struct Recovered {
@@ -786,16 +809,7 @@ impl Workspace {
         let (passed, target) = self.walk_back(&head, steps)?;
         let target_flat = self.files(&target)?;
         let changes = diff_files(&cap.flat, &target_flat);
-        let mut outcome = MoveOutcome {
-            op: Op::Undo,
-            dry_run,
-            auto_saved: None,
-            was_dirty: dirty,
-            target,
-            created: None,
-            passed,
-            changes,
-        };
+        let mut outcome = MoveOutcome::planned(Op::Undo, dry_run, dirty, target, passed, changes);
         if dry_run {
             return Ok(outcome);
         }
@@ -852,16 +866,7 @@ impl Workspace {
         let dirty = cap.root != head.record.root;
         let target_flat = self.files(&target)?;
         let changes = diff_files(&cap.flat, &target_flat);
-        let mut outcome = MoveOutcome {
-            op: Op::Redo,
-            dry_run,
-            auto_saved: None,
-            was_dirty: dirty,
-            target,
-            created: None,
-            passed,
-            changes,
-        };
+        let mut outcome = MoveOutcome::planned(Op::Redo, dry_run, dirty, target, passed, changes);
         if dry_run {
             return Ok(outcome);
         }
@@ -918,16 +923,14 @@ impl Workspace {
             (build_trees(&writer, &mut merged)?, merged)
         };
         let changes = diff_files(&cap.flat, &target_flat);
-        let mut outcome = MoveOutcome {
-            op: Op::Restore,
+        let mut outcome = MoveOutcome::planned(
+            Op::Restore,
             dry_run,
-            auto_saved: None,
-            was_dirty: dirty,
-            target: source.clone(),
-            created: None,
-            passed: Vec::new(),
+            dirty,
+            source.clone(),
+            Vec::new(),
             changes,
-        };
+        );
         if dry_run || target_root == cap.root {
             if !dry_run {
                 self.commit_packs(writer, cap.cache)?;

@@ -44,7 +44,7 @@ fn restore_sigpipe() {
 }
 
 fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
-    let message = format!("{e:#}").replace('\n', " ");
+    let message = one_line(e);
     eprintln!("error: {message}");
     if json_mode {
         println!("{}", json!({ "error": message }));
@@ -53,6 +53,22 @@ fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
         Some(t) if t.is_nothing_to_do() => ExitCode::from(EXIT_NOTHING_TO_DO),
         _ => ExitCode::FAILURE,
     }
+}
+
+/// The error and its causes on one line. Library errors already name their source in their
+/// own message (`path: os error`), so a cause already said is not said twice.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            if !message.is_empty() {
+                message.push_str(": ");
+            }
+            message.push_str(&text);
+        }
+    }
+    message.replace('\n', " ")
 }
 
 /// What every command needs besides its own arguments.

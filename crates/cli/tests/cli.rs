@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+#[path = "support/powerloss.rs"]
+mod powerloss;
+
 fn snap_cmd(dir: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_snap"));
     cmd.arg("-C")
@@ -898,18 +901,20 @@ fn two_states(d: &Path) -> (BTreeMap<String, Vec<u8>>, BTreeMap<String, Vec<u8>>
     (a, tree_digest(d))
 }
 
-/// After a crash at `failpoint` during `args`: the next command recovers, the tree is A or B
-/// (exactly), the store verifies, and every snapshot the log lists still reads back.
-fn crash_and_check(op: &str, failpoint: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// Sets up `op` on a fresh workspace: returns the state before it, the state it moves to and
+/// its arguments. `two_states` leaves A saved as #1 and B in the tree.
+fn crash_setup(d: &Path, op: &str) -> (Tree, Tree, Vec<&'static str>) {
     let (a, b) = two_states(d);
-    if op != "save" {
-        ok(d, &["save"]);
-    }
-    let args: &[&str] = match op {
-        "save" => &["save"],
-        "undo" => &["undo"],
+    let args = match op {
+        "save" => return (b.clone(), b, vec!["save"]),
+        "undo" => vec!["undo"],
+        "redo" => {
+            ok(d, &["save"]);
+            ok(d, &["undo"]);
+            return (a, b, vec!["redo"]);
+        }
+        "restore" => vec!["restore", "#1"],
+        "prune" => vec!["prune", "--keep-last", "1"],
         "gc" => {
             // More than 16 small packs, so that gc also writes a merged pack.
             for i in 0..18 {
@@ -919,43 +924,80 @@ fn crash_and_check(op: &str, failpoint: &str) {
             write(d, "newdir/added", b"B only");
             ok(d, &["save"]);
             ok(d, &["prune", "--keep-last", "18"]);
-            &["gc"]
+            return (b.clone(), b, vec!["gc"]);
         }
         other => panic!("no such op {other}"),
     };
-    let out = snap_cmd(d, args)
-        .env("SNAP_FAILPOINT", failpoint)
+    ok(d, &["save"]);
+    match op {
+        "undo" | "restore" => (b, a, args),
+        _ => (b.clone(), b, args),
+    }
+}
+
+type Tree = BTreeMap<String, Vec<u8>>;
+
+fn seqs(d: &Path) -> Vec<Value> {
+    json(d, &["log", "--all"])["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["seq"].clone())
+        .collect()
+}
+
+/// Runs `op`, dying at `failpoint` (or running to the end with `None`), optionally followed by
+/// a power cut that drops whatever was not fsynced. Then: the next command recovers, the tree
+/// is exactly the old or the target state and matches HEAD, no snapshot listed before is lost
+/// (prune aside), the store verifies, and every listed snapshot still reads back.
+fn crash_and_check(op: &str, failpoint: Option<&str>, power_cut: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = &dir.path().canonicalize().unwrap();
+    let (old, target, args) = crash_setup(d, op);
+    let listed = seqs(d);
+    let journal = tempfile::tempdir().unwrap();
+    let before = power_cut.then(|| powerloss::Durable::take(d));
+    let mut cmd = snap_cmd(d, &args);
+    if let Some(f) = failpoint {
+        cmd.env("SNAP_FAILPOINT", f);
+    }
+    let out = cmd
+        .env("SNAP_DURABLE_LOG", journal.path())
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        None,
-        "{op} at {failpoint}: the failpoint was not reached ({})",
-        stderr(&out)
-    );
+    let at = format!("{op} at {failpoint:?}, power cut {power_cut}");
+    let expected = if failpoint.is_some() { None } else { Some(0) };
+    assert_eq!(out.status.code(), expected, "{at}: {}", stderr(&out));
+    if let Some(before) = &before {
+        powerloss::power_cut(d, before, journal.path());
+    }
     let st = json(d, &["status"]);
     let now = tree_digest(d);
-    match op {
-        "undo" => {
-            assert!(
-                now == a || now == b,
-                "{op} at {failpoint}: the tree is a mix"
-            );
-            assert_eq!(
-                st["clean"], true,
-                "{op} at {failpoint}: the tree must match HEAD"
-            );
-        }
-        _ => assert!(
-            now == b,
-            "{op} at {failpoint}: {op} must not touch the tree"
-        ),
+    assert!(now == old || now == target, "{at}: the tree is a mix");
+    if failpoint.is_none() {
+        assert!(now == target, "{at}: a finished {op} did not survive");
     }
-    assert_eq!(
-        json(d, &["verify", "--read-data"])["ok"],
-        true,
-        "{op} at {failpoint}"
-    );
+    if failpoint.is_none() || matches!(op, "undo" | "redo" | "restore") {
+        assert_eq!(st["clean"], true, "{at}: the tree must match HEAD");
+    }
+    let after = seqs(d);
+    if op != "prune" {
+        let lost: Vec<_> = listed.iter().filter(|s| !after.contains(s)).collect();
+        assert!(lost.is_empty(), "{at}: snapshots {lost:?} were lost");
+    }
+    if failpoint.is_none() && matches!(op, "save" | "restore") {
+        assert_eq!(
+            after.len(),
+            listed.len() + 1,
+            "{at}: the new snapshot was lost"
+        );
+    }
+    check_store(d, &at);
+}
+
+/// The store verifies, every snapshot the log lists reads back, and so after a gc.
+fn check_store(d: &Path, at: &str) {
+    assert_eq!(json(d, &["verify", "--read-data"])["ok"], true, "{at}");
     for s in json(d, &["log", "--all"])["snapshots"].as_array().unwrap() {
         let seq = format!("#{}", s["seq"]);
         for e in json(d, &["ls", &seq])["entries"]
@@ -971,39 +1013,177 @@ fn crash_and_check(op: &str, failpoint: &str) {
     assert_eq!(
         json(d, &["verify", "--read-data"])["ok"],
         true,
-        "{op} at {failpoint}, after gc"
+        "{at}, after gc"
     );
 }
 
+/// Each command, and the failpoints it passes.
+const CRASH_CASES: &[(&str, &[&str])] = &[
+    (
+        "save",
+        &[
+            "pack-written",
+            "pack-synced",
+            "pack-renamed",
+            "before-commit",
+            "after-commit",
+        ],
+    ),
+    (
+        "undo",
+        &[
+            "marker-written",
+            "restore-file",
+            "restore-file@20",
+            "before-head-commit",
+            "after-head-commit",
+        ],
+    ),
+    (
+        "redo",
+        &[
+            "marker-written",
+            "restore-file@7",
+            "before-head-commit",
+            "after-head-commit",
+        ],
+    ),
+    (
+        "restore",
+        &[
+            "marker-written",
+            "restore-file@3",
+            "before-head-commit",
+            "after-head-commit",
+        ],
+    ),
+    ("prune", &["before-commit", "after-commit"]),
+    ("gc", &["pack-renamed", "before-commit", "gc-after-commit"]),
+];
+
+fn crash_cases(ops: &[&str], power_cut: bool) {
+    for (op, failpoints) in CRASH_CASES.iter().filter(|(op, _)| ops.contains(op)) {
+        for f in failpoints.iter().map(|f| Some(*f)).chain([None]) {
+            crash_and_check(op, f, power_cut);
+        }
+    }
+}
+
 #[test]
-fn a_crash_at_every_failpoint_loses_nothing() {
-    let cases = [
-        ("save", "pack-written"),
-        ("save", "pack-synced"),
-        ("save", "pack-renamed"),
-        ("save", "before-commit"),
-        ("save", "after-commit"),
-        ("undo", "marker-written"),
-        ("undo", "restore-file"),
-        ("undo", "restore-file@20"),
-        ("undo", "before-head-commit"),
-        ("undo", "after-head-commit"),
-        ("gc", "pack-renamed"),
-        ("gc", "before-commit"),
-        ("gc", "gc-after-commit"),
-    ];
-    let covered: std::collections::BTreeSet<&str> = cases
+fn every_failpoint_is_driven() {
+    let covered: std::collections::BTreeSet<&str> = CRASH_CASES
         .iter()
-        .map(|(_, f)| f.split('@').next().unwrap())
+        .flat_map(|(_, fs)| fs.iter().map(|f| f.split('@').next().unwrap()))
         .collect();
     for name in snap_tree::snap_store::FAILPOINTS {
-        assert!(
-            covered.contains(name),
-            "failpoint {name} is not driven by this test"
-        );
+        assert!(covered.contains(name), "failpoint {name} is not driven");
     }
-    for (op, failpoint) in cases {
-        crash_and_check(op, failpoint);
+}
+
+#[test]
+fn a_crash_in_save_prune_or_gc_loses_nothing() {
+    crash_cases(&["save", "prune", "gc"], false);
+}
+
+#[test]
+fn a_crash_in_undo_redo_or_restore_loses_nothing() {
+    crash_cases(&["undo", "redo", "restore"], false);
+}
+
+/// The same crashes followed by a power cut that drops every write no fsync covered: proves
+/// the order of fsyncs and renames, directory fsyncs included (DESIGN §4, §7).
+#[test]
+fn a_power_cut_in_save_prune_or_gc_loses_nothing() {
+    crash_cases(&["save", "prune", "gc"], true);
+}
+
+#[test]
+fn a_power_cut_in_undo_redo_or_restore_loses_nothing() {
+    crash_cases(&["undo", "redo", "restore"], true);
+}
+
+/// Each command, and the I/O faults injected into it (`SNAP_FAULT`, see snap_store::fault).
+const FAULT_CASES: &[(&str, &[&str])] = &[
+    (
+        "save",
+        &[
+            "scan-read@7",
+            "pack-write@3:ENOSPC",
+            "catalog-write",
+            "catalog-write@5",
+            "dir-sync",
+        ],
+    ),
+    (
+        "undo",
+        &[
+            "pack-read@4",
+            "pack-read@4+",
+            "restore-write@9:ENOSPC",
+            "restore-write@2+:EROFS",
+            "catalog-write@5",
+            "dir-sync",
+        ],
+    ),
+    ("redo", &["pack-read@6", "restore-write@3"]),
+    ("restore", &["pack-read@2+", "restore-write@5:ENOSPC"]),
+    ("prune", &["catalog-write@5"]),
+    (
+        "gc",
+        &["pack-read@3", "pack-write@2:ENOSPC", "catalog-write@5"],
+    ),
+];
+
+/// Runs `op` with `fault` injected: it fails with one `error:` line naming the OS error, and
+/// the next command (with the disk healthy again) finds the tree exactly old or target and
+/// matching HEAD, every snapshot listed before, and a store that verifies.
+fn fault_and_check(op: &str, fault: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (old, target, args) = crash_setup(d, op);
+    let listed = seqs(d);
+    let out = snap_cmd(d, &args)
+        .env("SNAP_FAULT", fault)
+        .output()
+        .unwrap();
+    let at = format!("{op} with {fault}");
+    assert_eq!(out.status.code(), Some(1), "{at}: {}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("error: ") && err.lines().count() == 1,
+        "{at}: {err}"
+    );
+    let named = [
+        "Input/output error",
+        "No space left",
+        "Read-only file system",
+    ];
+    assert!(named.iter().any(|n| err.contains(n)), "{at}: {err}");
+    let st = json(d, &["status"]);
+    let now = tree_digest(d);
+    assert!(now == old || now == target, "{at}: the tree is a mix");
+    if matches!(op, "undo" | "redo" | "restore") {
+        assert_eq!(st["clean"], true, "{at}: the tree must match HEAD");
+    }
+    let after = seqs(d);
+    let lost: Vec<_> = listed.iter().filter(|s| !after.contains(s)).collect();
+    assert!(lost.is_empty(), "{at}: snapshots {lost:?} were lost");
+    check_store(d, &at);
+}
+
+#[test]
+fn an_io_error_at_every_fault_point_fails_cleanly_and_loses_nothing() {
+    let covered: std::collections::BTreeSet<&str> = FAULT_CASES
+        .iter()
+        .flat_map(|(_, fs)| fs.iter().map(|f| f.split(['@', ':']).next().unwrap()))
+        .collect();
+    for name in snap_tree::snap_store::fault::FAULT_POINTS {
+        assert!(covered.contains(name), "fault point {name} is not driven");
+    }
+    for (op, faults) in FAULT_CASES {
+        for fault in *faults {
+            fault_and_check(op, fault);
+        }
     }
 }
 

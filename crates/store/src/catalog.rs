@@ -137,7 +137,11 @@ impl Catalog {
             Ok(_) => {}
             Err(e) => return Err(unreadable(e.to_string())),
         }
-        let db = Database::open(path).map_err(|e| unreadable(e.to_string()))?;
+        let db = crate::catalog_file::open_database(path, false).map_err(|e| match e {
+            // A disk that fails to read or write is not a damaged catalog: repair won't help.
+            redb::DatabaseError::Storage(redb::StorageError::Io(e)) => StoreError::io(path, e),
+            e => unreadable(e.to_string()),
+        })?;
         let catalog = Catalog {
             db,
             path: path.to_path_buf(),
@@ -149,10 +153,11 @@ impl Catalog {
 
     /// Creates a new, empty catalog at `path`.
     pub fn create(path: &Path) -> Result<Catalog, StoreError> {
-        let db = Database::create(path).map_err(|e| StoreError::Catalog {
-            path: path.to_path_buf(),
-            why: e.to_string(),
-        })?;
+        let db =
+            crate::catalog_file::open_database(path, true).map_err(|e| StoreError::Catalog {
+                path: path.to_path_buf(),
+                why: e.to_string(),
+            })?;
         let catalog = Catalog {
             db,
             path: path.to_path_buf(),

@@ -8,8 +8,13 @@ use crate::StoreError;
 
 /// fsyncs a directory so that renames and creations inside it survive a power loss.
 pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)
-        .and_then(|f| f.sync_all())
+    crate::fault::inject("dir-sync")
+        .and_then(|()| File::open(dir))
+        .and_then(|f| {
+            f.sync_all()?;
+            crate::journal::dir_synced(&f);
+            Ok(())
+        })
         .map_err(|e| StoreError::io(dir, e))
 }
 
@@ -20,6 +25,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| StoreError::io(dir, e))?;
     tmp.write_all(bytes)
         .and_then(|()| tmp.as_file().sync_all())
+        .map(|()| crate::journal::file_synced(tmp.as_file()))
         .map_err(|e| StoreError::io(path, e))?;
     tmp.persist(path)
         .map_err(|e| StoreError::io(path, e.error))?;

@@ -6,10 +6,13 @@
 //! nothing of working trees. The byte layout is in docs/FORMAT.md.
 
 mod catalog;
+mod catalog_file;
 mod error;
 mod failpoint;
+pub mod fault;
 pub mod fsio;
 mod id;
+pub mod journal;
 mod lifecycle;
 mod lock;
 mod object;

@@ -260,12 +260,15 @@ fn write_file(dir: &OwnedFd, tmp: &str, content: &[u8], executable: bool) -> Res
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         mode,
     )?;
+    injected("restore-write")?;
     let mut rest = content;
     while !rest.is_empty() {
         let n = rustix::io::write(&fd, rest)?;
         rest = &rest[n..];
     }
-    rustix::fs::fsync(fd.as_fd())
+    rustix::fs::fsync(fd.as_fd())?;
+    snap_store::journal::file_synced(&fd);
+    Ok(())
 }
 
 /// fsyncs every directory whose entries the plan changed, so renames and unlinks are durable
@@ -280,12 +283,24 @@ fn sync_parents(root: &Path, root_fd: &OwnedFd, plan: &Plan) -> Result<(), TreeE
     let parents: BTreeSet<&[u8]> = all.map(|p| split(p).0).collect();
     for parent in parents {
         match open_dir(root, root_fd, parent) {
-            Ok(dir) => rustix::fs::fsync(dir.as_fd()).map_err(|e| fail("sync", root, parent, e))?,
+            Ok(dir) => sync_dir(&dir).map_err(|e| fail("sync", root, parent, e))?,
             // A parent removed by this plan has nothing left to sync.
             Err(_) if !parent.is_empty() => {}
             Err(e) => return Err(e),
         }
     }
+    Ok(())
+}
+
+/// A fault a test injected at `point` (debug builds only).
+fn injected(point: &str) -> Result<(), Errno> {
+    snap_store::fault::inject(point).map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))
+}
+
+fn sync_dir(dir: &OwnedFd) -> Result<(), Errno> {
+    injected("dir-sync")?;
+    rustix::fs::fsync(dir.as_fd())?;
+    snap_store::journal::dir_synced(dir);
     Ok(())
 }
 

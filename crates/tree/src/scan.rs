@@ -332,7 +332,8 @@ fn reads_again_the_same(
 
 fn read_all(file: &mut File, len_hint: u64, path: &Path) -> Result<Vec<u8>, TreeError> {
     let mut data = Vec::with_capacity(len_hint as usize + 1);
-    file.read_to_end(&mut data)
+    snap_store::fault::inject("scan-read")
+        .and_then(|()| file.read_to_end(&mut data))
         .map_err(|e| TreeError::io(path, e))?;
     Ok(data)
 }

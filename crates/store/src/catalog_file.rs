@@ -1,0 +1,108 @@
+//! The catalog file as redb sees it in debug builds: redb's own file backend, with the
+//! `catalog-write` fault injected before writes and syncs, and every sync recorded in the
+//! durability journal. Release builds open the catalog with redb's plain file backend.
+
+use std::fs::File;
+use std::io;
+use std::ops::Bound;
+
+use redb::backends::FileBackend;
+use redb::{BackendError, StorageBackend};
+
+/// redb's file backend, observed.
+#[derive(Debug)]
+pub(crate) struct ObservedFile {
+    inner: FileBackend,
+    /// A second descriptor of the same file, for the journal to read it back.
+    file: File,
+}
+
+impl ObservedFile {
+    pub(crate) fn new(file: File) -> io::Result<ObservedFile> {
+        let observer = file.try_clone()?;
+        let inner = FileBackend::new(file).map_err(io::Error::other)?;
+        Ok(ObservedFile {
+            inner,
+            file: observer,
+        })
+    }
+}
+
+impl StorageBackend for ObservedFile {
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
+        self.inner.read(offset, out)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        crate::fault::inject("catalog-write")?;
+        self.inner.set_len(len)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        crate::fault::inject("catalog-write")?;
+        self.inner.sync_data()?;
+        crate::journal::file_synced(&self.file);
+        Ok(())
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        crate::fault::inject("catalog-write")?;
+        self.inner.write(offset, data)
+    }
+
+    fn close(&self) -> io::Result<()> {
+        self.inner.close()
+    }
+
+    fn try_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
+        self.inner.try_lock_range(start, end)
+    }
+
+    fn try_lock_shared_range(
+        &self,
+        start: Bound<u64>,
+        end: Bound<u64>,
+    ) -> Result<bool, BackendError> {
+        self.inner.try_lock_shared_range(start, end)
+    }
+
+    fn lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.inner.lock_range(start, end)
+    }
+
+    fn lock_shared_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.inner.lock_shared_range(start, end)
+    }
+
+    fn unlock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<(), BackendError> {
+        self.inner.unlock_range(start, end)
+    }
+
+    fn query_lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> Result<bool, BackendError> {
+        self.inner.query_lock_range(start, end)
+    }
+}
+
+/// Opens (or with `create`, creates) the catalog database at `path`.
+pub(crate) fn open_database(
+    path: &std::path::Path,
+    create: bool,
+) -> Result<redb::Database, redb::DatabaseError> {
+    if !cfg!(debug_assertions) {
+        return match create {
+            true => redb::Database::create(path),
+            false => redb::Database::open(path),
+        };
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(false)
+        .open(path)?;
+    redb::Builder::new().create_with_backend(ObservedFile::new(file)?)
+}

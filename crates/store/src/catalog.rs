@@ -139,7 +139,11 @@ impl Catalog {
         }
         let db = crate::catalog_file::open_database(path, false).map_err(|e| match e {
             // A disk that fails to read or write is not a damaged catalog: repair won't help.
-            redb::DatabaseError::Storage(redb::StorageError::Io(e)) => StoreError::io(path, e),
+            redb::DatabaseError::Storage(redb::StorageError::Io(e))
+                if e.raw_os_error().is_some() =>
+            {
+                StoreError::io(path, e)
+            }
             e => unreadable(e.to_string()),
         })?;
         let catalog = Catalog {

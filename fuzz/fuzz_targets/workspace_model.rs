@@ -1,7 +1,10 @@
 //! Model-based target: a random sequence of edits, saves, undos, redos, restores, prunes and
-//! gcs on a real workspace in a temp dir. After every command the working tree must match
-//! HEAD, and at the end every state that was saved (and not pruned) must restore byte for
-//! byte, and the store must verify.
+//! gcs on a real workspace in a temp dir, some of them with an injected I/O error (a one-shot
+//! or sticky EIO, ENOSPC or EROFS at any of snap_store::fault::FAULT_POINTS). After every
+//! command that ran the working tree must match HEAD; a command that failed from the fault
+//! must leave, once the workspace is reopened on a healthy disk, a tree matching HEAD. At the
+//! end every state that was saved (and not pruned) must restore byte for byte, and the store
+//! must verify.
 
 #![no_main]
 
@@ -10,6 +13,7 @@ use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 use snap_tree::snap_store::Retention;
+use snap_tree::snap_store::fault::{self, FAULT_POINTS, Fault};
 use snap_tree::{SaveOptions, TreeError, Workspace};
 
 const FILES: [&str; 4] = ["a", "d/b", "d/e/c", "f"];
@@ -34,16 +38,30 @@ fn edit(root: &Path, op: u8, arg: u8) {
     }
 }
 
+/// A fault for the next command, chosen by `op` and `arg`.
+fn fault_for(op: u8, arg: u8) -> Fault {
+    let errnos = [5, 28, 30]; // EIO, ENOSPC, EROFS
+    Fault {
+        point: FAULT_POINTS[usize::from(arg) % FAULT_POINTS.len()].to_string(),
+        nth: u64::from(op / 8 % 6) + 1,
+        sticky: arg & 0x80 != 0,
+        errno: errnos[usize::from(arg / 8) % errnos.len()],
+    }
+}
+
 fn nothing_to_do(e: &TreeError) -> bool {
     e.is_nothing_to_do()
 }
 
 fuzz_target!(|data: &[u8]| {
+    // An input that ended right after arming must not leave its fault to the next one.
+    fault::arm(None);
     let Ok(dir) = tempfile::tempdir() else { return };
     let root = dir.path();
-    let Ok(ws) = Workspace::init(root, None, false) else {
+    let Ok(mut ws) = Workspace::init(root, None, false) else {
         return;
     };
+    let mut armed = false;
     let mut saved: BTreeMap<u64, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
     for pair in data.chunks(2).take(40) {
         let (op, arg) = (pair[0], pair.get(1).copied().unwrap_or(0));
@@ -59,6 +77,11 @@ fuzz_target!(|data: &[u8]| {
                 Some(seq) => ws.restore(&format!("#{seq}"), &[], false).map(|_| ()),
                 None => continue,
             },
+            _ if arg % 4 == 1 => {
+                fault::arm(Some(fault_for(op, arg)));
+                armed = true;
+                continue;
+            }
             _ if arg % 2 == 0 => ws.gc().map(|_| ()),
             _ => ws
                 .prune(
@@ -70,11 +93,19 @@ fuzz_target!(|data: &[u8]| {
                 )
                 .map(|_| ()),
         };
+        fault::arm(None);
         let moved = match result {
             Ok(()) => (3..=6).contains(&(op % 8)),
             Err(e) if nothing_to_do(&e) => false,
+            Err(e) if armed => {
+                // Reopen on a healthy disk: that finishes or undoes what the fault cut short.
+                drop(ws);
+                ws = Workspace::discover(root, None).expect("reopen after a fault");
+                (4..=6).contains(&(op % 8))
+            }
             Err(e) => panic!("command failed: {e}"),
         };
+        armed = false;
         // A save, undo, redo or restore that ran leaves the tree equal to HEAD; remember it.
         if let Some(seq) = ws
             .head()
@@ -96,6 +127,7 @@ fuzz_target!(|data: &[u8]| {
             .collect();
         saved.retain(|seq, _| alive.contains(seq));
     }
+    fault::arm(None);
     for (seq, state) in &saved {
         ws.restore(&format!("#{seq}"), &[], false).expect("restore");
         assert_eq!(&disk(root), state, "#{seq} did not restore byte for byte");

@@ -49,7 +49,8 @@ pub struct Location {
 }
 
 impl Location {
-    fn encode(&self) -> [u8; LOCATION_LEN] {
+    /// The 50-byte `objects` value.
+    pub fn encode(&self) -> [u8; LOCATION_LEN] {
         let mut v = [0u8; LOCATION_LEN];
         v[0..32].copy_from_slice(&self.pack.0);
         v[32..40].copy_from_slice(&self.frame.offset.to_le_bytes());
@@ -60,7 +61,8 @@ impl Location {
         v
     }
 
-    fn decode(id: ObjectId, v: &[u8]) -> Option<Location> {
+    /// Decodes an `objects` value for object `id`; `None` when malformed.
+    pub fn decode(id: ObjectId, v: &[u8]) -> Option<Location> {
         if v.len() != LOCATION_LEN {
             return None;
         }
@@ -92,6 +94,30 @@ pub struct HistoryState {
     pub head: Option<ObjectId>,
     /// Snapshots undo stepped back over; the next redo target is last.
     pub redo: Vec<ObjectId>,
+}
+
+impl HistoryState {
+    /// Decodes `meta["head"]` (one id) and `meta["redo"]` (ids, bottom first), either absent.
+    pub fn decode(head: Option<&[u8]>, redo: Option<&[u8]>) -> Result<HistoryState, String> {
+        let head = match head {
+            Some(v) => Some(ObjectId::from_slice(v).ok_or("HEAD record is not 32 bytes")?),
+            None => None,
+        };
+        let redo = redo.unwrap_or_default();
+        if redo.len() % 32 != 0 {
+            return Err("redo record is not a whole number of ids".into());
+        }
+        let redo = redo
+            .chunks_exact(32)
+            .filter_map(ObjectId::from_slice)
+            .collect();
+        Ok(HistoryState { head, redo })
+    }
+
+    /// The `meta["redo"]` value: the ids, bottom of the stack first.
+    pub fn encode_redo(&self) -> Vec<u8> {
+        self.redo.iter().flat_map(|id| id.0).collect()
+    }
 }
 
 /// Everything one command commits at once.
@@ -244,25 +270,13 @@ impl Catalog {
     pub fn history(&self) -> Result<HistoryState, StoreError> {
         let txn = self.db.begin_read().map_err(|e| self.err(e))?;
         let meta = txn.open_table(META).map_err(|e| self.err(e))?;
-        let head = match meta.get("head").map_err(|e| self.err(e))? {
-            Some(v) => Some(
-                ObjectId::from_slice(v.value())
-                    .ok_or_else(|| self.err("HEAD record is not 32 bytes"))?,
-            ),
-            None => None,
-        };
-        let redo = match meta.get("redo").map_err(|e| self.err(e))? {
-            Some(v) if v.value().len() % 32 != 0 => {
-                return Err(self.err("redo record is not a whole number of ids"));
-            }
-            Some(v) => v
-                .value()
-                .chunks_exact(32)
-                .filter_map(ObjectId::from_slice)
-                .collect(),
-            None => Vec::new(),
-        };
-        Ok(HistoryState { head, redo })
+        let head = meta.get("head").map_err(|e| self.err(e))?;
+        let redo = meta.get("redo").map_err(|e| self.err(e))?;
+        HistoryState::decode(
+            head.as_ref().map(|v| v.value()),
+            redo.as_ref().map(|v| v.value()),
+        )
+        .map_err(|why| self.err(why))
     }
 
     /// Every snapshot record, in sequence order.
@@ -421,8 +435,7 @@ impl Catalog {
             None => meta.remove("head").map(drop),
         }
         .map_err(|e| self.err(e))?;
-        let redo: Vec<u8> = history.redo.iter().flat_map(|id| id.0).collect();
-        meta.insert("redo", redo.as_slice())
+        meta.insert("redo", history.encode_redo().as_slice())
             .map_err(|e| self.err(e))?;
         Ok(())
     }
@@ -467,7 +480,8 @@ impl Catalog {
     }
 }
 
-fn decode_snapshot_row(row: &[u8]) -> Result<(ObjectId, SnapshotRecord), StoreError> {
+/// Decodes a `snapshots` value: the snapshot id, then its encoded record.
+pub fn decode_snapshot_row(row: &[u8]) -> Result<(ObjectId, SnapshotRecord), StoreError> {
     let id = ObjectId::from_slice(row.get(..32).unwrap_or_default()).ok_or_else(|| {
         StoreError::CorruptObject {
             id: ObjectId([0; 32]),

@@ -22,7 +22,7 @@ mod statcache;
 mod store;
 mod verify;
 
-pub use catalog::{CATALOG_VERSION, Commit, HistoryState, Location};
+pub use catalog::{CATALOG_VERSION, Commit, HistoryState, Location, decode_snapshot_row};
 pub use error::StoreError;
 pub use failpoint::{FAILPOINTS, failpoint};
 pub use id::{ID_LEN, ObjectId};

@@ -1300,6 +1300,95 @@ fn a_full_disk_gives_one_error_line_and_loses_nothing() {
     assert_eq!(tree_digest(d), second);
 }
 
+/// A read-only bind mount of `src` at a new temp dir, unmounted on drop. `None` where
+/// mounting is not allowed (not root).
+struct ReadOnlyMount(tempfile::TempDir);
+
+impl ReadOnlyMount {
+    fn of(src: &Path) -> Option<ReadOnlyMount> {
+        let dir = tempfile::tempdir().ok()?;
+        let at = dir.path().to_path_buf();
+        let run = |args: &[&str]| {
+            Command::new("mount")
+                .args(args)
+                .arg(&at)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        let src = src.to_str()?;
+        if !run(&["--bind", src]) {
+            return None;
+        }
+        let mount = ReadOnlyMount(dir);
+        run(&["-o", "remount,ro,bind"]).then_some(mount)
+    }
+}
+
+impl Drop for ReadOnlyMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).output();
+    }
+}
+
+/// A store on a read-only mount: reading commands work; writing ones fail with one error line
+/// and leave the tree and the store as they were.
+#[test]
+fn a_read_only_store_reads_and_refuses_writes_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (_, _) = two_states(d);
+    ok(d, &["save"]);
+    write(d, "dir1/f1", b"unsaved edit");
+    let Some(ro) = ReadOnlyMount::of(&d.join(".snap")) else {
+        eprintln!("cannot bind-mount read-only here (needs root); skipping");
+        return;
+    };
+    let store = ro.0.path().to_str().unwrap().to_string();
+    let before = tree_digest(d);
+    let with_store = |args: &[&str]| {
+        let mut all = vec!["--store", store.as_str()];
+        all.extend_from_slice(args);
+        snap(d, &all)
+    };
+    for args in [
+        &["log"][..],
+        &["status"],
+        &["diff"],
+        &["show", "#1"],
+        &["cat", "#1", "dir1/f1"],
+    ] {
+        let out = with_store(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(
+        json(d, &["--store", &store, "verify", "--read-data"])["ok"],
+        true
+    );
+    for args in [
+        &["save"][..],
+        &["undo"],
+        &["restore", "#1"],
+        &["prune", "--keep-last", "1"],
+        &["gc"],
+    ] {
+        let out = with_store(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.starts_with("error: ") && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains("read-only") || err.contains("Read-only"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(tree_digest(d), before, "{args:?} touched the tree");
+    }
+    drop(ro);
+    assert_eq!(seqs(d).len(), 2);
+    check_store(d, "after the read-only mount");
+}
+
 /// Several processes saving, undoing, redoing and collecting garbage at once in one workspace,
 /// killed at random instants. Afterwards the store verifies and every snapshot restores.
 #[test]

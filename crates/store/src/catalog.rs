@@ -14,8 +14,8 @@
 use std::path::{Path, PathBuf};
 
 use redb::{
-    Database, ReadOnlyTable, ReadableDatabase, ReadableTable, ReadableTableMetadata,
-    TableDefinition, WriteTransaction,
+    Database, ReadOnlyDatabase, ReadOnlyTable, ReadableDatabase, ReadableTable,
+    ReadableTableMetadata, TableDefinition, TableHandle, WriteTransaction,
 };
 
 use std::collections::HashMap;
@@ -142,18 +142,43 @@ pub struct Commit {
 /// A read-only view of the `objects` table.
 type ObjectsTable = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
+/// The database, opened for writing, or read-only on a store the process cannot write.
+enum Db {
+    ReadWrite(Database),
+    ReadOnly(ReadOnlyDatabase),
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Db::ReadWrite(_) => "Db::ReadWrite",
+            Db::ReadOnly(_) => "Db::ReadOnly",
+        })
+    }
+}
+
+impl Db {
+    fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Db::ReadWrite(db) => db.begin_read(),
+            Db::ReadOnly(db) => db.begin_read(),
+        }
+    }
+}
+
 /// The open catalog.
 #[derive(Debug)]
 pub struct Catalog {
-    db: Database,
+    db: Db,
     path: PathBuf,
     objects: Mutex<Option<Arc<ObjectsTable>>>,
 }
 
 impl Catalog {
     /// Opens the existing catalog at `path`, refusing a newer format. A missing or empty file
-    /// is damage, never a reason to start an empty catalog over the packs.
-    pub fn open(path: &Path) -> Result<Catalog, StoreError> {
+    /// is damage, never a reason to start an empty catalog over the packs. With `read_only`,
+    /// it is opened without writing anything, and every write is refused.
+    pub fn open(path: &Path, read_only: bool) -> Result<Catalog, StoreError> {
         let unreadable = |why: String| StoreError::CatalogUnreadable {
             path: path.to_path_buf(),
             why,
@@ -163,7 +188,11 @@ impl Catalog {
             Ok(_) => {}
             Err(e) => return Err(unreadable(e.to_string())),
         }
-        let db = crate::catalog_file::open_database(path, false).map_err(|e| match e {
+        let opened = match read_only {
+            true => redb::Builder::new().open_read_only(path).map(Db::ReadOnly),
+            false => crate::catalog_file::open_database(path, false).map(Db::ReadWrite),
+        };
+        let db = opened.map_err(|e| match e {
             // A disk that fails to read or write is not a damaged catalog: repair won't help.
             redb::DatabaseError::Storage(redb::StorageError::Io(e))
                 if e.raw_os_error().is_some() =>
@@ -189,12 +218,24 @@ impl Catalog {
                 why: e.to_string(),
             })?;
         let catalog = Catalog {
-            db,
+            db: Db::ReadWrite(db),
             path: path.to_path_buf(),
             objects: Mutex::new(None),
         };
         catalog.check_format()?;
         Ok(catalog)
+    }
+
+    /// Whether every write is refused.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self.db, Db::ReadOnly(_))
+    }
+
+    fn begin_write(&self) -> Result<WriteTransaction, StoreError> {
+        match &self.db {
+            Db::ReadWrite(db) => db.begin_write().map_err(|e| self.err(e)),
+            Db::ReadOnly(_) => Err(StoreError::ReadOnly(self.path.clone())),
+        }
     }
 
     fn err(&self, e: impl std::fmt::Display) -> StoreError {
@@ -204,33 +245,64 @@ impl Catalog {
         }
     }
 
+    /// Refuses a newer format. A new catalog (or one from before a table was added) gets its
+    /// format record and every table in one write; an existing one is only read, so opening
+    /// costs no commit.
     fn check_format(&self) -> Result<(), StoreError> {
-        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        let found = self.read_format()?;
+        match found {
+            Some(found) if found > CATALOG_VERSION => Err(StoreError::NewerFormat {
+                path: self.path.clone(),
+                found,
+                supported: CATALOG_VERSION,
+            }),
+            Some(_) if self.has_every_table()? || self.is_read_only() => Ok(()),
+            _ => self.set_up(found.is_none()),
+        }
+    }
+
+    fn read_format(&self) -> Result<Option<u32>, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let meta = match txn.open_table(META) {
+            Ok(meta) => meta,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(self.err(e)),
+        };
+        let Some(v) = meta.get("format").map_err(|e| self.err(e))? else {
+            return Ok(None);
+        };
+        let bytes: [u8; 4] = v
+            .value()
+            .try_into()
+            .map_err(|_| self.err("bad format record"))?;
+        Ok(Some(u32::from_le_bytes(bytes)))
+    }
+
+    fn has_every_table(&self) -> Result<bool, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let names: Vec<String> = txn
+            .list_tables()
+            .map_err(|e| self.err(e))?
+            .map(|t| t.name().to_string())
+            .collect();
+        let want = [
+            META.name(),
+            OBJECTS.name(),
+            PACKS.name(),
+            SNAPSHOTS.name(),
+            SNAP_IDS.name(),
+            STAT_CACHE.name(),
+        ];
+        Ok(want.iter().all(|n| names.iter().any(|m| m == n)))
+    }
+
+    fn set_up(&self, write_format: bool) -> Result<(), StoreError> {
+        let txn = self.begin_write()?;
         {
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            let found = meta
-                .get("format")
-                .map_err(|e| self.err(e))?
-                .map(|v| v.value().to_vec());
-            match found {
-                None => {
-                    meta.insert("format", CATALOG_VERSION.to_le_bytes().as_slice())
-                        .map_err(|e| self.err(e))?;
-                }
-                Some(v) => {
-                    let found = v
-                        .as_slice()
-                        .try_into()
-                        .map(u32::from_le_bytes)
-                        .map_err(|_| self.err("bad format record"))?;
-                    if found > CATALOG_VERSION {
-                        return Err(StoreError::NewerFormat {
-                            path: self.path.clone(),
-                            found,
-                            supported: CATALOG_VERSION,
-                        });
-                    }
-                }
+            if write_format {
+                meta.insert("format", CATALOG_VERSION.to_le_bytes().as_slice())
+                    .map_err(|e| self.err(e))?;
             }
             txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
             txn.open_table(PACKS).map_err(|e| self.err(e))?;
@@ -325,7 +397,7 @@ impl Catalog {
     /// Removals run before insertions, so a repack may drop a pack and re-add its objects.
     pub fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
         *self.objects.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        let txn = self.db.begin_write().map_err(|e| self.err(e))?;
+        let txn = self.begin_write()?;
         self.write_objects(&txn, commit)?;
         self.write_snapshots(&txn, commit)?;
         if let Some(history) = &commit.history {
@@ -509,7 +581,7 @@ mod tests {
                 .unwrap();
             txn.commit().unwrap();
         }
-        let err = Catalog::open(&path).unwrap_err();
+        let err = Catalog::open(&path, false).unwrap_err();
         assert!(
             matches!(err, StoreError::NewerFormat { found: 99, .. }),
             "{err}"
@@ -521,15 +593,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("catalog.redb");
         assert!(matches!(
-            Catalog::open(&path),
+            Catalog::open(&path, false),
             Err(StoreError::CatalogUnreadable { .. })
         ));
         std::fs::write(&path, b"").unwrap();
-        let err = Catalog::open(&path).unwrap_err();
+        let err = Catalog::open(&path, false).unwrap_err();
         assert!(err.to_string().contains("empty"), "{err}");
         std::fs::write(&path, b"garbage garbage garbage").unwrap();
         assert!(matches!(
-            Catalog::open(&path),
+            Catalog::open(&path, false),
             Err(StoreError::CatalogUnreadable { .. })
         ));
     }

@@ -91,6 +91,10 @@ pub enum StoreError {
         /// Its length in bytes, raw or compressed.
         len: u64,
     },
+    /// The store cannot be written (a read-only mount, or no write permission); carries the
+    /// file that refused.
+    #[error("the store is read-only ({0}); this command needs to write to it")]
+    ReadOnly(PathBuf),
     /// Another process held the store lock for the whole lock timeout.
     #[error("the store is locked by {holder} (waited {waited_secs}s); is another snap running?")]
     Locked {

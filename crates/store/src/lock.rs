@@ -20,40 +20,79 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 #[derive(Debug)]
 pub struct StoreLock {
     _file: File,
+    read_only: bool,
 }
 
 impl StoreLock {
-    /// Takes the lock at `path`, waiting up to `timeout`.
+    /// Takes the lock at `path`, waiting up to `timeout`. On a store this process cannot write
+    /// (a read-only mount, no write permission) it takes a shared lock instead, which keeps
+    /// writers out while it reads; [`StoreLock::is_read_only`] says which.
     pub fn acquire(path: &Path, timeout: Duration) -> Result<StoreLock, StoreError> {
-        let mut file = OpenOptions::new()
+        let opened = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .open(path)
-            .map_err(|e| StoreError::io(path, e))?;
-        let start = Instant::now();
-        let mut pause = Duration::from_millis(2);
-        loop {
-            match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => break,
-                Err(rustix::io::Errno::WOULDBLOCK) if start.elapsed() < timeout => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(50));
-                }
-                Err(rustix::io::Errno::WOULDBLOCK) => {
-                    return Err(StoreError::Locked {
-                        holder: read_holder(&mut file),
-                        waited_secs: start.elapsed().as_secs(),
-                    });
-                }
-                Err(e) => return Err(StoreError::io(path, e.into())),
+            .open(path);
+        let (mut file, read_only) = match opened {
+            Ok(file) => (file, false),
+            Err(e) if cannot_write(&e) => {
+                (File::open(path).map_err(|_| StoreError::io(path, e))?, true)
             }
+            Err(e) => return Err(StoreError::io(path, e)),
+        };
+        let op = match read_only {
+            true => FlockOperation::NonBlockingLockShared,
+            false => FlockOperation::NonBlockingLockExclusive,
+        };
+        wait_for(&mut file, op, path, timeout)?;
+        if !read_only {
+            let me = format!("pid {}\n", std::process::id());
+            // Best effort: the holder's pid is only shown to a waiting command.
+            let _ = file.set_len(0).and_then(|()| file.write_all(me.as_bytes()));
         }
-        let me = format!("pid {}\n", std::process::id());
-        // Best effort: the holder's pid is only shown to a waiting command.
-        let _ = file.set_len(0).and_then(|()| file.write_all(me.as_bytes()));
-        Ok(StoreLock { _file: file })
+        Ok(StoreLock {
+            _file: file,
+            read_only,
+        })
+    }
+
+    /// Whether the store could only be opened for reading.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+}
+
+fn cannot_write(e: &std::io::Error) -> bool {
+    let errno = e.raw_os_error();
+    errno == Some(rustix::io::Errno::ROFS.raw_os_error())
+        || errno == Some(rustix::io::Errno::ACCESS.raw_os_error())
+}
+
+/// Retries `op` until it succeeds or `timeout` passes, then names the holder.
+fn wait_for(
+    file: &mut File,
+    op: FlockOperation,
+    path: &Path,
+    timeout: Duration,
+) -> Result<(), StoreError> {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match flock(&*file, op) {
+            Ok(()) => return Ok(()),
+            Err(rustix::io::Errno::WOULDBLOCK) if start.elapsed() < timeout => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                return Err(StoreError::Locked {
+                    holder: read_holder(file),
+                    waited_secs: start.elapsed().as_secs(),
+                });
+            }
+            Err(e) => return Err(StoreError::io(path, e.into())),
+        }
     }
 }
 

@@ -52,7 +52,7 @@ impl Store {
             return Err(StoreError::NotFound(dir.to_path_buf()));
         }
         let lock = StoreLock::acquire(&dir.join("lock"), lock_timeout())?;
-        let catalog = Catalog::open(&dir.join("catalog.redb"))?;
+        let catalog = Catalog::open(&dir.join("catalog.redb"), lock.is_read_only())?;
         Ok(Store {
             dir: dir.to_path_buf(),
             catalog,
@@ -249,6 +249,9 @@ impl ObjectWriter<'_> {
         let mut state = lock_poisoned(&self.state);
         let current = match state.current.take() {
             Some(w) => w,
+            None if self.store.catalog.is_read_only() => {
+                return Err(StoreError::ReadOnly(self.store.dir.clone()));
+            }
             None => PackWriter::create(&self.store.dir.join("tmp"))?,
         };
         let mut current = current;

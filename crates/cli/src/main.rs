@@ -84,6 +84,9 @@ fn run(cli: Cli) -> Result<()> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let start = cli.dir.as_ref().map_or(cwd.clone(), |d| cwd.join(d));
     let store = cli.store.as_ref().map(|s| cwd.join(s));
+    if !cli.quiet {
+        snap_tree::snap_store::on_lock_wait(|m| eprintln!("snap: {m}"));
+    }
     let ctx = Ctx {
         start,
         store,

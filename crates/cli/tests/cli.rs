@@ -1300,6 +1300,82 @@ fn a_full_disk_gives_one_error_line_and_loses_nothing() {
     assert_eq!(tree_digest(d), second);
 }
 
+/// Harnesses saving in one workspace at once each get their snapshot; a command that finds
+/// the lock held says so while it waits, and names the holder when it gives up.
+#[test]
+fn concurrent_saves_all_land_and_lock_waits_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a", b"start");
+    ok(d, &["save"]);
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            write(d, &format!("h{i}"), format!("harness {i}").as_bytes());
+            snap_cmd(d, &["save", "--allow-empty", "-m", &format!("harness {i}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let log = json(d, &["log", "--all"]);
+    let messages: Vec<&str> = log["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["message"].as_str())
+        .collect();
+    for i in 0..8 {
+        assert!(
+            messages.contains(&format!("harness {i}").as_str()),
+            "{messages:?}"
+        );
+    }
+    // Hold the lock as another process would, with its pid in the file.
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(d.join(".snap/lock"))
+        .unwrap();
+    std::fs::write(d.join(".snap/lock"), "pid 4242\n").unwrap();
+    use rustix::fs::{FlockOperation, flock};
+    flock(&lock, FlockOperation::NonBlockingLockExclusive).unwrap();
+    let out = snap_cmd(d, &["log"])
+        .env("SNAP_LOCK_TIMEOUT", "0.6")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("waiting for the store lock, held by pid 4242"),
+        "{err}"
+    );
+    assert!(
+        err.contains("error: the store is locked by pid 4242"),
+        "{err}"
+    );
+    // A reader that finds the lock held waits, then reads once it is free.
+    let waiter = snap_cmd(d, &["--json", "log"])
+        .env("SNAP_LOCK_TIMEOUT", "20")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    flock(&lock, FlockOperation::Unlock).unwrap();
+    let out = waiter.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("waiting for the store lock"));
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        listed["snapshots"].as_array().unwrap().len(),
+        messages.len()
+    );
+}
+
 /// A read-only bind mount of `src` at a new temp dir, unmounted on drop. `None` where
 /// mounting is not allowed (not root).
 struct ReadOnlyMount(tempfile::TempDir);

@@ -27,7 +27,7 @@ pub use error::StoreError;
 pub use failpoint::{FAILPOINTS, failpoint};
 pub use id::{ID_LEN, ObjectId};
 pub use lifecycle::{GcReport, PruneReport, REPACK_LIVE_SHARE, Retention, StoreStats};
-pub use lock::{DEFAULT_LOCK_TIMEOUT, lock_timeout};
+pub use lock::{DEFAULT_LOCK_TIMEOUT, lock_timeout, on_lock_wait};
 pub use object::{
     ChangeStats, ChunkList, ChunkRef, EntryKind, ObjectKind, RECORD_VERSION, SnapshotKind,
     SnapshotRecord, Tree, TreeEntry, check_entry_name, decode_record, encode_record,

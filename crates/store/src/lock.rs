@@ -69,7 +69,19 @@ fn cannot_write(e: &std::io::Error) -> bool {
         || errno == Some(rustix::io::Errno::ACCESS.raw_os_error())
 }
 
-/// Retries `op` until it succeeds or `timeout` passes, then names the holder.
+/// How long a command waits before it says that it is waiting.
+const WAIT_NOTICE_AFTER: Duration = Duration::from_millis(300);
+
+static WAIT_HOOK: std::sync::OnceLock<fn(&str)> = std::sync::OnceLock::new();
+
+/// Sets what hears, once per wait, that a command is waiting for the lock and who holds it
+/// (the CLI prints it). Only the first call counts.
+pub fn on_lock_wait(hook: fn(&str)) {
+    let _ = WAIT_HOOK.set(hook);
+}
+
+/// Retries `op` until it succeeds or `timeout` passes, then names the holder. A wait longer
+/// than [`WAIT_NOTICE_AFTER`] is reported once to the [`on_lock_wait`] hook.
 fn wait_for(
     file: &mut File,
     op: FlockOperation,
@@ -78,10 +90,21 @@ fn wait_for(
 ) -> Result<(), StoreError> {
     let start = Instant::now();
     let mut pause = Duration::from_millis(2);
+    let mut told = false;
     loop {
         match flock(&*file, op) {
             Ok(()) => return Ok(()),
             Err(rustix::io::Errno::WOULDBLOCK) if start.elapsed() < timeout => {
+                if !told && start.elapsed() >= WAIT_NOTICE_AFTER {
+                    told = true;
+                    if let Some(hook) = WAIT_HOOK.get() {
+                        hook(&format!(
+                            "waiting for the store lock, held by {} (up to {}s)",
+                            read_holder(file),
+                            timeout.as_secs()
+                        ));
+                    }
+                }
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(50));
             }

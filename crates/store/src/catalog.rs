@@ -433,14 +433,14 @@ impl Catalog {
     }
 
     /// The whole stat cache. Malformed entries are left out (those files are rehashed).
-    pub fn stat_cache(&self) -> Result<HashMap<Vec<u8>, StatEntry>, StoreError> {
+    pub fn stat_cache(&self) -> Result<Vec<(Vec<u8>, StatEntry)>, StoreError> {
         let txn = self.db.begin_read().map_err(|e| self.err(e))?;
         let table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
-        let mut out = HashMap::with_capacity(table.len().map_err(|e| self.err(e))? as usize);
+        let mut out = Vec::with_capacity(table.len().map_err(|e| self.err(e))? as usize);
         for row in table.iter().map_err(|e| self.err(e))? {
             let (k, v) = row.map_err(|e| self.err(e))?;
             if let Some(entry) = StatEntry::decode(v.value()) {
-                out.insert(k.value().to_vec(), entry);
+                out.push((k.value().to_vec(), entry));
             }
         }
         Ok(out)

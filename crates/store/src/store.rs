@@ -83,8 +83,8 @@ impl Store {
             .ok_or(StoreError::MissingObject { id: *id })
     }
 
-    /// The stat cache: path -> the stat and id it had when last hashed.
-    pub fn stat_cache(&self) -> Result<HashMap<Vec<u8>, crate::StatEntry>, StoreError> {
+    /// The stat cache: path -> the stat and id it had when last hashed, in path byte order.
+    pub fn stat_cache(&self) -> Result<Vec<(Vec<u8>, crate::StatEntry)>, StoreError> {
         self.catalog.stat_cache()
     }
 

@@ -4,7 +4,8 @@
 //! Directories appear as entries of kind `Dir` (their id is the subtree's, or zero before the
 //! trees are built), so empty directories survive.
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use snap_store::{
     EntryKind, ObjectId, ObjectKind, ObjectWriter, Store, StoreError, Tree, TreeEntry,
@@ -72,58 +73,126 @@ pub fn split(path: &[u8]) -> (&[u8], &[u8]) {
 
 /// Writes the trees of `flat` bottom-up and returns the root tree id. Directory nodes in
 /// `flat` get their built ids. Unchanged trees dedupe against the store.
+///
+/// One pass, no map of every path. In path byte order everything under a directory `d` is
+/// contiguous (the `d/` range), but siblings such as `d-x` and `d.txt` sort between `d` and
+/// `d/`: so a directory is only *opened* (pushed on the stack) when its first child arrives,
+/// and a directory with no children is sealed as an empty tree when its parent closes. A path
+/// whose parent directory is missing from `flat` gets that directory implicitly.
 pub fn build_trees(writer: &ObjectWriter<'_>, flat: &mut FlatTree) -> Result<ObjectId, StoreError> {
-    let mut children: HashMap<Vec<u8>, Vec<TreeEntry>> = HashMap::new();
-    children.insert(Vec::new(), Vec::new());
-    for (path, node) in flat.iter() {
+    let mut open = vec![OpenDir::new(Cow::Borrowed(&[][..]), None)];
+    for (path, node) in flat.iter_mut() {
+        let (parent, name) = split(path);
+        while !is_within(parent, &open[open.len() - 1].path) {
+            close(writer, &mut open)?;
+        }
+        open_down_to(&mut open, parent);
+        let Some(top) = open.last_mut() else { break };
         if node.kind == EntryKind::Dir {
-            children.entry(path.clone()).or_default();
+            top.unopened.insert(name, node);
         } else {
-            let (parent, name) = split(path);
-            children
-                .entry(parent.to_vec())
-                .or_default()
-                .push(TreeEntry {
-                    name: name.to_vec(),
-                    kind: node.kind,
-                    size: node.size,
-                    id: node.id,
-                });
-        }
-    }
-    let mut dirs: Vec<Vec<u8>> = children.keys().cloned().collect();
-    // Deepest first, so every subtree is built before its parent needs its id.
-    dirs.sort_by_key(|d| {
-        std::cmp::Reverse(if d.is_empty() {
-            0
-        } else {
-            1 + d.iter().filter(|&&c| c == b'/').count()
-        })
-    });
-    let mut root = UNBUILT;
-    for dir in dirs {
-        let mut entries = children.remove(&dir).unwrap_or_default();
-        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        let id = writer.put(ObjectKind::Tree, &Tree { entries }.encode())?;
-        if dir.is_empty() {
-            root = id;
-            continue;
-        }
-        if let Some(node) = flat.get_mut(&dir) {
-            node.id = id;
-        }
-        let (parent, name) = split(&dir);
-        children
-            .entry(parent.to_vec())
-            .or_default()
-            .push(TreeEntry {
+            top.entries.push(TreeEntry {
                 name: name.to_vec(),
-                kind: EntryKind::Dir,
-                size: 0,
-                id,
+                kind: node.kind,
+                size: node.size,
+                id: node.id,
             });
+        }
     }
-    Ok(root)
+    while open.len() > 1 {
+        close(writer, &mut open)?;
+    }
+    let Some(mut root) = open.pop() else {
+        return seal(writer, Vec::new());
+    };
+    seal_empty_children(writer, &mut root)?;
+    seal(writer, root.entries)
+}
+
+/// A directory whose entries are still being collected.
+struct OpenDir<'a> {
+    path: Cow<'a, [u8]>,
+    /// Its node in the flat tree, to receive the built id; `None` for the root and for
+    /// directories implied by a deeper path.
+    node: Option<&'a mut Node>,
+    entries: Vec<TreeEntry>,
+    /// Child directories seen but not opened yet (no child of theirs has come yet).
+    unopened: BTreeMap<&'a [u8], &'a mut Node>,
+}
+
+impl<'a> OpenDir<'a> {
+    fn new(path: Cow<'a, [u8]>, node: Option<&'a mut Node>) -> OpenDir<'a> {
+        OpenDir {
+            path,
+            node,
+            entries: Vec::new(),
+            unopened: BTreeMap::new(),
+        }
+    }
+}
+
+/// Whether `path` is `dir` or lies under it (everything lies under the root, `""`).
+fn is_within(path: &[u8], dir: &[u8]) -> bool {
+    dir.is_empty()
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
+}
+
+/// Opens each directory from the innermost open one down to `parent`, with its node if the
+/// flat tree has one.
+fn open_down_to(open: &mut Vec<OpenDir<'_>>, parent: &[u8]) {
+    while let Some(top) = open.last_mut().filter(|top| *top.path != *parent) {
+        let below = match top.path.is_empty() {
+            true => parent,
+            false => &parent[top.path.len() + 1..],
+        };
+        let name = &below[..below.iter().position(|&c| c == b'/').unwrap_or(below.len())];
+        let path = parent[..parent.len() - below.len() + name.len()].to_vec();
+        let node = top.unopened.remove(name);
+        open.push(OpenDir::new(Cow::Owned(path), node));
+    }
+}
+
+/// Seals the innermost open directory and adds it to its parent.
+fn close(writer: &ObjectWriter<'_>, open: &mut Vec<OpenDir<'_>>) -> Result<(), StoreError> {
+    let Some(mut dir) = open.pop() else {
+        return Ok(());
+    };
+    seal_empty_children(writer, &mut dir)?;
+    let id = seal(writer, dir.entries)?;
+    if let Some(node) = dir.node {
+        node.id = id;
+    }
+    if let Some(parent) = open.last_mut() {
+        parent.entries.push(TreeEntry {
+            name: split(&dir.path).1.to_vec(),
+            kind: EntryKind::Dir,
+            size: 0,
+            id,
+        });
+    }
+    Ok(())
+}
+
+/// Child directories never opened have no entries: each is an empty tree.
+fn seal_empty_children(writer: &ObjectWriter<'_>, dir: &mut OpenDir<'_>) -> Result<(), StoreError> {
+    for (name, node) in std::mem::take(&mut dir.unopened) {
+        node.id = seal(writer, Vec::new())?;
+        dir.entries.push(TreeEntry {
+            name: name.to_vec(),
+            kind: EntryKind::Dir,
+            size: 0,
+            id: node.id,
+        });
+    }
+    Ok(())
+}
+
+fn seal(writer: &ObjectWriter<'_>, mut entries: Vec<TreeEntry>) -> Result<ObjectId, StoreError> {
+    // Mostly sorted already: only a subdirectory can land after a sibling like `x.txt`.
+    entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    writer.put(ObjectKind::Tree, &Tree { entries }.encode())
 }
 
 /// How one path differs between two flat trees.
@@ -410,5 +479,56 @@ mod tests {
             ]
         );
         assert_eq!(count_changes(&d), (2, 1, 1));
+    }
+
+    proptest::proptest! {
+        /// Whatever paths a flat tree holds (names that sort around `/`, missing parents),
+        /// the built trees read back as that tree plus the implied directories.
+        #[test]
+        fn built_trees_flatten_back(
+            paths in proptest::collection::btree_set(
+                proptest::collection::vec(
+                    proptest::sample::select(vec!["a", "a.b", "a-", "b", "a0"]), 1..4),
+                0..24),
+            dirs in proptest::collection::vec(proptest::bool::ANY, 24),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::init(dir.path()).unwrap();
+            let mut flat = FlatTree::new();
+            let mut want = FlatTree::new();
+            for (i, parts) in paths.iter().enumerate() {
+                let path = parts.join("/").into_bytes();
+                let file = node(EntryKind::File, i as u8);
+                // A path is a file unless another path lies under it.
+                let is_dir = flat.keys().chain(want.keys()).any(|p: &Vec<u8>| is_within(p, &path))
+                    || paths.iter().any(|q| q.len() > parts.len() && q[..parts.len()] == parts[..]);
+                for end in 1..parts.len() {
+                    want.insert(parts[..end].join("/").into_bytes(), node(EntryKind::Dir, 0));
+                }
+                if is_dir {
+                    want.insert(path.clone(), node(EntryKind::Dir, 0));
+                    if dirs[i] {
+                        flat.insert(path, node(EntryKind::Dir, 0));
+                    }
+                } else {
+                    want.insert(path.clone(), file);
+                    flat.insert(path, file);
+                }
+            }
+            let writer = store.writer();
+            let root = build_trees(&writer, &mut flat).unwrap();
+            let packs = writer.finish().unwrap();
+            store.commit(&snap_store::Commit { packs, ..Default::default() }).unwrap();
+            let back = flatten(&store, &root).unwrap();
+            let shape = |t: &FlatTree| -> Vec<(Vec<u8>, EntryKind, Option<ObjectId>)> {
+                t.iter()
+                    .map(|(p, n)| (p.clone(), n.kind, (n.kind != EntryKind::Dir).then_some(n.id)))
+                    .collect()
+            };
+            proptest::prop_assert_eq!(shape(&back), shape(&want));
+            for (path, n) in &flat {
+                proptest::prop_assert_eq!(n.id, back[path].id, "built id of {:?}", path);
+            }
+        }
     }
 }

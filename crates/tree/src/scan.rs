@@ -6,7 +6,6 @@
 //! then `.snapignore` files, which take precedence and so can re-include. `.git` is never
 //! read: not its `info/exclude`, not the global excludes file.
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::Read;
@@ -39,14 +38,13 @@ const READ_ATTEMPTS: usize = 5;
 /// What a walk found, before anything is read.
 #[derive(Debug, Default)]
 pub struct Walk {
-    /// Tracked paths: directories, files and symlinks.
-    pub entries: Vec<(Vec<u8>, EntryKind)>,
+    /// Tracked paths: directories, files and symlinks; regular files with the lstat key the
+    /// walk saw.
+    pub entries: Vec<(Vec<u8>, EntryKind, Option<StatKey>)>,
     /// Files over `max_file_size`: path and size.
     pub too_large: Vec<(Vec<u8>, u64)>,
     /// FIFOs, sockets and devices skipped.
     pub special: u64,
-    /// The lstat key of each regular file, as the walk saw it.
-    pub file_stats: HashMap<Vec<u8>, StatKey>,
 }
 
 /// What a scan reports beside the tree.
@@ -114,8 +112,8 @@ pub fn abs(root: &Path, rel: &[u8]) -> PathBuf {
 /// The stat cache as a scan uses it: the entries, and the filesystem clock at scan start.
 #[derive(Debug)]
 pub struct CacheView<'a> {
-    /// The committed stat cache, by workspace-relative path.
-    pub entries: &'a HashMap<Vec<u8>, StatEntry>,
+    /// The committed stat cache by workspace-relative path, in path byte order.
+    pub entries: &'a [(Vec<u8>, StatEntry)],
     /// Filesystem clock when the scan began; becomes the new entries' `written_ns`.
     pub fs_now_ns: i64,
 }
@@ -129,8 +127,8 @@ pub struct Stored {
     pub report: ScanReport,
     /// Entries for the files this scan hashed, to write to the stat cache.
     pub hashed: Vec<(Vec<u8>, StatEntry)>,
-    /// Every regular file the walk found, with its stat key.
-    pub file_stats: HashMap<Vec<u8>, StatKey>,
+    /// Cached paths that are no longer regular files in the tree, to drop from the cache.
+    pub gone: Vec<Vec<u8>>,
 }
 
 /// Reads and stores every file and symlink of `walk` in parallel, except files the stat
@@ -138,21 +136,21 @@ pub struct Stored {
 /// the new cache entries.
 pub fn store_walk(
     root: &Path,
-    mut walk: Walk,
+    walk: Walk,
     writer: &ObjectWriter<'_>,
     max_file_size: u64,
     cache: &CacheView<'_>,
     tick: &(dyn Fn() + Sync),
 ) -> Result<Stored, TreeError> {
-    let stats = std::mem::take(&mut walk.file_stats);
+    let (hits, gone) = match_cache(&walk.entries, cache.entries);
     let stored: Vec<Result<Option<StoredEntry>, TreeError>> = walk
         .entries
         .into_par_iter()
-        .map(|(rel, kind)| {
+        .zip(hits)
+        .map(|((rel, kind, stat), hit)| {
             tick();
-            let stat = stats.get(&rel);
-            match (stat, cache.entries.get(&rel)) {
-                (Some(key), Some(hit)) if hit.trusted_for(key) => Ok(Some((
+            match (stat, hit) {
+                (Some(key), Some(hit)) if hit.trusted_for(&key) => Ok(Some((
                     rel,
                     Node {
                         kind: hit.kind,
@@ -188,10 +186,34 @@ pub fn store_walk(
         flat: nodes.into_iter().collect(),
         report,
         hashed,
-        file_stats: stats,
+        gone,
     };
     drop_orphans(&mut out.flat);
     Ok(out)
+}
+
+/// Pairs each walked regular file with its stat cache entry by merging the two lists, both in
+/// path byte order, so no map of every path is built. Also returns the cached paths that are
+/// no longer regular files.
+fn match_cache<'c>(
+    entries: &[(Vec<u8>, EntryKind, Option<StatKey>)],
+    cache: &'c [(Vec<u8>, StatEntry)],
+) -> (Vec<Option<&'c StatEntry>>, Vec<Vec<u8>>) {
+    let mut hits = Vec::with_capacity(entries.len());
+    let mut gone = Vec::new();
+    let mut rest = cache.iter().peekable();
+    for (path, _, stat) in entries {
+        while let Some((cached, _)) = rest.next_if(|(cached, _)| cached < path) {
+            gone.push(cached.clone());
+        }
+        let hit = rest.next_if(|(cached, _)| cached == path).map(|(_, e)| e);
+        if hit.is_some() && stat.is_none() {
+            gone.push(path.clone());
+        }
+        hits.push(hit.filter(|_| stat.is_some()));
+    }
+    gone.extend(rest.map(|(cached, _)| cached.clone()));
+    (hits, gone)
 }
 
 /// A path, its stored entry, and the stat cache entry to record when it was hashed.

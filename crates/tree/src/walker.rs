@@ -222,11 +222,8 @@ enum Item {
 impl Item {
     fn record(self, walk: &mut Walk) {
         match self {
-            Item::Entry(path, kind) => walk.entries.push((path, kind)),
-            Item::File(path, kind, stat) => {
-                walk.file_stats.insert(path.clone(), stat);
-                walk.entries.push((path, kind));
-            }
+            Item::Entry(path, kind) => walk.entries.push((path, kind, None)),
+            Item::File(path, kind, stat) => walk.entries.push((path, kind, Some(stat))),
             Item::TooLarge(path, size) => walk.too_large.push((path, size)),
             Item::Special => walk.special += 1,
         }

@@ -469,10 +469,9 @@ impl Workspace {
         let cache = if writer.is_dry_run() {
             StatCacheUpdate::default()
         } else {
-            let gone = |p: &Vec<u8>| !stored.file_stats.contains_key(p);
             StatCacheUpdate {
                 put: stored.hashed,
-                remove: cached.into_keys().filter(gone).collect(),
+                remove: stored.gone,
                 clear: false,
             }
         };

@@ -21,8 +21,8 @@ fn tracked(root: &Path, config: &Config) -> BTreeSet<String> {
     let w = walk(root, config).unwrap();
     w.entries
         .into_iter()
-        .filter(|(_, k)| *k != EntryKind::Dir)
-        .map(|(p, _)| String::from_utf8(p).unwrap())
+        .filter(|(_, k, _)| *k != EntryKind::Dir)
+        .map(|(p, _, _)| String::from_utf8(p).unwrap())
         .collect()
 }
 
@@ -243,8 +243,8 @@ fn default_excludes_vcs_dirs_store_and_size_limit() {
     let ours: BTreeSet<String> = w
         .entries
         .into_iter()
-        .filter(|(_, k)| *k != EntryKind::Dir)
-        .map(|(p, _)| String::from_utf8(p).unwrap())
+        .filter(|(_, k, _)| *k != EntryKind::Dir)
+        .map(|(p, _, _)| String::from_utf8(p).unwrap())
         .collect();
     let expect: BTreeSet<String> = ["src/main.rs", "sub/.snap/kept"]
         .iter()
@@ -278,5 +278,6 @@ fn non_utf8_names_are_tracked() {
     let name = std::ffi::OsStr::from_bytes(b"caf\xe9");
     std::fs::write(dir.path().join(name), "x").unwrap();
     let w = walk(dir.path(), &Config::default()).unwrap();
-    assert_eq!(w.entries, vec![(b"caf\xe9".to_vec(), EntryKind::File)]);
+    let entries: Vec<_> = w.entries.into_iter().map(|(p, k, _)| (p, k)).collect();
+    assert_eq!(entries, vec![(b"caf\xe9".to_vec(), EntryKind::File)]);
 }

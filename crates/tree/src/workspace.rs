@@ -463,7 +463,11 @@ impl Workspace {
             &view,
             &|| ticker.tick(),
         )?;
-        timer.mark("files stored");
+        timer.mark(&format!(
+            "files stored ({} hashed, {} gone from the cache)",
+            stored.hashed.len(),
+            stored.gone.len()
+        ));
         let root = build_trees(writer, &mut stored.flat)?;
         timer.mark("trees built");
         let cache = if writer.is_dry_run() {

@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
-use snap_store::{EntryKind, Store};
+use snap_store::{EntryKind, ObjectId, Store, StoreError, TreeEntry};
 
-use crate::flat::{FlatTree, Node, split};
+use crate::flat::{Change, FlatTree, Node, children, flatten, join, split};
 use crate::{TreeError, scan};
 
 /// Prefix of the temporary names restores write before renaming; a crash can leave one, and
@@ -72,6 +72,46 @@ impl Plan {
         plan
     }
 
+    /// The steps that turn `current` (a scan whose directory nodes carry built tree ids) into
+    /// the stored tree `target_root`, reading only the directories whose ids differ: the cost
+    /// is the changed directories, not the whole tree. Also returns the target's entries at
+    /// every path the plan writes or replaces, which is all of the target [`apply`] needs.
+    /// Equal to `Plan::new(current, &flatten(target_root))`.
+    pub fn to_stored(
+        store: &Store,
+        target_root: &ObjectId,
+        current: &FlatTree,
+    ) -> Result<(Plan, FlatTree), StoreError> {
+        let mut out = (Plan::default(), FlatTree::new());
+        plan_dir(store, target_root, current, &[], &mut out)?;
+        let (plan, _) = &mut out;
+        plan.remove_files.sort_unstable();
+        plan.make_dirs.sort_unstable();
+        plan.remove_dirs.sort_unstable_by(|a, b| b.cmp(a));
+        plan.write.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    /// The file changes the plan makes to `current`, in path order, as `diff_files(current,
+    /// target)` reports them.
+    pub fn changes(&self, current: &FlatTree) -> Vec<(Vec<u8>, Change)> {
+        let mut out: Vec<_> = self
+            .write
+            .iter()
+            .map(|(path, _)| match current.get(path) {
+                Some(c) if c.kind != EntryKind::Dir => (path.clone(), Change::Modified),
+                _ => (path.clone(), Change::Added),
+            })
+            .chain(
+                self.remove_files
+                    .iter()
+                    .map(|p| (p.clone(), Change::Deleted)),
+            )
+            .collect();
+        out.sort();
+        out
+    }
+
     /// How many paths the plan changes.
     pub fn len(&self) -> usize {
         self.remove_files.len() + self.remove_dirs.len() + self.make_dirs.len() + self.write.len()
@@ -83,6 +123,115 @@ impl Plan {
             && self.remove_dirs.is_empty()
             && self.make_dirs.is_empty()
             && self.write.is_empty()
+    }
+}
+
+/// A plan being built, and the target entries it needs.
+type Planning = (Plan, FlatTree);
+
+/// Plans directory `dir`: its stored target tree `target_id` against its entries in `current`.
+fn plan_dir(
+    store: &Store,
+    target_id: &ObjectId,
+    current: &FlatTree,
+    dir: &[u8],
+    out: &mut Planning,
+) -> Result<(), StoreError> {
+    let target = store.read_tree(target_id)?.entries;
+    let here = children(current, dir);
+    let (mut i, mut j) = (0, 0);
+    while i < target.len() || j < here.len() {
+        let order = match (target.get(i), here.get(j)) {
+            (Some(t), Some((name, _))) => t.name.as_slice().cmp(name),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        let path = |name: &[u8]| join(dir, name);
+        match order {
+            std::cmp::Ordering::Less => add_target(store, &target[i], &path(&target[i].name), out)?,
+            std::cmp::Ordering::Greater => {
+                remove_current(current, &path(here[j].0), here[j].1, out)
+            }
+            std::cmp::Ordering::Equal => {
+                plan_entry(store, &target[i], current, &path(here[j].0), here[j].1, out)?;
+            }
+        }
+        i += usize::from(order.is_le());
+        j += usize::from(order.is_ge());
+    }
+    Ok(())
+}
+
+/// Plans one path present on both sides.
+fn plan_entry(
+    store: &Store,
+    target: &TreeEntry,
+    current: &FlatTree,
+    path: &[u8],
+    node: &Node,
+    out: &mut Planning,
+) -> Result<(), StoreError> {
+    match (target.kind == EntryKind::Dir, node.kind == EntryKind::Dir) {
+        (true, true) if target.id != node.id => plan_dir(store, &target.id, current, path, out),
+        (true, true) => Ok(()),
+        (false, false) if target.kind == node.kind && target.id == node.id => Ok(()),
+        (false, false) => add_target(store, target, path, out),
+        (true, false) => {
+            out.0.remove_files.push(path.to_vec());
+            add_target(store, target, path, out)
+        }
+        (false, true) => {
+            remove_current(current, path, node, out);
+            add_target(store, target, path, out)
+        }
+    }
+}
+
+/// The target has `entry` at `path`: write it, or make the directory and all it holds.
+fn add_target(
+    store: &Store,
+    entry: &TreeEntry,
+    path: &[u8],
+    (plan, target): &mut Planning,
+) -> Result<(), StoreError> {
+    let node = Node {
+        kind: entry.kind,
+        size: entry.size,
+        id: entry.id,
+    };
+    target.insert(path.to_vec(), node);
+    if entry.kind != EntryKind::Dir {
+        plan.write.push((path.to_vec(), node));
+        return Ok(());
+    }
+    plan.make_dirs.push(path.to_vec());
+    for (sub, node) in flatten(store, &entry.id)? {
+        let full = join(path, &sub);
+        match node.kind {
+            EntryKind::Dir => plan.make_dirs.push(full.clone()),
+            _ => plan.write.push((full.clone(), node)),
+        }
+        target.insert(full, node);
+    }
+    Ok(())
+}
+
+/// The target lacks `path`: remove it, and everything under it if it is a directory.
+fn remove_current(current: &FlatTree, path: &[u8], node: &Node, (plan, _): &mut Planning) {
+    if node.kind != EntryKind::Dir {
+        plan.remove_files.push(path.to_vec());
+        return;
+    }
+    plan.remove_dirs.push(path.to_vec());
+    let inside = join(path, b"");
+    for (p, n) in current
+        .range(inside.clone()..)
+        .take_while(|(p, _)| p.starts_with(&inside))
+    {
+        match n.kind {
+            EntryKind::Dir => plan.remove_dirs.push(p.clone()),
+            _ => plan.remove_files.push(p.clone()),
+        }
     }
 }
 
@@ -335,4 +484,80 @@ pub fn sweep_temp<'a>(
         }
     }
     Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flat::build_trees;
+    use proptest::prelude::*;
+
+    /// A flat tree from path components: each path is a file (of one of a few contents, some
+    /// executable) unless another path lies under it; every parent is a directory.
+    fn tree(paths: &std::collections::BTreeSet<Vec<&str>>, contents: &[u8]) -> FlatTree {
+        let mut flat = FlatTree::new();
+        let dir = Node {
+            kind: EntryKind::Dir,
+            size: 0,
+            id: crate::flat::UNBUILT,
+        };
+        for (i, parts) in paths.iter().enumerate() {
+            for end in 1..parts.len() {
+                flat.insert(parts[..end].join("/").into_bytes(), dir);
+            }
+            let under = paths
+                .iter()
+                .any(|q| q.len() > parts.len() && q[..parts.len()] == parts[..]);
+            let c = contents[i % contents.len()];
+            let kind = if c % 3 == 0 {
+                EntryKind::Executable
+            } else {
+                EntryKind::File
+            };
+            let node = Node {
+                kind,
+                size: 1,
+                id: ObjectId([c % 4; 32]),
+            };
+            flat.insert(parts.join("/").into_bytes(), if under { dir } else { node });
+        }
+        flat
+    }
+
+    fn paths() -> impl Strategy<Value = std::collections::BTreeSet<Vec<&'static str>>> {
+        proptest::collection::btree_set(
+            proptest::collection::vec(proptest::sample::select(vec!["a", "a.b", "b", "c"]), 1..4),
+            0..16,
+        )
+    }
+
+    proptest! {
+        /// Planning against the stored target by tree ids gives the same plan, and the same
+        /// changes, as comparing the two whole flat trees.
+        #[test]
+        fn a_stored_plan_equals_the_whole_tree_plan(
+            now in paths(),
+            then in paths(),
+            contents in proptest::collection::vec(any::<u8>(), 2..8),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::init(dir.path()).unwrap();
+            let (mut current, mut target) = (tree(&now, &contents), tree(&then, &contents[1..]));
+            let writer = store.writer();
+            build_trees(&writer, &mut current).unwrap();
+            let target_root = build_trees(&writer, &mut target).unwrap();
+            let packs = writer.finish().unwrap();
+            store.commit(&snap_store::Commit { packs, ..Default::default() }).unwrap();
+            let (plan, needed) = Plan::to_stored(&store, &target_root, &current).unwrap();
+            let whole = Plan::new(&current, &target);
+            prop_assert_eq!(&plan, &whole);
+            prop_assert_eq!(plan.changes(&current), crate::flat::diff_files(&current, &target));
+            for (path, node) in &plan.write {
+                prop_assert_eq!(needed.get(path), Some(node));
+            }
+            for path in plan.remove_dirs.iter().filter(|p| target.contains_key(*p)) {
+                prop_assert!(needed.contains_key(path), "{:?} replaced but not given", path);
+            }
+        }
+    }
 }

@@ -810,8 +810,8 @@ impl Workspace {
             ));
         }
         let (passed, target) = self.walk_back(&head, steps)?;
-        let target_flat = self.files(&target)?;
-        let changes = diff_files(&cap.flat, &target_flat);
+        let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
+        let changes = plan.changes(&cap.flat);
         let mut outcome = MoveOutcome::planned(Op::Undo, dry_run, dirty, target, passed, changes);
         if dry_run {
             return Ok(outcome);
@@ -835,7 +835,8 @@ impl Workspace {
             outcome.auto_saved = Some(auto);
         }
         redo.extend(outcome.passed.iter().map(|s| s.id));
-        self.move_to(Op::Undo, &outcome.target, redo, &cap.flat, &target_flat)?;
+        let planned = (&plan, &target_part);
+        self.move_to(Op::Undo, &outcome.target, redo, &cap.flat, planned)?;
         Ok(outcome)
     }
 
@@ -867,8 +868,8 @@ impl Workspace {
         let writer = self.writer(dry_run);
         let cap = self.capture(&writer)?;
         let dirty = cap.root != head.record.root;
-        let target_flat = self.files(&target)?;
-        let changes = diff_files(&cap.flat, &target_flat);
+        let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
+        let changes = plan.changes(&cap.flat);
         let mut outcome = MoveOutcome::planned(Op::Redo, dry_run, dirty, target, passed, changes);
         if dry_run {
             return Ok(outcome);
@@ -891,7 +892,7 @@ impl Workspace {
             &outcome.target,
             history.redo[..keep].to_vec(),
             &cap.flat,
-            &target_flat,
+            (&plan, &target_part),
         )?;
         Ok(outcome)
     }
@@ -972,7 +973,9 @@ impl Workspace {
             &outcome.changes,
             After::Detached,
         )?;
-        self.move_to(Op::Restore, &created, Vec::new(), &cap.flat, &target_flat)?;
+        let plan = Plan::new(&cap.flat, &target_flat);
+        let planned = (&plan, &target_flat);
+        self.move_to(Op::Restore, &created, Vec::new(), &cap.flat, planned)?;
         outcome.target = created.clone();
         outcome.created = Some(created);
         Ok(outcome)
@@ -986,7 +989,7 @@ impl Workspace {
         target: &Snapshot,
         redo: Vec<ObjectId>,
         current: &FlatTree,
-        target_flat: &FlatTree,
+        (plan, target_flat): (&Plan, &FlatTree),
     ) -> Result<(), TreeError> {
         let marker = Marker {
             op,
@@ -995,9 +998,8 @@ impl Workspace {
         };
         marker.write(self.store.dir())?;
         failpoint("marker-written");
-        let plan = Plan::new(current, target_flat);
         let ticker = Ticker::new(self.observer.0.as_ref(), Phase::Restore, plan.len() as u64);
-        if let Err(e) = restore::apply_with(&self.root, &self.store, &plan, target_flat, &|| {
+        if let Err(e) = restore::apply_with(&self.root, &self.store, plan, target_flat, &|| {
             ticker.tick()
         }) {
             let partial = self.capture(&self.store.dry_writer())?.flat;

@@ -163,6 +163,12 @@ pub(crate) fn open(ctx: &Ctx) -> Result<Workspace> {
     Ok(ws)
 }
 
+/// `value()` in JSON mode, else nothing: a save or undo of 100k files would otherwise build a
+/// JSON value of every change (over 100 MB) only to print a one-line summary.
+pub(crate) fn json_only(ctx: &Ctx, value: impl FnOnce() -> Value) -> Value {
+    if ctx.json { value() } else { Value::Null }
+}
+
 pub(crate) fn emit(ctx: &Ctx, value: Value, human: impl FnOnce()) {
     if ctx.json {
         println!("{value}");
@@ -208,17 +214,20 @@ fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
     };
     let out = ws.save(&opts)?;
     let head = ws.head()?;
-    let mut value = json!({
-        "created": out.snapshot.is_some(),
-        "id": out.snapshot.as_ref().map(|s| s.id.to_hex()),
-        "seq": out.snapshot.as_ref().map(|s| s.record.seq),
-        "head": head.as_ref().map(|h| h.id.to_hex()),
-        "changes": changes_json(&out.changes),
+    let value = json_only(ctx, || {
+        let mut value = json!({
+            "created": out.snapshot.is_some(),
+            "id": out.snapshot.as_ref().map(|s| s.id.to_hex()),
+            "seq": out.snapshot.as_ref().map(|s| s.record.seq),
+            "head": head.as_ref().map(|h| h.id.to_hex()),
+            "changes": changes_json(&out.changes),
+        });
+        value["skipped"] = report_json(&out.report);
+        if let Some(s) = &out.snapshot {
+            value["snapshot"] = snapshot_json(s);
+        }
+        value
     });
-    value["skipped"] = report_json(&out.report);
-    if let Some(s) = &out.snapshot {
-        value["snapshot"] = snapshot_json(s);
-    }
     emit(ctx, value, || {
         match &out.snapshot {
             Some(s) => println!(
@@ -275,7 +284,9 @@ fn cmd_move(ctx: &Ctx, args: MoveArgs, redo: bool) -> Result<()> {
     } else {
         ws.undo(args.n, args.dry_run)?
     };
-    emit(ctx, move_json(&out), || print_move(&out, ctx.quiet));
+    emit(ctx, json_only(ctx, || move_json(&out)), || {
+        print_move(&out, ctx.quiet)
+    });
     Ok(())
 }
 
@@ -283,7 +294,9 @@ fn cmd_restore(ctx: &Ctx, reference: &str, paths: &[PathBuf], dry_run: bool) -> 
     let ws = open(ctx)?;
     let rel = workspace_paths(&ws, &ctx.start, paths)?;
     let out = ws.restore(reference, &rel, dry_run)?;
-    emit(ctx, move_json(&out), || print_move(&out, ctx.quiet));
+    emit(ctx, json_only(ctx, || move_json(&out)), || {
+        print_move(&out, ctx.quiet)
+    });
     Ok(())
 }
 

@@ -33,8 +33,19 @@ impl PhaseTimer {
 
     fn mark(&self, phase: &str) {
         if let Some(start) = self.0 {
+            // The peak resident size so far, where the kernel reports it.
+            let peak = std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find(|l| l.starts_with("VmHWM:"))
+                        .map(str::to_owned)
+                })
+                .map_or(String::new(), |l| {
+                    format!(", {}", l.split_whitespace().collect::<Vec<_>>().join(" "))
+                });
             eprintln!(
-                "snap timing: {phase} at {:.1} ms",
+                "snap timing: {phase} at {:.1} ms{peak}",
                 start.elapsed().as_secs_f64() * 1e3
             );
         }
@@ -658,6 +669,7 @@ impl Workspace {
             Some(h) => flat::diff_stored(&self.store, &h.record.root, &cap.flat)?,
             None => (diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()),
         };
+        PhaseTimer::from_env().mark("diffed against HEAD");
         let snapshot = self.record_snapshot(
             writer,
             cap.cache,
@@ -668,6 +680,7 @@ impl Workspace {
             &changes,
             After::Advance,
         )?;
+        PhaseTimer::from_env().mark("committed");
         let retention = self.auto_retention()?;
         Ok(SaveOutcome {
             snapshot: Some(snapshot),

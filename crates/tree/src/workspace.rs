@@ -453,10 +453,15 @@ impl Workspace {
     fn capture(&self, writer: &ObjectWriter<'_>) -> Result<Capture, TreeError> {
         let timer = PhaseTimer::from_env();
         let fs_now_ns = self.fs_clock();
-        let cached = self.store.stat_cache()?;
-        timer.mark("stat cache loaded");
-        let walk = scan::walk_excluding(&self.root, &self.config, Some(self.store.dir()))?;
-        timer.mark("walked");
+        // The cache loads (one catalog read) while the walk waits on the filesystem.
+        let (cached, walk) = std::thread::scope(|s| {
+            let cached = s.spawn(|| self.store.stat_cache());
+            let walk = scan::walk_excluding(&self.root, &self.config, Some(self.store.dir()));
+            let cached = cached.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (cached, walk)
+        });
+        let (cached, walk) = (cached?, walk?);
+        timer.mark("stat cache loaded and tree walked");
         let view = scan::CacheView {
             entries: &cached,
             fs_now_ns,

@@ -3,6 +3,7 @@
 //! installed are skipped with a note. Ratios snap/peer and snap/floor are printed at the end.
 //!
 //! `SNAP_BENCH_FILES` sets the tree size (default 20000; the README's table uses 100000).
+//! `SNAP_BENCH_SMALL_SAVES` sets how many small saves the growth case makes (default 1000).
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -199,7 +200,15 @@ fn bench_restic(c: &mut Criterion, b: &Bench, first: &mut Vec<(String, Duration)
     run(restic(b).arg("init"));
     let backup = || {
         run(restic(b)
-            .args(["backup", "--exclude", ".snap", "--exclude", ".jj"])
+            .args([
+                "backup",
+                "--exclude",
+                ".snap",
+                "--exclude",
+                ".jj",
+                "--exclude",
+                ".git",
+            ])
             .arg(&b.tree))
     };
     first.push((
@@ -217,7 +226,7 @@ fn bench_restic(c: &mut Criterion, b: &Bench, first: &mut Vec<(String, Duration)
     save(&b.tree);
 }
 
-fn bench_jj(c: &mut Criterion, b: &Bench) {
+fn bench_jj(c: &mut Criterion, b: &Bench, first: &mut Vec<(String, Duration)>) {
     if !installed("jj") {
         eprintln!(
             "jj is not installed (cargo install --locked jj-cli@0.45.1): skipping the jj cases"
@@ -232,7 +241,8 @@ fn bench_jj(c: &mut Criterion, b: &Bench) {
         cmd
     };
     run(jj().args(["git", "init"]));
-    run(jj().args(["util", "snapshot"]));
+    let took = once("jj first snapshot", || run(jj().args(["util", "snapshot"])));
+    first.push(("jj first snapshot".into(), took));
     let mut g = c.benchmark_group(format!("{}-files", b.files));
     g.sample_size(10);
     g.bench_function("jj-no-change-snapshot", |bch| {
@@ -309,6 +319,110 @@ fn bench_per_call(c: &mut Criterion, b: &Bench) {
         });
     }
     g.finish();
+}
+
+/// Restore of a whole old snapshot into a tree emptied of everything but the store: every
+/// file is written. Timed once, beside `restic restore` of its first backup into an empty
+/// directory and git checking out its first commit into an empty work tree.
+fn whole_restore(b: &Bench) {
+    for entry in std::fs::read_dir(&b.tree).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap_or_default();
+        if name == ".snap" || name == ".jj" || name == ".git" {
+            continue;
+        }
+        match path.is_dir() {
+            true => std::fs::remove_dir_all(&path).unwrap(),
+            false => std::fs::remove_file(&path).unwrap(),
+        }
+    }
+    let restore = || {
+        let ws = Workspace::discover(&b.tree, None).unwrap();
+        ws.restore("#1", &[], false).unwrap();
+    };
+    let snap = once("snap restore of the first snapshot, whole tree", restore);
+    let mut peers = Vec::new();
+    if installed("restic") && b.peers.join("restic").exists() {
+        let target = b.peers.join("restic-restore");
+        let took = once("restic restore of the first backup", || {
+            run(restic(b)
+                .args(["restore", "latest", "--target"])
+                .arg(&target))
+        });
+        peers.push(("restic restore", took));
+    }
+    if installed("git") && b.peers.join("git").exists() {
+        let target = b.peers.join("git-checkout");
+        std::fs::create_dir_all(&target).unwrap();
+        let first = String::from_utf8(
+            git(b, &b.tree)
+                .args(["rev-list", "--max-parents=0", "HEAD"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        let took = once("git checkout of the first commit", || {
+            run(git(b, &target)
+                .env("GIT_INDEX_FILE", b.peers.join("checkout-index"))
+                .args(["checkout", first.trim(), "--", "."]))
+        });
+        peers.push(("git checkout", took));
+    }
+    for (name, took) in peers {
+        println!(
+            "snap whole restore / {name:<26} = {:>6.2}  ({:.2} s / {:.2} s)",
+            snap.as_secs_f64() / took.as_secs_f64(),
+            snap.as_secs_f64(),
+            took.as_secs_f64()
+        );
+    }
+}
+
+/// Store growth over many small saves (1-5 files changed each), against the zstd-compressed
+/// size of what changed: the ideal a store cannot beat.
+fn growth(b: &Bench) {
+    let saves: u64 = std::env::var("SNAP_BENCH_SMALL_SAVES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let before = dir_size(&b.tree.join(".snap"));
+    let ws = Workspace::discover(&b.tree, None).unwrap();
+    let (mut round, mut changed) = (50_000, 0u64);
+    let start = Instant::now();
+    for i in 0..saves {
+        let n = 1 + i % 5;
+        let paths = touched(&b.tree, n, round);
+        touch_files(&b.tree, n, &mut round);
+        for path in paths {
+            let data = std::fs::read(path).unwrap();
+            changed += zstd::bulk::compress(&data, 3).unwrap().len() as u64;
+        }
+        ws.save(&SaveOptions::default()).unwrap();
+    }
+    let took = start.elapsed();
+    let grown = dir_size(&b.tree.join(".snap")).saturating_sub(before);
+    println!(
+        "store growth over {saves} small saves: {:.1} MB ({:.1} KB per save), compressed size of \
+         the changed files {:.1} MB; ratio {:.2}; {:.0} ms per save",
+        grown as f64 / 1e6,
+        grown as f64 / 1e3 / saves as f64,
+        changed as f64 / 1e6,
+        grown as f64 / changed.max(1) as f64,
+        took.as_secs_f64() * 1e3 / saves as f64
+    );
+}
+
+/// The files `touch_files(tree, n, round)` will edit.
+fn touched(tree: &Path, n: u64, round: u64) -> Vec<PathBuf> {
+    (1..=n)
+        .map(|k| {
+            let i = ((round + k) * 7919 + (k - 1)) % 100;
+            tree.join("m000")
+                .join(format!("d{i}"))
+                .join(format!("f{i}.rs"))
+        })
+        .collect()
 }
 
 /// Median of a case from criterion's saved estimates, if it ran.
@@ -389,9 +503,11 @@ fn main() {
     let mut first = Vec::new();
     bench_snap(&mut c, &b, &mut first);
     bench_git(&mut c, &b, &mut first);
-    bench_jj(&mut c, &b);
+    bench_jj(&mut c, &b, &mut first);
     bench_restic(&mut c, &b, &mut first);
     bench_per_call(&mut c, &b);
+    whole_restore(&b);
+    growth(&b);
     c.final_summary();
     print_ratios(&b, &first);
     let _ = std::fs::remove_dir_all(b.tree.parent().unwrap_or(&b.tree));

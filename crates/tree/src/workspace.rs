@@ -457,7 +457,9 @@ impl Workspace {
         let (cached, walk) = std::thread::scope(|s| {
             let cached = s.spawn(|| self.store.stat_cache());
             let walk = scan::walk_excluding(&self.root, &self.config, Some(self.store.dir()));
-            let cached = cached.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            let cached = cached
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
             (cached, walk)
         });
         let (cached, walk) = (cached?, walk?);

@@ -321,23 +321,14 @@ fn bench_per_call(c: &mut Criterion, b: &Bench) {
     g.finish();
 }
 
-/// Restore of a whole old snapshot into a tree emptied of everything but the store: every
-/// file is written. Timed once, beside `restic restore` of its first backup into an empty
-/// directory and git checking out its first commit into an empty work tree.
+/// Restore of a whole old snapshot into an empty directory: every file is written. Timed
+/// once, beside `restic restore` of its first backup and git checking out its first commit,
+/// each into an empty directory of its own.
 fn whole_restore(b: &Bench) {
-    for entry in std::fs::read_dir(&b.tree).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap_or_default();
-        if name == ".snap" || name == ".jj" || name == ".git" {
-            continue;
-        }
-        match path.is_dir() {
-            true => std::fs::remove_dir_all(&path).unwrap(),
-            false => std::fs::remove_file(&path).unwrap(),
-        }
-    }
+    let target = b.peers.join("snap-restore");
+    std::fs::create_dir_all(&target).unwrap();
     let restore = || {
-        let ws = Workspace::discover(&b.tree, None).unwrap();
+        let ws = Workspace::discover(&target, Some(&b.tree.join(".snap"))).unwrap();
         ws.restore("#1", &[], false).unwrap();
     };
     let snap = once("snap restore of the first snapshot, whole tree", restore);

@@ -4,6 +4,7 @@
 //! mode and bytes to `dir/inode-<ino>`, and every fsync of a directory writes its listing to
 //! `dir/dir-<hex of its path>`, one line per entry:
 //! `<f|d|l|o> <ino> <mode, octal> <hex name> [<hex symlink target>]`.
+//! A `syncfs` records every listing and file under the directory it was called on.
 //! A test that also copied the tree before the command rebuilds what a power cut at that moment
 //! would leave: each directory as its last synced listing, each file as its last synced bytes.
 //! Writes, creations and renames that no fsync covered are dropped, as a real power cut may.
@@ -12,7 +13,7 @@
 
 use std::fmt::Write as _;
 use std::os::fd::AsFd;
-use std::os::unix::fs::{DirEntryExt, PermissionsExt};
+use std::os::unix::fs::{DirEntryExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 fn log_dir() -> Option<PathBuf> {
@@ -31,27 +32,51 @@ fn fd_path(fd: impl AsFd) -> Option<PathBuf> {
 
 /// Records that the file behind `fd` was just fsynced: its current bytes are durable.
 pub fn file_synced(fd: impl AsFd) {
-    let Some(log) = log_dir() else { return };
-    let Ok(stat) = rustix::fs::fstat(&fd) else {
-        return;
-    };
-    let Some(path) = fd_path(&fd) else { return };
-    let Ok(bytes) = std::fs::read(&path) else {
-        return;
-    };
-    let mut record = (stat.st_mode & 0o7777).to_le_bytes().to_vec();
-    record.extend_from_slice(&bytes);
-    let _ = std::fs::write(log.join(format!("inode-{}", stat.st_ino)), record);
+    if let (Some(log), Some(path)) = (log_dir(), fd_path(&fd)) {
+        record_file(&log, &path);
+    }
 }
 
 /// Records that the directory behind `fd` was just fsynced: its entries are durable.
 pub fn dir_synced(fd: impl AsFd) {
-    let Some(log) = log_dir() else { return };
-    let Some(path) = fd_path(&fd) else { return };
-    let Some(listing) = listing(&path) else {
+    if let (Some(log), Some(path)) = (log_dir(), fd_path(&fd)) {
+        record_dir(&log, &path);
+    }
+}
+
+/// Records that the filesystem holding `fd` was just synced (`syncfs`): everything under
+/// the directory behind `fd` is durable, every listing and every file's bytes.
+pub fn fs_synced(fd: impl AsFd) {
+    let (Some(log), Some(path)) = (log_dir(), fd_path(&fd)) else {
         return;
     };
-    let name = format!("dir-{}", hex(path.as_os_str().as_encoded_bytes()));
+    let mut dirs = vec![path];
+    while let Some(dir) = dirs.pop() {
+        record_dir(&log, &dir);
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => dirs.push(entry.path()),
+                Ok(t) if t.is_file() => record_file(&log, &entry.path()),
+                _ => {}
+            }
+        }
+    }
+}
+
+fn record_file(log: &Path, path: &Path) {
+    let (Ok(meta), Ok(bytes)) = (std::fs::symlink_metadata(path), std::fs::read(path)) else {
+        return;
+    };
+    let mut record = (meta.permissions().mode() & 0o7777).to_le_bytes().to_vec();
+    record.extend_from_slice(&bytes);
+    let _ = std::fs::write(log.join(format!("inode-{}", meta.ino())), record);
+}
+
+fn record_dir(log: &Path, dir: &Path) {
+    let Some(listing) = listing(dir) else {
+        return;
+    };
+    let name = format!("dir-{}", hex(dir.as_os_str().as_encoded_bytes()));
     let _ = std::fs::write(log.join(name), listing);
 }
 

@@ -1,15 +1,20 @@
 //! The restore engine: makes the working tree match a target flat tree, writing only what
 //! differs, never following a symlink, never touching an ignored path.
 //!
-//! Every file is written to a temporary name in its own directory, fsynced, then renamed over
-//! its path, so each path holds its old content or its new, never a mix. Every parent
-//! directory is opened component by component from the workspace root with `O_NOFOLLOW`, so a
-//! directory swapped for a symlink makes the restore fail instead of writing elsewhere.
-//! Touched directories are fsynced before the caller commits HEAD.
+//! Every file is written to a temporary name in its own directory, then renamed over its path,
+//! so each path holds its old content or its new, never a mix. Every parent directory is
+//! opened component by component from the workspace root with `O_NOFOLLOW`, so a directory
+//! swapped for a symlink makes the restore fail instead of writing elsewhere.
+//!
+//! Durability: one `syncfs` of the workspace's filesystem, after the last rename and before
+//! the caller commits HEAD, makes every file and directory change durable at once. Until then
+//! the caller's marker is on disk, so after a power cut the next command rolls the operation
+//! forward and rewrites whatever did not reach the disk (the old content is in the store). An
+//! fsync per file cost 10.6 s for a 20,000-file restore; the one `syncfs` costs about as much
+//! as writing the files.
 
-use std::collections::BTreeSet;
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -278,7 +283,9 @@ pub fn apply_with(
         tick();
         Ok::<(), TreeError>(())
     })?;
-    sync_parents(root, &root_fd, plan)?;
+    if !plan.is_empty() {
+        sync_restored(root, &root_fd)?;
+    }
     Ok(plan.len())
 }
 
@@ -415,42 +422,22 @@ fn write_file(dir: &OwnedFd, tmp: &str, content: &[u8], executable: bool) -> Res
         let n = rustix::io::write(&fd, rest)?;
         rest = &rest[n..];
     }
-    rustix::fs::fsync(fd.as_fd())?;
-    snap_store::journal::file_synced(&fd);
     Ok(())
 }
 
-/// fsyncs every directory whose entries the plan changed, so renames and unlinks are durable
-/// before HEAD moves.
-fn sync_parents(root: &Path, root_fd: &OwnedFd, plan: &Plan) -> Result<(), TreeError> {
-    let all = plan
-        .remove_files
-        .iter()
-        .chain(&plan.remove_dirs)
-        .chain(&plan.make_dirs)
-        .chain(plan.write.iter().map(|(p, _)| p));
-    let parents: BTreeSet<&[u8]> = all.map(|p| split(p).0).collect();
-    for parent in parents {
-        match open_dir(root, root_fd, parent) {
-            Ok(dir) => sync_dir(&dir).map_err(|e| fail("sync", root, parent, e))?,
-            // A parent removed by this plan has nothing left to sync.
-            Err(_) if !parent.is_empty() => {}
-            Err(e) => return Err(e),
-        }
-    }
+/// Makes everything the restore wrote durable before HEAD moves: one `syncfs` of the
+/// workspace's filesystem (files, renames and removals alike).
+fn sync_restored(root: &Path, root_fd: &OwnedFd) -> Result<(), TreeError> {
+    injected("dir-sync")
+        .and_then(|()| rustix::fs::syncfs(root_fd))
+        .map_err(|e| fail("sync", root, b"", e))?;
+    snap_store::journal::fs_synced(root_fd);
     Ok(())
 }
 
 /// A fault a test injected at `point` (debug builds only).
 fn injected(point: &str) -> Result<(), Errno> {
     snap_store::fault::inject(point).map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))
-}
-
-fn sync_dir(dir: &OwnedFd) -> Result<(), Errno> {
-    injected("dir-sync")?;
-    rustix::fs::fsync(dir.as_fd())?;
-    snap_store::journal::dir_synced(dir);
-    Ok(())
 }
 
 /// Removes temporary files a killed restore left in `dirs` (workspace-relative). Only the

@@ -30,6 +30,16 @@ pub enum TreeError {
         /// The file.
         path: PathBuf,
     },
+    /// Another process changed a path that an undo, redo or restore was about to replace or
+    /// remove, after the scan that saved it; nothing was changed.
+    #[error(
+        "{path} changed while snap was working (is another process writing the workspace?); \
+         nothing was changed, run the command again"
+    )]
+    ChangedDuringMove {
+        /// The path that changed.
+        path: PathBuf,
+    },
     /// The directory walk failed.
     #[error("scanning {path}: {why}")]
     Scan {

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
-use snap_store::{EntryKind, ObjectId, Store, StoreError, TreeEntry};
+use snap_store::{EntryKind, ObjectId, StatKey, Store, StoreError, TreeEntry};
 
 use crate::flat::{Change, FlatTree, Node, children, flatten, join, split};
 use crate::{TreeError, scan};
@@ -129,6 +129,36 @@ impl Plan {
             && self.make_dirs.is_empty()
             && self.write.is_empty()
     }
+}
+
+/// Refuses a plan whose files another process changed after the scan that saved them: a
+/// tracked file the plan replaces or removes whose stat is no longer the one in `stats` (the
+/// scan's, in path order). Checked just before anything is touched, so the refused command
+/// changes nothing and the other process's work is kept. (A path that was not a tracked file
+/// at the scan, an ignored file say, is not checked: the scan has no stat to compare.)
+pub fn check_unchanged(
+    root: &Path,
+    plan: &Plan,
+    stats: &[(Vec<u8>, StatKey)],
+) -> Result<(), TreeError> {
+    let written = plan.write.iter().map(|(p, _)| p);
+    for path in plan.remove_files.iter().chain(written) {
+        let now = std::fs::symlink_metadata(scan::abs(root, path)).ok();
+        let expected = stats
+            .binary_search_by(|(p, _)| p.as_slice().cmp(path))
+            .ok()
+            .map(|i| stats[i].1);
+        let changed = match (now, expected) {
+            (Some(meta), Some(key)) => scan::stat_key(&meta) != key,
+            _ => false,
+        };
+        if changed {
+            return Err(TreeError::ChangedDuringMove {
+                path: scan::abs(root, path),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A plan being built, and the target entries it needs.

@@ -129,6 +129,8 @@ pub struct Stored {
     pub hashed: Vec<(Vec<u8>, StatEntry)>,
     /// Cached paths that are no longer regular files in the tree, to drop from the cache.
     pub gone: Vec<Vec<u8>>,
+    /// With `keep_stats`: each regular file's stat as the scan settled on it, in path order.
+    pub stats: Vec<(Vec<u8>, StatKey)>,
 }
 
 /// Reads and stores every file and symlink of `walk` in parallel, except files the stat
@@ -140,6 +142,7 @@ pub fn store_walk(
     writer: &ObjectWriter<'_>,
     max_file_size: u64,
     cache: &CacheView<'_>,
+    keep_stats: bool,
     tick: &(dyn Fn() + Sync),
 ) -> Result<Stored, TreeError> {
     let (hits, gone) = match_cache(&walk.entries, cache.entries);
@@ -158,6 +161,7 @@ pub fn store_walk(
                         id: hit.id,
                     },
                     None,
+                    Some(key),
                 ))),
                 _ => store_entry(root, rel, kind, writer, max_file_size, cache.fs_now_ns),
             }
@@ -169,10 +173,14 @@ pub fn store_walk(
         vanished: 0,
     };
     let mut hashed = Vec::new();
+    let mut stats = Vec::new();
     let mut nodes = Vec::with_capacity(stored.len());
     for item in stored {
         match item? {
-            Some((path, node, entry)) => {
+            Some((path, node, entry, stat)) => {
+                if let (true, Some(stat)) = (keep_stats, stat) {
+                    stats.push((path.clone(), stat));
+                }
                 if let Some(entry) = entry {
                     hashed.push((path.clone(), entry));
                 }
@@ -188,6 +196,7 @@ pub fn store_walk(
         report,
         hashed,
         gone,
+        stats,
     })
 }
 
@@ -215,8 +224,9 @@ fn match_cache<'c>(
     (hits, gone)
 }
 
-/// A path, its stored entry, and the stat cache entry to record when it was hashed.
-type StoredEntry = (Vec<u8>, Node, Option<StatEntry>);
+/// A path, its stored entry, the stat cache entry to record when it was hashed, and (for a
+/// regular file) the stat the scan settled on.
+type StoredEntry = (Vec<u8>, Node, Option<StatEntry>, Option<StatKey>);
 
 /// Removes entries whose parent directory vanished during the scan, so the tree stays whole.
 /// A set of the directories (a tenth of the paths) answers each parent lookup in O(1).
@@ -250,6 +260,7 @@ fn store_entry(
                 id: UNBUILT,
             },
             None,
+            None,
         ))),
         EntryKind::Symlink => match std::fs::read_link(&path) {
             Ok(target) => {
@@ -259,7 +270,7 @@ fn store_entry(
                     size: bytes.len() as u64,
                     id: writer.put(ObjectKind::Chunk, bytes)?,
                 };
-                Ok(Some((rel, node, None)))
+                Ok(Some((rel, node, None, None)))
             }
             Err(e) if vanished(&e) => Ok(None),
             Err(e) => Err(TreeError::io(path, e)),
@@ -284,6 +295,7 @@ fn store_entry(
                     id,
                 },
                 Some(entry),
+                Some(entry.key),
             )))
         }
     }

@@ -7,8 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use snap_store::{
     ChangeStats, Commit, EntryKind, GcReport, HistoryState, ObjectId, ObjectKind, ObjectWriter,
-    PruneReport, RepairReport, Retention, SnapshotKind, SnapshotRecord, StatCacheUpdate, Store,
-    StoreStats, VerifyReport, failpoint,
+    PruneReport, RepairReport, Retention, SnapshotKind, SnapshotRecord, StatCacheUpdate, StatKey,
+    Store, StoreStats, VerifyReport, failpoint,
 };
 
 use crate::TreeError;
@@ -207,6 +207,9 @@ struct Unsaved<'a> {
 
 struct Capture {
     flat: FlatTree,
+    /// Each regular file's stat as the scan saw it, in path order; only when asked for (moves
+    /// check that nothing changed since), else empty.
+    stats: Vec<(Vec<u8>, StatKey)>,
     root: ObjectId,
     report: ScanReport,
     /// What this capture teaches the stat cache; empty for a dry capture, whose objects are
@@ -451,6 +454,15 @@ impl Workspace {
     }
 
     fn capture(&self, writer: &ObjectWriter<'_>) -> Result<Capture, TreeError> {
+        self.capture_with(writer, false)
+    }
+
+    /// As [`Self::capture`], also keeping each file's stat when `keep_stats`.
+    fn capture_with(
+        &self,
+        writer: &ObjectWriter<'_>,
+        keep_stats: bool,
+    ) -> Result<Capture, TreeError> {
         let timer = PhaseTimer::from_env();
         let fs_now_ns = self.fs_clock();
         // The cache loads (one catalog read) while the walk waits on the filesystem.
@@ -479,6 +491,7 @@ impl Workspace {
             writer,
             self.config.max_file_size,
             &view,
+            keep_stats,
             &|| ticker.tick(),
         )?;
         timer.mark(&format!(
@@ -499,6 +512,7 @@ impl Workspace {
         };
         Ok(Capture {
             flat: stored.flat,
+            stats: stored.stats,
             root,
             report: stored.report,
             cache,
@@ -821,7 +835,7 @@ impl Workspace {
             .ok_or_else(|| TreeError::NothingToUndo("there are no snapshots yet".into()))?;
         let history = self.store.history()?;
         let writer = self.writer(dry_run);
-        let cap = self.capture(&writer)?;
+        let cap = self.capture_with(&writer, true)?;
         let dirty = cap.root != head.record.root;
         let steps = if dirty { n.saturating_sub(1) } else { n };
         if n == 0 {
@@ -856,7 +870,8 @@ impl Workspace {
         }
         redo.extend(outcome.passed.iter().map(|s| s.id));
         let planned = (&plan, &target_part);
-        self.move_to(Op::Undo, &outcome.target, redo, &cap.flat, planned)?;
+        let scanned = (&cap.flat, cap.stats.as_slice());
+        self.move_to(Op::Undo, &outcome.target, redo, scanned, planned)?;
         Ok(outcome)
     }
 
@@ -886,7 +901,7 @@ impl Workspace {
             .cloned()
             .ok_or_else(|| TreeError::NothingToRedo("empty".into()))?;
         let writer = self.writer(dry_run);
-        let cap = self.capture(&writer)?;
+        let cap = self.capture_with(&writer, true)?;
         let dirty = cap.root != head.record.root;
         let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
         let changes = plan.changes(&cap.flat);
@@ -911,7 +926,7 @@ impl Workspace {
             Op::Redo,
             &outcome.target,
             history.redo[..keep].to_vec(),
-            &cap.flat,
+            (&cap.flat, &cap.stats),
             (&plan, &target_part),
         )?;
         Ok(outcome)
@@ -937,7 +952,7 @@ impl Workspace {
         let source = self.resolve(reference)?;
         let head = self.head()?;
         let writer = self.writer(dry_run);
-        let cap = self.capture(&writer)?;
+        let cap = self.capture_with(&writer, true)?;
         let dirty = head.as_ref().is_none_or(|h| h.record.root != cap.root);
         let (target_root, target_flat) = if paths.iter().any(|p| p.is_empty()) || paths.is_empty() {
             (source.record.root, self.files(&source)?)
@@ -995,7 +1010,8 @@ impl Workspace {
         )?;
         let plan = Plan::new(&cap.flat, &target_flat);
         let planned = (&plan, &target_flat);
-        self.move_to(Op::Restore, &created, Vec::new(), &cap.flat, planned)?;
+        let scanned = (&cap.flat, cap.stats.as_slice());
+        self.move_to(Op::Restore, &created, Vec::new(), scanned, planned)?;
         outcome.target = created.clone();
         outcome.created = Some(created);
         Ok(outcome)
@@ -1008,9 +1024,10 @@ impl Workspace {
         op: Op,
         target: &Snapshot,
         redo: Vec<ObjectId>,
-        current: &FlatTree,
+        (current, stats): (&FlatTree, &[(Vec<u8>, StatKey)]),
         (plan, target_flat): (&Plan, &FlatTree),
     ) -> Result<(), TreeError> {
+        restore::check_unchanged(&self.root, plan, stats)?;
         let marker = Marker {
             op,
             head: target.id,

@@ -397,3 +397,44 @@ fn a_file_changing_during_the_save_is_never_recorded_torn() {
     eprintln!("busy file: {saved} saves recorded a whole version, {refused} refused as changing");
     assert!(ws.verify(true).unwrap().problems.is_empty());
 }
+
+/// Another process rewrites a file after undo's scan saved it and before undo replaces it:
+/// undo refuses before touching anything, and the other process's content is kept.
+#[test]
+fn a_file_rewritten_during_undo_is_kept_and_undo_refuses() {
+    use snap_tree::{Event, Phase};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let mut ws = Workspace::init(&root, None, false).unwrap();
+    write(&root, "f", "first\n");
+    write(&root, "other", "same\n");
+    save(&ws);
+    write(&root, "f", "second\n");
+    save(&ws);
+    let head = ws.head().unwrap().unwrap().id;
+    // `f` was written in the save's own clock tick, so the cache cannot vouch for it yet; a
+    // save after the tick has passed re-hashes it and makes the cache trust it. The scan of
+    // the undo then takes `f` from the cache and never reads the other process's bytes.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    save(&ws);
+    let fired = AtomicBool::new(false);
+    let writer_root = root.clone();
+    ws.set_observer(Box::new(move |e| {
+        if let Event::Progress {
+            phase: Phase::Scan, ..
+        } = e
+            && !fired.swap(true, Ordering::SeqCst)
+        {
+            std::fs::write(writer_root.join("f"), "written by another process\n").unwrap();
+        }
+    }));
+    let err = ws.undo(1, false).unwrap_err();
+    assert!(matches!(err, TreeError::ChangedDuringMove { .. }), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("f")).unwrap(),
+        "written by another process\n"
+    );
+    assert_eq!(ws.head().unwrap().unwrap().id, head, "HEAD must not move");
+    assert!(!root.join(".snap/.undoing").exists());
+}

@@ -74,6 +74,13 @@ static ARMED: Mutex<Option<(Fault, u64)>> = Mutex::new(None);
 /// Fast path: false while nothing is armed, so an unarmed step costs one load.
 static ANY: AtomicBool = AtomicBool::new(false);
 static FROM_ENV: Once = Once::new();
+/// How many faults have fired in this process.
+static FIRED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many injected faults have fired in this process so far.
+pub fn fired() -> u64 {
+    FIRED.load(Ordering::Relaxed)
+}
 
 /// Arms `fault` (or disarms with `None`), replacing any earlier one and its count.
 pub fn arm(fault: Option<Fault>) {
@@ -110,6 +117,7 @@ fn check(point: &str) -> std::io::Result<()> {
     };
     *hits += 1;
     if *hits == fault.nth || (fault.sticky && *hits > fault.nth) {
+        FIRED.fetch_add(1, Ordering::Relaxed);
         return Err(std::io::Error::from_raw_os_error(fault.errno));
     }
     Ok(())

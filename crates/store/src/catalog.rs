@@ -3,6 +3,7 @@
 //! Tables (keys and values are little-endian byte strings; layouts in docs/FORMAT.md):
 //! ```text
 //! meta       &str  -> &[u8]  "format" u32 LE | "head" id [32] | "redo" id[32]* (bottom first)
+//!                            | "scan" digest [32] root [32] (the last scan's memo)
 //! objects    &[u8] -> &[u8]  id [32] -> pack id [32] | offset u64 | kind u8 | compression u8
 //!                                       | raw_len u32 | stored_len u32            (50 bytes)
 //! packs      &[u8] -> u64    pack id [32] -> object count
@@ -22,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::pack::{Compression, FrameInfo};
-use crate::statcache::{StatCacheUpdate, StatEntry};
+use crate::statcache::{ScanMemo, StatCacheUpdate, StatEntry};
 use crate::{ObjectId, ObjectKind, SnapshotRecord, StoreError};
 
 /// Catalog format version stored under `meta["format"]`.
@@ -420,6 +421,11 @@ impl Catalog {
         if update.clear {
             txn.delete_table(STAT_CACHE).map_err(|e| self.err(e))?;
         }
+        if let Some(memo) = update.memo {
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            meta.insert("scan", memo.encode().as_slice())
+                .map_err(|e| self.err(e))?;
+        }
         let mut table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
         for path in &update.remove {
             table.remove(path.as_slice()).map_err(|e| self.err(e))?;
@@ -430,6 +436,14 @@ impl Catalog {
                 .map_err(|e| self.err(e))?;
         }
         Ok(())
+    }
+
+    /// The memo of the last committed scan, if any (malformed: none).
+    pub fn scan_memo(&self) -> Result<Option<ScanMemo>, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        let value = meta.get("scan").map_err(|e| self.err(e))?;
+        Ok(value.and_then(|v| ScanMemo::decode(v.value())))
     }
 
     /// The whole stat cache. Malformed entries are left out (those files are rehashed).

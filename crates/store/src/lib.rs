@@ -32,6 +32,6 @@ pub use object::{
     ChangeStats, ChunkList, ChunkRef, EntryKind, ObjectKind, RECORD_VERSION, SnapshotKind,
     SnapshotRecord, Tree, TreeEntry, check_entry_name, decode_record, encode_record,
 };
-pub use statcache::{STAT_ENTRY_LEN, StatCacheUpdate, StatEntry, StatKey};
+pub use statcache::{STAT_ENTRY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey};
 pub use store::{ObjectWriter, Store};
 pub use verify::{Problem, RepairReport, VerifyReport};

@@ -100,6 +100,35 @@ fn kind_byte(kind: EntryKind) -> u8 {
     }
 }
 
+/// What the last full scan found: a digest of every path with its kind, size and id, and the
+/// root tree those entries build. The root is a function of the entries, so a later scan with
+/// the same digest may take the root as it is instead of building every tree again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanMemo {
+    /// BLAKE3 over the scan's entries in path order (see `snap_tree::scan`).
+    pub digest: ObjectId,
+    /// The root tree id they build.
+    pub root: ObjectId,
+}
+
+impl ScanMemo {
+    /// The 64-byte `meta["scan"]` value: digest [32] | root [32].
+    pub fn encode(&self) -> [u8; 64] {
+        let mut v = [0u8; 64];
+        v[..32].copy_from_slice(&self.digest.0);
+        v[32..].copy_from_slice(&self.root.0);
+        v
+    }
+
+    /// Decodes a `meta["scan"]` value; `None` when malformed (the memo is then ignored).
+    pub fn decode(v: &[u8]) -> Option<ScanMemo> {
+        Some(ScanMemo {
+            digest: ObjectId::from_slice(v.get(..32)?)?,
+            root: ObjectId::from_slice(v.get(32..64)?).filter(|_| v.len() == 64)?,
+        })
+    }
+}
+
 /// Changes to the stat cache, committed with the snapshot (or alone).
 #[derive(Clone, Debug, Default)]
 pub struct StatCacheUpdate {
@@ -109,12 +138,14 @@ pub struct StatCacheUpdate {
     pub remove: Vec<Vec<u8>>,
     /// Drop every entry first (gc).
     pub clear: bool,
+    /// A new memo of the scan, when it differs from the stored one.
+    pub memo: Option<ScanMemo>,
 }
 
 impl StatCacheUpdate {
     /// True when committing it would change nothing.
     pub fn is_empty(&self) -> bool {
-        self.put.is_empty() && self.remove.is_empty() && !self.clear
+        self.put.is_empty() && self.remove.is_empty() && !self.clear && self.memo.is_none()
     }
 }
 
@@ -142,6 +173,20 @@ mod tests {
         let e = entry(-1, i64::MAX);
         assert_eq!(StatEntry::decode(&e.encode()), Some(e));
         assert_eq!(StatEntry::decode(&e.encode()[..76]), None);
+    }
+
+    #[test]
+    fn a_scan_memo_round_trips_and_refuses_other_lengths() {
+        let memo = ScanMemo {
+            digest: ObjectId([1; 32]),
+            root: ObjectId([2; 32]),
+        };
+        assert_eq!(ScanMemo::decode(&memo.encode()), Some(memo));
+        assert_eq!(ScanMemo::decode(&memo.encode()[..63]), None);
+        assert_eq!(
+            ScanMemo::decode(&[memo.encode().as_slice(), &[0]].concat()),
+            None
+        );
     }
 
     #[test]

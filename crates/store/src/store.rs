@@ -88,6 +88,11 @@ impl Store {
         self.catalog.stat_cache()
     }
 
+    /// The memo of the last committed scan, if any.
+    pub fn scan_memo(&self) -> Result<Option<crate::ScanMemo>, StoreError> {
+        self.catalog.scan_memo()
+    }
+
     /// How many snapshots the catalog holds.
     pub fn snapshot_count(&self) -> Result<u64, StoreError> {
         self.catalog.snapshot_count()

@@ -131,6 +131,8 @@ pub struct Stored {
     pub gone: Vec<Vec<u8>>,
     /// With `keep_stats`: each regular file's stat as the scan settled on it, in path order.
     pub stats: Vec<(Vec<u8>, StatKey)>,
+    /// [`digest`] of the entries: equal digests build equal trees.
+    pub digest: ObjectId,
 }
 
 /// Reads and stores every file and symlink of `walk` in parallel, except files the stat
@@ -190,6 +192,7 @@ pub fn store_walk(
         }
     }
     drop_orphans(&mut nodes);
+    let digest = digest(&nodes);
     // The walk sorted the paths, so this builds the map in one pass instead of n inserts.
     Ok(Stored {
         flat: nodes.into_iter().collect(),
@@ -197,6 +200,7 @@ pub fn store_walk(
         hashed,
         gone,
         stats,
+        digest,
     })
 }
 
@@ -227,6 +231,30 @@ fn match_cache<'c>(
 /// A path, its stored entry, the stat cache entry to record when it was hashed, and (for a
 /// regular file) the stat the scan settled on.
 type StoredEntry = (Vec<u8>, Node, Option<StatEntry>, Option<StatKey>);
+
+/// BLAKE3 over every entry in path order (path length u32 LE, path, kind byte, size u64 LE,
+/// id): everything the trees are built from, so two scans with equal digests build the same
+/// root tree (snap_store::ScanMemo).
+pub fn digest(nodes: &[(Vec<u8>, Node)]) -> ObjectId {
+    let mut hasher = blake3::Hasher::new();
+    for (path, node) in nodes {
+        hasher.update(&(path.len() as u32).to_le_bytes());
+        hasher.update(path);
+        hasher.update(&[kind_byte(node.kind)]);
+        hasher.update(&node.size.to_le_bytes());
+        hasher.update(&node.id.0);
+    }
+    ObjectId(*hasher.finalize().as_bytes())
+}
+
+fn kind_byte(kind: EntryKind) -> u8 {
+    match kind {
+        EntryKind::File => 0,
+        EntryKind::Executable => 1,
+        EntryKind::Symlink => 2,
+        EntryKind::Dir => 3,
+    }
+}
 
 /// Removes entries whose parent directory vanished during the scan, so the tree stays whole.
 /// A set of the directories (a tenth of the paths) answers each parent lookup in O(1).

@@ -7,8 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use snap_store::{
     ChangeStats, Commit, EntryKind, GcReport, HistoryState, ObjectId, ObjectKind, ObjectWriter,
-    PruneReport, RepairReport, Retention, SnapshotKind, SnapshotRecord, StatCacheUpdate, StatKey,
-    Store, StoreStats, VerifyReport, failpoint,
+    PruneReport, RepairReport, Retention, ScanMemo, SnapshotKind, SnapshotRecord, StatCacheUpdate,
+    StatKey, Store, StoreStats, VerifyReport, failpoint,
 };
 
 use crate::TreeError;
@@ -454,14 +454,18 @@ impl Workspace {
     }
 
     fn capture(&self, writer: &ObjectWriter<'_>) -> Result<Capture, TreeError> {
-        self.capture_with(writer, false)
+        self.capture_with(writer, false, None)
     }
 
-    /// As [`Self::capture`], also keeping each file's stat when `keep_stats`.
+    /// As [`Self::capture`], also keeping each file's stat when `keep_stats`. With
+    /// `clean_root` (HEAD's root), a scan whose entries are those that built it skips building
+    /// the trees; its directory nodes then carry no ids, so only a save, which stops there
+    /// when nothing changed, asks for it.
     fn capture_with(
         &self,
         writer: &ObjectWriter<'_>,
         keep_stats: bool,
+        clean_root: Option<ObjectId>,
     ) -> Result<Capture, TreeError> {
         let timer = PhaseTimer::from_env();
         let fs_now_ns = self.fs_clock();
@@ -499,7 +503,7 @@ impl Workspace {
             stored.hashed.len(),
             stored.gone.len()
         ));
-        let root = build_trees(writer, &mut stored.flat)?;
+        let (root, memo) = self.tree_root(writer, &mut stored, clean_root)?;
         timer.mark("trees built");
         let cache = if writer.is_dry_run() {
             StatCacheUpdate::default()
@@ -508,6 +512,7 @@ impl Workspace {
                 put: stored.hashed,
                 remove: stored.gone,
                 clear: false,
+                memo,
             }
         };
         Ok(Capture {
@@ -517,6 +522,28 @@ impl Workspace {
             report: stored.report,
             cache,
         })
+    }
+
+    /// The root tree of a scan, built unless the scan memo shows these entries built
+    /// `clean_root`; and the memo to store when it changed.
+    fn tree_root(
+        &self,
+        writer: &ObjectWriter<'_>,
+        stored: &mut scan::Stored,
+        clean_root: Option<ObjectId>,
+    ) -> Result<(ObjectId, Option<ScanMemo>), TreeError> {
+        let memo = self.store.scan_memo()?;
+        let same_entries = memo.filter(|m| m.digest == stored.digest);
+        // HEAD's trees are in the store, and these entries are the ones that built them.
+        if let Some(m) = same_entries.filter(|m| Some(m.root) == clean_root) {
+            return Ok((m.root, None));
+        }
+        let root = build_trees(writer, &mut stored.flat)?;
+        let now = ScanMemo {
+            digest: stored.digest,
+            root,
+        };
+        Ok((root, (memo != Some(now)).then_some(now)))
     }
 
     /// The filesystem's clock: the mtime of a file just written in the store, which is what
@@ -674,7 +701,8 @@ impl Workspace {
     fn save_inner(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
         let head = self.head()?;
         let writer = self.store.writer();
-        let cap = self.capture(&writer)?;
+        let clean_root = head.as_ref().map(|h| h.record.root);
+        let cap = self.capture_with(&writer, false, clean_root.filter(|_| !opts.allow_empty))?;
         if head.as_ref().is_some_and(|h| h.record.root == cap.root) && !opts.allow_empty {
             self.commit_packs(writer, cap.cache)?;
             return Ok(SaveOutcome {
@@ -835,7 +863,7 @@ impl Workspace {
             .ok_or_else(|| TreeError::NothingToUndo("there are no snapshots yet".into()))?;
         let history = self.store.history()?;
         let writer = self.writer(dry_run);
-        let cap = self.capture_with(&writer, true)?;
+        let cap = self.capture_with(&writer, true, None)?;
         let dirty = cap.root != head.record.root;
         let steps = if dirty { n.saturating_sub(1) } else { n };
         if n == 0 {
@@ -901,7 +929,7 @@ impl Workspace {
             .cloned()
             .ok_or_else(|| TreeError::NothingToRedo("empty".into()))?;
         let writer = self.writer(dry_run);
-        let cap = self.capture_with(&writer, true)?;
+        let cap = self.capture_with(&writer, true, None)?;
         let dirty = cap.root != head.record.root;
         let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
         let changes = plan.changes(&cap.flat);
@@ -952,7 +980,7 @@ impl Workspace {
         let source = self.resolve(reference)?;
         let head = self.head()?;
         let writer = self.writer(dry_run);
-        let cap = self.capture_with(&writer, true)?;
+        let cap = self.capture_with(&writer, true, None)?;
         let dirty = head.as_ref().is_none_or(|h| h.record.root != cap.root);
         let (target_root, target_flat) = if paths.iter().any(|p| p.is_empty()) || paths.is_empty() {
             (source.record.root, self.files(&source)?)

@@ -438,3 +438,37 @@ fn a_file_rewritten_during_undo_is_kept_and_undo_refuses() {
     assert_eq!(ws.head().unwrap().unwrap().id, head, "HEAD must not move");
     assert!(!root.join(".snap/.undoing").exists());
 }
+
+/// A no-change save takes HEAD's root from the scan memo instead of building every tree; an
+/// empty directory, a symlink's new target or an exec bit is still a change.
+#[test]
+fn the_scan_memo_never_hides_a_change() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ws = Workspace::init(root, None, false).unwrap();
+    write(root, "a/f", "x\n");
+    std::os::unix::fs::symlink("a/f", root.join("link")).unwrap();
+    save(&ws);
+    let created = |ws: &Workspace| {
+        ws.save(&SaveOptions::default())
+            .unwrap()
+            .snapshot
+            .is_some()
+    };
+    assert!(!created(&ws), "nothing changed");
+    let memo = ws.store().scan_memo().unwrap().unwrap();
+    assert_eq!(memo.root, ws.head().unwrap().unwrap().record.root);
+    std::fs::create_dir(root.join("empty")).unwrap();
+    assert!(created(&ws), "a new empty directory");
+    assert!(!created(&ws));
+    std::fs::remove_file(root.join("link")).unwrap();
+    std::os::unix::fs::symlink("elsewhere", root.join("link")).unwrap();
+    assert!(created(&ws), "a symlink's new target");
+    let f = root.join("a/f");
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(created(&ws), "an exec bit");
+    std::fs::remove_dir(root.join("empty")).unwrap();
+    assert!(created(&ws), "an empty directory removed");
+    assert!(!created(&ws));
+}

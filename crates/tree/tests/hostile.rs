@@ -450,12 +450,7 @@ fn the_scan_memo_never_hides_a_change() {
     write(root, "a/f", "x\n");
     std::os::unix::fs::symlink("a/f", root.join("link")).unwrap();
     save(&ws);
-    let created = |ws: &Workspace| {
-        ws.save(&SaveOptions::default())
-            .unwrap()
-            .snapshot
-            .is_some()
-    };
+    let created = |ws: &Workspace| ws.save(&SaveOptions::default()).unwrap().snapshot.is_some();
     assert!(!created(&ws), "nothing changed");
     let memo = ws.store().scan_memo().unwrap().unwrap();
     assert_eq!(memo.root, ws.head().unwrap().unwrap().record.root);

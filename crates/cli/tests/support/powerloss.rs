@@ -110,11 +110,15 @@ fn unhex(s: &str) -> Vec<u8> {
 /// Replaces the tree under `root` with what survives a power cut now, given the tree
 /// `before` the command and the journal the command wrote to `log`. Returns how many entries
 /// the cut changed from what was on disk, so a test can tell the cut was not a no-op.
-pub fn power_cut(root: &Path, before: &Durable, log: &Path) -> usize {
+pub fn power_cut(root: &Path, before: &Durable, log: &Path, cut: Cut) -> usize {
     let synced = Durable::read_journal(log);
     let now = Durable::take(root);
+    let listings = match cut {
+        Cut::DropUnsynced => &synced,
+        Cut::KeepNames => &now,
+    };
     let mut rebuilt = Vec::new();
-    image(root, before, &synced, &mut rebuilt);
+    image(root, listings, before, &synced, &mut rebuilt);
     for e in std::fs::read_dir(root).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() && !p.is_symlink() {
@@ -137,6 +141,17 @@ pub fn power_cut(root: &Path, before: &Durable, log: &Path) -> usize {
             .saturating_sub(rebuilt.len())
 }
 
+/// What a power cut keeps.
+#[derive(Clone, Copy, Debug)]
+pub enum Cut {
+    /// Only what an fsync covered: unsynced creations, renames and writes are all lost.
+    DropUnsynced,
+    /// Every directory change (as a journaling filesystem may commit its metadata first), but
+    /// file bytes only where an fsync covered them: a file renamed into place unsynced is
+    /// left empty.
+    KeepNames,
+}
+
 enum Node {
     Dir(u32),
     File(u32, Vec<u8>),
@@ -144,8 +159,14 @@ enum Node {
 }
 
 /// The surviving entries under `dir`, parents before children.
-fn image(dir: &Path, before: &Durable, synced: &Durable, out: &mut Vec<(PathBuf, Node)>) {
-    let Some(entries) = synced.dirs.get(dir).or_else(|| before.dirs.get(dir)) else {
+fn image(
+    dir: &Path,
+    listings: &Durable,
+    before: &Durable,
+    synced: &Durable,
+    out: &mut Vec<(PathBuf, Node)>,
+) {
+    let Some(entries) = listings.dirs.get(dir).or_else(|| before.dirs.get(dir)) else {
         return;
     };
     for e in entries {
@@ -153,7 +174,7 @@ fn image(dir: &Path, before: &Durable, synced: &Durable, out: &mut Vec<(PathBuf,
         match e.kind {
             'd' => {
                 out.push((path.clone(), Node::Dir(e.mode)));
-                image(&path, before, synced, out);
+                image(&path, listings, before, synced, out);
             }
             'l' => out.push((path, Node::Link(e.target.clone()))),
             'f' => {

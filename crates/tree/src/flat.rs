@@ -280,6 +280,41 @@ pub fn children<'a>(flat: &'a FlatTree, dir: &[u8]) -> Vec<(&'a [u8], &'a Node)>
     out
 }
 
+/// One name of a directory: in its stored tree only, in the flat tree only, or in both.
+pub(crate) enum Paired<'a> {
+    /// Only the stored tree has it.
+    Stored(&'a TreeEntry),
+    /// Only the flat tree has it: its name and node.
+    Scanned(&'a [u8], &'a Node),
+    /// Both have it.
+    Both(&'a TreeEntry, &'a Node),
+}
+
+/// A stored directory's entries and the same directory's children in a flat tree, both in
+/// name order, paired by name.
+pub(crate) fn pair_by_name<'a>(
+    stored: &'a [TreeEntry],
+    scanned: &[(&'a [u8], &'a Node)],
+) -> Vec<Paired<'a>> {
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::with_capacity(stored.len().max(scanned.len()));
+    while i < stored.len() || j < scanned.len() {
+        let order = match (stored.get(i), scanned.get(j)) {
+            (Some(s), Some((name, _))) => s.name.as_slice().cmp(name),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        out.push(match order {
+            std::cmp::Ordering::Less => Paired::Stored(&stored[i]),
+            std::cmp::Ordering::Greater => Paired::Scanned(scanned[j].0, scanned[j].1),
+            std::cmp::Ordering::Equal => Paired::Both(&stored[i], scanned[j].1),
+        });
+        i += usize::from(order.is_le());
+        j += usize::from(order.is_ge());
+    }
+    out
+}
+
 /// Changed paths in order, and the old entries of those paths.
 pub type StoredDiff = (Vec<(Vec<u8>, Change)>, FlatTree);
 
@@ -307,41 +342,11 @@ fn diff_dir(
     old_nodes: &mut FlatTree,
 ) -> Result<(), StoreError> {
     let old: Vec<TreeEntry> = store.read_tree(old_id)?.entries;
-    let new_children = children(new, dir);
-    let (mut i, mut j) = (0, 0);
-    while i < old.len() || j < new_children.len() {
-        let order = match (old.get(i), new_children.get(j)) {
-            (Some(o), Some((n, _))) => o.name.as_slice().cmp(n),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            _ => std::cmp::Ordering::Greater,
-        };
-        match order {
-            std::cmp::Ordering::Less => {
-                removed(store, &old[i], dir, changes, old_nodes)?;
-                i += 1;
-            }
-            std::cmp::Ordering::Greater => {
-                added(
-                    new,
-                    &join(dir, new_children[j].0),
-                    new_children[j].1,
-                    changes,
-                );
-                j += 1;
-            }
-            std::cmp::Ordering::Equal => {
-                changed(
-                    store,
-                    &old[i],
-                    new,
-                    dir,
-                    new_children[j].1,
-                    changes,
-                    old_nodes,
-                )?;
-                i += 1;
-                j += 1;
-            }
+    for pair in pair_by_name(&old, &children(new, dir)) {
+        match pair {
+            Paired::Stored(o) => removed(store, o, dir, changes, old_nodes)?,
+            Paired::Scanned(name, node) => added(new, &join(dir, name), node, changes),
+            Paired::Both(o, node) => changed(store, o, new, dir, node, changes, old_nodes)?,
         }
     }
     Ok(())

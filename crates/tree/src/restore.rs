@@ -24,7 +24,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use snap_store::{EntryKind, ObjectId, StatKey, Store, StoreError, TreeEntry};
 
-use crate::flat::{Change, FlatTree, Node, children, flatten, join, split};
+use crate::flat::{Change, FlatTree, Node, Paired, children, flatten, join, pair_by_name, split};
 use crate::{TreeError, scan};
 
 /// Prefix of the temporary names restores write before renaming; a crash can leave one, and
@@ -173,26 +173,14 @@ fn plan_dir(
     out: &mut Planning,
 ) -> Result<(), StoreError> {
     let target = store.read_tree(target_id)?.entries;
-    let here = children(current, dir);
-    let (mut i, mut j) = (0, 0);
-    while i < target.len() || j < here.len() {
-        let order = match (target.get(i), here.get(j)) {
-            (Some(t), Some((name, _))) => t.name.as_slice().cmp(name),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            _ => std::cmp::Ordering::Greater,
-        };
-        let path = |name: &[u8]| join(dir, name);
-        match order {
-            std::cmp::Ordering::Less => add_target(store, &target[i], &path(&target[i].name), out)?,
-            std::cmp::Ordering::Greater => {
-                remove_current(current, &path(here[j].0), here[j].1, out)
-            }
-            std::cmp::Ordering::Equal => {
-                plan_entry(store, &target[i], current, &path(here[j].0), here[j].1, out)?;
+    for pair in pair_by_name(&target, &children(current, dir)) {
+        match pair {
+            Paired::Stored(t) => add_target(store, t, &join(dir, &t.name), out)?,
+            Paired::Scanned(name, node) => remove_current(current, &join(dir, name), node, out),
+            Paired::Both(t, node) => {
+                plan_entry(store, t, current, &join(dir, &t.name), node, out)?;
             }
         }
-        i += usize::from(order.is_le());
-        j += usize::from(order.is_ge());
     }
     Ok(())
 }

@@ -718,7 +718,6 @@ impl Workspace {
             Some(h) => flat::diff_stored(&self.store, &h.record.root, &cap.flat)?,
             None => (diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()),
         };
-        PhaseTimer::from_env().mark("diffed against HEAD");
         let snapshot = self.record_snapshot(
             writer,
             cap.cache,
@@ -729,7 +728,6 @@ impl Workspace {
             &changes,
             After::Advance,
         )?;
-        PhaseTimer::from_env().mark("committed");
         let retention = self.auto_retention()?;
         Ok(SaveOutcome {
             snapshot: Some(snapshot),

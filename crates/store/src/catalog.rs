@@ -22,8 +22,9 @@ use redb::{
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::dircache::{DirCache, DirCacheUpdate};
 use crate::pack::{Compression, FrameInfo};
-use crate::statcache::{ScanMemo, StatCacheUpdate, StatEntry};
+use crate::statcache::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo};
 use crate::{ObjectId, ObjectKind, SnapshotRecord, StoreError};
 
 /// Catalog format version stored under `meta["format"]`.
@@ -35,6 +36,7 @@ const PACKS: TableDefinition<&[u8], u64> = TableDefinition::new("packs");
 const SNAPSHOTS: TableDefinition<u64, &[u8]> = TableDefinition::new("snapshots");
 const SNAP_IDS: TableDefinition<&[u8], u64> = TableDefinition::new("snap_ids");
 const STAT_CACHE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("stat_cache");
+const DIR_CACHE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("dir_cache");
 
 /// Length of an `objects` value: pack id (32) | offset (8) | kind (1) | compression (1) |
 /// raw_len (4) | stored_len (4).
@@ -293,6 +295,7 @@ impl Catalog {
             SNAPSHOTS.name(),
             SNAP_IDS.name(),
             STAT_CACHE.name(),
+            DIR_CACHE.name(),
         ];
         Ok(want.iter().all(|n| names.iter().any(|m| m == n)))
     }
@@ -310,6 +313,7 @@ impl Catalog {
             txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
             txn.open_table(SNAP_IDS).map_err(|e| self.err(e))?;
             txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
+            txn.open_table(DIR_CACHE).map_err(|e| self.err(e))?;
         }
         txn.commit().map_err(|e| self.err(e))
     }
@@ -426,6 +430,11 @@ impl Catalog {
             meta.insert("scan", memo.encode().as_slice())
                 .map_err(|e| self.err(e))?;
         }
+        if let Some(walk) = update.walk {
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            meta.insert("walk", walk.encode().as_slice())
+                .map_err(|e| self.err(e))?;
+        }
         let mut table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
         for path in &update.remove {
             table.remove(path.as_slice()).map_err(|e| self.err(e))?;
@@ -435,7 +444,58 @@ impl Catalog {
                 .insert(path.as_slice(), entry.encode().as_slice())
                 .map_err(|e| self.err(e))?;
         }
+        self.write_dir_cache(txn, &update.dirs)
+    }
+
+    fn write_dir_cache(
+        &self,
+        txn: &WriteTransaction,
+        update: &DirCacheUpdate,
+    ) -> Result<(), StoreError> {
+        if update.clear {
+            txn.delete_table(DIR_CACHE).map_err(|e| self.err(e))?;
+        }
+        if let Some(fingerprint) = update.fingerprint {
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            meta.insert("dirs", fingerprint.as_slice())
+                .map_err(|e| self.err(e))?;
+        }
+        let mut table = txn.open_table(DIR_CACHE).map_err(|e| self.err(e))?;
+        for path in &update.remove {
+            table.remove(path.as_slice()).map_err(|e| self.err(e))?;
+        }
+        for (path, record) in &update.put {
+            table
+                .insert(path.as_slice(), record.as_slice())
+                .map_err(|e| self.err(e))?;
+        }
         Ok(())
+    }
+
+    /// The directory cache: the fingerprint of the rules it was built under
+    /// (`meta["dirs"]`), and every record by directory path, undecoded. Empty in an old
+    /// catalog opened read-only, which has no such table.
+    pub fn dir_cache(&self) -> Result<DirCache, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        let fingerprint = meta
+            .get("dirs")
+            .map_err(|e| self.err(e))?
+            .and_then(|v| <[u8; 32]>::try_from(v.value()).ok());
+        let table = match txn.open_table(DIR_CACHE) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(DirCache::default()),
+            Err(e) => return Err(self.err(e)),
+        };
+        let mut records = HashMap::with_capacity(table.len().map_err(|e| self.err(e))? as usize);
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (k, v) = row.map_err(|e| self.err(e))?;
+            records.insert(k.value().to_vec(), v.value().to_vec());
+        }
+        Ok(DirCache {
+            fingerprint,
+            records,
+        })
     }
 
     /// The memo of the last committed scan, if any (malformed: none).
@@ -444,6 +504,14 @@ impl Catalog {
         let meta = txn.open_table(META).map_err(|e| self.err(e))?;
         let value = meta.get("scan").map_err(|e| self.err(e))?;
         Ok(value.and_then(|v| ScanMemo::decode(v.value())))
+    }
+
+    /// The memo of the last exact walk, if any (malformed: none).
+    pub fn walk_memo(&self) -> Result<Option<WalkMemo>, StoreError> {
+        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        let value = meta.get("walk").map_err(|e| self.err(e))?;
+        Ok(value.and_then(|v| WalkMemo::decode(v.value())))
     }
 
     /// The whole stat cache. Malformed entries are left out (those files are rehashed).

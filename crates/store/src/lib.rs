@@ -7,6 +7,7 @@
 
 mod catalog;
 mod catalog_file;
+mod dircache;
 mod error;
 mod failpoint;
 pub mod fault;
@@ -23,6 +24,7 @@ mod store;
 mod verify;
 
 pub use catalog::{CATALOG_VERSION, Commit, HistoryState, Location, decode_snapshot_row};
+pub use dircache::{DirCache, DirCacheUpdate, DirHeader, DirRecord, ListedKind, encode_dir_record};
 pub use error::StoreError;
 pub use failpoint::{FAILPOINTS, failpoint};
 pub use id::{ID_LEN, ObjectId};
@@ -32,6 +34,8 @@ pub use object::{
     ChangeStats, ChunkList, ChunkRef, EntryKind, ObjectKind, RECORD_VERSION, SnapshotKind,
     SnapshotRecord, Tree, TreeEntry, check_entry_name, decode_record, encode_record,
 };
-pub use statcache::{STAT_ENTRY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey};
+pub use statcache::{
+    STAT_ENTRY_LEN, STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey, WalkMemo,
+};
 pub use store::{ObjectWriter, Store};
 pub use verify::{Problem, RepairReport, VerifyReport};

@@ -32,6 +32,45 @@ pub struct StatKey {
     pub mode: u32,
 }
 
+/// Byte length of an encoded [`StatKey`].
+pub const STAT_KEY_LEN: usize = 36;
+
+impl StatKey {
+    /// `size u64 | mtime_ns i64 | ctime_ns i64 | ino u64 | mode u32`, all LE (36 bytes).
+    pub fn encode(&self) -> [u8; STAT_KEY_LEN] {
+        let mut v = [0u8; STAT_KEY_LEN];
+        v[0..8].copy_from_slice(&self.size.to_le_bytes());
+        v[8..16].copy_from_slice(&self.mtime_ns.to_le_bytes());
+        v[16..24].copy_from_slice(&self.ctime_ns.to_le_bytes());
+        v[24..32].copy_from_slice(&self.ino.to_le_bytes());
+        v[32..36].copy_from_slice(&self.mode.to_le_bytes());
+        v
+    }
+
+    /// Decodes exactly [`STAT_KEY_LEN`] bytes.
+    pub fn decode(v: &[u8]) -> Option<StatKey> {
+        if v.len() != STAT_KEY_LEN {
+            return None;
+        }
+        let u64_at = |i: usize| v[i..i + 8].try_into().ok().map(u64::from_le_bytes);
+        let i64_at = |i: usize| v[i..i + 8].try_into().ok().map(i64::from_le_bytes);
+        Some(StatKey {
+            size: u64_at(0)?,
+            mtime_ns: i64_at(8)?,
+            ctime_ns: i64_at(16)?,
+            ino: u64_at(24)?,
+            mode: u32::from_le_bytes(v[32..36].try_into().ok()?),
+        })
+    }
+
+    /// The racy rule: a thing last seen as `self` is unchanged now, when it stats as `now`,
+    /// only if the two are equal and `self` was modified strictly before `written_ns`, the
+    /// filesystem clock when it was seen (a change in the same tick leaves every field equal).
+    pub fn still(&self, now: &StatKey, written_ns: i64) -> bool {
+        self == now && now.mtime_ns < written_ns
+    }
+}
+
 /// One cached verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StatEntry {
@@ -48,17 +87,13 @@ pub struct StatEntry {
 impl StatEntry {
     /// True when the file, now stat-ing as `key`, is certainly unchanged since it was hashed.
     pub fn trusted_for(&self, key: &StatKey) -> bool {
-        self.key == *key && key.mtime_ns < self.written_ns
+        self.key.still(key, self.written_ns)
     }
 
     /// The 77-byte little-endian encoding.
     pub fn encode(&self) -> [u8; STAT_ENTRY_LEN] {
         let mut v = [0u8; STAT_ENTRY_LEN];
-        v[0..8].copy_from_slice(&self.key.size.to_le_bytes());
-        v[8..16].copy_from_slice(&self.key.mtime_ns.to_le_bytes());
-        v[16..24].copy_from_slice(&self.key.ctime_ns.to_le_bytes());
-        v[24..32].copy_from_slice(&self.key.ino.to_le_bytes());
-        v[32..36].copy_from_slice(&self.key.mode.to_le_bytes());
+        v[0..STAT_KEY_LEN].copy_from_slice(&self.key.encode());
         v[36] = kind_byte(self.kind);
         v[37..69].copy_from_slice(&self.id.0);
         v[69..77].copy_from_slice(&self.written_ns.to_le_bytes());
@@ -70,15 +105,7 @@ impl StatEntry {
         if v.len() != STAT_ENTRY_LEN {
             return None;
         }
-        let u64_at = |i: usize| v[i..i + 8].try_into().ok().map(u64::from_le_bytes);
-        let i64_at = |i: usize| v[i..i + 8].try_into().ok().map(i64::from_le_bytes);
-        let key = StatKey {
-            size: u64_at(0)?,
-            mtime_ns: i64_at(8)?,
-            ctime_ns: i64_at(16)?,
-            ino: u64_at(24)?,
-            mode: u32::from_le_bytes(v[32..36].try_into().ok()?),
-        };
+        let key = StatKey::decode(&v[..STAT_KEY_LEN])?;
         let kind = match v[36] {
             0 => EntryKind::File,
             1 => EntryKind::Executable,
@@ -88,7 +115,7 @@ impl StatEntry {
             key,
             kind,
             id: ObjectId::from_slice(&v[37..69])?,
-            written_ns: i64_at(69)?,
+            written_ns: i64::from_le_bytes(v[69..77].try_into().ok()?),
         })
     }
 }
@@ -129,6 +156,44 @@ impl ScanMemo {
     }
 }
 
+/// What the last exact walk saw, for a save that finds the same: the order-free digest of
+/// every entry's path, kind and stat key, the root tree those entries' contents built, and
+/// the filesystem clock when that scan began. A later walk with the same digest whose every
+/// file and symlink was modified before that clock sees exactly those contents (the racy
+/// rule, applied to the whole tree at once), so its root is that root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalkMemo {
+    /// The walk's digest (see `snap_tree::scan::WalkSum`).
+    pub digest: [u8; 32],
+    /// The root tree id the walked entries built.
+    pub root: ObjectId,
+    /// The filesystem clock at the start of that scan.
+    pub written_ns: i64,
+}
+
+impl WalkMemo {
+    /// The 72-byte `meta["walk"]` value: digest [32] | root [32] | written_ns i64 LE.
+    pub fn encode(&self) -> [u8; 72] {
+        let mut v = [0u8; 72];
+        v[..32].copy_from_slice(&self.digest);
+        v[32..64].copy_from_slice(&self.root.0);
+        v[64..].copy_from_slice(&self.written_ns.to_le_bytes());
+        v
+    }
+
+    /// Decodes a `meta["walk"]` value; `None` when malformed (the memo is then ignored).
+    pub fn decode(v: &[u8]) -> Option<WalkMemo> {
+        if v.len() != 72 {
+            return None;
+        }
+        Some(WalkMemo {
+            digest: v[..32].try_into().ok()?,
+            root: ObjectId::from_slice(&v[32..64])?,
+            written_ns: i64::from_le_bytes(v[64..].try_into().ok()?),
+        })
+    }
+}
+
 /// Changes to the stat cache, committed with the snapshot (or alone).
 #[derive(Clone, Debug, Default)]
 pub struct StatCacheUpdate {
@@ -140,12 +205,21 @@ pub struct StatCacheUpdate {
     pub clear: bool,
     /// A new memo of the scan, when it differs from the stored one.
     pub memo: Option<ScanMemo>,
+    /// A new walk memo, when it differs from the stored one.
+    pub walk: Option<WalkMemo>,
+    /// Changes to the directory cache.
+    pub dirs: crate::DirCacheUpdate,
 }
 
 impl StatCacheUpdate {
     /// True when committing it would change nothing.
     pub fn is_empty(&self) -> bool {
-        self.put.is_empty() && self.remove.is_empty() && !self.clear && self.memo.is_none()
+        self.put.is_empty()
+            && self.remove.is_empty()
+            && !self.clear
+            && self.memo.is_none()
+            && self.walk.is_none()
+            && self.dirs.is_empty()
     }
 }
 
@@ -185,6 +259,21 @@ mod tests {
         assert_eq!(ScanMemo::decode(&memo.encode()[..63]), None);
         assert_eq!(
             ScanMemo::decode(&[memo.encode().as_slice(), &[0]].concat()),
+            None
+        );
+    }
+
+    #[test]
+    fn a_walk_memo_round_trips_and_refuses_other_lengths() {
+        let memo = WalkMemo {
+            digest: [3; 32],
+            root: ObjectId([4; 32]),
+            written_ns: -5,
+        };
+        assert_eq!(WalkMemo::decode(&memo.encode()), Some(memo));
+        assert_eq!(WalkMemo::decode(&memo.encode()[..71]), None);
+        assert_eq!(
+            WalkMemo::decode(&[memo.encode().as_slice(), &[0]].concat()),
             None
         );
     }

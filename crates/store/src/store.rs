@@ -88,6 +88,16 @@ impl Store {
         self.catalog.stat_cache()
     }
 
+    /// The directory cache (see [`crate::DirRecord`]).
+    pub fn dir_cache(&self) -> Result<crate::DirCache, StoreError> {
+        self.catalog.dir_cache()
+    }
+
+    /// The memo of the last exact walk, if any.
+    pub fn walk_memo(&self) -> Result<Option<crate::WalkMemo>, StoreError> {
+        self.catalog.walk_memo()
+    }
+
     /// The memo of the last committed scan, if any.
     pub fn scan_memo(&self) -> Result<Option<crate::ScanMemo>, StoreError> {
         self.catalog.scan_memo()

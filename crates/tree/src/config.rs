@@ -136,6 +136,25 @@ impl Config {
             .any(|pat| glob_match(pat.as_bytes(), name))
     }
 
+    /// What the directory cache's listings depend on besides the tree itself: the default
+    /// excludes and the store's path when it lives in the tree under another name. Records
+    /// built under another fingerprint are dropped.
+    pub fn walk_fingerprint(&self, store_dir: Option<&Path>) -> [u8; 32] {
+        let mut h = blake3::Hasher::new();
+        h.update(b"snap dir cache 1\0");
+        for list in [&self.exclude_dirs, &self.exclude_extensions] {
+            h.update(&(list.len() as u64).to_le_bytes());
+            for item in list {
+                h.update(&(item.len() as u64).to_le_bytes());
+                h.update(item.as_bytes());
+            }
+        }
+        let store = store_dir.map_or(&[][..], |d| d.as_os_str().as_encoded_bytes());
+        h.update(&(store.len() as u64).to_le_bytes());
+        h.update(store);
+        *h.finalize().as_bytes()
+    }
+
     /// True if a file with this name is excluded by its ending.
     pub fn excludes_file(&self, name: &[u8]) -> bool {
         self.exclude_extensions
@@ -172,6 +191,28 @@ mod tests {
             "a bare extension is a name, not an ending"
         );
         assert!(!c.excludes_file(b"a.rs"));
+    }
+
+    #[test]
+    fn the_walk_fingerprint_follows_the_excludes_and_the_store() {
+        let c = Config::default();
+        let base = c.walk_fingerprint(None);
+        assert_eq!(base, Config::default().walk_fingerprint(None));
+        let mut fewer = Config::default();
+        fewer.exclude_dirs.pop();
+        assert_ne!(fewer.walk_fingerprint(None), base);
+        let mut moved = Config::default();
+        let ext = moved.exclude_extensions.pop().unwrap();
+        moved.exclude_dirs.push(ext);
+        assert_ne!(moved.walk_fingerprint(None), base);
+        assert_ne!(c.walk_fingerprint(Some(Path::new("/w/store"))), base);
+        let mut bigger = Config::default();
+        bigger.max_file_size += 1;
+        assert_eq!(
+            bigger.walk_fingerprint(None),
+            base,
+            "sizes are checked at each stat"
+        );
     }
 
     #[test]

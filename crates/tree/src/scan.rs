@@ -6,6 +6,7 @@
 //! then `.snapignore` files, which take precedence and so can re-include. `.git` is never
 //! read: not its `info/exclude`, not the global excludes file.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::Read;
@@ -15,12 +16,14 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use snap_store::{
-    ChunkList, ChunkRef, EntryKind, ObjectId, ObjectKind, ObjectWriter, StatEntry, StatKey,
+    ChunkList, ChunkRef, EntryKind, ObjectId, ObjectKind, ObjectWriter, STAT_KEY_LEN, StatEntry,
+    StatKey, WalkMemo,
 };
 
 use crate::TreeError;
 use crate::config::Config;
 use crate::flat::{FlatTree, Node, UNBUILT};
+pub use crate::walker::DirCacheView;
 
 /// Names never tracked at any depth: other tools' stores.
 pub const VCS_DIRS: [&str; 4] = [".git", ".hg", ".svn", ".jj"];
@@ -45,6 +48,64 @@ pub struct Walk {
     pub too_large: Vec<(Vec<u8>, u64)>,
     /// FIFOs, sockets and devices skipped.
     pub special: u64,
+    /// New records for the directory cache: each directory this walk read, by path.
+    pub dirs: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Directories whose cached record was still good, so they were not read.
+    pub dirs_cached: u64,
+    /// The order-free digest of every entry with its stat key (too-large files included).
+    pub sum: WalkSum,
+    /// The latest mtime of any file or symlink walked.
+    pub newest_ns: i64,
+    /// A symlink could not be stat-ed, so `sum` does not pin the tree down.
+    pub inexact: bool,
+}
+
+impl Walk {
+    /// True when this walk found exactly what the walk of `memo` found, and nothing walked
+    /// was modified since that scan began: the tree is then `memo.root`.
+    pub fn unchanged_since(&self, memo: &WalkMemo) -> bool {
+        !self.inexact && self.sum.to_bytes() == memo.digest && self.newest_ns < memo.written_ns
+    }
+}
+
+/// An order-free digest of a walk, so that walker threads add entries as they find them:
+/// the lane-wise wrapping sum of BLAKE3(path length u32 LE | path | kind byte | stat key or
+/// 36 zero bytes), read as four u64 LE lanes. Kinds: 0 file, 1 executable, 2 symlink,
+/// 3 directory, 4 file over the size limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalkSum([u64; 4]);
+
+impl WalkSum {
+    /// Adds one entry.
+    pub fn add(&mut self, path: &[u8], kind: u8, key: Option<&StatKey>) {
+        let mut h = blake3::Hasher::new();
+        h.update(&(path.len() as u32).to_le_bytes());
+        h.update(path);
+        h.update(&[kind]);
+        h.update(&key.map_or([0; STAT_KEY_LEN], StatKey::encode));
+        let hash = h.finalize();
+        for (lane, bytes) in self.0.iter_mut().zip(hash.as_bytes().chunks_exact(8)) {
+            let mut v = [0u8; 8];
+            v.copy_from_slice(bytes);
+            *lane = lane.wrapping_add(u64::from_le_bytes(v));
+        }
+    }
+
+    /// Adds every entry of `other`.
+    pub fn merge(&mut self, other: &WalkSum) {
+        for (lane, o) in self.0.iter_mut().zip(other.0) {
+            *lane = lane.wrapping_add(o);
+        }
+    }
+
+    /// The 32-byte digest.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        let mut v = [0u8; 32];
+        for (out, lane) in v.chunks_exact_mut(8).zip(self.0) {
+            out.copy_from_slice(&lane.to_le_bytes());
+        }
+        v
+    }
 }
 
 /// What a scan reports beside the tree.
@@ -58,25 +119,54 @@ pub struct ScanReport {
     pub vanished: u64,
 }
 
-/// Walks `root`, applying every ignore layer. Directories come before their contents.
+/// Walks `root`, applying every ignore layer, without a directory cache. Entries in path
+/// order.
 pub fn walk(root: &Path, config: &Config) -> Result<Walk, TreeError> {
-    walk_excluding(root, config, None)
+    let none = HashMap::new();
+    let cache = DirCacheView {
+        records: &none,
+        fs_now_ns: i64::MIN,
+    };
+    let mut walk = walk_excluding(root, config, None, cache)?;
+    walk.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(walk)
 }
 
 /// As [`walk`], also leaving out `store_dir` when the store lives inside the tree under
-/// another name than `.snap` (`--store`).
+/// another name than `.snap` (`--store`), and trusting the directory cache where it is good.
+/// Entries unsorted; too-large files in path order.
 pub fn walk_excluding(
     root: &Path,
     config: &Config,
     store_dir: Option<&Path>,
+    cache: DirCacheView<'_>,
 ) -> Result<Walk, TreeError> {
     let threads = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .clamp(2, 8);
-    let mut walk = crate::walker::walk(root, config, store_dir, threads)?;
-    walk.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut walk = crate::walker::walk(root, config, store_dir, cache, threads)?;
     walk.too_large.sort_unstable();
     Ok(walk)
+}
+
+/// Directories with a record in `cache` that `walk` did not find: to drop.
+pub fn gone_dirs(cache: &HashMap<Vec<u8>, Vec<u8>>, walk: &Walk) -> Vec<Vec<u8>> {
+    // Every record was used as it was: all of them were found.
+    if walk.dirs_cached as usize == cache.len() {
+        return Vec::new();
+    }
+    let found: std::collections::HashSet<&[u8]> = walk
+        .entries
+        .iter()
+        .filter(|e| e.1 == EntryKind::Dir)
+        .map(|e| e.0.as_slice())
+        .chain([&b""[..]])
+        .collect();
+    cache
+        .keys()
+        .filter(|dir| !found.contains(dir.as_slice()))
+        .cloned()
+        .collect()
 }
 
 /// The stat key the cache compares, from `std` metadata (equal to the walker's from `fstatat`).
@@ -140,13 +230,14 @@ pub struct Stored {
 /// the new cache entries.
 pub fn store_walk(
     root: &Path,
-    walk: Walk,
+    mut walk: Walk,
     writer: &ObjectWriter<'_>,
     max_file_size: u64,
     cache: &CacheView<'_>,
     keep_stats: bool,
     tick: &(dyn Fn() + Sync),
 ) -> Result<Stored, TreeError> {
+    walk.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let (hits, gone) = match_cache(&walk.entries, cache.entries);
     let stored: Vec<Result<Option<StoredEntry>, TreeError>> = walk
         .entries

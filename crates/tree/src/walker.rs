@@ -2,12 +2,17 @@
 //! (`openat` with `O_NOFOLLOW`), read with `getdents`, and only regular files are `fstatat`-ed,
 //! which is the least a stat-based scanner can do.
 //!
+//! A directory whose record in the directory cache is still good (same stat, same ignore
+//! files, no ancestor's ignore file changed: see `snap_store::DirRecord`) is not read: its
+//! recorded entries are stat-ed as they are. Either way the walk yields the same entries.
+//!
 //! Ignore rules are applied as git applies them, with `ignore`'s gitignore matcher per file:
 //! for each entry the deepest `.snapignore` with an opinion decides, else the deepest
 //! `.gitignore` with one; an ignored directory is never entered, so nothing below it can be
 //! re-included (git's rule). The store, `.git`, `.hg`, `.svn`, `.jj` and the configured
 //! default excludes are left out before any rule is consulted.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
@@ -19,11 +24,11 @@ use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
-use snap_store::{EntryKind, StatKey};
+use snap_store::{DirHeader, DirRecord, EntryKind, ListedKind, StatKey, encode_dir_record};
 
 use crate::TreeError;
 use crate::config::Config;
-use crate::scan::{SNAPIGNORE, STORE_DIR, VCS_DIRS, Walk};
+use crate::scan::{SNAPIGNORE, STORE_DIR, VCS_DIRS, Walk, WalkSum};
 
 /// The ignore files of one directory and of every directory above it.
 struct Rules {
@@ -69,6 +74,19 @@ struct Job {
     rel: Vec<u8>,
     /// The rules of the directory holding this one (empty for the root).
     parent_rules: Arc<Rules>,
+    /// No ignore file above this directory changed since the directory cache was written,
+    /// so its record, if still good itself, lists what the rules let through.
+    rules_kept: bool,
+}
+
+/// The directory cache as the walk consults it.
+#[derive(Clone, Copy, Debug)]
+pub struct DirCacheView<'a> {
+    /// Encoded records by directory path; empty when the config they were built under
+    /// changed.
+    pub records: &'a HashMap<Vec<u8>, Vec<u8>>,
+    /// The filesystem clock at the start of this scan: new records' `written_ns`.
+    pub fs_now_ns: i64,
 }
 
 /// What the walk shares between its threads.
@@ -76,6 +94,7 @@ struct Shared<'a> {
     root: &'a Path,
     config: &'a Config,
     skip: Option<&'a Path>,
+    cache: DirCacheView<'a>,
     queue: Mutex<Vec<Job>>,
     pending: AtomicUsize,
     found: Mutex<Walk>,
@@ -87,11 +106,13 @@ const DIR_FLAGS: OFlags = OFlags::DIRECTORY
     .union(OFlags::CLOEXEC)
     .union(OFlags::NOFOLLOW);
 
-/// Walks `root` on `threads` threads; entries unsorted.
+/// Walks `root` on `threads` threads, trusting `cache` where it is still good; entries
+/// unsorted.
 pub fn walk(
     root: &Path,
     config: &Config,
     skip: Option<&Path>,
+    cache: DirCacheView<'_>,
     threads: usize,
 ) -> Result<Walk, TreeError> {
     let fd = rustix::fs::open(root, DIR_FLAGS.difference(OFlags::NOFOLLOW), Mode::empty())
@@ -106,10 +127,12 @@ pub fn walk(
         root,
         config,
         skip,
+        cache,
         queue: Mutex::new(vec![Job {
             fd,
             rel: Vec::new(),
             parent_rules,
+            rules_kept: true,
         }]),
         pending: AtomicUsize::new(1),
         found: Mutex::new(Walk::default()),
@@ -142,7 +165,7 @@ fn worker(shared: &Shared<'_>) {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .is_none()
-            && let Err(e) = visit_dir(shared, &job)
+            && let Err(e) = visit_dir(shared, job)
         {
             *shared.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
         }
@@ -164,10 +187,11 @@ fn read_dir(fd: &OwnedFd, abs: &Path) -> Result<Vec<(Vec<u8>, FileType)>, TreeEr
     Ok(out)
 }
 
-/// The rules for a directory: its own `.gitignore` and `.snapignore` over its parent's.
-fn read_rules(abs: &Path, names: &[(Vec<u8>, FileType)], parent: &Arc<Rules>) -> Rules {
-    let load = |file: &str| {
-        if !names.iter().any(|(n, _)| n == file.as_bytes()) {
+/// The rules for a directory: its own `.gitignore` and `.snapignore` (where present) over
+/// its parent's.
+fn read_rules(abs: &Path, has_git: bool, has_snap: bool, parent: &Arc<Rules>) -> Rules {
+    let load = |present: bool, file: &str| {
+        if !present {
             return None;
         }
         let mut builder = GitignoreBuilder::new(abs);
@@ -175,7 +199,7 @@ fn read_rules(abs: &Path, names: &[(Vec<u8>, FileType)], parent: &Arc<Rules>) ->
         let _ = builder.add(abs.join(file));
         builder.build().ok()
     };
-    let (git, snap) = (load(".gitignore"), load(SNAPIGNORE));
+    let (git, snap) = (load(has_git, GITIGNORE), load(has_snap, SNAPIGNORE));
     let any = parent.any || git.is_some() || snap.is_some();
     Rules {
         parent: Some(Arc::clone(parent)),
@@ -185,49 +209,293 @@ fn read_rules(abs: &Path, names: &[(Vec<u8>, FileType)], parent: &Arc<Rules>) ->
     }
 }
 
-fn visit_dir(shared: &Shared<'_>, job: &Job) -> Result<(), TreeError> {
+const GITIGNORE: &str = ".gitignore";
+
+/// What visiting one directory adds: its items, its subdirectories to visit, and its new
+/// record when it was read rather than taken from the cache.
+#[derive(Default)]
+struct Visited {
+    items: Vec<Item>,
+    jobs: Vec<Job>,
+    record: Option<Vec<u8>>,
+}
+
+/// The stat key of what `name` in `dir` is now; `None` when it cannot be stat-ed.
+fn stat_at(dir: &OwnedFd, name: impl AsRef<[u8]>) -> Option<StatKey> {
+    rustix::fs::statat(
+        dir,
+        OsStr::from_bytes(name.as_ref()),
+        AtFlags::SYMLINK_NOFOLLOW,
+    )
+    .ok()
+    .map(|st| stat_key(&st))
+}
+
+/// True when an ignore file recorded as `old` (or absent) is `now` (or absent) and was
+/// recorded before it could have changed unseen.
+fn same_rule_file(old: Option<StatKey>, now: Option<StatKey>, written_ns: i64) -> bool {
+    match (old, now) {
+        (None, None) => true,
+        (Some(old), Some(now)) => old.still(&now, written_ns),
+        _ => false,
+    }
+}
+
+fn visit_dir(shared: &Shared<'_>, job: Job) -> Result<(), TreeError> {
     let abs_dir = crate::scan::abs(shared.root, &job.rel);
-    let names = read_dir(&job.fd, &abs_dir)?;
-    let rules = Arc::new(read_rules(&abs_dir, &names, &job.parent_rules));
-    let mut items = Vec::new();
-    let mut jobs = Vec::new();
-    for (name, d_type) in names {
-        if let Some(item) = visit_entry(shared, job, &rules, name, d_type, &mut jobs)? {
-            items.push(item);
-        }
+    let record = job
+        .rules_kept
+        .then(|| shared.cache.records.get(&job.rel))
+        .flatten()
+        .and_then(|v| DirRecord::decode(v));
+    let listed = match &record {
+        Some(record) => visit_listed(shared, &job, &abs_dir, record)?,
+        None => None,
+    };
+    let visited = match listed {
+        Some(visited) => visited,
+        None => visit_read(shared, &job, &abs_dir, record.map(|r| r.header))?,
+    };
+    publish(shared, job.rel, visited);
+    Ok(())
+}
+
+fn publish(shared: &Shared<'_>, rel: Vec<u8>, visited: Visited) {
+    let mut tally = Tally {
+        newest_ns: i64::MIN,
+        ..Tally::default()
+    };
+    for item in &visited.items {
+        item.tally(&mut tally);
     }
     {
         let mut found = shared.found.lock().unwrap_or_else(|p| p.into_inner());
-        for item in items {
+        found.sum.merge(&tally.sum);
+        found.newest_ns = found.newest_ns.max(tally.newest_ns);
+        found.inexact |= tally.inexact;
+        for item in visited.items {
             item.record(&mut found);
         }
+        match visited.record {
+            Some(record) => found.dirs.push((rel, record)),
+            None => found.dirs_cached += 1,
+        }
     }
-    shared.pending.fetch_add(jobs.len(), Ordering::AcqRel);
+    shared
+        .pending
+        .fetch_add(visited.jobs.len(), Ordering::AcqRel);
     shared
         .queue
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .extend(jobs);
-    Ok(())
+        .extend(visited.jobs);
+}
+
+/// A directory from its cached record: `None` when the record is no longer good (the
+/// directory, one of its ignore files or one of its listed entries changed), and the
+/// directory must be read.
+fn visit_listed(
+    shared: &Shared<'_>,
+    job: &Job,
+    abs_dir: &Path,
+    record: &DirRecord<'_>,
+) -> Result<Option<Visited>, TreeError> {
+    let head = &record.header;
+    let stat = dir_stat(&job.fd, abs_dir)?;
+    if !head.stat.still(&stat, head.written_ns) {
+        return Ok(None);
+    }
+    for (file, old) in [(GITIGNORE, head.gitignore), (SNAPIGNORE, head.snapignore)] {
+        // An ignore file absent then is absent now: creating it would have changed the
+        // directory's stat.
+        if old.is_some() && !same_rule_file(old, stat_at(&job.fd, file), head.written_ns) {
+            return Ok(None);
+        }
+    }
+    let rules = Arc::new(read_rules(
+        abs_dir,
+        head.gitignore.is_some(),
+        head.snapignore.is_some(),
+        &job.parent_rules,
+    ));
+    let mut visited = Visited::default();
+    visited.items.reserve(record.len());
+    for (name, kind) in record.entries() {
+        let rel = crate::flat::join(&job.rel, name);
+        let item = match kind {
+            ListedKind::Symlink => Item::Link(rel, stat_at(&job.fd, name)),
+            ListedKind::File => match listed_file(shared, job, name, rel)? {
+                Some(item) => item,
+                None => return Ok(None),
+            },
+            ListedKind::Dir => match open_dir(shared, job, name, &rel)? {
+                Some(fd) => {
+                    visited.jobs.push(Job {
+                        fd,
+                        rel: rel.clone(),
+                        parent_rules: Arc::clone(&rules),
+                        rules_kept: true,
+                    });
+                    Item::Dir(rel)
+                }
+                None => return Ok(None),
+            },
+        };
+        visited.items.push(item);
+    }
+    visited
+        .items
+        .extend((0..head.special).map(|_| Item::Special));
+    Ok(Some(visited))
+}
+
+/// A listed file stat-ed now; `None` when it is gone or no longer a regular file.
+fn listed_file(
+    shared: &Shared<'_>,
+    job: &Job,
+    name: &[u8],
+    rel: Vec<u8>,
+) -> Result<Option<Item>, TreeError> {
+    match rustix::fs::statat(&job.fd, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => {
+            Ok(Some(file_item(rel, &st, shared.config.max_file_size)))
+        }
+        Ok(_) | Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(TreeError::io(crate::scan::abs(shared.root, &rel), e.into())),
+    }
+}
+
+/// Opens a subdirectory; `None` when it is gone or no longer a directory.
+fn open_dir(
+    shared: &Shared<'_>,
+    job: &Job,
+    name: &[u8],
+    rel: &[u8],
+) -> Result<Option<OwnedFd>, TreeError> {
+    match rustix::fs::openat(&job.fd, OsStr::from_bytes(name), DIR_FLAGS, Mode::empty()) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => Ok(None),
+        Err(e) => Err(TreeError::io(crate::scan::abs(shared.root, rel), e.into())),
+    }
+}
+
+fn dir_stat(fd: &OwnedFd, abs_dir: &Path) -> Result<StatKey, TreeError> {
+    rustix::fs::fstat(fd)
+        .map(|st| stat_key(&st))
+        .map_err(|e| TreeError::io(abs_dir, e.into()))
+}
+
+/// A directory read with `getdents` and matched against the rules; `old` is its record's
+/// header when the rules above it are unchanged, so that its subdirectories may keep theirs.
+fn visit_read(
+    shared: &Shared<'_>,
+    job: &Job,
+    abs_dir: &Path,
+    old: Option<DirHeader>,
+) -> Result<Visited, TreeError> {
+    // Stats come before what they describe is read: a change after them shows next time.
+    let stat = dir_stat(&job.fd, abs_dir)?;
+    let names = read_dir(&job.fd, abs_dir)?;
+    let rule_file = |file: &str| {
+        let present = names.iter().any(|(n, _)| n == file.as_bytes());
+        present.then(|| stat_at(&job.fd, file)).flatten()
+    };
+    let (gitignore, snapignore) = (rule_file(GITIGNORE), rule_file(SNAPIGNORE));
+    let rules = Arc::new(read_rules(
+        abs_dir,
+        gitignore.is_some(),
+        snapignore.is_some(),
+        &job.parent_rules,
+    ));
+    let rules_kept = old.is_some_and(|old| {
+        same_rule_file(old.gitignore, gitignore, old.written_ns)
+            && same_rule_file(old.snapignore, snapignore, old.written_ns)
+    });
+    let mut visited = Visited::default();
+    for (name, d_type) in names {
+        if let Some(item) = visit_entry(shared, job, &rules, name, d_type, &mut visited.jobs)? {
+            visited.items.push(item);
+        }
+    }
+    for child in &mut visited.jobs {
+        child.rules_kept = rules_kept;
+    }
+    let header = DirHeader {
+        stat,
+        written_ns: shared.cache.fs_now_ns,
+        special: 0,
+        gitignore,
+        snapignore,
+    };
+    visited.record = listing(&job.rel, &visited.items, header);
+    Ok(visited)
+}
+
+/// The record of a directory read now: what its items list, and how many specials.
+fn listing(rel: &[u8], items: &[Item], mut header: DirHeader) -> Option<Vec<u8>> {
+    let skip = if rel.is_empty() { 0 } else { rel.len() + 1 };
+    let mut names = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Item::Dir(path) => names.push((&path[skip..], ListedKind::Dir)),
+            Item::Link(path, _) => names.push((&path[skip..], ListedKind::Symlink)),
+            Item::File(path, ..) | Item::TooLarge(path, _) => {
+                names.push((&path[skip..], ListedKind::File));
+            }
+            Item::Special => header.special = header.special.saturating_add(1),
+        }
+    }
+    encode_dir_record(&header, names.into_iter())
 }
 
 /// What one entry adds to the walk.
 enum Item {
-    Entry(Vec<u8>, EntryKind),
+    Dir(Vec<u8>),
+    /// A symlink, with its lstat when it could be taken.
+    Link(Vec<u8>, Option<StatKey>),
     File(Vec<u8>, EntryKind, StatKey),
-    TooLarge(Vec<u8>, u64),
+    TooLarge(Vec<u8>, StatKey),
     Special,
 }
 
 impl Item {
     fn record(self, walk: &mut Walk) {
         match self {
-            Item::Entry(path, kind) => walk.entries.push((path, kind, None)),
+            Item::Dir(path) => walk.entries.push((path, EntryKind::Dir, None)),
+            Item::Link(path, _) => walk.entries.push((path, EntryKind::Symlink, None)),
             Item::File(path, kind, stat) => walk.entries.push((path, kind, Some(stat))),
-            Item::TooLarge(path, size) => walk.too_large.push((path, size)),
+            Item::TooLarge(path, stat) => walk.too_large.push((path, stat.size)),
             Item::Special => walk.special += 1,
         }
     }
+
+    /// Adds this entry to the walk's digest (see `scan::WalkSum`) and newest mtime.
+    fn tally(&self, tally: &mut Tally) {
+        let (path, kind, key) = match self {
+            Item::Dir(path) => (path, 3, None),
+            Item::Link(path, key) => {
+                tally.inexact |= key.is_none();
+                (path, 2, key.as_ref())
+            }
+            Item::File(path, kind, key) => {
+                (path, u8::from(*kind == EntryKind::Executable), Some(key))
+            }
+            Item::TooLarge(path, key) => (path, 4, Some(key)),
+            Item::Special => return,
+        };
+        if let Some(key) = key {
+            tally.newest_ns = tally.newest_ns.max(key.mtime_ns);
+        }
+        tally.sum.add(path, kind, key);
+    }
+}
+
+/// A directory's share of the walk's digest.
+#[derive(Default)]
+struct Tally {
+    sum: WalkSum,
+    newest_ns: i64,
+    inexact: bool,
 }
 
 fn visit_entry(
@@ -279,13 +547,14 @@ fn visit_entry(
                     fd,
                     rel: rel.clone(),
                     parent_rules: Arc::clone(rules),
+                    rules_kept: false,
                 }),
                 Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => return Ok(None),
                 Err(e) => return Err(TreeError::io(abs(), e.into())),
             }
-            Ok(Some(Item::Entry(rel, EntryKind::Dir)))
+            Ok(Some(Item::Dir(rel)))
         }
-        (FileType::Symlink, _) => Ok(Some(Item::Entry(rel, EntryKind::Symlink))),
+        (FileType::Symlink, _) => Ok(Some(Item::Link(rel, stat_at(&job.fd, &name)))),
         (FileType::RegularFile, Some(st)) => {
             Ok(Some(file_item(rel, &st, shared.config.max_file_size)))
         }
@@ -296,7 +565,7 @@ fn visit_entry(
 fn file_item(rel: Vec<u8>, st: &rustix::fs::Stat, max: u64) -> Item {
     let key = stat_key(st);
     if key.size > max {
-        return Item::TooLarge(rel, key.size);
+        return Item::TooLarge(rel, key);
     }
     let kind = if st.st_mode & 0o100 != 0 {
         EntryKind::Executable

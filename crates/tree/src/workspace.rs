@@ -1,14 +1,14 @@
 //! `Workspace`: a working tree and its store; every history operation of DESIGN §6, carried
 //! out with the crash-safety protocol of §7.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use snap_store::{
-    ChangeStats, Commit, EntryKind, GcReport, HistoryState, ObjectId, ObjectKind, ObjectWriter,
-    PruneReport, RepairReport, Retention, ScanMemo, SnapshotKind, SnapshotRecord, StatCacheUpdate,
-    StatKey, Store, StoreStats, VerifyReport, failpoint,
+    ChangeStats, Commit, DirCacheUpdate, EntryKind, GcReport, HistoryState, ObjectId, ObjectKind,
+    ObjectWriter, PruneReport, RepairReport, Retention, ScanMemo, SnapshotKind, SnapshotRecord,
+    StatCacheUpdate, StatEntry, StatKey, Store, StoreStats, VerifyReport, WalkMemo, failpoint,
 };
 
 use crate::TreeError;
@@ -469,21 +469,52 @@ impl Workspace {
     ) -> Result<Capture, TreeError> {
         let timer = PhaseTimer::from_env();
         let fs_now_ns = self.fs_clock();
-        // The cache loads (one catalog read) while the walk waits on the filesystem.
-        let (cached, walk) = std::thread::scope(|s| {
-            let cached = s.spawn(|| self.store.stat_cache());
-            let walk = scan::walk_excluding(&self.root, &self.config, Some(self.store.dir()));
-            let cached = cached
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (cached, walk)
-        });
-        let (cached, walk) = (cached?, walk?);
-        timer.mark("stat cache loaded and tree walked");
+        let (dir_cache, mut dirs) = self.dir_cache()?;
+        let old_walk = self.store.walk_memo()?;
+        // A save after a save mostly finds the tree as the walk memo left it, and then needs
+        // no stat cache; otherwise the cache loads while the walk waits on the filesystem.
+        let memo = old_walk.filter(|m| Some(m.root) == clean_root);
+        let (preloaded, walk) = self.walk_loading(&dir_cache.records, fs_now_ns, memo.is_none());
+        let mut walk = walk?;
+        timer.mark(&format!(
+            "tree walked ({} directories cached, {} read)",
+            walk.dirs_cached,
+            walk.dirs.len()
+        ));
+        dirs.remove = scan::gone_dirs(&dir_cache.records, &walk);
+        dirs.put = std::mem::take(&mut walk.dirs);
+        let dry = writer.is_dry_run();
+        if let Some(memo) = memo.filter(|m| walk.unchanged_since(m)) {
+            let cache = StatCacheUpdate {
+                dirs,
+                ..StatCacheUpdate::default()
+            };
+            return Ok(Capture {
+                flat: FlatTree::new(),
+                stats: Vec::new(),
+                root: memo.root,
+                report: ScanReport {
+                    too_large: walk.too_large,
+                    special: walk.special,
+                    vanished: 0,
+                },
+                cache: if dry {
+                    StatCacheUpdate::default()
+                } else {
+                    cache
+                },
+            });
+        }
+        let cached = match preloaded {
+            Some(cached) => cached?,
+            None => self.store.stat_cache()?,
+        };
         let view = scan::CacheView {
             entries: &cached,
             fs_now_ns,
         };
+        let exact = !walk.inexact;
+        let sum = walk.sum.to_bytes();
         let ticker = Ticker::new(
             self.observer.0.as_ref(),
             Phase::Scan,
@@ -505,7 +536,15 @@ impl Workspace {
         ));
         let (root, memo) = self.tree_root(writer, &mut stored, clean_root)?;
         timer.mark("trees built");
-        let cache = if writer.is_dry_run() {
+        // Only a walk whose every entry is in the tree pins that tree down.
+        let walk_memo = (exact && stored.report.vanished == 0)
+            .then_some(WalkMemo {
+                digest: sum,
+                root,
+                written_ns: fs_now_ns,
+            })
+            .filter(|m| old_walk != Some(*m));
+        let cache = if dry {
             StatCacheUpdate::default()
         } else {
             StatCacheUpdate {
@@ -513,6 +552,8 @@ impl Workspace {
                 remove: stored.gone,
                 clear: false,
                 memo,
+                walk: walk_memo,
+                dirs,
             }
         };
         Ok(Capture {
@@ -521,6 +562,27 @@ impl Workspace {
             root,
             report: stored.report,
             cache,
+        })
+    }
+
+    /// Walks the tree with the directory cache; with `preload`, loads the stat cache (one
+    /// catalog read) on another thread meanwhile.
+    #[allow(clippy::type_complexity)]
+    fn walk_loading(
+        &self,
+        records: &HashMap<Vec<u8>, Vec<u8>>,
+        fs_now_ns: i64,
+        preload: bool,
+    ) -> (
+        Option<Result<Vec<(Vec<u8>, StatEntry)>, snap_store::StoreError>>,
+        Result<scan::Walk, TreeError>,
+    ) {
+        let view = scan::DirCacheView { records, fs_now_ns };
+        std::thread::scope(|s| {
+            let cached = preload.then(|| s.spawn(|| self.store.stat_cache()));
+            let walk = scan::walk_excluding(&self.root, &self.config, Some(self.store.dir()), view);
+            let cached = cached.map(|c| c.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            (cached, walk)
         })
     }
 
@@ -544,6 +606,20 @@ impl Workspace {
             root,
         };
         Ok((root, (memo != Some(now)).then_some(now)))
+    }
+
+    /// The directory cache, empty when it was built under another config; and the update
+    /// that starts it afresh in that case.
+    fn dir_cache(&self) -> Result<(snap_store::DirCache, DirCacheUpdate), TreeError> {
+        let mut cache = self.store.dir_cache()?;
+        let fingerprint = self.config.walk_fingerprint(Some(self.store.dir()));
+        let mut update = DirCacheUpdate::default();
+        if cache.fingerprint != Some(fingerprint) {
+            cache.records.clear();
+            update.clear = true;
+            update.fingerprint = Some(fingerprint);
+        }
+        Ok((cache, update))
     }
 
     /// The filesystem's clock: the mtime of a file just written in the store, which is what

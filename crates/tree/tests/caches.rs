@@ -1,0 +1,338 @@
+//! The directory cache and the walk memo never hide a change: after random edits (ignore
+//! files at every level included), a walk that trusts the cache finds exactly what a fresh
+//! walk finds, and a save that may take its root from the walk memo records exactly what is
+//! on disk. Short sleeps between steps let records become trusted, so the cached paths are
+//! taken, not just the fresh ones.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use proptest::prelude::*;
+use snap_tree::scan::{DirCacheView, Walk, gone_dirs, walk, walk_excluding};
+use snap_tree::snap_store::StatKey;
+use snap_tree::{Config, EntryKind, SaveOptions, Workspace};
+
+const FILES: [&str; 9] = [
+    "a",
+    "a.log",
+    "keep.log",
+    "d/x",
+    "d/x.log",
+    "d/e/z",
+    "d/e/keep.log",
+    "d/e/f/deep",
+    "g/h.log",
+];
+const RULE_DIRS: [&str; 3] = ["", "d", "d/e"];
+const PATTERNS: [&str; 8] = ["*.log", "!keep.log", "x", "e/", "/a", "z", "f", "!*.log"];
+
+#[derive(Clone, Debug)]
+enum Op {
+    Write(usize, Vec<u8>),
+    Delete(usize),
+    Chmod(usize, bool),
+    Symlink(usize, usize),
+    /// A `.gitignore` (false) or `.snapignore` (true) in one of `RULE_DIRS`.
+    Rule(usize, bool, Vec<usize>),
+    DropRule(usize, bool),
+    /// A directory where a file was, or a file where a directory was.
+    Swap(usize),
+    /// The file's mtime set back to what it was before its last write.
+    Backdate(usize),
+    Tick,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let f = 0..FILES.len();
+    let r = 0..RULE_DIRS.len();
+    prop_oneof![
+        3 => (f.clone(), proptest::collection::vec(any::<u8>(), 0..8)).prop_map(|(i, c)| Op::Write(i, c)),
+        1 => f.clone().prop_map(Op::Delete),
+        1 => (f.clone(), any::<bool>()).prop_map(|(i, x)| Op::Chmod(i, x)),
+        1 => (f.clone(), f.clone()).prop_map(|(i, t)| Op::Symlink(i, t)),
+        2 => (r.clone(), any::<bool>(), proptest::collection::vec(0..PATTERNS.len(), 0..3))
+            .prop_map(|(d, s, p)| Op::Rule(d, s, p)),
+        1 => (r, any::<bool>()).prop_map(|(d, s)| Op::DropRule(d, s)),
+        1 => f.clone().prop_map(Op::Swap),
+        1 => f.prop_map(Op::Backdate),
+        3 => Just(Op::Tick),
+    ]
+}
+
+fn rule_path(root: &Path, dir: usize, snap: bool) -> std::path::PathBuf {
+    let name = if snap { ".snapignore" } else { ".gitignore" };
+    root.join(RULE_DIRS[dir]).join(name)
+}
+
+/// Removes whatever is at `path` (file, link or directory).
+fn clear(path: &Path) {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path).unwrap(),
+        Ok(_) => std::fs::remove_file(path).unwrap(),
+        Err(_) => {}
+    }
+}
+
+/// Makes `path`'s parent a directory, clearing a file or link in the way.
+fn parents(root: &Path, path: &Path) {
+    let mut at = root.to_path_buf();
+    let rel = path.strip_prefix(root).unwrap();
+    for part in rel.parent().unwrap().components() {
+        at.push(part);
+        if !std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir()) {
+            clear(&at);
+            std::fs::create_dir(&at).unwrap();
+        }
+    }
+}
+
+fn apply(root: &Path, op: &Op) {
+    let file = |i: usize| root.join(FILES[i]);
+    match op {
+        Op::Write(i, content) => {
+            let p = file(*i);
+            parents(root, &p);
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_file()) {
+                clear(&p);
+            }
+            std::fs::write(&p, content).unwrap();
+        }
+        Op::Delete(i) => clear(&file(*i)),
+        Op::Chmod(i, exec) => {
+            if std::fs::symlink_metadata(file(*i)).is_ok_and(|m| m.is_file()) {
+                let mode = if *exec { 0o755 } else { 0o644 };
+                std::fs::set_permissions(file(*i), std::fs::Permissions::from_mode(mode)).unwrap();
+            }
+        }
+        Op::Symlink(i, target) => {
+            let p = file(*i);
+            parents(root, &p);
+            clear(&p);
+            std::os::unix::fs::symlink(FILES[*target], &p).unwrap();
+        }
+        Op::Rule(dir, snap, patterns) => {
+            let p = rule_path(root, *dir, *snap);
+            parents(root, &p);
+            // Rewritten in place when it is a file: its directory's stat does not change.
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_file()) {
+                clear(&p);
+            }
+            let text: String = patterns
+                .iter()
+                .map(|&i| format!("{}\n", PATTERNS[i]))
+                .collect();
+            std::fs::write(p, text).unwrap();
+        }
+        Op::DropRule(dir, snap) => clear(&rule_path(root, *dir, *snap)),
+        Op::Swap(i) => {
+            let p = file(*i);
+            let was_dir = std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir());
+            parents(root, &p);
+            clear(&p);
+            if was_dir {
+                std::fs::write(&p, b"was a dir").unwrap();
+            } else {
+                std::fs::create_dir(&p).unwrap();
+                std::fs::write(p.join("inner"), b"in").unwrap();
+            }
+        }
+        Op::Backdate(i) => {
+            let p = file(*i);
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
+                let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1);
+                let f = std::fs::File::options().write(true).open(&p).unwrap();
+                f.set_modified(old).unwrap();
+            }
+        }
+        // Longer than a coarse clock tick, so that records written before it are trusted.
+        Op::Tick => std::thread::sleep(std::time::Duration::from_millis(5)),
+    }
+}
+
+/// The filesystem's clock, as a scan takes it: the mtime of a file just written.
+fn fs_now(clock: &Path) -> i64 {
+    std::fs::write(clock, b"x").unwrap();
+    let m = std::fs::metadata(clock).unwrap();
+    snap_tree::scan::stat_key(&m).mtime_ns
+}
+
+type Summary = (
+    Vec<(Vec<u8>, EntryKind, Option<StatKey>)>,
+    Vec<(Vec<u8>, u64)>,
+    u64,
+);
+
+fn summary(w: &Walk) -> Summary {
+    let mut entries = w.entries.clone();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    (entries, w.too_large.clone(), w.special)
+}
+
+/// One walk with the cache, checked against a fresh one; the cache then takes its update.
+fn cached_walk_matches(
+    root: &Path,
+    clock: &Path,
+    records: &mut HashMap<Vec<u8>, Vec<u8>>,
+) -> Result<u64, TestCaseError> {
+    let config = Config::default();
+    let view = DirCacheView {
+        records,
+        fs_now_ns: fs_now(clock),
+    };
+    let cached = walk_excluding(root, &config, None, view).unwrap();
+    let fresh = walk(root, &config).unwrap();
+    prop_assert_eq!(summary(&cached), summary(&fresh));
+    prop_assert_eq!(cached.sum, fresh.sum);
+    for dir in gone_dirs(records, &cached) {
+        records.remove(&dir);
+    }
+    records.extend(cached.dirs.iter().cloned());
+    Ok(cached.dirs_cached)
+}
+
+/// HEAD holds exactly what a fresh walk finds, with the contents on disk.
+fn head_matches_disk(ws: &Workspace, root: &Path) -> Result<(), TestCaseError> {
+    let fresh = walk(root, ws.config()).unwrap();
+    let head = ws.head().unwrap().unwrap();
+    let flat = ws.files(&head).unwrap();
+    let got: Vec<(Vec<u8>, EntryKind)> = flat.iter().map(|(p, n)| (p.clone(), n.kind)).collect();
+    let want: Vec<(Vec<u8>, EntryKind)> =
+        fresh.entries.iter().map(|e| (e.0.clone(), e.1)).collect();
+    prop_assert_eq!(got, want);
+    for (path, node) in flat.iter() {
+        let abs = root.join(std::str::from_utf8(path).unwrap());
+        let on_disk = match node.kind {
+            EntryKind::Dir => continue,
+            EntryKind::Symlink => std::fs::read_link(&abs)
+                .unwrap()
+                .into_os_string()
+                .into_encoded_bytes(),
+            _ => std::fs::read(&abs).unwrap(),
+        };
+        prop_assert_eq!(ws.read_file(&head, path).unwrap(), on_disk, "{:?}", abs);
+    }
+    Ok(())
+}
+
+fn run(ops: Vec<Op>) -> Result<u64, TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("w");
+    std::fs::create_dir(&root).unwrap();
+    let clock = dir.path().join("clock");
+    let ws = Workspace::init(&root, None, false).unwrap();
+    let mut records = HashMap::new();
+    let mut trusted = 0;
+    for op in &ops {
+        apply(&root, op);
+        trusted += cached_walk_matches(&root, &clock, &mut records)?;
+        // A save that finds nothing changed leaves HEAD as it was: then HEAD must still be
+        // what is on disk.
+        ws.save(&SaveOptions {
+            message: format!("{op:?}"),
+            ..SaveOptions::default()
+        })
+        .unwrap();
+        head_matches_disk(&ws, &root)?;
+    }
+    Ok(trusted)
+}
+
+#[test]
+fn the_caches_never_hide_a_change() {
+    let trusted = std::cell::Cell::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 40,
+        ..ProptestConfig::default()
+    });
+    let ops = proptest::collection::vec(op(), 1..30);
+    let outcome = runner.run(&ops, |ops| {
+        trusted.set(trusted.get() + run(ops)?);
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+    assert!(
+        trusted.get() > 0,
+        "no walk ever took a record from the cache"
+    );
+}
+
+/// The cached path is taken: after a tick, an unchanged tree is walked from the cache alone,
+/// and a save after a save builds no trees (its root comes from the walk memo).
+#[test]
+fn an_unchanged_tree_is_walked_from_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("w");
+    for f in FILES {
+        let p = root.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, f).unwrap();
+    }
+    std::fs::write(root.join("d/.gitignore"), "*.log\n").unwrap();
+    let tick = || std::thread::sleep(std::time::Duration::from_millis(5));
+    tick();
+    let clock = dir.path().join("clock");
+    let mut records = HashMap::new();
+    assert_eq!(cached_walk_matches(&root, &clock, &mut records).unwrap(), 0);
+    let dirs = records.len() as u64;
+    assert_eq!(dirs, 5, "the root, d, d/e, d/e/f and g");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert_eq!(
+        cached_walk_matches(&root, &clock, &mut records).unwrap(),
+        dirs
+    );
+    // A rule above changes: everything below it is read again.
+    std::fs::write(root.join("d/.gitignore"), "*.rs\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert_eq!(cached_walk_matches(&root, &clock, &mut records).unwrap(), 2);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert_eq!(
+        cached_walk_matches(&root, &clock, &mut records).unwrap(),
+        dirs
+    );
+}
+
+/// The walk memo is only taken for a tree that stats exactly as that walk saw it.
+#[test]
+fn the_walk_memo_never_hides_a_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ws = Workspace::init(root, None, false).unwrap();
+    std::fs::create_dir(root.join("a")).unwrap();
+    std::fs::write(root.join("a/f"), "one\n").unwrap();
+    std::os::unix::fs::symlink("a/f", root.join("link")).unwrap();
+    let created = |ws: &Workspace| ws.save(&SaveOptions::default()).unwrap().snapshot.is_some();
+    assert!(created(&ws));
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert!(!created(&ws), "nothing changed");
+    let memo = ws.store().walk_memo().unwrap().unwrap();
+    assert_eq!(memo.root, ws.head().unwrap().unwrap().record.root);
+    // Same size, mtime put back: the ctime still differs.
+    let f = root.join("a/f");
+    let before = std::fs::metadata(&f).unwrap().modified().unwrap();
+    std::fs::write(&f, "two\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .set_modified(before)
+        .unwrap();
+    assert!(created(&ws), "a same-size edit with its mtime put back");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    std::fs::remove_file(root.join("link")).unwrap();
+    std::os::unix::fs::symlink("elsewhere", root.join("link")).unwrap();
+    assert!(created(&ws), "a symlink's new target");
+    std::fs::create_dir(root.join("a/empty")).unwrap();
+    assert!(created(&ws), "a new empty directory");
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(created(&ws), "an exec bit");
+    assert!(!created(&ws));
+    assert_eq!(
+        ws.read_file(&ws.head().unwrap().unwrap(), b"a/f").unwrap(),
+        b"two\n"
+    );
+}

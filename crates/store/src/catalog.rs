@@ -20,7 +20,7 @@ use redb::{
 };
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::dircache::{DirCache, DirCacheUpdate};
 use crate::pack::{Compression, FrameInfo};
@@ -145,10 +145,13 @@ pub struct Commit {
 /// A read-only view of the `objects` table.
 type ObjectsTable = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
-/// The database, opened for writing, or read-only on a store the process cannot write.
+/// The database: read-only until the first write (or for good, on a store the process cannot
+/// write), then opened for writing.
 enum Db {
     ReadWrite(Database),
     ReadOnly(ReadOnlyDatabase),
+    /// Between closing the read-only handle and opening for writing; left so if that fails.
+    Closed,
 }
 
 impl std::fmt::Debug for Db {
@@ -156,15 +159,17 @@ impl std::fmt::Debug for Db {
         f.write_str(match self {
             Db::ReadWrite(_) => "Db::ReadWrite",
             Db::ReadOnly(_) => "Db::ReadOnly",
+            Db::Closed => "Db::Closed",
         })
     }
 }
 
 impl Db {
-    fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+    fn begin_read(&self) -> Result<redb::ReadTransaction, String> {
         match self {
-            Db::ReadWrite(db) => db.begin_read(),
-            Db::ReadOnly(db) => db.begin_read(),
+            Db::ReadWrite(db) => db.begin_read().map_err(|e| e.to_string()),
+            Db::ReadOnly(db) => db.begin_read().map_err(|e| e.to_string()),
+            Db::Closed => Err("the catalog was closed after a failed reopen".into()),
         }
     }
 }
@@ -172,7 +177,9 @@ impl Db {
 /// The open catalog.
 #[derive(Debug)]
 pub struct Catalog {
-    db: Db,
+    db: RwLock<Db>,
+    /// The store cannot be written: every write is refused.
+    read_only: bool,
     path: PathBuf,
     objects: Mutex<Option<Arc<ObjectsTable>>>,
 }
@@ -191,21 +198,18 @@ impl Catalog {
             Ok(_) => {}
             Err(e) => return Err(unreadable(e.to_string())),
         }
-        let opened = match read_only {
-            true => redb::Builder::new().open_read_only(path).map(Db::ReadOnly),
-            false => crate::catalog_file::open_database(path, false).map(Db::ReadWrite),
+        // A writable catalog is also opened read-only first (see `upgrade`); one that was
+        // not shut down cleanly cannot be, and is opened for writing, which repairs it.
+        let read_only_open = redb::Builder::new().open_read_only(path).map(Db::ReadOnly);
+        let opened = match (read_only, read_only_open) {
+            (true, opened) => opened,
+            (false, Ok(db)) => Ok(db),
+            (false, Err(_)) => crate::catalog_file::open_database(path, false).map(Db::ReadWrite),
         };
-        let db = opened.map_err(|e| match e {
-            // A disk that fails to read or write is not a damaged catalog: repair won't help.
-            redb::DatabaseError::Storage(redb::StorageError::Io(e))
-                if e.raw_os_error().is_some() =>
-            {
-                StoreError::io(path, e)
-            }
-            e => unreadable(e.to_string()),
-        })?;
+        let db = opened.map_err(|e| open_error(path, e))?;
         let catalog = Catalog {
-            db,
+            db: RwLock::new(db),
+            read_only,
             path: path.to_path_buf(),
             objects: Mutex::new(None),
         };
@@ -221,7 +225,8 @@ impl Catalog {
                 why: e.to_string(),
             })?;
         let catalog = Catalog {
-            db: Db::ReadWrite(db),
+            db: RwLock::new(Db::ReadWrite(db)),
+            read_only: false,
             path: path.to_path_buf(),
             objects: Mutex::new(None),
         };
@@ -231,14 +236,42 @@ impl Catalog {
 
     /// Whether every write is refused.
     pub fn is_read_only(&self) -> bool {
-        matches!(self.db, Db::ReadOnly(_))
+        self.read_only
+    }
+
+    fn read(&self) -> Result<redb::ReadTransaction, StoreError> {
+        let db = self.db.read().unwrap_or_else(|p| p.into_inner());
+        db.begin_read().map_err(|e| self.err(e))
     }
 
     fn begin_write(&self) -> Result<WriteTransaction, StoreError> {
-        match &self.db {
-            Db::ReadWrite(db) => db.begin_write().map_err(|e| self.err(e)),
-            Db::ReadOnly(_) => Err(StoreError::ReadOnly(self.path.clone())),
+        if self.read_only {
+            return Err(StoreError::ReadOnly(self.path.clone()));
         }
+        self.upgrade()?;
+        match &*self.db.read().unwrap_or_else(|p| p.into_inner()) {
+            Db::ReadWrite(db) => db.begin_write().map_err(|e| self.err(e)),
+            _ => Err(self.err("the catalog is not open for writing")),
+        }
+    }
+
+    /// Reopens a read-only handle for writing. redb syncs the file when it opens it for
+    /// writing and commits when it closes it, so a command that writes nothing (a save that
+    /// finds nothing changed, `log`, `diff`) costs no sync at all by never getting here. The
+    /// store lock keeps other processes out between the two opens; read transactions still
+    /// open on the old handle fail from here on, and the cached `objects` view is dropped.
+    fn upgrade(&self) -> Result<(), StoreError> {
+        let mut db = self.db.write().unwrap_or_else(|p| p.into_inner());
+        if matches!(*db, Db::ReadWrite(_)) {
+            return Ok(());
+        }
+        *self.objects.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        if let Db::ReadOnly(old) = std::mem::replace(&mut *db, Db::Closed) {
+            old.close().map_err(|e| open_error(&self.path, e))?;
+        }
+        let opened = crate::catalog_file::open_database(&self.path, false);
+        *db = Db::ReadWrite(opened.map_err(|e| open_error(&self.path, e))?);
+        Ok(())
     }
 
     fn err(&self, e: impl std::fmt::Display) -> StoreError {
@@ -265,7 +298,7 @@ impl Catalog {
     }
 
     fn read_format(&self) -> Result<Option<u32>, StoreError> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.read()?;
         let meta = match txn.open_table(META) {
             Ok(meta) => meta,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
@@ -282,7 +315,7 @@ impl Catalog {
     }
 
     fn has_every_table(&self) -> Result<bool, StoreError> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.read()?;
         let names: Vec<String> = txn
             .list_tables()
             .map_err(|e| self.err(e))?
@@ -337,7 +370,7 @@ impl Catalog {
         if let Some(table) = slot.as_ref() {
             return Ok(Arc::clone(table));
         }
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.read()?;
         let table = Arc::new(txn.open_table(OBJECTS).map_err(|e| self.err(e))?);
         *slot = Some(Arc::clone(&table));
         Ok(table)
@@ -345,7 +378,7 @@ impl Catalog {
 
     /// HEAD and the redo stack.
     pub fn history(&self) -> Result<HistoryState, StoreError> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.read()?;
         let meta = txn.open_table(META).map_err(|e| self.err(e))?;
         let head = meta.get("head").map_err(|e| self.err(e))?;
         let redo = meta.get("redo").map_err(|e| self.err(e))?;
@@ -358,7 +391,7 @@ impl Catalog {
 
     /// Every snapshot record, in sequence order.
     pub fn snapshots(&self) -> Result<Vec<(ObjectId, SnapshotRecord)>, StoreError> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.read()?;
         let table = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         for row in table.iter().map_err(|e| self.err(e))? {
@@ -370,7 +403,7 @@ impl Catalog {
 
     /// One snapshot by id.
     pub fn snapshot(&self, id: &ObjectId) -> Result<Option<SnapshotRecord>, StoreError> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.read()?;
         let ids = txn.open_table(SNAP_IDS).map_err(|e| self.err(e))?;
         let Some(seq) = ids
             .get(id.0.as_slice())
@@ -389,7 +422,7 @@ impl Catalog {
 
     /// The sequence number the next snapshot gets.
     pub fn next_seq(&self) -> Result<u64, StoreError> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.read()?;
         let table = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
         let last = table
             .last()
@@ -476,7 +509,7 @@ impl Catalog {
     /// (`meta["dirs"]`), and every record by directory path, undecoded. Empty in an old
     /// catalog opened read-only, which has no such table.
     pub fn dir_cache(&self) -> Result<DirCache, StoreError> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.read()?;
         let meta = txn.open_table(META).map_err(|e| self.err(e))?;
         let fingerprint = meta
             .get("dirs")
@@ -500,7 +533,7 @@ impl Catalog {
 
     /// The memo of the last committed scan, if any (malformed: none).
     pub fn scan_memo(&self) -> Result<Option<ScanMemo>, StoreError> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.read()?;
         let meta = txn.open_table(META).map_err(|e| self.err(e))?;
         let value = meta.get("scan").map_err(|e| self.err(e))?;
         Ok(value.and_then(|v| ScanMemo::decode(v.value())))
@@ -508,7 +541,7 @@ impl Catalog {
 
     /// The memo of the last exact walk, if any (malformed: none).
     pub fn walk_memo(&self) -> Result<Option<WalkMemo>, StoreError> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.read()?;
         let meta = txn.open_table(META).map_err(|e| self.err(e))?;
         let value = meta.get("walk").map_err(|e| self.err(e))?;
         Ok(value.and_then(|v| WalkMemo::decode(v.value())))
@@ -516,7 +549,7 @@ impl Catalog {
 
     /// The whole stat cache. Malformed entries are left out (those files are rehashed).
     pub fn stat_cache(&self) -> Result<Vec<(Vec<u8>, StatEntry)>, StoreError> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.read()?;
         let table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
         let mut out = Vec::with_capacity(table.len().map_err(|e| self.err(e))? as usize);
         for row in table.iter().map_err(|e| self.err(e))? {
@@ -600,7 +633,7 @@ impl Catalog {
 
     /// Every object location, by object id.
     pub fn locations(&self) -> Result<HashMap<ObjectId, Location>, StoreError> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.read()?;
         let table = txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
         let mut out = HashMap::new();
         for row in table.iter().map_err(|e| self.err(e))? {
@@ -616,7 +649,7 @@ impl Catalog {
 
     /// Every pack the catalog names, with its object count.
     pub fn packs(&self) -> Result<Vec<(ObjectId, u64)>, StoreError> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.read()?;
         let table = txn.open_table(PACKS).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         for row in table.iter().map_err(|e| self.err(e))? {
@@ -632,7 +665,7 @@ impl Catalog {
 
     /// How many snapshots there are, without decoding them.
     pub fn snapshot_count(&self) -> Result<u64, StoreError> {
-        let txn = self.db.begin_read().map_err(|e| self.err(e))?;
+        let txn = self.read()?;
         let table = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
         table.len().map_err(|e| self.err(e))
     }
@@ -647,6 +680,20 @@ pub fn decode_snapshot_row(row: &[u8]) -> Result<(ObjectId, SnapshotRecord), Sto
         }
     })?;
     Ok((id, SnapshotRecord::decode(id, &row[32..])?))
+}
+
+/// The error of opening the catalog at `path`.
+fn open_error(path: &Path, e: redb::DatabaseError) -> StoreError {
+    match e {
+        // A disk that fails to read or write is not a damaged catalog: repair won't help.
+        redb::DatabaseError::Storage(redb::StorageError::Io(e)) if e.raw_os_error().is_some() => {
+            StoreError::io(path, e)
+        }
+        e => StoreError::CatalogUnreadable {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -690,6 +737,41 @@ mod tests {
             Catalog::open(&path, false),
             Err(StoreError::CatalogUnreadable { .. })
         ));
+    }
+
+    /// Opening for reading writes nothing (so costs no sync); the first write reopens the
+    /// file for writing, and what it commits is there for the next open.
+    #[test]
+    fn a_catalog_is_written_only_from_its_first_write_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        drop(Catalog::create(&path).unwrap());
+        let before = std::fs::read(&path).unwrap();
+        let catalog = Catalog::open(&path, false).unwrap();
+        assert_eq!(catalog.history().unwrap(), HistoryState::default());
+        assert!(catalog.stat_cache().unwrap().is_empty());
+        drop(catalog);
+        assert!(
+            std::fs::read(&path).unwrap() == before,
+            "a read changed the file"
+        );
+        let catalog = Catalog::open(&path, false).unwrap();
+        let memo = ScanMemo {
+            digest: ObjectId([1; 32]),
+            root: ObjectId([2; 32]),
+        };
+        let commit = Commit {
+            stat_cache: StatCacheUpdate {
+                memo: Some(memo),
+                ..StatCacheUpdate::default()
+            },
+            ..Commit::default()
+        };
+        catalog.commit(&commit).unwrap();
+        assert_eq!(catalog.scan_memo().unwrap(), Some(memo));
+        drop(catalog);
+        let catalog = Catalog::open(&path, false).unwrap();
+        assert_eq!(catalog.scan_memo().unwrap(), Some(memo));
     }
 
     #[test]

@@ -37,6 +37,7 @@ const SNAPSHOTS: TableDefinition<u64, &[u8]> = TableDefinition::new("snapshots")
 const SNAP_IDS: TableDefinition<&[u8], u64> = TableDefinition::new("snap_ids");
 const STAT_CACHE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("stat_cache");
 const DIR_CACHE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("dir_cache");
+const TREE_CACHE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("tree_cache");
 
 /// Length of an `objects` value: pack id (32) | offset (8) | kind (1) | compression (1) |
 /// raw_len (4) | stored_len (4).
@@ -329,6 +330,7 @@ impl Catalog {
             SNAP_IDS.name(),
             STAT_CACHE.name(),
             DIR_CACHE.name(),
+            TREE_CACHE.name(),
         ];
         Ok(want.iter().all(|n| names.iter().any(|m| m == n)))
     }
@@ -347,6 +349,7 @@ impl Catalog {
             txn.open_table(SNAP_IDS).map_err(|e| self.err(e))?;
             txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
             txn.open_table(DIR_CACHE).map_err(|e| self.err(e))?;
+            txn.open_table(TREE_CACHE).map_err(|e| self.err(e))?;
         }
         txn.commit().map_err(|e| self.err(e))
     }
@@ -456,7 +459,9 @@ impl Catalog {
         update: &StatCacheUpdate,
     ) -> Result<(), StoreError> {
         if update.clear {
+            // Both vouch for objects, which gc may have just dropped.
             txn.delete_table(STAT_CACHE).map_err(|e| self.err(e))?;
+            txn.delete_table(TREE_CACHE).map_err(|e| self.err(e))?;
         }
         if let Some(memo) = update.memo {
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
@@ -477,7 +482,16 @@ impl Catalog {
                 .insert(path.as_slice(), entry.encode().as_slice())
                 .map_err(|e| self.err(e))?;
         }
-        self.write_dir_cache(txn, &update.dirs)
+        drop(table);
+        // Before the tree cache entries: a new config drops every directory's entries.
+        self.write_dir_cache(txn, &update.dirs)?;
+        let mut trees = txn.open_table(TREE_CACHE).map_err(|e| self.err(e))?;
+        for (path, memo) in &update.trees {
+            trees
+                .insert(path.as_slice(), memo.encode().as_slice())
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
     }
 
     fn write_dir_cache(
@@ -487,6 +501,7 @@ impl Catalog {
     ) -> Result<(), StoreError> {
         if update.clear {
             txn.delete_table(DIR_CACHE).map_err(|e| self.err(e))?;
+            txn.delete_table(TREE_CACHE).map_err(|e| self.err(e))?;
         }
         if let Some(fingerprint) = update.fingerprint {
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
@@ -494,8 +509,10 @@ impl Catalog {
                 .map_err(|e| self.err(e))?;
         }
         let mut table = txn.open_table(DIR_CACHE).map_err(|e| self.err(e))?;
+        let mut trees = txn.open_table(TREE_CACHE).map_err(|e| self.err(e))?;
         for path in &update.remove {
             table.remove(path.as_slice()).map_err(|e| self.err(e))?;
+            trees.remove(path.as_slice()).map_err(|e| self.err(e))?;
         }
         for (path, record) in &update.put {
             table
@@ -537,6 +554,26 @@ impl Catalog {
         let meta = txn.open_table(META).map_err(|e| self.err(e))?;
         let value = meta.get("scan").map_err(|e| self.err(e))?;
         Ok(value.and_then(|v| ScanMemo::decode(v.value())))
+    }
+
+    /// The tree cache: for each directory, the memo of its subtree as the last scan that
+    /// built its tree saw it. Malformed entries are left out; an old catalog opened
+    /// read-only has none.
+    pub fn tree_cache(&self) -> Result<HashMap<Vec<u8>, WalkMemo>, StoreError> {
+        let txn = self.read()?;
+        let table = match txn.open_table(TREE_CACHE) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(HashMap::new()),
+            Err(e) => return Err(self.err(e)),
+        };
+        let mut out = HashMap::with_capacity(table.len().map_err(|e| self.err(e))? as usize);
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (k, v) = row.map_err(|e| self.err(e))?;
+            if let Some(memo) = WalkMemo::decode(v.value()) {
+                out.insert(k.value().to_vec(), memo);
+            }
+        }
+        Ok(out)
     }
 
     /// The memo of the last exact walk, if any (malformed: none).

@@ -161,6 +161,9 @@ impl ScanMemo {
 /// the filesystem clock when that scan began. A later walk with the same digest whose every
 /// file and symlink was modified before that clock sees exactly those contents (the racy
 /// rule, applied to the whole tree at once), so its root is that root.
+///
+/// The tree cache holds the same memo for each directory's subtree: its entries' digest, the
+/// tree they built, and that scan's clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WalkMemo {
     /// The walk's digest (see `snap_tree::scan::WalkSum`).
@@ -207,6 +210,8 @@ pub struct StatCacheUpdate {
     pub memo: Option<ScanMemo>,
     /// A new walk memo, when it differs from the stored one.
     pub walk: Option<WalkMemo>,
+    /// Tree cache entries to write: each directory's subtree memo, by path.
+    pub trees: Vec<(Vec<u8>, WalkMemo)>,
     /// Changes to the directory cache.
     pub dirs: crate::DirCacheUpdate,
 }
@@ -219,6 +224,7 @@ impl StatCacheUpdate {
             && !self.clear
             && self.memo.is_none()
             && self.walk.is_none()
+            && self.trees.is_empty()
             && self.dirs.is_empty()
     }
 }

@@ -93,6 +93,13 @@ impl Store {
         self.catalog.dir_cache()
     }
 
+    /// The tree cache: each directory's subtree memo (see [`crate::WalkMemo`]).
+    pub fn tree_cache(
+        &self,
+    ) -> Result<std::collections::HashMap<Vec<u8>, crate::WalkMemo>, StoreError> {
+        self.catalog.tree_cache()
+    }
+
     /// The memo of the last exact walk, if any.
     pub fn walk_memo(&self) -> Result<Option<crate::WalkMemo>, StoreError> {
         self.catalog.walk_memo()

@@ -80,11 +80,29 @@ pub fn split(path: &[u8]) -> (&[u8], &[u8]) {
 /// and a directory with no children is sealed as an empty tree when its parent closes. A path
 /// whose parent directory is missing from `flat` gets that directory implicitly.
 pub fn build_trees(writer: &ObjectWriter<'_>, flat: &mut FlatTree) -> Result<ObjectId, StoreError> {
+    build(writer, flat, false)
+}
+
+/// As [`build_trees`], except that a directory node whose id is already set (not
+/// [`UNBUILT`]) is taken as built, with everything under it: the caller vouches that the
+/// whole subtree is unchanged and its trees are in the store (the tree cache).
+pub fn build_trees_reusing(
+    writer: &ObjectWriter<'_>,
+    flat: &mut FlatTree,
+) -> Result<ObjectId, StoreError> {
+    build(writer, flat, true)
+}
+
+fn build(
+    writer: &ObjectWriter<'_>,
+    flat: &mut FlatTree,
+    reuse: bool,
+) -> Result<ObjectId, StoreError> {
     let mut open = vec![OpenDir::new(Cow::Borrowed(&[][..]), None)];
     for (path, node) in flat.iter_mut() {
         let (parent, name) = split(path);
         while !is_within(parent, &open[open.len() - 1].path) {
-            close(writer, &mut open)?;
+            close(writer, &mut open, reuse)?;
         }
         open_down_to(&mut open, parent);
         let Some(top) = open.last_mut() else { break };
@@ -100,12 +118,12 @@ pub fn build_trees(writer: &ObjectWriter<'_>, flat: &mut FlatTree) -> Result<Obj
         }
     }
     while open.len() > 1 {
-        close(writer, &mut open)?;
+        close(writer, &mut open, reuse)?;
     }
     let Some(mut root) = open.pop() else {
         return seal(writer, Vec::new());
     };
-    seal_empty_children(writer, &mut root)?;
+    seal_empty_children(writer, &mut root, reuse)?;
     seal(writer, root.entries)
 }
 
@@ -154,16 +172,32 @@ fn open_down_to(open: &mut Vec<OpenDir<'_>>, parent: &[u8]) {
     }
 }
 
-/// Seals the innermost open directory and adds it to its parent.
-fn close(writer: &ObjectWriter<'_>, open: &mut Vec<OpenDir<'_>>) -> Result<(), StoreError> {
+/// Seals the innermost open directory and adds it to its parent; with `reuse`, a directory
+/// that has its id already is not sealed again.
+fn close(
+    writer: &ObjectWriter<'_>,
+    open: &mut Vec<OpenDir<'_>>,
+    reuse: bool,
+) -> Result<(), StoreError> {
     let Some(mut dir) = open.pop() else {
         return Ok(());
     };
-    seal_empty_children(writer, &mut dir)?;
-    let id = seal(writer, dir.entries)?;
-    if let Some(node) = dir.node {
-        node.id = id;
-    }
+    let known = dir
+        .node
+        .as_ref()
+        .map(|n| n.id)
+        .filter(|id| reuse && *id != UNBUILT);
+    let id = match known {
+        Some(id) => id,
+        None => {
+            seal_empty_children(writer, &mut dir, reuse)?;
+            let id = seal(writer, dir.entries)?;
+            if let Some(node) = dir.node {
+                node.id = id;
+            }
+            id
+        }
+    };
     if let Some(parent) = open.last_mut() {
         parent.entries.push(TreeEntry {
             name: split(&dir.path).1.to_vec(),
@@ -176,9 +210,15 @@ fn close(writer: &ObjectWriter<'_>, open: &mut Vec<OpenDir<'_>>) -> Result<(), S
 }
 
 /// Child directories never opened have no entries: each is an empty tree.
-fn seal_empty_children(writer: &ObjectWriter<'_>, dir: &mut OpenDir<'_>) -> Result<(), StoreError> {
+fn seal_empty_children(
+    writer: &ObjectWriter<'_>,
+    dir: &mut OpenDir<'_>,
+    reuse: bool,
+) -> Result<(), StoreError> {
     for (name, node) in std::mem::take(&mut dir.unopened) {
-        node.id = seal(writer, Vec::new())?;
+        if !reuse || node.id == UNBUILT {
+            node.id = seal(writer, Vec::new())?;
+        }
         dir.entries.push(TreeEntry {
             name: name.to_vec(),
             kind: EntryKind::Dir,

@@ -58,6 +58,33 @@ pub struct Walk {
     pub newest_ns: i64,
     /// A symlink could not be stat-ed, so `sum` does not pin the tree down.
     pub inexact: bool,
+    /// Each directory's own share of `sum` and its newest mtime: its entries, not theirs.
+    pub tallies: Vec<(Vec<u8>, WalkSum, i64)>,
+}
+
+/// Each directory's subtree digest and newest mtime (everything under it), summed bottom up
+/// from the walk's per-directory tallies. The root is `""`.
+pub fn subtree_sums(walk: &Walk) -> HashMap<Vec<u8>, (WalkSum, i64)> {
+    let mut dirs: Vec<&(Vec<u8>, WalkSum, i64)> = walk.tallies.iter().collect();
+    // A parent is a proper prefix of its children, so in descending byte order every
+    // directory comes after everything under it.
+    dirs.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    let empty = (WalkSum::default(), i64::MIN);
+    let mut sums: HashMap<Vec<u8>, (WalkSum, i64)> = HashMap::with_capacity(dirs.len());
+    for (path, own, newest) in dirs {
+        let (mut sum, mut latest) = sums.remove(path).unwrap_or(empty);
+        sum.merge(own);
+        latest = latest.max(*newest);
+        if !path.is_empty() {
+            let parent = sums
+                .entry(crate::flat::split(path).0.to_vec())
+                .or_insert(empty);
+            parent.0.merge(&sum);
+            parent.1 = parent.1.max(latest);
+        }
+        sums.insert(path.clone(), (sum, latest));
+    }
+    sums
 }
 
 impl Walk {

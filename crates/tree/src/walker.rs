@@ -273,6 +273,9 @@ fn publish(shared: &Shared<'_>, rel: Vec<u8>, visited: Visited) {
         found.sum.merge(&tally.sum);
         found.newest_ns = found.newest_ns.max(tally.newest_ns);
         found.inexact |= tally.inexact;
+        found
+            .tallies
+            .push((rel.clone(), tally.sum, tally.newest_ns));
         for item in visited.items {
             item.record(&mut found);
         }

@@ -205,6 +205,12 @@ struct Unsaved<'a> {
     cache: StatCacheUpdate,
 }
 
+/// Tree cache entries to write: each built directory's subtree memo.
+type TreeMemos = Vec<(Vec<u8>, WalkMemo)>;
+
+/// The stat cache as loaded beside the walk.
+type LoadedStatCache = Result<Vec<(Vec<u8>, StatEntry)>, snap_store::StoreError>;
+
 struct Capture {
     flat: FlatTree,
     /// Each regular file's stat as the scan saw it, in path order; only when asked for (moves
@@ -515,6 +521,7 @@ impl Workspace {
         };
         let exact = !walk.inexact;
         let sum = walk.sum.to_bytes();
+        let subtrees = exact.then(|| scan::subtree_sums(&walk));
         let ticker = Ticker::new(
             self.observer.0.as_ref(),
             Phase::Scan,
@@ -534,10 +541,13 @@ impl Workspace {
             stored.hashed.len(),
             stored.gone.len()
         ));
-        let (root, memo) = self.tree_root(writer, &mut stored, clean_root)?;
-        timer.mark("trees built");
-        // Only a walk whose every entry is in the tree pins that tree down.
-        let walk_memo = (exact && stored.report.vanished == 0)
+        // Only a walk whose every entry is in the tree pins trees down.
+        let pinned = exact && stored.report.vanished == 0;
+        let subtrees = subtrees.filter(|_| pinned);
+        let (root, memo, trees) =
+            self.tree_root(writer, &mut stored, clean_root, subtrees, fs_now_ns)?;
+        timer.mark(&format!("trees built ({} rebuilt)", trees.len()));
+        let walk_memo = pinned
             .then_some(WalkMemo {
                 digest: sum,
                 root,
@@ -553,6 +563,7 @@ impl Workspace {
                 clear: false,
                 memo,
                 walk: walk_memo,
+                trees,
                 dirs,
             }
         };
@@ -567,16 +578,12 @@ impl Workspace {
 
     /// Walks the tree with the directory cache; with `preload`, loads the stat cache (one
     /// catalog read) on another thread meanwhile.
-    #[allow(clippy::type_complexity)]
     fn walk_loading(
         &self,
         records: &HashMap<Vec<u8>, Vec<u8>>,
         fs_now_ns: i64,
         preload: bool,
-    ) -> (
-        Option<Result<Vec<(Vec<u8>, StatEntry)>, snap_store::StoreError>>,
-        Result<scan::Walk, TreeError>,
-    ) {
+    ) -> (Option<LoadedStatCache>, Result<scan::Walk, TreeError>) {
         let view = scan::DirCacheView { records, fs_now_ns };
         std::thread::scope(|s| {
             let cached = preload.then(|| s.spawn(|| self.store.stat_cache()));
@@ -587,25 +594,75 @@ impl Workspace {
     }
 
     /// The root tree of a scan, built unless the scan memo shows these entries built
-    /// `clean_root`; and the memo to store when it changed.
+    /// `clean_root`; the memo to store when it changed; and the tree cache entries of the
+    /// directories built.
     fn tree_root(
         &self,
         writer: &ObjectWriter<'_>,
         stored: &mut scan::Stored,
         clean_root: Option<ObjectId>,
-    ) -> Result<(ObjectId, Option<ScanMemo>), TreeError> {
+        subtrees: Option<HashMap<Vec<u8>, (scan::WalkSum, i64)>>,
+        fs_now_ns: i64,
+    ) -> Result<(ObjectId, Option<ScanMemo>, TreeMemos), TreeError> {
         let memo = self.store.scan_memo()?;
         let same_entries = memo.filter(|m| m.digest == stored.digest);
         // HEAD's trees are in the store, and these entries are the ones that built them.
         if let Some(m) = same_entries.filter(|m| Some(m.root) == clean_root) {
-            return Ok((m.root, None));
+            return Ok((m.root, None, Vec::new()));
         }
-        let root = build_trees(writer, &mut stored.flat)?;
+        let (root, trees) = match subtrees {
+            Some(subtrees) => self.build_reusing(writer, &mut stored.flat, &subtrees, fs_now_ns)?,
+            None => (build_trees(writer, &mut stored.flat)?, Vec::new()),
+        };
         let now = ScanMemo {
             digest: stored.digest,
             root,
         };
-        Ok((root, (memo != Some(now)).then_some(now)))
+        Ok((root, (memo != Some(now)).then_some(now), trees))
+    }
+
+    /// Builds the trees of `flat`, taking from the tree cache each directory whose subtree
+    /// digest is the cached one and whose every entry is older than the scan that cached it
+    /// (the walk memo's rule, per directory). Returns the root and the new cache entries of
+    /// the directories built.
+    fn build_reusing(
+        &self,
+        writer: &ObjectWriter<'_>,
+        flat: &mut FlatTree,
+        subtrees: &HashMap<Vec<u8>, (scan::WalkSum, i64)>,
+        fs_now_ns: i64,
+    ) -> Result<(ObjectId, TreeMemos), TreeError> {
+        let cached = self.store.tree_cache()?;
+        let mut built = Vec::new();
+        for (path, (sum, newest)) in subtrees {
+            let digest = sum.to_bytes();
+            match cached.get(path) {
+                // The root has no node: sealing it from its children's ids costs one tree.
+                Some(m) if m.digest == digest && *newest < m.written_ns => {
+                    if let Some(node) = flat.get_mut(path) {
+                        node.id = m.root;
+                    }
+                }
+                _ => built.push((path, digest)),
+            }
+        }
+        let root = flat::build_trees_reusing(writer, flat)?;
+        let trees = built
+            .into_iter()
+            .filter_map(|(path, digest)| {
+                let id = match path.is_empty() {
+                    true => root,
+                    false => flat.get(path)?.id,
+                };
+                let memo = WalkMemo {
+                    digest,
+                    root: id,
+                    written_ns: fs_now_ns,
+                };
+                Some((path.clone(), memo))
+            })
+            .collect();
+        Ok((root, trees))
     }
 
     /// The directory cache, empty when it was built under another config; and the update

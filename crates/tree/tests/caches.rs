@@ -336,3 +336,36 @@ fn the_walk_memo_never_hides_a_change() {
         b"two\n"
     );
 }
+
+/// A save after an edit rebuilds only the trees on the edited file's path: the other
+/// directories' tree cache entries stay as they were, and the snapshot is still exact.
+#[test]
+fn an_edit_rebuilds_only_the_trees_above_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ws = Workspace::init(root, None, false).unwrap();
+    for f in ["a/b/f", "a/c/g", "h/i", "top"] {
+        let p = root.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, f).unwrap();
+    }
+    let tick = || std::thread::sleep(std::time::Duration::from_millis(5));
+    tick();
+    ws.save(&SaveOptions::default()).unwrap();
+    let before = ws.store().tree_cache().unwrap();
+    let mut dirs: Vec<&[u8]> = before.keys().map(Vec::as_slice).collect();
+    dirs.sort();
+    assert_eq!(dirs, [&b""[..], b"a", b"a/b", b"a/c", b"h"]);
+    tick();
+    std::fs::write(root.join("a/b/f"), "edited").unwrap();
+    tick();
+    let saved = ws.save(&SaveOptions::default()).unwrap();
+    assert!(saved.snapshot.is_some());
+    let after = ws.store().tree_cache().unwrap();
+    for (dir, memo) in &after {
+        let rebuilt = memo != &before[dir];
+        let on_path = [&b""[..], b"a", b"a/b"].contains(&dir.as_slice());
+        assert_eq!(rebuilt, on_path, "{}", String::from_utf8_lossy(dir));
+    }
+    head_matches_disk(&ws, root).unwrap();
+}

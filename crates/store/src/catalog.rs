@@ -584,6 +584,21 @@ impl Catalog {
         Ok(value.and_then(|v| WalkMemo::decode(v.value())))
     }
 
+    /// The stat cache entries of `paths` (in their order, those that have one), read one by
+    /// one: for a scan that needs a few, not the whole table.
+    pub fn stat_entries(&self, paths: &[&[u8]]) -> Result<Vec<(Vec<u8>, StatEntry)>, StoreError> {
+        let txn = self.read()?;
+        let table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for path in paths {
+            let value = table.get(*path).map_err(|e| self.err(e))?;
+            if let Some(entry) = value.and_then(|v| StatEntry::decode(v.value())) {
+                out.push((path.to_vec(), entry));
+            }
+        }
+        Ok(out)
+    }
+
     /// The whole stat cache. Malformed entries are left out (those files are rehashed).
     pub fn stat_cache(&self) -> Result<Vec<(Vec<u8>, StatEntry)>, StoreError> {
         let txn = self.read()?;

@@ -88,6 +88,14 @@ impl Store {
         self.catalog.stat_cache()
     }
 
+    /// The stat cache entries of `paths`, in their order (those that have one).
+    pub fn stat_entries(
+        &self,
+        paths: &[&[u8]],
+    ) -> Result<Vec<(Vec<u8>, crate::StatEntry)>, StoreError> {
+        self.catalog.stat_entries(paths)
+    }
+
     /// The directory cache (see [`crate::DirRecord`]).
     pub fn dir_cache(&self) -> Result<crate::DirCache, StoreError> {
         self.catalog.dir_cache()

@@ -366,113 +366,135 @@ pub fn diff_stored(
     old_root: &ObjectId,
     new: &FlatTree,
 ) -> Result<StoredDiff, StoreError> {
-    let mut changes = Vec::new();
-    let mut old_nodes = FlatTree::new();
-    diff_dir(store, old_root, new, &[], &mut changes, &mut old_nodes)?;
-    changes.sort();
-    Ok((changes, old_nodes))
+    let whole = diff_stored_pruned(store, old_root, new, &|_| false)?;
+    Ok(whole.unwrap_or_default())
 }
 
-fn diff_dir(
+/// As [`diff_stored`], for a `new` from which the entries under some directories were left
+/// out (`pruned` says which: their tree ids are known, their contents are not in `new`).
+/// `None` when the diff would have had to look under one of them.
+pub fn diff_stored_pruned(
     store: &Store,
-    old_id: &ObjectId,
+    old_root: &ObjectId,
     new: &FlatTree,
-    dir: &[u8],
-    changes: &mut Vec<(Vec<u8>, Change)>,
-    old_nodes: &mut FlatTree,
-) -> Result<(), StoreError> {
-    let old: Vec<TreeEntry> = store.read_tree(old_id)?.entries;
-    for pair in pair_by_name(&old, &children(new, dir)) {
-        match pair {
-            Paired::Stored(o) => removed(store, o, dir, changes, old_nodes)?,
-            Paired::Scanned(name, node) => added(new, &join(dir, name), node, changes),
-            Paired::Both(o, node) => changed(store, o, new, dir, node, changes, old_nodes)?,
-        }
+    pruned: &dyn Fn(&[u8]) -> bool,
+) -> Result<Option<StoredDiff>, StoreError> {
+    let mut differ = StoredDiffer {
+        store,
+        new,
+        pruned,
+        changes: Vec::new(),
+        old_nodes: FlatTree::new(),
+        blind: false,
+    };
+    differ.dir(old_root, &[])?;
+    if differ.blind {
+        return Ok(None);
     }
-    Ok(())
+    differ.changes.sort();
+    Ok(Some((differ.changes, differ.old_nodes)))
 }
 
-fn changed(
-    store: &Store,
-    old: &TreeEntry,
-    new: &FlatTree,
-    dir: &[u8],
-    node: &Node,
-    changes: &mut Vec<(Vec<u8>, Change)>,
-    old_nodes: &mut FlatTree,
-) -> Result<(), StoreError> {
-    let path = join(dir, &old.name);
-    match (old.kind == EntryKind::Dir, node.kind == EntryKind::Dir) {
-        (true, true) if old.id != node.id => {
-            diff_dir(store, &old.id, new, &path, changes, old_nodes)
+/// One stored diff under way.
+struct StoredDiffer<'a> {
+    store: &'a Store,
+    new: &'a FlatTree,
+    pruned: &'a dyn Fn(&[u8]) -> bool,
+    changes: Vec<(Vec<u8>, Change)>,
+    old_nodes: FlatTree,
+    /// It had to look under a pruned directory of `new`: the result is incomplete.
+    blind: bool,
+}
+
+impl StoredDiffer<'_> {
+    fn dir(&mut self, old_id: &ObjectId, dir: &[u8]) -> Result<(), StoreError> {
+        if (self.pruned)(dir) {
+            self.blind = true;
+            return Ok(());
         }
-        (true, true) => Ok(()),
-        (false, false) => {
-            if old.kind != node.kind || old.id != node.id {
-                old_nodes.insert(
-                    path.clone(),
-                    Node {
-                        kind: old.kind,
-                        size: old.size,
-                        id: old.id,
-                    },
-                );
-                changes.push((path, Change::Modified));
+        let old: Vec<TreeEntry> = self.store.read_tree(old_id)?.entries;
+        for pair in pair_by_name(&old, &children(self.new, dir)) {
+            match pair {
+                Paired::Stored(o) => self.removed(o, dir)?,
+                Paired::Scanned(name, node) => self.added(&join(dir, name), node),
+                Paired::Both(o, node) => self.changed(o, dir, node)?,
             }
-            Ok(())
         }
-        _ => {
-            removed(store, old, dir, changes, old_nodes)?;
-            added(new, &path, node, changes);
-            Ok(())
-        }
+        Ok(())
     }
-}
 
-/// `entry` (in `dir` of the old tree) is gone: it, or every file under it, is deleted.
-fn removed(
-    store: &Store,
-    entry: &TreeEntry,
-    dir: &[u8],
-    changes: &mut Vec<(Vec<u8>, Change)>,
-    old_nodes: &mut FlatTree,
-) -> Result<(), StoreError> {
-    let path = join(dir, &entry.name);
-    if entry.kind != EntryKind::Dir {
-        old_nodes.insert(
-            path.clone(),
-            Node {
-                kind: entry.kind,
-                size: entry.size,
-                id: entry.id,
-            },
-        );
-        changes.push((path, Change::Deleted));
-        return Ok(());
+    fn changed(&mut self, old: &TreeEntry, dir: &[u8], node: &Node) -> Result<(), StoreError> {
+        let path = join(dir, &old.name);
+        match (old.kind == EntryKind::Dir, node.kind == EntryKind::Dir) {
+            (true, true) if old.id != node.id => self.dir(&old.id, &path),
+            (true, true) => Ok(()),
+            (false, false) => {
+                if old.kind != node.kind || old.id != node.id {
+                    self.old_nodes.insert(
+                        path.clone(),
+                        Node {
+                            kind: old.kind,
+                            size: old.size,
+                            id: old.id,
+                        },
+                    );
+                    self.changes.push((path, Change::Modified));
+                }
+                Ok(())
+            }
+            _ => {
+                self.removed(old, dir)?;
+                self.added(&path, node);
+                Ok(())
+            }
+        }
     }
-    for (sub, node) in flatten(store, &entry.id)? {
+
+    /// `entry` (in `dir` of the old tree) is gone: it, or every file under it, is deleted.
+    fn removed(&mut self, entry: &TreeEntry, dir: &[u8]) -> Result<(), StoreError> {
+        let path = join(dir, &entry.name);
+        if entry.kind != EntryKind::Dir {
+            self.old_nodes.insert(
+                path.clone(),
+                Node {
+                    kind: entry.kind,
+                    size: entry.size,
+                    id: entry.id,
+                },
+            );
+            self.changes.push((path, Change::Deleted));
+            return Ok(());
+        }
+        for (sub, node) in flatten(self.store, &entry.id)? {
+            if node.kind != EntryKind::Dir {
+                let full = join(&path, &sub);
+                self.old_nodes.insert(full.clone(), node);
+                self.changes.push((full, Change::Deleted));
+            }
+        }
+        Ok(())
+    }
+
+    fn added(&mut self, path: &[u8], node: &Node) {
         if node.kind != EntryKind::Dir {
-            let full = join(&path, &sub);
-            old_nodes.insert(full.clone(), node);
-            changes.push((full, Change::Deleted));
+            self.changes.push((path.to_vec(), Change::Added));
+            return;
         }
-    }
-    Ok(())
-}
-
-/// `path` is new: it, or every file under it, is added.
-fn added(new: &FlatTree, path: &[u8], node: &Node, changes: &mut Vec<(Vec<u8>, Change)>) {
-    if node.kind != EntryKind::Dir {
-        changes.push((path.to_vec(), Change::Added));
-        return;
-    }
-    let prefix = join(path, b"");
-    for (p, n) in new
-        .range(prefix.clone()..)
-        .take_while(|(p, _)| p.starts_with(&prefix))
-    {
-        if n.kind != EntryKind::Dir {
-            changes.push((p.clone(), Change::Added));
+        if (self.pruned)(path) {
+            self.blind = true;
+            return;
+        }
+        let prefix = join(path, b"");
+        for (p, n) in self
+            .new
+            .range(prefix.clone()..)
+            .take_while(|(p, _)| p.starts_with(&prefix))
+        {
+            if n.kind != EntryKind::Dir {
+                self.changes.push((p.clone(), Change::Added));
+            } else if (self.pruned)(p) {
+                self.blind = true;
+            }
         }
     }
 }

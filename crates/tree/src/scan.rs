@@ -176,6 +176,25 @@ pub fn walk_excluding(
     Ok(walk)
 }
 
+/// Leaves out of `walk` every entry whose parent directory `clean` names (a directory whose
+/// tree is known, so its contents need not be read or matched); returns how many.
+pub fn prune_under(walk: &mut Walk, clean: impl Fn(&[u8]) -> bool) -> usize {
+    let before = walk.entries.len();
+    walk.entries
+        .retain(|(path, _, _)| !clean(crate::flat::split(path).0));
+    before - walk.entries.len()
+}
+
+/// Sorts the walk's entries and returns its regular files' paths, in path order.
+pub fn file_paths(walk: &mut Walk) -> Vec<&[u8]> {
+    walk.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    walk.entries
+        .iter()
+        .filter(|(_, _, stat)| stat.is_some())
+        .map(|(path, _, _)| path.as_slice())
+        .collect()
+}
+
 /// Directories with a record in `cache` that `walk` did not find: to drop.
 pub fn gone_dirs(cache: &HashMap<Vec<u8>, Vec<u8>>, walk: &Walk) -> Vec<Vec<u8>> {
     // Every record was used as it was: all of them were found.

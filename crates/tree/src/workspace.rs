@@ -208,6 +208,9 @@ struct Unsaved<'a> {
 /// Tree cache entries to write: each built directory's subtree memo.
 type TreeMemos = Vec<(Vec<u8>, WalkMemo)>;
 
+/// Each directory's subtree digest and newest mtime (see [`scan::subtree_sums`]).
+type Subtrees = HashMap<Vec<u8>, (scan::WalkSum, i64)>;
+
 /// The stat cache as loaded beside the walk.
 type LoadedStatCache = Result<Vec<(Vec<u8>, StatEntry)>, snap_store::StoreError>;
 
@@ -221,6 +224,9 @@ struct Capture {
     /// What this capture teaches the stat cache; empty for a dry capture, whose objects are
     /// not stored and so must never be vouched for.
     cache: StatCacheUpdate,
+    /// Directories whose entries `flat` leaves out (their ids are known): a save's scan
+    /// prunes what the tree cache vouches for. Empty for a whole capture.
+    pruned: HashSet<Vec<u8>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -509,19 +515,31 @@ impl Workspace {
                 } else {
                     cache
                 },
+                pruned: HashSet::new(),
             });
         }
-        let cached = match preloaded {
-            Some(cached) => cached?,
-            None => self.store.stat_cache()?,
+        let exact = !walk.inexact;
+        let sum = walk.sum.to_bytes();
+        let subtrees = exact.then(|| scan::subtree_sums(&walk));
+        let clean = match &subtrees {
+            Some(subtrees) => self.clean_trees(subtrees)?,
+            None => HashMap::new(),
+        };
+        // A save leaves out what lies under directories whose trees the tree cache vouches
+        // for: it needs their ids, not their files (its diff falls back if HEAD differs there).
+        let pruned = match clean_root.is_some() && !keep_stats {
+            true => scan::prune_under(&mut walk, |dir| clean.contains_key(dir)),
+            false => 0,
+        };
+        let cached = match (preloaded, pruned) {
+            (Some(cached), _) => cached?,
+            (None, 0) => self.store.stat_cache()?,
+            (None, _) => self.store.stat_entries(&scan::file_paths(&mut walk))?,
         };
         let view = scan::CacheView {
             entries: &cached,
             fs_now_ns,
         };
-        let exact = !walk.inexact;
-        let sum = walk.sum.to_bytes();
-        let subtrees = exact.then(|| scan::subtree_sums(&walk));
         let ticker = Ticker::new(
             self.observer.0.as_ref(),
             Phase::Scan,
@@ -536,16 +554,25 @@ impl Workspace {
             keep_stats,
             &|| ticker.tick(),
         )?;
+        // A cached path under a pruned directory was not walked past, not removed.
+        stored
+            .gone
+            .retain(|path| !clean.contains_key(flat::split(path).0));
         timer.mark(&format!(
-            "files stored ({} hashed, {} gone from the cache)",
+            "files stored ({} hashed, {} gone from the cache, {pruned} left out)",
             stored.hashed.len(),
             stored.gone.len()
         ));
         // Only a walk whose every entry is in the tree pins trees down.
         let pinned = exact && stored.report.vanished == 0;
         let subtrees = subtrees.filter(|_| pinned);
-        let (root, memo, trees) =
-            self.tree_root(writer, &mut stored, clean_root, subtrees, fs_now_ns)?;
+        let (root, memo, trees) = self.tree_root(
+            writer,
+            &mut stored,
+            clean_root.filter(|_| pruned == 0),
+            (subtrees.as_ref(), &clean),
+            fs_now_ns,
+        )?;
         timer.mark(&format!("trees built ({} rebuilt)", trees.len()));
         let walk_memo = pinned
             .then_some(WalkMemo {
@@ -561,11 +588,16 @@ impl Workspace {
                 put: stored.hashed,
                 remove: stored.gone,
                 clear: false,
-                memo,
+                // A pruned scan's digest covers only part of the tree: no scan memo from it.
+                memo: memo.filter(|_| pruned == 0),
                 walk: walk_memo,
                 trees,
                 dirs,
             }
+        };
+        let pruned = match pruned {
+            0 => HashSet::new(),
+            _ => clean.into_keys().collect(),
         };
         Ok(Capture {
             flat: stored.flat,
@@ -573,7 +605,27 @@ impl Workspace {
             root,
             report: stored.report,
             cache,
+            pruned,
         })
+    }
+
+    /// The directories whose subtree digest is the one the tree cache holds, with every
+    /// entry under them older than the scan that cached it (the walk memo's rule, per
+    /// directory), and their tree ids.
+    fn clean_trees(
+        &self,
+        subtrees: &HashMap<Vec<u8>, (scan::WalkSum, i64)>,
+    ) -> Result<HashMap<Vec<u8>, ObjectId>, TreeError> {
+        let cached = self.store.tree_cache()?;
+        let clean = subtrees
+            .iter()
+            .filter_map(|(path, (sum, newest))| {
+                let m = cached.get(path)?;
+                (m.digest == sum.to_bytes() && *newest < m.written_ns)
+                    .then(|| (path.clone(), m.root))
+            })
+            .collect();
+        Ok(clean)
     }
 
     /// Walks the tree with the directory cache; with `preload`, loads the stat cache (one
@@ -595,13 +647,14 @@ impl Workspace {
 
     /// The root tree of a scan, built unless the scan memo shows these entries built
     /// `clean_root`; the memo to store when it changed; and the tree cache entries of the
-    /// directories built.
+    /// directories built. With `subtrees` (the walk pinned the tree down), the `clean`
+    /// directories take their ids from the tree cache instead of being built.
     fn tree_root(
         &self,
         writer: &ObjectWriter<'_>,
         stored: &mut scan::Stored,
         clean_root: Option<ObjectId>,
-        subtrees: Option<HashMap<Vec<u8>, (scan::WalkSum, i64)>>,
+        (subtrees, clean): (Option<&Subtrees>, &HashMap<Vec<u8>, ObjectId>),
         fs_now_ns: i64,
     ) -> Result<(ObjectId, Option<ScanMemo>, TreeMemos), TreeError> {
         let memo = self.store.scan_memo()?;
@@ -611,7 +664,7 @@ impl Workspace {
             return Ok((m.root, None, Vec::new()));
         }
         let (root, trees) = match subtrees {
-            Some(subtrees) => self.build_reusing(writer, &mut stored.flat, &subtrees, fs_now_ns)?,
+            Some(subtrees) => build_reusing(writer, &mut stored.flat, subtrees, clean, fs_now_ns)?,
             None => (build_trees(writer, &mut stored.flat)?, Vec::new()),
         };
         let now = ScanMemo {
@@ -619,50 +672,6 @@ impl Workspace {
             root,
         };
         Ok((root, (memo != Some(now)).then_some(now), trees))
-    }
-
-    /// Builds the trees of `flat`, taking from the tree cache each directory whose subtree
-    /// digest is the cached one and whose every entry is older than the scan that cached it
-    /// (the walk memo's rule, per directory). Returns the root and the new cache entries of
-    /// the directories built.
-    fn build_reusing(
-        &self,
-        writer: &ObjectWriter<'_>,
-        flat: &mut FlatTree,
-        subtrees: &HashMap<Vec<u8>, (scan::WalkSum, i64)>,
-        fs_now_ns: i64,
-    ) -> Result<(ObjectId, TreeMemos), TreeError> {
-        let cached = self.store.tree_cache()?;
-        let mut built = Vec::new();
-        for (path, (sum, newest)) in subtrees {
-            let digest = sum.to_bytes();
-            match cached.get(path) {
-                // The root has no node: sealing it from its children's ids costs one tree.
-                Some(m) if m.digest == digest && *newest < m.written_ns => {
-                    if let Some(node) = flat.get_mut(path) {
-                        node.id = m.root;
-                    }
-                }
-                _ => built.push((path, digest)),
-            }
-        }
-        let root = flat::build_trees_reusing(writer, flat)?;
-        let trees = built
-            .into_iter()
-            .filter_map(|(path, digest)| {
-                let id = match path.is_empty() {
-                    true => root,
-                    false => flat.get(path)?.id,
-                };
-                let memo = WalkMemo {
-                    digest,
-                    root: id,
-                    written_ns: fs_now_ns,
-                };
-                Some((path.clone(), memo))
-            })
-            .collect();
-        Ok((root, trees))
     }
 
     /// The directory cache, empty when it was built under another config; and the update
@@ -742,19 +751,18 @@ impl Workspace {
         stat_cache: StatCacheUpdate,
         kind: SnapshotKind,
         opts: &SaveOptions,
-        (root, flat): (ObjectId, &FlatTree),
+        (root, flat, (files, bytes)): (ObjectId, &FlatTree, (u64, u64)),
         (parent, parent_flat): (Option<&Snapshot>, &FlatTree),
         changes: &[PathChange],
         after: After,
     ) -> Result<Snapshot, TreeError> {
         let (added, modified, deleted) = count_changes(changes);
-        let files = flat.values().filter(|n| n.kind != EntryKind::Dir);
         let stats = ChangeStats {
             added,
             modified,
             deleted,
-            files: files.clone().count() as u64,
-            bytes: files.map(|n| n.size).sum(),
+            files,
+            bytes,
             lines: self.line_stats(parent_flat, flat, changes),
         };
         let record = SnapshotRecord {
@@ -818,7 +826,7 @@ impl Workspace {
             unsaved.cache,
             kind,
             &opts,
-            (unsaved.root, unsaved.flat),
+            (unsaved.root, unsaved.flat, flat_totals(unsaved.flat)),
             (parent, &parent_flat),
             &changes,
             after,
@@ -835,7 +843,8 @@ impl Workspace {
         let head = self.head()?;
         let writer = self.store.writer();
         let clean_root = head.as_ref().map(|h| h.record.root);
-        let cap = self.capture_with(&writer, false, clean_root.filter(|_| !opts.allow_empty))?;
+        let mut cap =
+            self.capture_with(&writer, false, clean_root.filter(|_| !opts.allow_empty))?;
         if head.as_ref().is_some_and(|h| h.record.root == cap.root) && !opts.allow_empty {
             self.commit_packs(writer, cap.cache)?;
             return Ok(SaveOutcome {
@@ -847,16 +856,30 @@ impl Workspace {
         }
         // Only the directories whose tree ids differ from HEAD's are read; `head_flat` holds
         // just the old entries of the changed paths, which is all the line counts need.
-        let (changes, head_flat) = match &head {
-            Some(h) => flat::diff_stored(&self.store, &h.record.root, &cap.flat)?,
-            None => (diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()),
+        let pruned = |dir: &[u8]| cap.pruned.contains(dir);
+        let diff = match &head {
+            Some(h) => flat::diff_stored_pruned(&self.store, &h.record.root, &cap.flat, &pruned)?,
+            None => Some((diff_files(&FlatTree::new(), &cap.flat), FlatTree::new())),
+        };
+        let (changes, head_flat) = match (diff, &head) {
+            (Some(diff), _) => diff,
+            // HEAD differs from the tree cache under a pruned directory: scan it all.
+            (None, Some(h)) => {
+                cap = self.capture_with(&writer, false, None)?;
+                flat::diff_stored(&self.store, &h.record.root, &cap.flat)?
+            }
+            (None, None) => (diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()),
+        };
+        let totals = match (cap.pruned.is_empty(), &head) {
+            (false, Some(h)) => totals_after(&h.record.stats, &changes, &head_flat, &cap.flat),
+            _ => flat_totals(&cap.flat),
         };
         let snapshot = self.record_snapshot(
             writer,
             cap.cache,
             SnapshotKind::Save,
             opts,
-            (cap.root, &cap.flat),
+            (cap.root, &cap.flat, totals),
             (head.as_ref(), &head_flat),
             &changes,
             After::Advance,
@@ -1162,7 +1185,7 @@ impl Workspace {
             StatCacheUpdate::default(),
             SnapshotKind::Restore,
             &opts,
-            (target_root, &target_flat),
+            (target_root, &target_flat, flat_totals(&target_flat)),
             (parent.as_ref(), &cap.flat),
             &outcome.changes,
             After::Detached,
@@ -1323,6 +1346,71 @@ impl Workspace {
         });
         Ok(entries.collect())
     }
+}
+
+/// Files (and symlinks) in a whole flat tree, and their bytes.
+fn flat_totals(flat: &FlatTree) -> (u64, u64) {
+    let files = flat.values().filter(|n| n.kind != EntryKind::Dir);
+    (files.clone().count() as u64, files.map(|n| n.size).sum())
+}
+
+/// The totals of a tree that is `parent`'s tree with `changes`: what a pruned scan, whose
+/// flat tree holds only the changed directories, records.
+fn totals_after(
+    parent: &ChangeStats,
+    changes: &[PathChange],
+    old: &FlatTree,
+    new: &FlatTree,
+) -> (u64, u64) {
+    let size = |flat: &FlatTree, path: &[u8]| flat.get(path).map_or(0, |n| n.size);
+    let (mut files, mut bytes) = (parent.files, parent.bytes);
+    for (path, change) in changes {
+        match change {
+            Change::Added => files += 1,
+            Change::Deleted => files = files.saturating_sub(1),
+            Change::Modified => {}
+        }
+        bytes = (bytes + size(new, path)).saturating_sub(size(old, path));
+    }
+    (files, bytes)
+}
+
+/// Builds the trees of `flat`, the `clean` directories taking their ids from the tree
+/// cache (and nothing under them built). Returns the root and the new tree cache entries of
+/// the directories built.
+fn build_reusing(
+    writer: &ObjectWriter<'_>,
+    flat: &mut FlatTree,
+    subtrees: &Subtrees,
+    clean: &HashMap<Vec<u8>, ObjectId>,
+    fs_now_ns: i64,
+) -> Result<(ObjectId, TreeMemos), TreeError> {
+    if let Some(root) = clean.get(&b""[..]) {
+        return Ok((*root, Vec::new()));
+    }
+    for (path, id) in clean {
+        if let Some(node) = flat.get_mut(path) {
+            node.id = *id;
+        }
+    }
+    let root = flat::build_trees_reusing(writer, flat)?;
+    let trees = subtrees
+        .iter()
+        .filter(|(path, _)| !clean.contains_key(*path))
+        .filter_map(|(path, (sum, _))| {
+            let id = match path.is_empty() {
+                true => root,
+                false => flat.get(path)?.id,
+            };
+            let memo = WalkMemo {
+                digest: sum.to_bytes(),
+                root: id,
+                written_ns: fs_now_ns,
+            };
+            Some((path.clone(), memo))
+        })
+        .collect();
+    Ok((root, trees))
 }
 
 /// The working tree `base` with everything at or under each of `paths` taken from `source`.

@@ -392,6 +392,9 @@ fn growth(b: &Bench) {
         ws.save(&SaveOptions::default()).unwrap();
     }
     let took = start.elapsed();
+    // Measured closed, as `before` was and as every `snap save` process leaves it: redb
+    // grows its file in steps while open, and trims the free tail when it closes.
+    drop(ws);
     let grown = dir_size(&b.tree.join(".snap")).saturating_sub(before);
     println!(
         "store growth over {saves} small saves: {:.1} MB ({:.1} KB per save), compressed size of \

@@ -1,8 +1,8 @@
 //! The directory cache and the walk memo never hide a change: after random edits (ignore
 //! files at every level included), a walk that trusts the cache finds exactly what a fresh
 //! walk finds, and a save that may take its root from the walk memo records exactly what is
-//! on disk. Short sleeps between steps let records become trusted, so the cached paths are
-//! taken, not just the fresh ones.
+//! on disk. Waits for the filesystem clock between steps let records become trusted, so the
+//! cached paths are taken, not just the fresh ones.
 
 #![allow(clippy::unwrap_used)]
 
@@ -148,7 +148,7 @@ fn apply(root: &Path, op: &Op) {
             }
         }
         // Longer than a coarse clock tick, so that records written before it are trusted.
-        Op::Tick => std::thread::sleep(std::time::Duration::from_millis(5)),
+        Op::Tick => settle(root),
     }
 }
 
@@ -157,6 +157,33 @@ fn fs_now(clock: &Path) -> i64 {
     std::fs::write(clock, b"x").unwrap();
     let m = std::fs::metadata(clock).unwrap();
     snap_tree::scan::stat_key(&m).mtime_ns
+}
+
+/// Waits until the filesystem clock has passed every mtime and ctime under `root`, so that
+/// what a scan records from now on is trusted by the next scan, whatever the clock's tick
+/// and the machine's load.
+fn settle(root: &Path) {
+    let newest = newest_stamp(root);
+    let probe = tempfile::NamedTempFile::new().unwrap();
+    for _ in 0..2000 {
+        if fs_now(probe.path()) > newest {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    panic!("the filesystem clock did not pass {newest}");
+}
+
+fn newest_stamp(path: &Path) -> i64 {
+    let meta = std::fs::symlink_metadata(path).unwrap();
+    let key = snap_tree::scan::stat_key(&meta);
+    let mut newest = key.mtime_ns.max(key.ctime_ns);
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            newest = newest.max(newest_stamp(&entry.unwrap().path()));
+        }
+    }
+    newest
 }
 
 type Summary = (
@@ -301,23 +328,20 @@ fn an_unchanged_tree_is_walked_from_the_cache() {
         std::fs::write(p, f).unwrap();
     }
     std::fs::write(root.join("d/.gitignore"), "*.log\n").unwrap();
-    let tick = || std::thread::sleep(std::time::Duration::from_millis(5));
-    tick();
     let clock = dir.path().join("clock");
     let mut records = HashMap::new();
+    settle(&root);
     assert_eq!(cached_walk_matches(&root, &clock, &mut records).unwrap(), 0);
     let dirs = records.len() as u64;
     assert_eq!(dirs, 5, "the root, d, d/e, d/e/f and g");
-    std::thread::sleep(std::time::Duration::from_millis(5));
     assert_eq!(
         cached_walk_matches(&root, &clock, &mut records).unwrap(),
         dirs
     );
-    // A rule above changes: everything below it is read again.
+    // A rule file changes in place: its directory and everything below it are read again.
     std::fs::write(root.join("d/.gitignore"), "*.rs\n").unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(5));
+    settle(&root);
     assert_eq!(cached_walk_matches(&root, &clock, &mut records).unwrap(), 2);
-    std::thread::sleep(std::time::Duration::from_millis(5));
     assert_eq!(
         cached_walk_matches(&root, &clock, &mut records).unwrap(),
         dirs
@@ -335,7 +359,7 @@ fn the_walk_memo_never_hides_a_change() {
     std::os::unix::fs::symlink("a/f", root.join("link")).unwrap();
     let created = |ws: &Workspace| ws.save(&SaveOptions::default()).unwrap().snapshot.is_some();
     assert!(created(&ws));
-    std::thread::sleep(std::time::Duration::from_millis(5));
+    settle(root);
     assert!(!created(&ws), "nothing changed");
     let memo = ws.store().walk_memo().unwrap().unwrap();
     assert_eq!(memo.root, ws.head().unwrap().unwrap().record.root);
@@ -350,7 +374,7 @@ fn the_walk_memo_never_hides_a_change() {
         .set_modified(before)
         .unwrap();
     assert!(created(&ws), "a same-size edit with its mtime put back");
-    std::thread::sleep(std::time::Duration::from_millis(5));
+    settle(root);
     std::fs::remove_file(root.join("link")).unwrap();
     std::os::unix::fs::symlink("elsewhere", root.join("link")).unwrap();
     assert!(created(&ws), "a symlink's new target");
@@ -377,7 +401,7 @@ fn an_edit_rebuilds_only_the_trees_above_it() {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, f).unwrap();
     }
-    let tick = || std::thread::sleep(std::time::Duration::from_millis(5));
+    let tick = || settle(root);
     tick();
     ws.save(&SaveOptions::default()).unwrap();
     let before = ws.store().tree_cache().unwrap();
@@ -407,7 +431,7 @@ fn a_head_that_differs_under_a_pruned_directory_is_diffed_in_full() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let ws = Workspace::init(root, None, false).unwrap();
-    let tick = || std::thread::sleep(std::time::Duration::from_millis(5));
+    let tick = || settle(root);
     for (f, text) in [("d/f", "one"), ("e/g", "x")] {
         std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
         std::fs::write(root.join(f), text).unwrap();

@@ -214,6 +214,40 @@ type Subtrees = HashMap<Vec<u8>, (scan::WalkSum, i64)>;
 /// The stat cache as loaded beside the walk.
 type LoadedStatCache = Result<Vec<(Vec<u8>, StatEntry)>, snap_store::StoreError>;
 
+/// What a capture knows once its walk is done, for the part that stores.
+struct ScanStart {
+    fs_now_ns: i64,
+    /// The walk memo as stored before this capture.
+    old_walk: Option<WalkMemo>,
+    /// HEAD's root, for a save.
+    clean_root: Option<ObjectId>,
+    keep_stats: bool,
+    dirs: DirCacheUpdate,
+}
+
+/// The capture of a tree the walk memo vouches for: `root`, nothing read or built.
+fn unchanged_capture(root: ObjectId, walk: scan::Walk, dirs: DirCacheUpdate, dry: bool) -> Capture {
+    let cache = match dry {
+        true => StatCacheUpdate::default(),
+        false => StatCacheUpdate {
+            dirs,
+            ..StatCacheUpdate::default()
+        },
+    };
+    Capture {
+        flat: FlatTree::new(),
+        stats: Vec::new(),
+        root,
+        report: ScanReport {
+            too_large: walk.too_large,
+            special: walk.special,
+            vanished: 0,
+        },
+        cache,
+        pruned: HashSet::new(),
+    }
+}
+
 struct Capture {
     flat: FlatTree,
     /// Each regular file's stat as the scan saw it, in path order; only when asked for (moves
@@ -495,29 +529,34 @@ impl Workspace {
         ));
         dirs.remove = scan::gone_dirs(&dir_cache.records, &walk);
         dirs.put = std::mem::take(&mut walk.dirs);
-        let dry = writer.is_dry_run();
         if let Some(memo) = memo.filter(|m| walk.unchanged_since(m)) {
-            let cache = StatCacheUpdate {
+            return Ok(unchanged_capture(
+                memo.root,
+                walk,
                 dirs,
-                ..StatCacheUpdate::default()
-            };
-            return Ok(Capture {
-                flat: FlatTree::new(),
-                stats: Vec::new(),
-                root: memo.root,
-                report: ScanReport {
-                    too_large: walk.too_large,
-                    special: walk.special,
-                    vanished: 0,
-                },
-                cache: if dry {
-                    StatCacheUpdate::default()
-                } else {
-                    cache
-                },
-                pruned: HashSet::new(),
-            });
+                writer.is_dry_run(),
+            ));
         }
+        let start = ScanStart {
+            fs_now_ns,
+            old_walk,
+            clean_root,
+            keep_stats,
+            dirs,
+        };
+        self.store_capture(writer, walk, preloaded, start, &timer)
+    }
+
+    /// The rest of a capture the walk memo could not answer: reads and stores what changed
+    /// (leaving out, for a save, what the tree cache vouches for), then builds the trees.
+    fn store_capture(
+        &self,
+        writer: &ObjectWriter<'_>,
+        mut walk: scan::Walk,
+        preloaded: Option<LoadedStatCache>,
+        start: ScanStart,
+        timer: &PhaseTimer,
+    ) -> Result<Capture, TreeError> {
         let exact = !walk.inexact;
         let sum = walk.sum.to_bytes();
         let subtrees = exact.then(|| scan::subtree_sums(&walk));
@@ -527,7 +566,7 @@ impl Workspace {
         };
         // A save leaves out what lies under directories whose trees the tree cache vouches
         // for: it needs their ids, not their files (its diff falls back if HEAD differs there).
-        let pruned = match clean_root.is_some() && !keep_stats {
+        let pruned = match start.clean_root.is_some() && !start.keep_stats {
             true => scan::prune_under(&mut walk, |dir| clean.contains_key(dir)),
             false => 0,
         };
@@ -536,24 +575,7 @@ impl Workspace {
             (None, 0) => self.store.stat_cache()?,
             (None, _) => self.store.stat_entries(&scan::file_paths(&mut walk))?,
         };
-        let view = scan::CacheView {
-            entries: &cached,
-            fs_now_ns,
-        };
-        let ticker = Ticker::new(
-            self.observer.0.as_ref(),
-            Phase::Scan,
-            walk.entries.len() as u64,
-        );
-        let mut stored = scan::store_walk(
-            &self.root,
-            walk,
-            writer,
-            self.config.max_file_size,
-            &view,
-            keep_stats,
-            &|| ticker.tick(),
-        )?;
+        let mut stored = self.store_files(writer, walk, &cached, &start)?;
         // A cached path under a pruned directory was not walked past, not removed.
         stored
             .gone
@@ -569,22 +591,21 @@ impl Workspace {
         let (root, memo, trees) = self.tree_root(
             writer,
             &mut stored,
-            clean_root.filter(|_| pruned == 0),
+            start.clean_root.filter(|_| pruned == 0),
             (subtrees.as_ref(), &clean),
-            fs_now_ns,
+            start.fs_now_ns,
         )?;
         timer.mark(&format!("trees built ({} rebuilt)", trees.len()));
         let walk_memo = pinned
             .then_some(WalkMemo {
                 digest: sum,
                 root,
-                written_ns: fs_now_ns,
+                written_ns: start.fs_now_ns,
             })
-            .filter(|m| old_walk != Some(*m));
-        let cache = if dry {
-            StatCacheUpdate::default()
-        } else {
-            StatCacheUpdate {
+            .filter(|m| start.old_walk != Some(*m));
+        let cache = match writer.is_dry_run() {
+            true => StatCacheUpdate::default(),
+            false => StatCacheUpdate {
                 put: stored.hashed,
                 remove: stored.gone,
                 clear: false,
@@ -592,12 +613,8 @@ impl Workspace {
                 memo: memo.filter(|_| pruned == 0),
                 walk: walk_memo,
                 trees,
-                dirs,
-            }
-        };
-        let pruned = match pruned {
-            0 => HashSet::new(),
-            _ => clean.into_keys().collect(),
+                dirs: start.dirs,
+            },
         };
         Ok(Capture {
             flat: stored.flat,
@@ -605,8 +622,39 @@ impl Workspace {
             root,
             report: stored.report,
             cache,
-            pruned,
+            pruned: match pruned {
+                0 => HashSet::new(),
+                _ => clean.into_keys().collect(),
+            },
         })
+    }
+
+    /// Reads and stores the walked files the stat cache does not vouch for.
+    fn store_files(
+        &self,
+        writer: &ObjectWriter<'_>,
+        walk: scan::Walk,
+        cached: &[(Vec<u8>, StatEntry)],
+        start: &ScanStart,
+    ) -> Result<scan::Stored, TreeError> {
+        let view = scan::CacheView {
+            entries: cached,
+            fs_now_ns: start.fs_now_ns,
+        };
+        let ticker = Ticker::new(
+            self.observer.0.as_ref(),
+            Phase::Scan,
+            walk.entries.len() as u64,
+        );
+        scan::store_walk(
+            &self.root,
+            walk,
+            writer,
+            self.config.max_file_size,
+            &view,
+            start.keep_stats,
+            &|| ticker.tick(),
+        )
     }
 
     /// The directories whose subtree digest is the one the tree cache holds, with every

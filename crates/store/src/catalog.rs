@@ -464,34 +464,22 @@ impl Catalog {
             txn.delete_table(TREE_CACHE).map_err(|e| self.err(e))?;
         }
         if let Some(memo) = update.memo {
-            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            meta.insert("scan", memo.encode().as_slice())
-                .map_err(|e| self.err(e))?;
+            self.set_meta(txn, "scan", &memo.encode())?;
         }
         if let Some(walk) = update.walk {
-            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            meta.insert("walk", walk.encode().as_slice())
-                .map_err(|e| self.err(e))?;
+            self.set_meta(txn, "walk", &walk.encode())?;
         }
-        let mut table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
-        for path in &update.remove {
-            table.remove(path.as_slice()).map_err(|e| self.err(e))?;
-        }
-        for (path, entry) in &update.put {
-            table
-                .insert(path.as_slice(), entry.encode().as_slice())
-                .map_err(|e| self.err(e))?;
-        }
-        drop(table);
+        let put = update.put.iter().map(|(p, e)| (p.as_slice(), e.encode()));
+        self.write_rows(
+            txn,
+            STAT_CACHE,
+            update.remove.iter().map(Vec::as_slice),
+            put,
+        )?;
         // Before the tree cache entries: a new config drops every directory's entries.
         self.write_dir_cache(txn, &update.dirs)?;
-        let mut trees = txn.open_table(TREE_CACHE).map_err(|e| self.err(e))?;
-        for (path, memo) in &update.trees {
-            trees
-                .insert(path.as_slice(), memo.encode().as_slice())
-                .map_err(|e| self.err(e))?;
-        }
-        Ok(())
+        let put = update.trees.iter().map(|(p, m)| (p.as_slice(), m.encode()));
+        self.write_rows(txn, TREE_CACHE, [], put)
     }
 
     fn write_dir_cache(
@@ -504,20 +492,39 @@ impl Catalog {
             txn.delete_table(TREE_CACHE).map_err(|e| self.err(e))?;
         }
         if let Some(fingerprint) = update.fingerprint {
-            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            meta.insert("dirs", fingerprint.as_slice())
-                .map_err(|e| self.err(e))?;
+            self.set_meta(txn, "dirs", &fingerprint)?;
         }
-        let mut table = txn.open_table(DIR_CACHE).map_err(|e| self.err(e))?;
-        let mut trees = txn.open_table(TREE_CACHE).map_err(|e| self.err(e))?;
-        for path in &update.remove {
-            table.remove(path.as_slice()).map_err(|e| self.err(e))?;
-            trees.remove(path.as_slice()).map_err(|e| self.err(e))?;
+        let gone = || update.remove.iter().map(Vec::as_slice);
+        let put = update.put.iter().map(|(p, r)| (p.as_slice(), r.as_slice()));
+        self.write_rows(txn, DIR_CACHE, gone(), put)?;
+        self.write_rows(
+            txn,
+            TREE_CACHE,
+            gone(),
+            std::iter::empty::<(&[u8], &[u8])>(),
+        )
+    }
+
+    fn set_meta(&self, txn: &WriteTransaction, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        meta.insert(key, value).map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Removes the `remove` keys from `table`, then inserts the `put` rows.
+    fn write_rows<'a, V: AsRef<[u8]>>(
+        &self,
+        txn: &WriteTransaction,
+        table: TableDefinition<&[u8], &[u8]>,
+        remove: impl IntoIterator<Item = &'a [u8]>,
+        put: impl IntoIterator<Item = (&'a [u8], V)>,
+    ) -> Result<(), StoreError> {
+        let mut table = txn.open_table(table).map_err(|e| self.err(e))?;
+        for key in remove {
+            table.remove(key).map_err(|e| self.err(e))?;
         }
-        for (path, record) in &update.put {
-            table
-                .insert(path.as_slice(), record.as_slice())
-                .map_err(|e| self.err(e))?;
+        for (key, value) in put {
+            table.insert(key, value.as_ref()).map_err(|e| self.err(e))?;
         }
         Ok(())
     }
@@ -526,42 +533,50 @@ impl Catalog {
     /// (`meta["dirs"]`), and every record by directory path, undecoded. Empty in an old
     /// catalog opened read-only, which has no such table.
     pub fn dir_cache(&self) -> Result<DirCache, StoreError> {
-        let txn = self.read()?;
-        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
-        let fingerprint = meta
-            .get("dirs")
-            .map_err(|e| self.err(e))?
-            .and_then(|v| <[u8; 32]>::try_from(v.value()).ok());
-        let table = match txn.open_table(DIR_CACHE) {
-            Ok(table) => table,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(DirCache::default()),
-            Err(e) => return Err(self.err(e)),
-        };
-        let mut records = HashMap::with_capacity(table.len().map_err(|e| self.err(e))? as usize);
-        for row in table.iter().map_err(|e| self.err(e))? {
-            let (k, v) = row.map_err(|e| self.err(e))?;
-            records.insert(k.value().to_vec(), v.value().to_vec());
-        }
         Ok(DirCache {
-            fingerprint,
-            records,
+            fingerprint: self.meta_value("dirs", |v| v.try_into().ok())?,
+            records: self.cache_rows(DIR_CACHE, |v| Some(v.to_vec()))?,
         })
     }
 
     /// The memo of the last committed scan, if any (malformed: none).
     pub fn scan_memo(&self) -> Result<Option<ScanMemo>, StoreError> {
-        let txn = self.read()?;
-        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
-        let value = meta.get("scan").map_err(|e| self.err(e))?;
-        Ok(value.and_then(|v| ScanMemo::decode(v.value())))
+        self.meta_value("scan", ScanMemo::decode)
     }
 
     /// The tree cache: for each directory, the memo of its subtree as the last scan that
     /// built its tree saw it. Malformed entries are left out; an old catalog opened
     /// read-only has none.
     pub fn tree_cache(&self) -> Result<HashMap<Vec<u8>, WalkMemo>, StoreError> {
+        self.cache_rows(TREE_CACHE, WalkMemo::decode)
+    }
+
+    /// The memo of the last exact walk, if any (malformed: none).
+    pub fn walk_memo(&self) -> Result<Option<WalkMemo>, StoreError> {
+        self.meta_value("walk", WalkMemo::decode)
+    }
+
+    /// `meta[key]`, decoded; `None` when absent or malformed.
+    fn meta_value<T>(
+        &self,
+        key: &str,
+        decode: impl Fn(&[u8]) -> Option<T>,
+    ) -> Result<Option<T>, StoreError> {
         let txn = self.read()?;
-        let table = match txn.open_table(TREE_CACHE) {
+        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        let value = meta.get(key).map_err(|e| self.err(e))?;
+        Ok(value.and_then(|v| decode(v.value())))
+    }
+
+    /// Every row of a cache table whose value decodes; empty when the table does not exist
+    /// (an old catalog opened read-only).
+    fn cache_rows<T>(
+        &self,
+        table: TableDefinition<&[u8], &[u8]>,
+        decode: impl Fn(&[u8]) -> Option<T>,
+    ) -> Result<HashMap<Vec<u8>, T>, StoreError> {
+        let txn = self.read()?;
+        let table = match txn.open_table(table) {
             Ok(table) => table,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(HashMap::new()),
             Err(e) => return Err(self.err(e)),
@@ -569,19 +584,11 @@ impl Catalog {
         let mut out = HashMap::with_capacity(table.len().map_err(|e| self.err(e))? as usize);
         for row in table.iter().map_err(|e| self.err(e))? {
             let (k, v) = row.map_err(|e| self.err(e))?;
-            if let Some(memo) = WalkMemo::decode(v.value()) {
-                out.insert(k.value().to_vec(), memo);
+            if let Some(value) = decode(v.value()) {
+                out.insert(k.value().to_vec(), value);
             }
         }
         Ok(out)
-    }
-
-    /// The memo of the last exact walk, if any (malformed: none).
-    pub fn walk_memo(&self) -> Result<Option<WalkMemo>, StoreError> {
-        let txn = self.read()?;
-        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
-        let value = meta.get("walk").map_err(|e| self.err(e))?;
-        Ok(value.and_then(|v| WalkMemo::decode(v.value())))
     }
 
     /// The stat cache entries of `paths` (in their order, those that have one), read one by

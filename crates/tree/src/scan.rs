@@ -52,13 +52,10 @@ pub struct Walk {
     pub dirs: Vec<(Vec<u8>, Vec<u8>)>,
     /// Directories whose cached record was still good, so they were not read.
     pub dirs_cached: u64,
-    /// The order-free digest of every entry with its stat key (too-large files included).
-    pub sum: WalkSum,
-    /// The latest mtime of any file or symlink walked.
-    pub newest_ns: i64,
-    /// A symlink could not be stat-ed, so `sum` does not pin the tree down.
+    /// A symlink could not be stat-ed, so the walk's digest does not pin the tree down.
     pub inexact: bool,
-    /// Each directory's own share of `sum` and its newest mtime: its entries, not theirs.
+    /// Each directory's own share of the walk's digest and its newest mtime (of its files and
+    /// symlinks): its entries, not theirs.
     pub tallies: Vec<(Vec<u8>, WalkSum, i64)>,
 }
 
@@ -91,7 +88,18 @@ impl Walk {
     /// True when this walk found exactly what the walk of `memo` found, and nothing walked
     /// was modified since that scan began: the tree is then `memo.root`.
     pub fn unchanged_since(&self, memo: &WalkMemo) -> bool {
-        !self.inexact && self.sum.to_bytes() == memo.digest && self.newest_ns < memo.written_ns
+        let newest = self.tallies.iter().map(|t| t.2).max().unwrap_or(i64::MIN);
+        !self.inexact && self.sum().to_bytes() == memo.digest && newest < memo.written_ns
+    }
+
+    /// The order-free digest of every entry with its stat key (too-large files included):
+    /// the sum of the directories' tallies.
+    pub fn sum(&self) -> WalkSum {
+        let mut sum = WalkSum::default();
+        for (_, tally, _) in &self.tallies {
+            sum.merge(tally);
+        }
+        sum
     }
 }
 

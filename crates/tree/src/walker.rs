@@ -270,8 +270,6 @@ fn publish(shared: &Shared<'_>, rel: Vec<u8>, visited: Visited) {
     }
     {
         let mut found = shared.found.lock().unwrap_or_else(|p| p.into_inner());
-        found.sum.merge(&tally.sum);
-        found.newest_ns = found.newest_ns.max(tally.newest_ns);
         found.inexact |= tally.inexact;
         found
             .tallies

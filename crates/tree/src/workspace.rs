@@ -558,7 +558,7 @@ impl Workspace {
         timer: &PhaseTimer,
     ) -> Result<Capture, TreeError> {
         let exact = !walk.inexact;
-        let sum = walk.sum.to_bytes();
+        let sum = walk.sum().to_bytes();
         let subtrees = exact.then(|| scan::subtree_sums(&walk));
         let clean = match &subtrees {
             Some(subtrees) => self.clean_trees(subtrees)?,

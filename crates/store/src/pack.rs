@@ -102,7 +102,7 @@ impl EncodedObject {
             len: raw.len() as u64,
         })?;
         let compressed = if raw.len() >= MIN_COMPRESS_LEN {
-            zstd::bulk::compress(raw, ZSTD_LEVEL).ok()
+            zstd_compress(raw)
         } else {
             None
         };
@@ -451,6 +451,24 @@ pub fn decode_payload(info: &FrameInfo, payload: Vec<u8>) -> Result<Vec<u8>, Str
         return Err("content does not match its id".into());
     }
     Ok(raw)
+}
+
+thread_local! {
+    /// One zstd compression context per thread: creating one (and zeroing its tables) cost
+    /// more than compressing a typical small file, a sixth of a first save's CPU.
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// One zstd frame of `raw` at [`ZSTD_LEVEL`], with its content size in the frame header;
+/// `None` when zstd fails, which the caller treats as incompressible.
+fn zstd_compress(raw: &[u8]) -> Option<Vec<u8>> {
+    COMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
+        }
+        slot.as_mut()?.compress(raw).ok()
+    })
 }
 
 /// Objects up to this size are decompressed in one call into a buffer of their size.

@@ -219,49 +219,56 @@ impl Store {
 
     /// Starts writing objects into new packs. Safe to share between threads.
     pub fn writer(&self) -> ObjectWriter<'_> {
-        ObjectWriter {
-            store: self,
-            state: Mutex::new(WriterState::default()),
-            dry_run: false,
-        }
+        ObjectWriter::new(self, false)
     }
 
     /// A writer that only computes ids and writes nothing: for status and previews.
     pub fn dry_writer(&self) -> ObjectWriter<'_> {
-        ObjectWriter {
-            store: self,
-            state: Mutex::new(WriterState::default()),
-            dry_run: true,
-        }
+        ObjectWriter::new(self, true)
     }
 }
 
-#[derive(Debug, Default)]
-struct WriterState {
-    current: Option<PackWriter>,
-    sealed: Vec<(ObjectId, Vec<FrameInfo>)>,
-    seen: HashSet<ObjectId>,
-}
-
 /// Writes new objects into packs, skipping those the store or this writer already has.
+///
+/// Threads append to one of a few open packs ("lanes"), each under its own lock, so that
+/// hashing and copying a frame into one pack never makes another thread wait. A thread takes
+/// the first lane it finds free, so a writer used by one thread at a time fills lane 0 only
+/// and a small save still makes one pack.
 #[derive(Debug)]
 pub struct ObjectWriter<'s> {
     store: &'s Store,
-    state: Mutex<WriterState>,
+    /// Ids this writer stored or is storing: an object met twice in one save is written once.
+    seen: Mutex<HashSet<ObjectId>>,
+    lanes: Vec<Mutex<Option<PackWriter>>>,
+    /// Full packs sealed so far, with their frames.
+    sealed: Mutex<Vec<(ObjectId, Vec<FrameInfo>)>>,
     dry_run: bool,
 }
 
-impl ObjectWriter<'_> {
+/// At most this many packs are open at once, one per thread up to it.
+const MAX_LANES: usize = 4;
+
+impl<'s> ObjectWriter<'s> {
+    fn new(store: &'s Store, dry_run: bool) -> ObjectWriter<'s> {
+        let lanes = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, MAX_LANES);
+        ObjectWriter {
+            store,
+            seen: Mutex::default(),
+            lanes: (0..lanes).map(|_| Mutex::default()).collect(),
+            sealed: Mutex::default(),
+            dry_run,
+        }
+    }
+
     /// Stores `raw` as an object of `kind` unless it is already there; returns its id.
     pub fn put(&self, kind: ObjectKind, raw: &[u8]) -> Result<ObjectId, StoreError> {
         let id = ObjectId::of(kind, raw);
-        if self.dry_run
-            || !lock_poisoned(&self.state).seen.insert(id)
-            || self.store.contains(&id)?
-        {
+        if self.dry_run || !lock_poisoned(&self.seen).insert(id) || self.store.contains(&id)? {
             return Ok(id);
         }
-        // Compression runs outside the lock so that callers on several threads overlap.
+        // Compression runs outside any lock so that callers on several threads overlap.
         let encoded = EncodedObject::encode_with_id(kind, id, raw)?;
         self.append(&encoded)?;
         Ok(id)
@@ -269,30 +276,43 @@ impl ObjectWriter<'_> {
 
     /// Appends an already-encoded object as it is (gc copying live objects out of a pack).
     pub fn copy(&self, encoded: &EncodedObject) -> Result<(), StoreError> {
-        if lock_poisoned(&self.state).seen.insert(encoded.id) {
+        if lock_poisoned(&self.seen).insert(encoded.id) {
             self.append(encoded)?;
         }
         Ok(())
     }
 
     fn append(&self, encoded: &EncodedObject) -> Result<(), StoreError> {
-        let mut state = lock_poisoned(&self.state);
-        let current = match state.current.take() {
+        let mut lane = self.free_lane();
+        let mut current = match lane.take() {
             Some(w) => w,
             None if self.store.catalog.is_read_only() => {
                 return Err(StoreError::ReadOnly(self.store.dir.clone()));
             }
             None => PackWriter::create(&self.store.dir.join("tmp"))?,
         };
-        let mut current = current;
         current.add(encoded)?;
-        if current.len() >= PACK_TARGET_SIZE {
-            let sealed = current.finish(&self.store.dir.join("packs"))?;
-            state.sealed.push(sealed);
-        } else {
-            state.current = Some(current);
+        if current.len() < PACK_TARGET_SIZE {
+            *lane = Some(current);
+            return Ok(());
         }
+        // Sealing fsyncs a full pack (tens of milliseconds); the lane is free meanwhile.
+        drop(lane);
+        let sealed = current.finish(&self.store.dir.join("packs"))?;
+        lock_poisoned(&self.sealed).push(sealed);
         Ok(())
+    }
+
+    /// The first lane no other thread holds, or lane 0 once all are busy.
+    fn free_lane(&self) -> MutexGuard<'_, Option<PackWriter>> {
+        for lane in &self.lanes {
+            match lane.try_lock() {
+                Ok(guard) => return guard,
+                Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {}
+            }
+        }
+        lock_poisoned(&self.lanes[0])
     }
 
     /// True for a writer that only computes ids.
@@ -300,13 +320,77 @@ impl ObjectWriter<'_> {
         self.dry_run
     }
 
-    /// Seals the open pack. The returned packs are durable in `packs/` and must now be named
+    /// Seals the open packs. The returned packs are durable in `packs/` and must now be named
     /// in a catalog commit; until then they are garbage that gc may sweep.
     pub fn finish(self) -> Result<Vec<(ObjectId, Vec<FrameInfo>)>, StoreError> {
-        let mut state = self.state.into_inner().unwrap_or_else(|p| p.into_inner());
-        if let Some(w) = state.current.take().filter(|w| !w.is_empty()) {
-            state.sealed.push(w.finish(&self.store.dir.join("packs"))?);
+        let mut sealed = self.sealed.into_inner().unwrap_or_else(|p| p.into_inner());
+        for lane in self.lanes {
+            let open = lane.into_inner().unwrap_or_else(|p| p.into_inner());
+            if let Some(w) = open.filter(|w| !w.is_empty()) {
+                sealed.push(w.finish(&self.store.dir.join("packs"))?);
+            }
         }
-        Ok(state.sealed)
+        Ok(sealed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blob(i: u32) -> Vec<u8> {
+        format!("object {i} ")
+            .repeat(1 + i as usize % 50)
+            .into_bytes()
+    }
+
+    #[test]
+    fn objects_written_from_many_threads_all_land_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".snap")).unwrap();
+        let writer = store.writer();
+        std::thread::scope(|s| {
+            for t in 0..4u32 {
+                let writer = &writer;
+                // Every thread writes every object: each must land in exactly one pack.
+                s.spawn(move || {
+                    for i in 0..500 {
+                        writer
+                            .put(ObjectKind::Chunk, &blob((i + t * 7) % 500))
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let packs = writer.finish().unwrap();
+        let frames: Vec<ObjectId> = packs
+            .iter()
+            .flat_map(|(_, f)| f.iter().map(|f| f.id))
+            .collect();
+        assert_eq!(frames.len(), 500);
+        assert_eq!(frames.iter().collect::<HashSet<_>>().len(), 500);
+        assert!(packs.len() <= MAX_LANES);
+        store
+            .commit(&Commit {
+                packs,
+                ..Commit::default()
+            })
+            .unwrap();
+        for i in 0..500 {
+            let raw = blob(i);
+            let id = ObjectId::of(ObjectKind::Chunk, &raw);
+            assert_eq!(store.read(&id).unwrap(), (ObjectKind::Chunk, raw));
+        }
+    }
+
+    #[test]
+    fn one_thread_writes_one_pack() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".snap")).unwrap();
+        let writer = store.writer();
+        for i in 0..100 {
+            writer.put(ObjectKind::Chunk, &blob(i)).unwrap();
+        }
+        assert_eq!(writer.finish().unwrap().len(), 1);
     }
 }

@@ -256,6 +256,15 @@ impl Catalog {
         }
     }
 
+    /// Opens the catalog for writing now, ahead of a commit that will follow. A store that
+    /// cannot be written is left as it is: the commit then names the problem.
+    pub fn prepare_write(&self) -> Result<(), StoreError> {
+        match self.read_only {
+            true => Ok(()),
+            false => self.upgrade(),
+        }
+    }
+
     /// Reopens a read-only handle for writing. redb syncs the file when it opens it for
     /// writing and commits when it closes it, so a command that writes nothing (a save that
     /// finds nothing changed, `log`, `diff`) costs no sync at all by never getting here. The

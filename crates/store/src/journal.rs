@@ -69,7 +69,7 @@ fn record_file(log: &Path, path: &Path) {
     };
     let mut record = (meta.permissions().mode() & 0o7777).to_le_bytes().to_vec();
     record.extend_from_slice(&bytes);
-    let _ = std::fs::write(log.join(format!("inode-{}", meta.ino())), record);
+    write_record(&log.join(format!("inode-{}", meta.ino())), &record);
 }
 
 fn record_dir(log: &Path, dir: &Path) {
@@ -77,7 +77,18 @@ fn record_dir(log: &Path, dir: &Path) {
         return;
     };
     let name = format!("dir-{}", hex(dir.as_os_str().as_encoded_bytes()));
-    let _ = std::fs::write(log.join(name), listing);
+    write_record(&log.join(name), listing.as_bytes());
+}
+
+/// Replaces a record whole. Syncs run on more than one thread, and a failpoint on one may
+/// abort the process while another is recording: a record written in place would then be
+/// torn, and the test would rebuild a file no power cut could leave.
+fn write_record(path: &Path, bytes: &[u8]) {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".{:?}.tmp", std::thread::current().id()));
+    if std::fs::write(&tmp, bytes).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    }
 }
 
 fn listing(dir: &Path) -> Option<String> {

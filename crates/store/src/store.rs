@@ -245,18 +245,17 @@ pub struct ObjectWriter<'s> {
     dry_run: bool,
 }
 
-/// At most this many packs are open at once, one per thread up to it.
+/// At most this many packs are open at once. A lane no thread needed stays empty and costs
+/// nothing, so this is not sized from the CPU count (asking the kernel for it costs more than
+/// a small save's hashing).
 const MAX_LANES: usize = 4;
 
 impl<'s> ObjectWriter<'s> {
     fn new(store: &'s Store, dry_run: bool) -> ObjectWriter<'s> {
-        let lanes = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, MAX_LANES);
         ObjectWriter {
             store,
             seen: Mutex::default(),
-            lanes: (0..lanes).map(|_| Mutex::default()).collect(),
+            lanes: (0..MAX_LANES).map(|_| Mutex::default()).collect(),
             sealed: Mutex::default(),
             dry_run,
         }
@@ -322,14 +321,34 @@ impl<'s> ObjectWriter<'s> {
 
     /// Seals the open packs. The returned packs are durable in `packs/` and must now be named
     /// in a catalog commit; until then they are garbage that gc may sweep.
+    ///
+    /// The catalog is opened for that commit meanwhile, on this thread: its open syncs the
+    /// catalog file while another thread fsyncs the packs, instead of one sync after the other
+    /// (a save after a small change spends most of what it adds to the walk on syncs).
     pub fn finish(self) -> Result<Vec<(ObjectId, Vec<FrameInfo>)>, StoreError> {
         let mut sealed = self.sealed.into_inner().unwrap_or_else(|p| p.into_inner());
-        for lane in self.lanes {
-            let open = lane.into_inner().unwrap_or_else(|p| p.into_inner());
-            if let Some(w) = open.filter(|w| !w.is_empty()) {
-                sealed.push(w.finish(&self.store.dir.join("packs"))?);
-            }
+        let open: Vec<PackWriter> = (self.lanes.into_iter())
+            .filter_map(|lane| lane.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .filter(|w| !w.is_empty())
+            .collect();
+        if open.is_empty() {
+            return Ok(sealed);
         }
+        let packs = self.store.dir.join("packs");
+        let (sealing, prepared) = std::thread::scope(|s| {
+            let sealing = s.spawn(|| {
+                (open.into_iter())
+                    .map(|w| w.finish(&packs))
+                    .collect::<Result<Vec<_>, _>>()
+            });
+            let prepared = self.store.catalog.prepare_write();
+            let sealing = sealing
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (sealing, prepared)
+        });
+        sealed.extend(sealing?);
+        prepared?;
         Ok(sealed)
     }
 }

@@ -38,12 +38,15 @@ pub const CDC_SIZES: (usize, usize, usize) = (256 << 10, 1 << 20, 4 << 20);
 /// How often a file that keeps changing is re-read before the save gives up.
 const READ_ATTEMPTS: usize = 5;
 
+/// A walked path, its kind, and for a regular file the lstat key the walk saw.
+pub type WalkEntry = (Vec<u8>, EntryKind, Option<StatKey>);
+
 /// What a walk found, before anything is read.
 #[derive(Debug, Default)]
 pub struct Walk {
     /// Tracked paths: directories, files and symlinks; regular files with the lstat key the
     /// walk saw.
-    pub entries: Vec<(Vec<u8>, EntryKind, Option<StatKey>)>,
+    pub entries: Vec<WalkEntry>,
     /// Files over `max_file_size`: path and size.
     pub too_large: Vec<(Vec<u8>, u64)>,
     /// FIFOs, sockets and devices skipped.
@@ -293,27 +296,31 @@ pub fn store_walk(
 ) -> Result<Stored, TreeError> {
     walk.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let (hits, gone) = match_cache(&walk.entries, cache.entries);
-    let stored: Vec<Result<Option<StoredEntry>, TreeError>> = walk
-        .entries
-        .into_par_iter()
-        .zip(hits)
-        .map(|((rel, kind, stat), hit)| {
-            tick();
-            match (stat, hit) {
-                (Some(key), Some(hit)) if hit.trusted_for(&key) => Ok(Some((
-                    rel,
-                    Node {
-                        kind: hit.kind,
-                        size: key.size,
-                        id: hit.id,
-                    },
-                    None,
-                    Some(key),
-                ))),
-                _ => store_entry(root, rel, kind, writer, max_file_size, cache.fs_now_ns),
-            }
-        })
-        .collect();
+    let one = |((rel, kind, stat), hit): (WalkEntry, Option<&StatEntry>)| {
+        tick();
+        match (stat, hit) {
+            (Some(key), Some(hit)) if trusted(&stat, &Some(hit)) => Ok(Some((
+                rel,
+                Node {
+                    kind: hit.kind,
+                    size: key.size,
+                    id: hit.id,
+                },
+                None,
+                Some(key),
+            ))),
+            _ => store_entry(root, rel, kind, writer, max_file_size, cache.fs_now_ns),
+        }
+    };
+    // A save after a small change reads a handful of files: starting the thread pool for
+    // them costs more than they do.
+    let to_read = (walk.entries.iter().zip(&hits))
+        .filter(|((_, kind, stat), hit)| *kind != EntryKind::Dir && !trusted(stat, hit))
+        .count();
+    let stored: Vec<Result<Option<StoredEntry>, TreeError>> = match to_read {
+        n if n <= SERIAL_READ_MAX => walk.entries.into_iter().zip(hits).map(one).collect(),
+        _ => walk.entries.into_par_iter().zip(hits).map(one).collect(),
+    };
     let mut report = ScanReport {
         too_large: walk.too_large,
         special: walk.special,
@@ -371,6 +378,14 @@ fn match_cache<'c>(
     }
     gone.extend(rest.map(|(cached, _)| cached.clone()));
     (hits, gone)
+}
+
+/// A scan that must read at most this many files reads them on the calling thread.
+const SERIAL_READ_MAX: usize = 4;
+
+/// True when the stat cache entry vouches for the entry's current stat.
+fn trusted(stat: &Option<StatKey>, hit: &Option<&StatEntry>) -> bool {
+    matches!((stat, hit), (Some(key), Some(hit)) if hit.trusted_for(key))
 }
 
 /// A path, its stored entry, the stat cache entry to record when it was hashed, and (for a

@@ -74,6 +74,10 @@ impl Durable {
         for e in std::fs::read_dir(log).unwrap() {
             let e = e.unwrap();
             let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".tmp") {
+                // A record the process died writing: taken as a power cut just before that fsync.
+                continue;
+            }
             let bytes = std::fs::read(e.path()).unwrap();
             if let Some(ino) = name.strip_prefix("inode-") {
                 let mode = u32::from_le_bytes(bytes[..4].try_into().unwrap());

@@ -39,6 +39,11 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(frames) = reader.scan_frames(len) {
         for f in frames {
             let _ = reader.read_object(f.offset, f.id);
+            // A delta frame, decoded against whatever bytes are at hand.
+            if let Ok((info, payload)) = reader.read_frame(f.offset, f.id) {
+                let _ = snap_store::delta::DeltaHeader::parse(&payload);
+                let _ = snap_store::delta::decode(&payload, data, info.raw_len);
+            }
         }
     }
     let _ = reader.hash_body(len);

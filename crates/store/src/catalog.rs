@@ -20,6 +20,7 @@ use redb::{
 };
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::dircache::{DirCache, DirCacheUpdate};
@@ -27,8 +28,10 @@ use crate::pack::{Compression, FrameInfo};
 use crate::statcache::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo};
 use crate::{ObjectId, ObjectKind, SnapshotRecord, StoreError};
 
-/// Catalog format version stored under `meta["format"]`.
-pub const CATALOG_VERSION: u32 = 1;
+/// Catalog format version stored under `meta["format"]`. Version 2 stores may hold delta
+/// frames (compression 2), which version 1 readers would call corrupt; a version 1 catalog
+/// is marked 2 by the first commit that adds packs.
+pub const CATALOG_VERSION: u32 = 2;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const OBJECTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("objects");
@@ -74,6 +77,7 @@ impl Location {
         let compression = match v[41] {
             0 => Compression::Raw,
             1 => Compression::Zstd,
+            2 => Compression::Delta,
             _ => return None,
         };
         let frame = FrameInfo {
@@ -183,6 +187,8 @@ pub struct Catalog {
     read_only: bool,
     path: PathBuf,
     objects: Mutex<Option<Arc<ObjectsTable>>>,
+    /// The format `meta` records (see [`CATALOG_VERSION`]).
+    format: AtomicU32,
 }
 
 impl Catalog {
@@ -213,6 +219,7 @@ impl Catalog {
             read_only,
             path: path.to_path_buf(),
             objects: Mutex::new(None),
+            format: AtomicU32::new(CATALOG_VERSION),
         };
         catalog.check_format()?;
         Ok(catalog)
@@ -230,6 +237,7 @@ impl Catalog {
             read_only: false,
             path: path.to_path_buf(),
             objects: Mutex::new(None),
+            format: AtomicU32::new(CATALOG_VERSION),
         };
         catalog.check_format()?;
         Ok(catalog)
@@ -296,6 +304,9 @@ impl Catalog {
     /// costs no commit.
     fn check_format(&self) -> Result<(), StoreError> {
         let found = self.read_format()?;
+        if let Some(found) = found {
+            self.format.store(found, Ordering::Relaxed);
+        }
         match found {
             Some(found) if found > CATALOG_VERSION => Err(StoreError::NewerFormat {
                 path: self.path.clone(),
@@ -449,6 +460,13 @@ impl Catalog {
         *self.objects.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let txn = self.begin_write()?;
         self.write_objects(&txn, commit)?;
+        let upgrade =
+            !commit.packs.is_empty() && self.format.load(Ordering::Relaxed) < CATALOG_VERSION;
+        if upgrade {
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            meta.insert("format", CATALOG_VERSION.to_le_bytes().as_slice())
+                .map_err(|e| self.err(e))?;
+        }
         self.write_snapshots(&txn, commit)?;
         if let Some(history) = &commit.history {
             self.write_history(&txn, history)?;
@@ -458,6 +476,9 @@ impl Catalog {
         }
         crate::failpoint("before-commit");
         txn.commit().map_err(|e| self.err(e))?;
+        if upgrade {
+            self.format.store(CATALOG_VERSION, Ordering::Relaxed);
+        }
         crate::failpoint("after-commit");
         Ok(())
     }
@@ -790,6 +811,48 @@ mod tests {
     }
 
     #[test]
+    fn a_version_1_catalog_is_marked_2_by_its_first_commit_of_packs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        drop(Catalog::create(&path).unwrap());
+        {
+            let db = Database::open(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(META)
+                .unwrap()
+                .insert("format", 1u32.to_le_bytes().as_slice())
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        let catalog = Catalog::open(&path, false).unwrap();
+        catalog
+            .commit(&Commit {
+                history: Some(HistoryState::default()),
+                ..Commit::default()
+            })
+            .unwrap();
+        assert_eq!(catalog.read_format().unwrap(), Some(1));
+        let frame = FrameInfo {
+            id: ObjectId([3; 32]),
+            kind: ObjectKind::Tree,
+            compression: Compression::Delta,
+            offset: 16,
+            raw_len: 77,
+            stored_len: 55,
+        };
+        catalog
+            .commit(&Commit {
+                packs: vec![(ObjectId([9; 32]), vec![frame])],
+                ..Commit::default()
+            })
+            .unwrap();
+        assert_eq!(catalog.read_format().unwrap(), Some(CATALOG_VERSION));
+        drop(catalog);
+        let catalog = Catalog::open(&path, false).unwrap();
+        assert_eq!(catalog.locate(&frame.id).unwrap().unwrap().frame, frame);
+    }
+
+    #[test]
     fn a_missing_or_empty_catalog_is_damage_not_a_fresh_start() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("catalog.redb");
@@ -847,7 +910,7 @@ mod tests {
         let frame = FrameInfo {
             id: ObjectId([3; 32]),
             kind: ObjectKind::Tree,
-            compression: Compression::Zstd,
+            compression: Compression::Delta,
             offset: 1 << 40,
             raw_len: 77,
             stored_len: 55,

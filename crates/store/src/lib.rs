@@ -7,6 +7,7 @@
 
 mod catalog;
 mod catalog_file;
+pub mod delta;
 mod dircache;
 mod error;
 mod failpoint;

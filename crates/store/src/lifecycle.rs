@@ -10,9 +10,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::catalog::{Commit, HistoryState, Location};
+use crate::delta::{DELTA_HEADER_LEN, DeltaHeader};
 use crate::pack::{
-    EncodedObject, FOOTER_LEN, FRAME_HEADER_LEN, HEADER_LEN, INDEX_ENTRY_LEN, PackReader,
-    pack_file_name,
+    Compression, EncodedObject, FOOTER_LEN, FRAME_HEADER_LEN, HEADER_LEN, INDEX_ENTRY_LEN,
+    PackReader, pack_file_name,
 };
 use crate::{ChunkList, EntryKind, ObjectId, ObjectKind, SnapshotRecord, Store, StoreError};
 
@@ -147,7 +148,38 @@ impl Store {
                 }
             }
         }
+        self.mark_delta_bases(locations, &mut live)?;
         Ok(live)
+    }
+
+    /// Adds the base of every live object stored as a delta, and theirs in turn: an object
+    /// no snapshot names stays while a live delta is stored against it.
+    fn mark_delta_bases(
+        &self,
+        locations: &HashMap<ObjectId, Location>,
+        live: &mut HashSet<ObjectId>,
+    ) -> Result<(), StoreError> {
+        let is_delta = |id: &ObjectId| {
+            locations
+                .get(id)
+                .filter(|l| l.frame.compression == Compression::Delta)
+        };
+        let mut deltas: Vec<Location> = live.iter().filter_map(is_delta).copied().collect();
+        while let Some(loc) = deltas.pop() {
+            let reader = PackReader::open(&self.pack_path(&loc.pack))?;
+            let payload =
+                reader.read_at(loc.frame.offset + FRAME_HEADER_LEN, DELTA_HEADER_LEN as u64)?;
+            let base = DeltaHeader::parse(&payload)
+                .map_err(|why| StoreError::CorruptObject {
+                    id: loc.frame.id,
+                    why,
+                })?
+                .base;
+            if live.insert(base) {
+                deltas.extend(is_delta(&base).copied());
+            }
+        }
+        Ok(())
     }
 
     fn mark_chunks(

@@ -45,6 +45,8 @@ pub enum Compression {
     Raw = 0,
     /// The payload is one zstd frame of the object's bytes.
     Zstd = 1,
+    /// The payload is a delta against another object (see [`crate::delta`]).
+    Delta = 2,
 }
 
 /// zstd level used for payloads.
@@ -89,6 +91,25 @@ impl EncodedObject {
     /// thread-safe, so callers run it in parallel and append under a lock.
     pub fn encode(kind: ObjectKind, raw: &[u8]) -> Result<EncodedObject, StoreError> {
         Self::encode_with_id(kind, ObjectId::of(kind, raw), raw)
+    }
+
+    /// `raw` as a delta against `base_raw` (the raw bytes of `header.base`), when that is
+    /// less than half the size of [`EncodedObject::encode_with_id`]'s payload `plain_len`.
+    pub fn encode_delta(
+        kind: ObjectKind,
+        id: ObjectId,
+        raw: &[u8],
+        header: crate::delta::DeltaHeader,
+        (base_raw, plain_len): (&[u8], usize),
+    ) -> Option<EncodedObject> {
+        let payload = crate::delta::encode(raw, header, base_raw)?;
+        (payload.len() < plain_len / 2).then_some(EncodedObject {
+            id,
+            kind,
+            raw_len: u32::try_from(raw.len()).ok()?,
+            compression: Compression::Delta,
+            payload,
+        })
     }
 
     /// As [`EncodedObject::encode`], for a caller that already hashed `raw` into `id`.
@@ -249,6 +270,7 @@ pub fn decode_frame_header(offset: u64, h: &[u8]) -> Result<FrameInfo, String> {
     let compression = match h[1] {
         0 => Compression::Raw,
         1 => Compression::Zstd,
+        2 => Compression::Delta,
         c => return Err(format!("unknown compression {c} at {offset}")),
     };
     let u32_at = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
@@ -328,8 +350,10 @@ impl PackReader {
         expect: ObjectId,
     ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
         let (info, payload) = self.read_frame(offset, expect)?;
-        let raw = decode_payload(&info, payload)
-            .map_err(|why| StoreError::CorruptObject { id: expect, why })?;
+        let raw = decode_payload(&info, payload, &mut |_| {
+            Err("a delta frame is read through the store, which finds its base".into())
+        })
+        .map_err(|why| StoreError::CorruptObject { id: expect, why })?;
         Ok((info.kind, raw))
     }
 
@@ -435,10 +459,19 @@ fn parse_index_entry(e: &[u8]) -> (ObjectId, u64) {
 }
 
 /// Turns a frame's payload back into the object's raw bytes and checks them against its id.
-pub fn decode_payload(info: &FrameInfo, payload: Vec<u8>) -> Result<Vec<u8>, String> {
+/// A delta frame needs its base's raw bytes: `base_raw` gives them (see [`crate::delta`]).
+pub fn decode_payload(
+    info: &FrameInfo,
+    payload: Vec<u8>,
+    base_raw: &mut dyn FnMut(&crate::delta::DeltaHeader) -> Result<Vec<u8>, String>,
+) -> Result<Vec<u8>, String> {
     let raw = match info.compression {
         Compression::Raw => payload,
         Compression::Zstd => zstd_decompress_at_most(&payload, info.raw_len)?,
+        Compression::Delta => {
+            let header = crate::delta::DeltaHeader::parse(&payload)?;
+            crate::delta::decode(&payload, &base_raw(&header)?, info.raw_len)?
+        }
     };
     if raw.len() != info.raw_len as usize {
         return Err(format!(

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::catalog::{Catalog, Commit, HistoryState};
+use crate::delta::{DeltaHeader, MAX_DELTA_DEPTH};
 use crate::lock::{StoreLock, lock_timeout};
 use crate::pack::{
     EncodedObject, FrameInfo, PACK_TARGET_SIZE, PackReader, PackWriter, pack_file_name,
@@ -17,8 +18,16 @@ pub struct Store {
     dir: PathBuf,
     pub(crate) catalog: Catalog,
     readers: Mutex<HashMap<ObjectId, Arc<PackReader>>>,
+    /// Trees read by this command, with their delta depth (see `remember_tree`).
+    trees: Mutex<HashMap<ObjectId, (Vec<u8>, u8)>>,
     _lock: StoreLock,
 }
+
+/// How a delta names the read of its base that failed.
+const DELTA_BASE: &str = "its delta base: ";
+
+/// At most this many trees are kept by `Store::remember_tree` (a few MB at most).
+const TREE_CACHE_ENTRIES: usize = 512;
 
 fn lock_poisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these maps leaves it consistent (inserts are atomic).
@@ -57,6 +66,7 @@ impl Store {
             dir: dir.to_path_buf(),
             catalog,
             readers: Mutex::new(HashMap::new()),
+            trees: Mutex::new(HashMap::new()),
             _lock: lock,
         })
     }
@@ -148,12 +158,57 @@ impl Store {
 
     /// Reads an object, checking its hash.
     pub fn read(&self, id: &ObjectId) -> Result<(ObjectKind, Vec<u8>), StoreError> {
+        let (kind, raw, _) = self.read_within(id, MAX_DELTA_DEPTH)?;
+        Ok((kind, raw))
+    }
+
+    /// Reads an object and how deep a delta it is stored as (0: whole), resolving a chain of
+    /// at most `depth_left` deltas: each delta must be shallower than the last, so a damaged
+    /// or hostile chain ends within [`MAX_DELTA_DEPTH`] reads.
+    fn read_within(
+        &self,
+        id: &ObjectId,
+        depth_left: u8,
+    ) -> Result<(ObjectKind, Vec<u8>, u8), StoreError> {
+        if let Some(hit) = lock_poisoned(&self.trees).get(id) {
+            return Ok((ObjectKind::Tree, hit.0.clone(), hit.1));
+        }
         let loc = self
             .catalog
             .locate(id)?
             .ok_or(StoreError::MissingObject { id: *id })?;
-        let reader = self.reader(&loc.pack)?;
-        reader.read_object(loc.frame.offset, *id)
+        let (info, payload) = self.reader(&loc.pack)?.read_frame(loc.frame.offset, *id)?;
+        let mut depth = 0;
+        let mut base_raw = |h: &DeltaHeader| {
+            if h.depth > depth_left {
+                return Err(format!("its delta chain is deeper than {depth_left}"));
+            }
+            depth = h.depth;
+            (self.read_within(&h.base, h.depth - 1))
+                .map(|(_, raw, _)| raw)
+                .map_err(|e| match e {
+                    // Down a chain, name what broke once, not every link above it.
+                    StoreError::CorruptObject { why, .. } if why.starts_with(DELTA_BASE) => why,
+                    e => format!("{DELTA_BASE}{e}"),
+                })
+        };
+        let raw = crate::pack::decode_payload(&info, payload, &mut base_raw)
+            .map_err(|why| StoreError::CorruptObject { id: *id, why })?;
+        if info.kind == ObjectKind::Tree {
+            self.remember_tree(*id, &raw, depth);
+        }
+        Ok((info.kind, raw, depth))
+    }
+
+    /// Keeps a tree's raw bytes for the rest of the command: a save reads HEAD's trees on the
+    /// changed path for its diff, then again as the bases of their new versions, and every
+    /// link of a delta chain is itself a tree read.
+    fn remember_tree(&self, id: ObjectId, raw: &[u8], depth: u8) {
+        let mut trees = lock_poisoned(&self.trees);
+        if trees.len() >= TREE_CACHE_ENTRIES {
+            trees.clear();
+        }
+        trees.insert(id, (raw.to_vec(), depth));
     }
 
     fn reader(&self, pack: &ObjectId) -> Result<Arc<PackReader>, StoreError> {
@@ -215,6 +270,7 @@ impl Store {
     /// Drops cached pack readers (after gc deleted pack files).
     pub(crate) fn forget_readers(&self) {
         lock_poisoned(&self.readers).clear();
+        lock_poisoned(&self.trees).clear();
     }
 
     /// Starts writing objects into new packs. Safe to share between threads.
@@ -263,13 +319,35 @@ impl<'s> ObjectWriter<'s> {
 
     /// Stores `raw` as an object of `kind` unless it is already there; returns its id.
     pub fn put(&self, kind: ObjectKind, raw: &[u8]) -> Result<ObjectId, StoreError> {
+        self.put_against(kind, raw, None)
+    }
+
+    /// As [`ObjectWriter::put`], storing `raw` as a delta against `base` (an object already
+    /// in the catalog, typically the version it replaces) when that is much smaller. A base
+    /// that cannot be read, or is at the end of a chain as long as allowed, is not used.
+    pub fn put_against(
+        &self,
+        kind: ObjectKind,
+        raw: &[u8],
+        base: Option<ObjectId>,
+    ) -> Result<ObjectId, StoreError> {
         let id = ObjectId::of(kind, raw);
         if self.dry_run || !lock_poisoned(&self.seen).insert(id) || self.store.contains(&id)? {
             return Ok(id);
         }
         // Compression runs outside any lock so that callers on several threads overlap.
-        let encoded = EncodedObject::encode_with_id(kind, id, raw)?;
-        self.append(&encoded)?;
+        let plain = EncodedObject::encode_with_id(kind, id, raw)?;
+        let delta = base
+            .and_then(|base| Some((base, self.store.read_within(&base, MAX_DELTA_DEPTH).ok()?)))
+            .filter(|(_, (_, _, depth))| *depth < MAX_DELTA_DEPTH)
+            .and_then(|(base, (_, base_raw, depth))| {
+                let header = DeltaHeader {
+                    base,
+                    depth: depth + 1,
+                };
+                EncodedObject::encode_delta(kind, id, raw, header, (&base_raw, plain.payload.len()))
+            });
+        self.append(delta.as_ref().unwrap_or(&plain))?;
         Ok(id)
     }
 
@@ -356,6 +434,8 @@ impl<'s> ObjectWriter<'s> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Location;
+    use crate::pack::Compression;
 
     fn blob(i: u32) -> Vec<u8> {
         format!("object {i} ")
@@ -400,6 +480,104 @@ mod tests {
             let id = ObjectId::of(ObjectKind::Chunk, &raw);
             assert_eq!(store.read(&id).unwrap(), (ObjectKind::Chunk, raw));
         }
+    }
+
+    /// A tree of `n` files whose ids depend on `version` only for file `changed`.
+    fn tree(n: u32, changed: u32, version: u32) -> Vec<u8> {
+        let entries = (0..n)
+            .map(|i| crate::TreeEntry {
+                name: format!("file{i:04}.rs").into_bytes(),
+                kind: crate::EntryKind::File,
+                size: u64::from(i),
+                id: ObjectId::of(
+                    ObjectKind::Chunk,
+                    format!("{i}:{}", if i == changed { version } else { 0 }).as_bytes(),
+                ),
+            })
+            .collect();
+        Tree { entries }.encode()
+    }
+
+    /// Writes `raw` against `base` and commits it; returns its id and how it was stored.
+    fn put_committed(store: &Store, raw: &[u8], base: Option<ObjectId>) -> (ObjectId, Location) {
+        let writer = store.writer();
+        let id = writer.put_against(ObjectKind::Tree, raw, base).unwrap();
+        let packs = writer.finish().unwrap();
+        store
+            .commit(&Commit {
+                packs,
+                ..Commit::default()
+            })
+            .unwrap();
+        (id, store.catalog.locate(&id).unwrap().unwrap())
+    }
+
+    #[test]
+    fn a_new_version_of_a_tree_is_stored_against_the_old_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".snap")).unwrap();
+        let (old, _) = put_committed(&store, &tree(100, 7, 1), None);
+        let new_raw = tree(100, 7, 2);
+        let (new, loc) = put_committed(&store, &new_raw, Some(old));
+        assert_eq!(loc.frame.compression, Compression::Delta);
+        assert!(loc.frame.stored_len < 200, "{}", loc.frame.stored_len);
+        assert_eq!(
+            store.read(&new).unwrap(),
+            (ObjectKind::Tree, new_raw.clone())
+        );
+        // And from a fresh process, with no tree remembered.
+        drop(store);
+        let store = Store::open(&dir.path().join(".snap")).unwrap();
+        assert_eq!(store.read_tree(&new).unwrap().encode(), new_raw);
+    }
+
+    #[test]
+    fn delta_chains_stop_at_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".snap")).unwrap();
+        let mut base = None;
+        let mut depths = Vec::new();
+        for version in 0..u32::from(MAX_DELTA_DEPTH) * 2 + 3 {
+            let raw = tree(100, 3, version);
+            let (id, _) = put_committed(&store, &raw, base);
+            lock_poisoned(&store.trees).clear();
+            let (_, read, depth) = store.read_within(&id, MAX_DELTA_DEPTH).unwrap();
+            assert_eq!(read, raw);
+            depths.push(depth);
+            base = Some(id);
+        }
+        let whole = [0, MAX_DELTA_DEPTH + 1, 2 * (MAX_DELTA_DEPTH + 1)];
+        for (i, depth) in depths.iter().enumerate() {
+            assert_eq!(
+                *depth as usize,
+                i % (MAX_DELTA_DEPTH as usize + 1),
+                "{depths:?}"
+            );
+            assert_eq!(*depth == 0, whole.contains(&(i as u8)));
+        }
+    }
+
+    #[test]
+    fn a_damaged_base_makes_its_delta_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".snap")).unwrap();
+        let (old, old_loc) = put_committed(&store, &tree(100, 7, 1), None);
+        let (new, _) = put_committed(&store, &tree(100, 7, 2), Some(old));
+        drop(store);
+        let pack = dir
+            .path()
+            .join(".snap/packs")
+            .join(pack_file_name(&old_loc.pack));
+        let mut bytes = std::fs::read(&pack).unwrap();
+        let at = (old_loc.frame.offset + crate::pack::FRAME_HEADER_LEN) as usize + 10;
+        bytes[at] ^= 0x55;
+        std::fs::write(&pack, bytes).unwrap();
+        let store = Store::open(&dir.path().join(".snap")).unwrap();
+        let err = store.read(&new).unwrap_err().to_string();
+        assert!(
+            err.contains(&new.short()) && err.contains("delta base"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::catalog::{Catalog, Commit, HistoryState, Location};
+use crate::delta::DeltaHeader;
 use crate::lock::{StoreLock, lock_timeout};
-use crate::pack::{FrameInfo, HEADER_LEN, PackReader, decode_payload, pack_file_name};
+use crate::pack::{Compression, FrameInfo, HEADER_LEN, PackReader, decode_payload, pack_file_name};
 use crate::{ChunkList, EntryKind, ObjectId, ObjectKind, SnapshotRecord, Store, StoreError, Tree};
 
 /// Paths listed per damaged object, at most.
@@ -291,13 +292,19 @@ fn recover_pack(path: &Path, report: &mut RepairReport) -> Result<RecoveredPack,
             break;
         };
         offset += crate::pack::FRAME_HEADER_LEN + u64::from(info.stored_len);
+        // A delta's base may lie in a pack not scanned yet: its frame is taken on the
+        // strength of its header, and its content is checked when it is read (`verify`).
+        let mut base_unknown = |_: &DeltaHeader| Err("base not at hand".to_string());
         let raw = reader
             .read_at(
                 info.offset + crate::pack::FRAME_HEADER_LEN,
                 u64::from(info.stored_len),
             )
             .ok()
-            .and_then(|p| decode_payload(&info, p).ok());
+            .and_then(|p| match info.compression {
+                Compression::Delta => DeltaHeader::parse(&p).ok().map(|_| Vec::new()),
+                _ => decode_payload(&info, p, &mut base_unknown).ok(),
+            });
         let Some(raw) = raw else {
             report.damaged_objects += 1;
             continue;

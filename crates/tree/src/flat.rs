@@ -80,29 +80,33 @@ pub fn split(path: &[u8]) -> (&[u8], &[u8]) {
 /// and a directory with no children is sealed as an empty tree when its parent closes. A path
 /// whose parent directory is missing from `flat` gets that directory implicitly.
 pub fn build_trees(writer: &ObjectWriter<'_>, flat: &mut FlatTree) -> Result<ObjectId, StoreError> {
-    build(writer, flat, false)
+    build(writer, flat, false, &|_| None)
 }
 
 /// As [`build_trees`], except that a directory node whose id is already set (not
 /// [`UNBUILT`]) is taken as built, with everything under it: the caller vouches that the
-/// whole subtree is unchanged and its trees are in the store (the tree cache).
+/// whole subtree is unchanged and its trees are in the store (the tree cache). `previous`
+/// names a directory's tree before this change, if the store has it: a rebuilt tree is
+/// stored as a delta against it (see `snap_store::delta`).
 pub fn build_trees_reusing(
     writer: &ObjectWriter<'_>,
     flat: &mut FlatTree,
+    previous: &dyn Fn(&[u8]) -> Option<ObjectId>,
 ) -> Result<ObjectId, StoreError> {
-    build(writer, flat, true)
+    build(writer, flat, true, previous)
 }
 
 fn build(
     writer: &ObjectWriter<'_>,
     flat: &mut FlatTree,
     reuse: bool,
+    previous: &dyn Fn(&[u8]) -> Option<ObjectId>,
 ) -> Result<ObjectId, StoreError> {
     let mut open = vec![OpenDir::new(Cow::Borrowed(&[][..]), None)];
     for (path, node) in flat.iter_mut() {
         let (parent, name) = split(path);
         while !is_within(parent, &open[open.len() - 1].path) {
-            close(writer, &mut open, reuse)?;
+            close(writer, &mut open, reuse, previous)?;
         }
         open_down_to(&mut open, parent);
         let Some(top) = open.last_mut() else { break };
@@ -118,13 +122,13 @@ fn build(
         }
     }
     while open.len() > 1 {
-        close(writer, &mut open, reuse)?;
+        close(writer, &mut open, reuse, previous)?;
     }
     let Some(mut root) = open.pop() else {
-        return seal(writer, Vec::new());
+        return seal(writer, Vec::new(), None);
     };
     seal_empty_children(writer, &mut root, reuse)?;
-    seal(writer, root.entries)
+    seal(writer, root.entries, previous(b""))
 }
 
 /// A directory whose entries are still being collected.
@@ -178,6 +182,7 @@ fn close(
     writer: &ObjectWriter<'_>,
     open: &mut Vec<OpenDir<'_>>,
     reuse: bool,
+    previous: &dyn Fn(&[u8]) -> Option<ObjectId>,
 ) -> Result<(), StoreError> {
     let Some(mut dir) = open.pop() else {
         return Ok(());
@@ -191,7 +196,7 @@ fn close(
         Some(id) => id,
         None => {
             seal_empty_children(writer, &mut dir, reuse)?;
-            let id = seal(writer, dir.entries)?;
+            let id = seal(writer, dir.entries, previous(&dir.path))?;
             if let Some(node) = dir.node {
                 node.id = id;
             }
@@ -217,7 +222,7 @@ fn seal_empty_children(
 ) -> Result<(), StoreError> {
     for (name, node) in std::mem::take(&mut dir.unopened) {
         if !reuse || node.id == UNBUILT {
-            node.id = seal(writer, Vec::new())?;
+            node.id = seal(writer, Vec::new(), None)?;
         }
         dir.entries.push(TreeEntry {
             name: name.to_vec(),
@@ -229,10 +234,14 @@ fn seal_empty_children(
     Ok(())
 }
 
-fn seal(writer: &ObjectWriter<'_>, mut entries: Vec<TreeEntry>) -> Result<ObjectId, StoreError> {
+fn seal(
+    writer: &ObjectWriter<'_>,
+    mut entries: Vec<TreeEntry>,
+    previous: Option<ObjectId>,
+) -> Result<ObjectId, StoreError> {
     // Mostly sorted already: only a subdirectory can land after a sibling like `x.txt`.
     entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-    writer.put(ObjectKind::Tree, &Tree { entries }.encode())
+    writer.put_against(ObjectKind::Tree, &Tree { entries }.encode(), previous)
 }
 
 /// How one path differs between two flat trees.

@@ -210,6 +210,10 @@ type TreeMemos = Vec<(Vec<u8>, WalkMemo)>;
 
 /// Each directory's subtree digest and newest mtime (see [`scan::subtree_sums`]).
 type Subtrees = HashMap<Vec<u8>, (scan::WalkSum, i64)>;
+/// The tree cache: each directory's subtree memo, as the last exact scan left it.
+type TreeCache = HashMap<Vec<u8>, WalkMemo>;
+/// Directories whose trees the tree cache vouches for, with their ids.
+type CleanTrees = HashMap<Vec<u8>, ObjectId>;
 
 /// The stat cache as loaded beside the walk.
 type LoadedStatCache = Result<Vec<(Vec<u8>, StatEntry)>, snap_store::StoreError>;
@@ -560,8 +564,12 @@ impl Workspace {
         let exact = !walk.inexact;
         let sum = walk.sum().to_bytes();
         let subtrees = exact.then(|| scan::subtree_sums(&walk));
+        let previous = match &subtrees {
+            Some(_) => self.store.tree_cache()?,
+            None => HashMap::new(),
+        };
         let clean = match &subtrees {
-            Some(subtrees) => self.clean_trees(subtrees)?,
+            Some(subtrees) => clean_trees(subtrees, &previous),
             None => HashMap::new(),
         };
         // A save leaves out what lies under directories whose trees the tree cache vouches
@@ -592,7 +600,7 @@ impl Workspace {
             writer,
             &mut stored,
             start.clean_root.filter(|_| pruned == 0),
-            (subtrees.as_ref(), &clean),
+            (subtrees.as_ref(), &clean, &previous),
             start.fs_now_ns,
         )?;
         timer.mark(&format!("trees built ({} rebuilt)", trees.len()));
@@ -657,25 +665,6 @@ impl Workspace {
         )
     }
 
-    /// The directories whose subtree digest is the one the tree cache holds, with every
-    /// entry under them older than the scan that cached it (the walk memo's rule, per
-    /// directory), and their tree ids.
-    fn clean_trees(
-        &self,
-        subtrees: &HashMap<Vec<u8>, (scan::WalkSum, i64)>,
-    ) -> Result<HashMap<Vec<u8>, ObjectId>, TreeError> {
-        let cached = self.store.tree_cache()?;
-        let clean = subtrees
-            .iter()
-            .filter_map(|(path, (sum, newest))| {
-                let m = cached.get(path)?;
-                (m.digest == sum.to_bytes() && *newest < m.written_ns)
-                    .then(|| (path.clone(), m.root))
-            })
-            .collect();
-        Ok(clean)
-    }
-
     /// Walks the tree with the directory cache; with `preload`, loads the stat cache (one
     /// catalog read) on another thread meanwhile.
     fn walk_loading(
@@ -702,7 +691,7 @@ impl Workspace {
         writer: &ObjectWriter<'_>,
         stored: &mut scan::Stored,
         clean_root: Option<ObjectId>,
-        (subtrees, clean): (Option<&Subtrees>, &HashMap<Vec<u8>, ObjectId>),
+        (subtrees, clean, previous): (Option<&Subtrees>, &CleanTrees, &TreeCache),
         fs_now_ns: i64,
     ) -> Result<(ObjectId, Option<ScanMemo>, TreeMemos), TreeError> {
         let memo = self.store.scan_memo()?;
@@ -712,7 +701,12 @@ impl Workspace {
             return Ok((m.root, None, Vec::new()));
         }
         let (root, trees) = match subtrees {
-            Some(subtrees) => build_reusing(writer, &mut stored.flat, subtrees, clean, fs_now_ns)?,
+            Some(subtrees) => build_reusing(
+                writer,
+                &mut stored.flat,
+                (subtrees, clean, previous),
+                fs_now_ns,
+            )?,
             None => (build_trees(writer, &mut stored.flat)?, Vec::new()),
         };
         let now = ScanMemo {
@@ -1423,14 +1417,26 @@ fn totals_after(
     (files, bytes)
 }
 
+/// The directories whose subtree digest is the one the tree cache holds, with every entry
+/// under them older than the scan that cached it (the walk memo's rule, per directory), and
+/// their tree ids.
+fn clean_trees(subtrees: &Subtrees, cached: &TreeCache) -> CleanTrees {
+    subtrees
+        .iter()
+        .filter_map(|(path, (sum, newest))| {
+            let m = cached.get(path)?;
+            (m.digest == sum.to_bytes() && *newest < m.written_ns).then(|| (path.clone(), m.root))
+        })
+        .collect()
+}
+
 /// Builds the trees of `flat`, the `clean` directories taking their ids from the tree
 /// cache (and nothing under them built). Returns the root and the new tree cache entries of
 /// the directories built.
 fn build_reusing(
     writer: &ObjectWriter<'_>,
     flat: &mut FlatTree,
-    subtrees: &Subtrees,
-    clean: &HashMap<Vec<u8>, ObjectId>,
+    (subtrees, clean, previous): (&Subtrees, &CleanTrees, &TreeCache),
     fs_now_ns: i64,
 ) -> Result<(ObjectId, TreeMemos), TreeError> {
     if let Some(root) = clean.get(&b""[..]) {
@@ -1441,7 +1447,9 @@ fn build_reusing(
             node.id = *id;
         }
     }
-    let root = flat::build_trees_reusing(writer, flat)?;
+    let root = flat::build_trees_reusing(writer, flat, &|path| {
+        previous.get(path).map(|memo| memo.root)
+    })?;
     let trees = subtrees
         .iter()
         .filter(|(path, _)| !clean.contains_key(*path))

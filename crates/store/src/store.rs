@@ -19,15 +19,22 @@ pub struct Store {
     pub(crate) catalog: Catalog,
     readers: Mutex<HashMap<ObjectId, Arc<PackReader>>>,
     /// Trees read by this command, with their delta depth (see `remember_tree`).
-    trees: Mutex<HashMap<ObjectId, (Vec<u8>, u8)>>,
+    trees: Mutex<RememberedTrees>,
     _lock: StoreLock,
+}
+
+/// Trees kept by `Store::remember_tree`, and their bytes in all.
+#[derive(Debug, Default)]
+struct RememberedTrees {
+    by_id: HashMap<ObjectId, (Vec<u8>, u8)>,
+    bytes: usize,
 }
 
 /// How a delta names the read of its base that failed.
 const DELTA_BASE: &str = "its delta base: ";
 
-/// At most this many trees are kept by `Store::remember_tree` (a few MB at most).
-const TREE_CACHE_ENTRIES: usize = 512;
+/// `Store::remember_tree` forgets everything once it holds this many bytes of trees.
+const REMEMBERED_TREE_BYTES: usize = 8 << 20;
 
 fn lock_poisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these maps leaves it consistent (inserts are atomic).
@@ -66,7 +73,7 @@ impl Store {
             dir: dir.to_path_buf(),
             catalog,
             readers: Mutex::new(HashMap::new()),
-            trees: Mutex::new(HashMap::new()),
+            trees: Mutex::default(),
             _lock: lock,
         })
     }
@@ -170,7 +177,7 @@ impl Store {
         id: &ObjectId,
         depth_left: u8,
     ) -> Result<(ObjectKind, Vec<u8>, u8), StoreError> {
-        if let Some(hit) = lock_poisoned(&self.trees).get(id) {
+        if let Some(hit) = lock_poisoned(&self.trees).by_id.get(id) {
             return Ok((ObjectKind::Tree, hit.0.clone(), hit.1));
         }
         let loc = self
@@ -205,10 +212,13 @@ impl Store {
     /// link of a delta chain is itself a tree read.
     fn remember_tree(&self, id: ObjectId, raw: &[u8], depth: u8) {
         let mut trees = lock_poisoned(&self.trees);
-        if trees.len() >= TREE_CACHE_ENTRIES {
-            trees.clear();
+        if trees.bytes + raw.len() > REMEMBERED_TREE_BYTES {
+            *trees = RememberedTrees::default();
         }
-        trees.insert(id, (raw.to_vec(), depth));
+        if raw.len() <= REMEMBERED_TREE_BYTES {
+            trees.bytes += raw.len();
+            trees.by_id.insert(id, (raw.to_vec(), depth));
+        }
     }
 
     fn reader(&self, pack: &ObjectId) -> Result<Arc<PackReader>, StoreError> {
@@ -270,7 +280,7 @@ impl Store {
     /// Drops cached pack readers (after gc deleted pack files).
     pub(crate) fn forget_readers(&self) {
         lock_poisoned(&self.readers).clear();
-        lock_poisoned(&self.trees).clear();
+        *lock_poisoned(&self.trees) = RememberedTrees::default();
     }
 
     /// Starts writing objects into new packs. Safe to share between threads.
@@ -540,7 +550,7 @@ mod tests {
         for version in 0..u32::from(MAX_DELTA_DEPTH) * 2 + 3 {
             let raw = tree(100, 3, version);
             let (id, _) = put_committed(&store, &raw, base);
-            lock_poisoned(&store.trees).clear();
+            *lock_poisoned(&store.trees) = RememberedTrees::default();
             let (_, read, depth) = store.read_within(&id, MAX_DELTA_DEPTH).unwrap();
             assert_eq!(read, raw);
             depths.push(depth);

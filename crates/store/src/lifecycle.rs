@@ -166,9 +166,8 @@ impl Store {
         };
         let mut deltas: Vec<Location> = live.iter().filter_map(is_delta).copied().collect();
         while let Some(loc) = deltas.pop() {
-            let reader = PackReader::open(&self.pack_path(&loc.pack))?;
-            let payload =
-                reader.read_at(loc.frame.offset + FRAME_HEADER_LEN, DELTA_HEADER_LEN as u64)?;
+            let payload = (self.reader(&loc.pack)?)
+                .read_at(loc.frame.offset + FRAME_HEADER_LEN, DELTA_HEADER_LEN as u64)?;
             let base = DeltaHeader::parse(&payload)
                 .map_err(|why| StoreError::CorruptObject {
                     id: loc.frame.id,

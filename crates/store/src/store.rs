@@ -221,7 +221,7 @@ impl Store {
         }
     }
 
-    fn reader(&self, pack: &ObjectId) -> Result<Arc<PackReader>, StoreError> {
+    pub(crate) fn reader(&self, pack: &ObjectId) -> Result<Arc<PackReader>, StoreError> {
         if let Some(r) = lock_poisoned(&self.readers).get(pack) {
             return Ok(Arc::clone(r));
         }

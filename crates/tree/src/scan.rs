@@ -299,7 +299,7 @@ pub fn store_walk(
     let one = |((rel, kind, stat), hit): (WalkEntry, Option<&StatEntry>)| {
         tick();
         match (stat, hit) {
-            (Some(key), Some(hit)) if trusted(&stat, &Some(hit)) => Ok(Some((
+            (Some(key), Some(hit)) if hit.trusted_for(&key) => Ok(Some((
                 rel,
                 Node {
                     kind: hit.kind,

@@ -1006,11 +1006,25 @@ impl Workspace {
     /// The working tree against HEAD; writes nothing.
     pub fn status(&self) -> Result<Status, TreeError> {
         let head = self.head()?;
-        let head_flat = self.flat_of(head.as_ref())?;
-        let cap = self.capture(&self.store.dry_writer())?;
+        let writer = self.store.dry_writer();
+        // The scan a save would make, and its diff: after a save this is the walk memo's
+        // answer, or the few directories whose trees changed.
+        let cap = self.capture_with(&writer, false, head.as_ref().map(|h| h.record.root))?;
+        let pruned = |dir: &[u8]| cap.pruned.contains(dir);
+        let changes = match &head {
+            Some(h) if h.record.root == cap.root => Vec::new(),
+            Some(h) => {
+                match flat::diff_stored_pruned(&self.store, &h.record.root, &cap.flat, &pruned)? {
+                    Some((changes, _)) => changes,
+                    // HEAD differs from the tree cache under a pruned directory: scan it all.
+                    None => diff_files(&self.flat_of(Some(h))?, &self.capture(&writer)?.flat),
+                }
+            }
+            None => diff_files(&FlatTree::new(), &cap.flat),
+        };
         let redo_depth = self.store.history()?.redo.len();
         Ok(Status {
-            changes: diff_files(&head_flat, &cap.flat),
+            changes,
             head,
             report: cap.report,
             redo_depth,

@@ -281,12 +281,15 @@ fn run(ops: Vec<Op>) -> Result<u64, TestCaseError> {
             .unwrap()
             .map(|h| ws.files(&h).unwrap())
             .unwrap_or_default();
+        let status = ws.status().unwrap().changes;
         let saved = ws
             .save(&SaveOptions {
                 message: format!("{op:?}"),
                 ..SaveOptions::default()
             })
             .unwrap();
+        // Status answers from the same caches as the save, and must name what it then saved.
+        prop_assert_eq!(&status, &saved.changes);
         head_matches_disk(&ws, &root)?;
         if let Some(snapshot) = saved.snapshot {
             record_matches(&ws, &snapshot, &before, &saved.changes)?;
@@ -455,10 +458,12 @@ fn a_head_that_differs_under_a_pruned_directory_is_diffed_in_full() {
     std::fs::write(root.join("e/g"), "y").unwrap();
     tick();
     let before = ws.files(&first).unwrap();
+    let status = ws.status().unwrap().changes;
     let saved = ws.save(&SaveOptions::default()).unwrap();
     let snapshot = saved.snapshot.unwrap();
     let paths: Vec<&[u8]> = saved.changes.iter().map(|(p, _)| p.as_slice()).collect();
     assert_eq!(paths, [&b"d/f"[..], b"e/g"]);
+    assert_eq!(status, saved.changes, "status takes the same fallback");
     record_matches(&ws, &snapshot, &before, &saved.changes).unwrap();
     head_matches_disk(&ws, root).unwrap();
 }

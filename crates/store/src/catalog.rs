@@ -553,6 +553,10 @@ impl Catalog {
         for key in remove {
             table.remove(key).map_err(|e| self.err(e))?;
         }
+        // In key order, rows fill redb's leaves; in walk order (threads finishing directories
+        // as they go) they split leaves and leave them about half empty.
+        let mut put: Vec<(&[u8], V)> = put.into_iter().collect();
+        put.sort_unstable_by(|a, b| a.0.cmp(b.0));
         for (key, value) in put {
             table.insert(key, value.as_ref()).map_err(|e| self.err(e))?;
         }

@@ -793,20 +793,23 @@ fn open_error(path: &Path, e: redb::DatabaseError) -> StoreError {
 mod tests {
     use super::*;
 
+    /// A new catalog at `path` whose format record then says `format`.
+    fn catalog_of_format(path: &Path, format: u32) {
+        drop(Catalog::create(path).unwrap());
+        let db = Database::open(path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META)
+            .unwrap()
+            .insert("format", format.to_le_bytes().as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+
     #[test]
     fn a_newer_format_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("catalog.redb");
-        drop(Catalog::create(&path).unwrap());
-        {
-            let db = Database::open(&path).unwrap();
-            let txn = db.begin_write().unwrap();
-            txn.open_table(META)
-                .unwrap()
-                .insert("format", 99u32.to_le_bytes().as_slice())
-                .unwrap();
-            txn.commit().unwrap();
-        }
+        catalog_of_format(&path, 99);
         let err = Catalog::open(&path, false).unwrap_err();
         assert!(
             matches!(err, StoreError::NewerFormat { found: 99, .. }),
@@ -818,16 +821,7 @@ mod tests {
     fn a_version_1_catalog_is_marked_2_by_its_first_commit_of_packs() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("catalog.redb");
-        drop(Catalog::create(&path).unwrap());
-        {
-            let db = Database::open(&path).unwrap();
-            let txn = db.begin_write().unwrap();
-            txn.open_table(META)
-                .unwrap()
-                .insert("format", 1u32.to_le_bytes().as_slice())
-                .unwrap();
-            txn.commit().unwrap();
-        }
+        catalog_of_format(&path, 1);
         let catalog = Catalog::open(&path, false).unwrap();
         catalog
             .commit(&Commit {

@@ -252,6 +252,17 @@ fn unchanged_capture(root: ObjectId, walk: scan::Walk, dirs: DirCacheUpdate, dry
     }
 }
 
+/// The working tree against HEAD (see `Workspace::against_head`).
+struct AgainstHead {
+    /// Changed paths in path order.
+    changes: Vec<PathChange>,
+    /// HEAD's entries of at least the changed paths.
+    old: FlatTree,
+    /// The working tree's entries of at least the changed paths.
+    new: FlatTree,
+    report: ScanReport,
+}
+
 struct Capture {
     flat: FlatTree,
     /// Each regular file's stat as the scan saw it, in path order; only when asked for (moves
@@ -1006,28 +1017,46 @@ impl Workspace {
     /// The working tree against HEAD; writes nothing.
     pub fn status(&self) -> Result<Status, TreeError> {
         let head = self.head()?;
-        let writer = self.store.dry_writer();
-        // The scan a save would make, and its diff: after a save this is the walk memo's
-        // answer, or the few directories whose trees changed.
-        let cap = self.capture_with(&writer, false, head.as_ref().map(|h| h.record.root))?;
-        let pruned = |dir: &[u8]| cap.pruned.contains(dir);
-        let changes = match &head {
-            Some(h) if h.record.root == cap.root => Vec::new(),
-            Some(h) => {
-                match flat::diff_stored_pruned(&self.store, &h.record.root, &cap.flat, &pruned)? {
-                    Some((changes, _)) => changes,
-                    // HEAD differs from the tree cache under a pruned directory: scan it all.
-                    None => diff_files(&self.flat_of(Some(h))?, &self.capture(&writer)?.flat),
-                }
-            }
-            None => diff_files(&FlatTree::new(), &cap.flat),
-        };
+        let against = self.against_head(head.as_ref())?;
         let redo_depth = self.store.history()?.redo.len();
         Ok(Status {
-            changes,
+            changes: against.changes,
             head,
-            report: cap.report,
+            report: against.report,
             redo_depth,
+        })
+    }
+
+    /// What differs from `head` to the working tree, found as a save finds it (the walk
+    /// memo, the pruned scan, a diff by tree ids); writes nothing.
+    fn against_head(&self, head: Option<&Snapshot>) -> Result<AgainstHead, TreeError> {
+        let writer = self.store.dry_writer();
+        let cap = self.capture_with(&writer, false, head.map(|h| h.record.root))?;
+        let pruned = |dir: &[u8]| cap.pruned.contains(dir);
+        let (changes, old) = match head {
+            Some(h) if h.record.root == cap.root => (Vec::new(), FlatTree::new()),
+            Some(h) => {
+                match flat::diff_stored_pruned(&self.store, &h.record.root, &cap.flat, &pruned)? {
+                    Some(diff) => diff,
+                    // HEAD differs from the tree cache under a pruned directory: scan it all.
+                    None => {
+                        let (old, cap) = (self.flat_of(Some(h))?, self.capture(&writer)?);
+                        return Ok(AgainstHead {
+                            changes: diff_files(&old, &cap.flat),
+                            old,
+                            new: cap.flat,
+                            report: cap.report,
+                        });
+                    }
+                }
+            }
+            None => (diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()),
+        };
+        Ok(AgainstHead {
+            changes,
+            old,
+            new: cap.flat,
+            report: cap.report,
         })
     }
 
@@ -1310,6 +1339,7 @@ impl Workspace {
         to: Option<&str>,
         paths: &[Vec<u8>],
     ) -> Result<TreeDiff, TreeError> {
+        let from_head = from.is_none();
         let from = match from {
             Some(r) => Side::Snapshot(Some(Box::new(self.resolve(r)?))),
             None => Side::Snapshot(self.head()?.map(Box::new)),
@@ -1318,7 +1348,18 @@ impl Workspace {
             Some(r) => Side::Snapshot(Some(Box::new(self.resolve(r)?))),
             None => Side::WorkingTree,
         };
-        let (old, new) = (self.side_flat(&from)?, self.side_flat(&to)?);
+        let (old, new, changes) = match (&from, &to) {
+            // The default, HEAD against the working tree: only the changed paths are read.
+            (Side::Snapshot(head), Side::WorkingTree) if from_head => {
+                let against = self.against_head(head.as_deref())?;
+                (against.old, against.new, against.changes)
+            }
+            _ => {
+                let (old, new) = (self.side_flat(&from)?, self.side_flat(&to)?);
+                let changes = diff_files(&old, &new);
+                (old, new, changes)
+            }
+        };
         let wanted = |p: &[u8]| {
             paths.is_empty()
                 || paths.iter().any(|q| {
@@ -1327,7 +1368,7 @@ impl Workspace {
                         || (p.starts_with(q) && p.get(q.len()) == Some(&b'/'))
                 })
         };
-        let entries = diff_files(&old, &new)
+        let entries = changes
             .into_iter()
             .filter(|(p, _)| wanted(p))
             .map(|(path, change)| DiffEntry {

@@ -13,7 +13,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use snap_tree::scan::{DirCacheView, Walk, gone_dirs, walk, walk_excluding};
 use snap_tree::snap_store::StatKey;
-use snap_tree::{Config, EntryKind, SaveOptions, Workspace};
+use snap_tree::{Config, DiffEntry, EntryKind, SaveOptions, Workspace};
 
 const FILES: [&str; 9] = [
     "a",
@@ -244,6 +244,22 @@ fn head_matches_disk(ws: &Workspace, root: &Path) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// The diff of `old` to `new`, as `Workspace::diff` gives it.
+fn diff_entries(old: &snap_tree::FlatTree, new: &snap_tree::FlatTree) -> Vec<DiffEntry> {
+    let file = |flat: &snap_tree::FlatTree, path: &[u8]| {
+        flat.get(path).copied().filter(|n| n.kind != EntryKind::Dir)
+    };
+    snap_tree::flat::diff_files(old, new)
+        .into_iter()
+        .map(|(path, change)| DiffEntry {
+            old: file(old, &path),
+            new: file(new, &path),
+            path,
+            change,
+        })
+        .collect()
+}
+
 /// A snapshot's record counts what its tree holds, and the save reported exactly the paths
 /// that differ from the tree before it, however much of the tree the scan left out.
 fn record_matches(
@@ -282,14 +298,21 @@ fn run(ops: Vec<Op>) -> Result<u64, TestCaseError> {
             .map(|h| ws.files(&h).unwrap())
             .unwrap_or_default();
         let status = ws.status().unwrap().changes;
+        let diff = ws.diff(None, None, &[]).unwrap().entries;
         let saved = ws
             .save(&SaveOptions {
                 message: format!("{op:?}"),
                 ..SaveOptions::default()
             })
             .unwrap();
-        // Status answers from the same caches as the save, and must name what it then saved.
+        // Status and diff answer from the same caches as the save, and must name what it
+        // then saved, with the entries on each side.
         prop_assert_eq!(&status, &saved.changes);
+        let after = match &saved.snapshot {
+            Some(snapshot) => ws.files(snapshot).unwrap(),
+            None => before.clone(),
+        };
+        prop_assert_eq!(diff, diff_entries(&before, &after));
         head_matches_disk(&ws, &root)?;
         if let Some(snapshot) = saved.snapshot {
             record_matches(&ws, &snapshot, &before, &saved.changes)?;

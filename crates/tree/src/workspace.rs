@@ -575,13 +575,13 @@ impl Workspace {
         let exact = !walk.inexact;
         let sum = walk.sum().to_bytes();
         let subtrees = exact.then(|| scan::subtree_sums(&walk));
-        let previous = match &subtrees {
-            Some(_) => self.store.tree_cache()?,
-            None => HashMap::new(),
-        };
-        let clean = match &subtrees {
-            Some(subtrees) => clean_trees(subtrees, &previous),
-            None => HashMap::new(),
+        let (previous, clean) = match &subtrees {
+            Some(subtrees) => {
+                let previous = self.store.tree_cache()?;
+                let clean = clean_trees(subtrees, &previous);
+                (previous, clean)
+            }
+            None => (HashMap::new(), HashMap::new()),
         };
         // A save leaves out what lies under directories whose trees the tree cache vouches
         // for: it needs their ids, not their files (its diff falls back if HEAD differs there).
@@ -907,22 +907,9 @@ impl Workspace {
                 retention: None,
             });
         }
-        // Only the directories whose tree ids differ from HEAD's are read; `head_flat` holds
-        // just the old entries of the changed paths, which is all the line counts need.
-        let pruned = |dir: &[u8]| cap.pruned.contains(dir);
-        let diff = match &head {
-            Some(h) => flat::diff_stored_pruned(&self.store, &h.record.root, &cap.flat, &pruned)?,
-            None => Some((diff_files(&FlatTree::new(), &cap.flat), FlatTree::new())),
-        };
-        let (changes, head_flat) = match (diff, &head) {
-            (Some(diff), _) => diff,
-            // HEAD differs from the tree cache under a pruned directory: scan it all.
-            (None, Some(h)) => {
-                cap = self.capture_with(&writer, false, None)?;
-                flat::diff_stored(&self.store, &h.record.root, &cap.flat)?
-            }
-            (None, None) => (diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()),
-        };
+        // `head_flat` holds just the old entries of the changed paths, which is all the line
+        // counts need.
+        let (changes, head_flat) = self.diff_from_head(&writer, head.as_ref(), &mut cap)?;
         let totals = match (cap.pruned.is_empty(), &head) {
             (false, Some(h)) => totals_after(&h.record.stats, &changes, &head_flat, &cap.flat),
             _ => flat_totals(&cap.flat),
@@ -1031,26 +1018,10 @@ impl Workspace {
     /// memo, the pruned scan, a diff by tree ids); writes nothing.
     fn against_head(&self, head: Option<&Snapshot>) -> Result<AgainstHead, TreeError> {
         let writer = self.store.dry_writer();
-        let cap = self.capture_with(&writer, false, head.map(|h| h.record.root))?;
-        let pruned = |dir: &[u8]| cap.pruned.contains(dir);
+        let mut cap = self.capture_with(&writer, false, head.map(|h| h.record.root))?;
         let (changes, old) = match head {
             Some(h) if h.record.root == cap.root => (Vec::new(), FlatTree::new()),
-            Some(h) => {
-                match flat::diff_stored_pruned(&self.store, &h.record.root, &cap.flat, &pruned)? {
-                    Some(diff) => diff,
-                    // HEAD differs from the tree cache under a pruned directory: scan it all.
-                    None => {
-                        let (old, cap) = (self.flat_of(Some(h))?, self.capture(&writer)?);
-                        return Ok(AgainstHead {
-                            changes: diff_files(&old, &cap.flat),
-                            old,
-                            new: cap.flat,
-                            report: cap.report,
-                        });
-                    }
-                }
-            }
-            None => (diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()),
+            _ => self.diff_from_head(&writer, head, &mut cap)?,
         };
         Ok(AgainstHead {
             changes,
@@ -1058,6 +1029,28 @@ impl Workspace {
             new: cap.flat,
             report: cap.report,
         })
+    }
+
+    /// The changes from `head` to the capture `cap`, and HEAD's entries of the changed paths.
+    /// Only the directories whose tree ids differ from HEAD's are read. When HEAD differs
+    /// from the tree cache under a directory `cap` pruned, `cap` becomes a whole capture.
+    fn diff_from_head(
+        &self,
+        writer: &ObjectWriter<'_>,
+        head: Option<&Snapshot>,
+        cap: &mut Capture,
+    ) -> Result<flat::StoredDiff, TreeError> {
+        let Some(h) = head else {
+            return Ok((diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()));
+        };
+        let pruned = |dir: &[u8]| cap.pruned.contains(dir);
+        if let Some(diff) =
+            flat::diff_stored_pruned(&self.store, &h.record.root, &cap.flat, &pruned)?
+        {
+            return Ok(diff);
+        }
+        *cap = self.capture_with(writer, false, None)?;
+        Ok(flat::diff_stored(&self.store, &h.record.root, &cap.flat)?)
     }
 
     fn writer(&self, dry_run: bool) -> ObjectWriter<'_> {

@@ -1,10 +1,10 @@
 //! Delta frames: an object stored as a zstd frame compressed against the raw bytes of another
-//! object, its base (zstd's "prefix" mode). A save after a small change rewrites the trees on
+//! object, its base, as the frame's history (a raw-content dictionary). A save after a small change rewrites the trees on
 //! the changed path; each differs from the tree it replaces in an entry or two, and stored
 //! against it takes a few dozen bytes instead of kilobytes of incompressible ids.
 //!
 //! ```text
-//! payload := base id [32] | depth u8 | zstd frame (compressed with the base's raw bytes as prefix)
+//! payload := base id [32] | depth u8 | zstd frame (the base's raw bytes as its history)
 //! ```
 //! `depth` is 1 for a delta against a plainly stored object and one more than the base's depth
 //! otherwise; it is at most [`MAX_DELTA_DEPTH`], so reading an object takes at most that many
@@ -54,20 +54,38 @@ pub fn encode(raw: &[u8], header: DeltaHeader, base_raw: &[u8]) -> Option<Vec<u8
     if raw.len() > MAX_DELTA_RAW as usize {
         return None;
     }
-    let mut cctx = zstd::zstd_safe::CCtx::create();
-    cctx.set_parameter(zstd::zstd_safe::CParameter::CompressionLevel(
-        DELTA_ZSTD_LEVEL,
-    ))
-    .ok()?;
-    cctx.ref_prefix(base_raw).ok()?;
-    let mut payload =
-        Vec::with_capacity(DELTA_HEADER_LEN + zstd::zstd_safe::compress_bound(raw.len()));
+    let frame = compress_against(raw, base_raw)?;
+    let mut payload = Vec::with_capacity(DELTA_HEADER_LEN + frame.len());
     payload.extend_from_slice(&header.base.0);
     payload.push(header.depth);
-    let mut frame = Vec::with_capacity(zstd::zstd_safe::compress_bound(raw.len()));
-    cctx.compress2(&mut frame, raw).ok()?;
     payload.extend_from_slice(&frame);
     Some(payload)
+}
+
+/// One zstd frame of `raw` with `base_raw` as history: the thread's context with the base
+/// loaded as a raw-content dictionary, which finds more of the base than a one-frame prefix
+/// does (a whole 4 KB tree rather than what the window sized for `raw` reaches) and costs no
+/// new context per object.
+fn compress_against(raw: &[u8], base_raw: &[u8]) -> Option<Vec<u8>> {
+    use zstd::zstd_safe::{CCtx, CParameter, ResetDirective};
+    let mut frame = Vec::with_capacity(zstd::zstd_safe::compress_bound(raw.len()));
+    if base_raw.starts_with(&ZSTD_DICT_MAGIC) {
+        let mut cctx = CCtx::create();
+        cctx.set_parameter(CParameter::CompressionLevel(DELTA_ZSTD_LEVEL))
+            .ok()?;
+        cctx.ref_prefix(base_raw).ok()?;
+        cctx.compress2(&mut frame, raw).ok()?;
+        return Some(frame);
+    }
+    DELTA_COMPRESSOR.with(|cell| {
+        let mut cctx = cell.borrow_mut();
+        cctx.reset(ResetDirective::SessionOnly).ok()?;
+        cctx.set_parameter(CParameter::CompressionLevel(DELTA_ZSTD_LEVEL))
+            .ok()?;
+        cctx.load_dictionary(base_raw).ok()?;
+        cctx.compress2(&mut frame, raw).ok()?;
+        Some(frame)
+    })
 }
 
 /// The raw bytes of a delta payload, given its base's raw bytes: at most `max` bytes (a
@@ -84,11 +102,38 @@ pub fn decode(payload: &[u8], base_raw: &[u8], max: u32) -> Result<Vec<u8>, Stri
             "delta frame declares {declared:?} bytes, the frame header {max}"
         ));
     }
-    let mut dctx = zstd::zstd_safe::DCtx::create();
-    dctx.ref_prefix(base_raw).map_err(zstd_error)?;
     let mut raw = Vec::with_capacity(max as usize);
-    dctx.decompress(&mut raw, frame).map_err(zstd_error)?;
-    Ok(raw)
+    if base_raw.starts_with(&ZSTD_DICT_MAGIC) {
+        // Loaded as a dictionary, this base would be parsed as one: reference it as raw bytes.
+        let mut dctx = zstd::zstd_safe::DCtx::create();
+        dctx.ref_prefix(base_raw).map_err(zstd_error)?;
+        dctx.decompress(&mut raw, frame).map_err(zstd_error)?;
+        return Ok(raw);
+    }
+    DELTA_DECOMPRESSOR.with(|cell| {
+        let mut dctx = cell.borrow_mut();
+        // A failed frame may leave the session mid-way; a dictionary loads only between frames.
+        dctx.reset(zstd::zstd_safe::ResetDirective::SessionOnly)
+            .map_err(zstd_error)?;
+        dctx.load_dictionary(base_raw).map_err(zstd_error)?;
+        dctx.decompress(&mut raw, frame).map_err(zstd_error)?;
+        Ok(raw)
+    })
+}
+
+/// The first bytes of a zstd dictionary: a base starting with them must not be loaded as one.
+const ZSTD_DICT_MAGIC: [u8; 4] = 0xEC30_A437_u32.to_le_bytes();
+
+thread_local! {
+    /// The compressing side of [`DELTA_DECOMPRESSOR`].
+    static DELTA_COMPRESSOR: std::cell::RefCell<zstd::zstd_safe::CCtx<'static>> =
+        std::cell::RefCell::new(zstd::zstd_safe::CCtx::create());
+    /// One decompression context per thread, with the base loaded (copied) as a raw-content
+    /// dictionary before each frame. zstd's prefix is that same dictionary, referenced for one
+    /// frame, so frames compressed against a prefix decode alike. Creating a context per frame
+    /// allocated and freed 160 KB each time, and a small save reads a few dozen delta links.
+    static DELTA_DECOMPRESSOR: std::cell::RefCell<zstd::zstd_safe::DCtx<'static>> =
+        std::cell::RefCell::new(zstd::zstd_safe::DCtx::create());
 }
 
 fn zstd_error(code: usize) -> String {
@@ -121,15 +166,7 @@ mod tests {
 
     #[test]
     fn a_wrong_base_or_length_is_an_error_or_other_bytes() {
-        let noise = |seed: u32| -> Vec<u8> {
-            (0..750u32)
-                .flat_map(|i| {
-                    (i.wrapping_add(seed))
-                        .wrapping_mul(2654435761)
-                        .to_le_bytes()
-                })
-                .collect()
-        };
+        let noise = |seed| ids(750, seed);
         let base = noise(1);
         let mut new = base.clone();
         new[100] ^= 0xff;
@@ -139,6 +176,43 @@ mod tests {
         // The frame copies from its base: against another base it cannot give these bytes
         // (and the reader's id check refuses whatever it gives).
         assert_ne!(decode(&payload, &noise(2), 3000).ok(), Some(new));
+    }
+
+    /// Pseudo-random bytes: incompressible alone, so only the base can make a delta small.
+    fn ids(n: u32, seed: u32) -> Vec<u8> {
+        (0..n)
+            .flat_map(|i| i.wrapping_add(seed).wrapping_mul(2654435761).to_le_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn frames_written_against_a_prefix_still_decode() {
+        // Stores written before deltas used a dictionary hold frames made with refPrefix.
+        let base = ids(1000, 3);
+        let mut new = base.clone();
+        new[2000..2032].copy_from_slice(&[5; 32]);
+        let mut cctx = zstd::zstd_safe::CCtx::create();
+        cctx.ref_prefix(&base).unwrap();
+        let mut frame = Vec::with_capacity(8192);
+        cctx.compress2(&mut frame, &new).unwrap();
+        let mut payload = [&header().base.0[..], &[1], &frame].concat();
+        assert_eq!(decode(&payload, &base, 4000).unwrap(), new);
+        // And a context reused after a frame that failed still decodes the next one.
+        payload.truncate(payload.len() - 3);
+        assert!(decode(&payload, &base, 4000).is_err());
+        let good = encode(&new, header(), &base).unwrap();
+        assert_eq!(decode(&good, &base, 4000).unwrap(), new);
+    }
+
+    #[test]
+    fn a_base_shaped_like_a_zstd_dictionary_is_used_as_plain_bytes() {
+        let mut base = ZSTD_DICT_MAGIC.to_vec();
+        base.extend(ids(500, 9));
+        let mut new = base.clone();
+        new[1500] ^= 1;
+        let payload = encode(&new, header(), &base).unwrap();
+        assert!(payload.len() < DELTA_HEADER_LEN + 100, "{}", payload.len());
+        assert_eq!(decode(&payload, &base, new.len() as u32).unwrap(), new);
     }
 
     #[test]

@@ -756,6 +756,16 @@ impl Catalog {
         Ok(out)
     }
 
+    /// The snapshot with the lowest sequence number, decoding only that one.
+    pub fn oldest_snapshot(&self) -> Result<Option<SnapshotRecord>, StoreError> {
+        let txn = self.read()?;
+        let table = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
+        let Some((_, row)) = table.first().map_err(|e| self.err(e))? else {
+            return Ok(None);
+        };
+        Ok(Some(decode_snapshot_row(row.value())?.1))
+    }
+
     /// How many snapshots there are, without decoding them.
     pub fn snapshot_count(&self) -> Result<u64, StoreError> {
         let txn = self.read()?;

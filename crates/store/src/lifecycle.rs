@@ -119,6 +119,25 @@ impl Store {
         })
     }
 
+    /// Whether [`Store::prune`] with `policy` could drop a snapshot now, answered from a count
+    /// and the oldest snapshot instead of every record: a save asks this after each commit
+    /// once the store is past its threshold, and an agent's week of saves is all inside
+    /// `keep_within`. Assumes times grow with sequence numbers; a clock set back only delays
+    /// automatic pruning until the oldest snapshot leaves the window (never drops more).
+    pub fn prune_due(&self, policy: &Retention, now_ns: i64) -> Result<bool, StoreError> {
+        if self.snapshot_count()? <= policy.keep_last {
+            return Ok(false);
+        }
+        let Some(within) = policy.keep_within_ns else {
+            return Ok(true);
+        };
+        let cutoff = now_ns.saturating_sub(within);
+        Ok(self
+            .catalog
+            .oldest_snapshot()?
+            .is_some_and(|oldest| oldest.time_ns < cutoff))
+    }
+
     /// Every object reachable from the catalog's snapshots: the snapshot objects, their trees,
     /// chunk lists and chunks. Fails if a reachable tree or chunk list cannot be read, since
     /// deleting on an incomplete mark would lose data.
@@ -498,6 +517,39 @@ mod tests {
             0,
         );
         assert_eq!(seqs(&all, &keep), vec![3, 4, 5, 6, 7, 8, 9, 10]);
+    }
+
+    #[test]
+    fn prune_is_due_only_when_a_snapshot_could_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join("store")).unwrap();
+        let all = chain(10);
+        store
+            .commit(&Commit {
+                snapshots: all.clone(),
+                history: Some(HistoryState {
+                    head: Some(all[9].0),
+                    redo: Vec::new(),
+                }),
+                ..Commit::default()
+            })
+            .unwrap();
+        let policy = |keep_last, keep_within_ns| Retention {
+            keep_last,
+            keep_within_ns,
+        };
+        // #1 is at 1 us: inside a 10 us window at 10.5 us, outside a 2.5 us window at 10 us.
+        let cases = [
+            (policy(3, Some(10_000)), 10_500, false),
+            (policy(3, Some(2_500)), 10_000, true),
+            (policy(10, None), 10_000, false),
+            (policy(9, None), 10_000, true),
+        ];
+        for (policy, now, due) in cases {
+            assert_eq!(store.prune_due(&policy, now).unwrap(), due, "{policy:?}");
+            let removed = store.prune(&policy, now, true).unwrap().removed;
+            assert_eq!(!removed.is_empty(), due, "{policy:?}");
+        }
     }
 
     #[test]

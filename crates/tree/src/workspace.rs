@@ -934,8 +934,9 @@ impl Workspace {
     }
 
     /// Prunes and collects garbage once the store holds clearly more than `keep_last`
-    /// snapshots, so that a store left alone stays bounded. Cheap when nothing is due: one
-    /// count of a catalog table.
+    /// snapshots and one of them could go, so that a store left alone stays bounded. Cheap
+    /// when nothing is due: a count of a catalog table, and past the threshold the oldest
+    /// snapshot's time (a week of agent saves is all inside `keep_within`).
     fn auto_retention(&self) -> Result<Option<(PruneReport, GcReport)>, TreeError> {
         let retention = &self.config.retention;
         if !retention.auto || self.store.snapshot_count()? <= retention.auto_threshold() {
@@ -945,7 +946,11 @@ impl Workspace {
             path: self.store.dir().join("config.toml"),
             why,
         })?;
-        let pruned = self.store.prune(&policy, now_ns(), false)?;
+        let now = now_ns();
+        if !self.store.prune_due(&policy, now)? {
+            return Ok(None);
+        }
+        let pruned = self.store.prune(&policy, now, false)?;
         let gc = if pruned.removed.is_empty() {
             GcReport::default()
         } else {

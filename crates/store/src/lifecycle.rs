@@ -119,10 +119,11 @@ impl Store {
         })
     }
 
-    /// Whether [`Store::prune`] with `policy` could drop a snapshot now, answered from a count
+    /// False when [`Store::prune`] with `policy` would drop nothing now, answered from a count
     /// and the oldest snapshot instead of every record: a save asks this after each commit
     /// once the store is past its threshold, and an agent's week of saves is all inside
-    /// `keep_within`. Assumes times grow with sequence numbers; a clock set back only delays
+    /// `keep_within`. True means prune may drop something (HEAD or the redo stack may still
+    /// hold it). Assumes times grow with sequence numbers; a clock set back only delays
     /// automatic pruning until the oldest snapshot leaves the window (never drops more).
     pub fn prune_due(&self, policy: &Retention, now_ns: i64) -> Result<bool, StoreError> {
         if self.snapshot_count()? <= policy.keep_last {

@@ -1,6 +1,6 @@
-//! Delta frames: an object stored as a zstd frame compressed against the raw bytes of another
-//! object, its base, as the frame's history (a raw-content dictionary). A save after a small change rewrites the trees on
-//! the changed path; each differs from the tree it replaces in an entry or two, and stored
+//! Delta frames: an object stored as a zstd frame whose history is the raw bytes of another
+//! object, its base (a raw-content dictionary). A save after a small change rewrites the trees
+//! on the changed path; each differs from the tree it replaces in an entry or two, and stored
 //! against it takes a few dozen bytes instead of kilobytes of incompressible ids.
 //!
 //! ```text
@@ -63,9 +63,8 @@ pub fn encode(raw: &[u8], header: DeltaHeader, base_raw: &[u8]) -> Option<Vec<u8
 }
 
 /// One zstd frame of `raw` with `base_raw` as history: the thread's context with the base
-/// loaded as a raw-content dictionary, which finds more of the base than a one-frame prefix
-/// does (a whole 4 KB tree rather than what the window sized for `raw` reaches) and costs no
-/// new context per object.
+/// loaded (copied) as a raw-content dictionary, so no context is created per object. A
+/// prefix would tie the context's lifetime to the base's.
 fn compress_against(raw: &[u8], base_raw: &[u8]) -> Option<Vec<u8>> {
     use zstd::zstd_safe::{CCtx, CParameter, ResetDirective};
     let mut frame = Vec::with_capacity(zstd::zstd_safe::compress_bound(raw.len()));

@@ -39,10 +39,13 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(frames) = reader.scan_frames(len) {
         for f in frames {
             let _ = reader.read_object(f.offset, f.id);
-            // A delta frame, decoded against whatever bytes are at hand.
+            // A delta or slice frame, decoded against whatever bytes are at hand.
             if let Ok((info, payload)) = reader.read_frame(f.offset, f.id) {
                 let _ = snap_store::delta::DeltaHeader::parse(&payload);
                 let _ = snap_store::delta::decode(&payload, data, info.raw_len);
+                if let Ok(slice) = snap_store::slice::SliceRef::parse(&payload) {
+                    let _ = slice.cut(data, info.raw_len);
+                }
             }
         }
     }

@@ -29,9 +29,10 @@ use crate::statcache::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo};
 use crate::{ObjectId, ObjectKind, SnapshotRecord, StoreError};
 
 /// Catalog format version stored under `meta["format"]`. Version 2 stores may hold delta
-/// frames (compression 2), which version 1 readers would call corrupt; a version 1 catalog
-/// is marked 2 by the first commit that adds packs.
-pub const CATALOG_VERSION: u32 = 2;
+/// frames (compression 2), version 3 stores blocks (kind 5) and slices (compression 3), which
+/// older readers would call corrupt; an older catalog is marked current by the first commit
+/// that adds packs.
+pub const CATALOG_VERSION: u32 = 3;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const OBJECTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("objects");
@@ -78,6 +79,7 @@ impl Location {
             0 => Compression::Raw,
             1 => Compression::Zstd,
             2 => Compression::Delta,
+            3 => Compression::Slice,
             _ => return None,
         };
         let frame = FrameInfo {
@@ -828,7 +830,7 @@ mod tests {
     }
 
     #[test]
-    fn a_version_1_catalog_is_marked_2_by_its_first_commit_of_packs() {
+    fn a_version_1_catalog_is_marked_current_by_its_first_commit_of_packs() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("catalog.redb");
         catalog_of_format(&path, 1);

@@ -20,6 +20,7 @@ mod lock;
 mod object;
 pub mod pack;
 mod refs;
+pub mod slice;
 mod statcache;
 mod store;
 mod verify;

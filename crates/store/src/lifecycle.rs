@@ -12,8 +12,8 @@ use std::path::Path;
 use crate::catalog::{Commit, HistoryState, Location};
 use crate::delta::{DELTA_HEADER_LEN, DeltaHeader};
 use crate::pack::{
-    Compression, EncodedObject, FOOTER_LEN, FRAME_HEADER_LEN, HEADER_LEN, INDEX_ENTRY_LEN,
-    PackReader, pack_file_name,
+    EncodedObject, FOOTER_LEN, FRAME_HEADER_LEN, HEADER_LEN, INDEX_ENTRY_LEN, PackReader,
+    pack_file_name,
 };
 use crate::{ChunkList, EntryKind, ObjectId, ObjectKind, SnapshotRecord, Store, StoreError};
 
@@ -172,18 +172,14 @@ impl Store {
         Ok(live)
     }
 
-    /// Adds the base of every live object stored as a delta, and theirs in turn: an object
-    /// no snapshot names stays while a live delta is stored against it.
+    /// Adds the base of every live object stored as a delta, and theirs in turn, and the block
+    /// of every live slice: an object no snapshot names stays while a live object needs it.
     fn mark_delta_bases(
         &self,
         locations: &HashMap<ObjectId, Location>,
         live: &mut HashSet<ObjectId>,
     ) -> Result<(), StoreError> {
-        let is_delta = |id: &ObjectId| {
-            locations
-                .get(id)
-                .filter(|l| l.frame.compression == Compression::Delta)
-        };
+        let is_delta = |id: &ObjectId| locations.get(id).filter(|l| l.frame.compression.has_base());
         let mut deltas: Vec<Location> = live.iter().filter_map(is_delta).copied().collect();
         while let Some(loc) = deltas.pop() {
             let payload = (self.reader(&loc.pack)?)

@@ -22,6 +22,9 @@ pub enum ObjectKind {
     Tree = 3,
     /// One snapshot record.
     Snapshot = 4,
+    /// Several small chunks' bytes end to end, compressed as one: each chunk is stored as a
+    /// slice of it (`Compression::Slice`). Nothing else names a block.
+    Block = 5,
 }
 
 impl ObjectKind {
@@ -32,6 +35,7 @@ impl ObjectKind {
             2 => Some(ObjectKind::ChunkList),
             3 => Some(ObjectKind::Tree),
             4 => Some(ObjectKind::Snapshot),
+            5 => Some(ObjectKind::Block),
             _ => None,
         }
     }

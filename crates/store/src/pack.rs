@@ -47,6 +47,17 @@ pub enum Compression {
     Zstd = 1,
     /// The payload is a delta against another object (see [`crate::delta`]).
     Delta = 2,
+    /// The payload names a block and an offset in it: the object's bytes are `raw_len` bytes
+    /// of the block's from there (see [`crate::slice`]).
+    Slice = 3,
+}
+
+impl Compression {
+    /// True when reading the payload needs another object's bytes (a delta's base, a slice's
+    /// block): that object must stay while this one lives, and may lie in another pack.
+    pub fn has_base(self) -> bool {
+        matches!(self, Compression::Delta | Compression::Slice)
+    }
 }
 
 /// zstd level used for payloads.
@@ -110,6 +121,17 @@ impl EncodedObject {
             compression: Compression::Delta,
             payload,
         })
+    }
+
+    /// A chunk stored as `raw_len` bytes of `block` from `offset` (see [`crate::slice`]).
+    pub fn encode_slice(id: ObjectId, raw_len: u32, block: ObjectId, offset: u32) -> EncodedObject {
+        EncodedObject {
+            id,
+            kind: ObjectKind::Chunk,
+            raw_len,
+            compression: Compression::Slice,
+            payload: crate::slice::SliceRef { block, offset }.encode(),
+        }
     }
 
     /// As [`EncodedObject::encode`], for a caller that already hashed `raw` into `id`.
@@ -271,6 +293,7 @@ pub fn decode_frame_header(offset: u64, h: &[u8]) -> Result<FrameInfo, String> {
         0 => Compression::Raw,
         1 => Compression::Zstd,
         2 => Compression::Delta,
+        3 => Compression::Slice,
         c => return Err(format!("unknown compression {c} at {offset}")),
     };
     let u32_at = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
@@ -458,12 +481,17 @@ fn parse_index_entry(e: &[u8]) -> (ObjectId, u64) {
     (ObjectId(id), u64::from_le_bytes(off))
 }
 
+/// Gives the raw bytes of the object a delta or slice frame is stored against (its header
+/// names it), shared because a block is the base of many slices.
+pub type BaseBytes<'a> =
+    dyn FnMut(&crate::delta::DeltaHeader) -> Result<std::sync::Arc<[u8]>, String> + 'a;
+
 /// Turns a frame's payload back into the object's raw bytes and checks them against its id.
-/// A delta frame needs its base's raw bytes: `base_raw` gives them (see [`crate::delta`]).
+/// A delta frame needs its base's raw bytes, a slice its block's: `base_raw` gives them.
 pub fn decode_payload(
     info: &FrameInfo,
     payload: Vec<u8>,
-    base_raw: &mut dyn FnMut(&crate::delta::DeltaHeader) -> Result<Vec<u8>, String>,
+    base_raw: &mut BaseBytes<'_>,
 ) -> Result<Vec<u8>, String> {
     let raw = match info.compression {
         Compression::Raw => payload,
@@ -471,6 +499,10 @@ pub fn decode_payload(
         Compression::Delta => {
             let header = crate::delta::DeltaHeader::parse(&payload)?;
             crate::delta::decode(&payload, &base_raw(&header)?, info.raw_len)?
+        }
+        Compression::Slice => {
+            let slice = crate::slice::SliceRef::parse(&payload)?;
+            slice.cut(&base_raw(&slice.header())?, info.raw_len)?
         }
     };
     if raw.len() != info.raw_len as usize {

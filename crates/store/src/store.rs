@@ -8,8 +8,9 @@ use crate::catalog::{Catalog, Commit, HistoryState};
 use crate::delta::{DeltaHeader, MAX_DELTA_DEPTH};
 use crate::lock::{StoreLock, lock_timeout};
 use crate::pack::{
-    EncodedObject, FrameInfo, PACK_TARGET_SIZE, PackReader, PackWriter, pack_file_name,
+    Compression, EncodedObject, FrameInfo, PACK_TARGET_SIZE, PackReader, PackWriter, pack_file_name,
 };
+use crate::slice::{PendingBlock, SLICE_MAX};
 use crate::{ChunkList, ObjectId, ObjectKind, SnapshotRecord, StoreError, Tree};
 
 /// An open store. Holding one means holding the store lock.
@@ -18,23 +19,59 @@ pub struct Store {
     dir: PathBuf,
     pub(crate) catalog: Catalog,
     readers: Mutex<HashMap<ObjectId, Arc<PackReader>>>,
-    /// Trees read by this command, with their delta depth (see `remember_tree`).
-    trees: Mutex<RememberedTrees>,
+    /// Trees and blocks read by this command (see `remember`).
+    trees: Mutex<Remembered>,
     _lock: StoreLock,
 }
 
-/// Trees kept by `Store::remember_tree`, and their bytes in all.
+/// Objects kept by `Store::remember` (kind, bytes, delta depth), and their bytes in all.
 #[derive(Debug, Default)]
-struct RememberedTrees {
-    by_id: HashMap<ObjectId, (Vec<u8>, u8)>,
+struct Remembered {
+    by_id: HashMap<ObjectId, (ObjectKind, Arc<[u8]>, u8)>,
     bytes: usize,
+}
+
+/// An object's raw bytes as a read gives them: its own, or shared with the remembered
+/// objects (a block is read once for all its slices, without copying it for each).
+#[derive(Debug)]
+enum RawBytes {
+    Owned(Vec<u8>),
+    Shared(Arc<[u8]>),
+}
+
+impl RawBytes {
+    fn into_vec(self) -> Vec<u8> {
+        match self {
+            RawBytes::Owned(v) => v,
+            RawBytes::Shared(a) => a.to_vec(),
+        }
+    }
+
+    fn into_shared(self) -> Arc<[u8]> {
+        match self {
+            RawBytes::Owned(v) => v.into(),
+            RawBytes::Shared(a) => a,
+        }
+    }
+}
+
+impl std::ops::Deref for RawBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            RawBytes::Owned(v) => v,
+            RawBytes::Shared(a) => a,
+        }
+    }
 }
 
 /// How a delta names the read of its base that failed.
 const DELTA_BASE: &str = "its delta base: ";
+/// How a slice names the read of its block that failed.
+const BLOCK: &str = "its block: ";
 
-/// `Store::remember_tree` forgets everything once it holds this many bytes of trees.
-const REMEMBERED_TREE_BYTES: usize = 8 << 20;
+/// `Store::remember` forgets everything once it holds this many bytes.
+const REMEMBERED_BYTES: usize = 8 << 20;
 
 fn lock_poisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these maps leaves it consistent (inserts are atomic).
@@ -166,7 +203,7 @@ impl Store {
     /// Reads an object, checking its hash.
     pub fn read(&self, id: &ObjectId) -> Result<(ObjectKind, Vec<u8>), StoreError> {
         let (kind, raw, _) = self.read_within(id, MAX_DELTA_DEPTH)?;
-        Ok((kind, raw))
+        Ok((kind, raw.into_vec()))
     }
 
     /// Reads an object and how deep a delta it is stored as (0: whole), resolving a chain of
@@ -176,9 +213,9 @@ impl Store {
         &self,
         id: &ObjectId,
         depth_left: u8,
-    ) -> Result<(ObjectKind, Vec<u8>, u8), StoreError> {
-        if let Some(hit) = lock_poisoned(&self.trees).by_id.get(id) {
-            return Ok((ObjectKind::Tree, hit.0.clone(), hit.1));
+    ) -> Result<(ObjectKind, RawBytes, u8), StoreError> {
+        if let Some((kind, raw, depth)) = lock_poisoned(&self.trees).by_id.get(id) {
+            return Ok((*kind, RawBytes::Shared(Arc::clone(raw)), *depth));
         }
         let loc = self
             .catalog
@@ -186,38 +223,46 @@ impl Store {
             .ok_or(StoreError::MissingObject { id: *id })?;
         let (info, payload) = self.reader(&loc.pack)?.read_frame(loc.frame.offset, *id)?;
         let mut depth = 0;
+        let slice = info.compression == Compression::Slice;
         let mut base_raw = |h: &DeltaHeader| {
             if h.depth > depth_left {
                 return Err(format!("its delta chain is deeper than {depth_left}"));
             }
             depth = h.depth;
-            (self.read_within(&h.base, h.depth - 1))
-                .map(|(_, raw, _)| raw)
-                .map_err(|e| match e {
-                    // Down a chain, name what broke once, not every link above it.
-                    StoreError::CorruptObject { why, .. } if why.starts_with(DELTA_BASE) => why,
-                    e => format!("{DELTA_BASE}{e}"),
-                })
+            match self.read_within(&h.base, h.depth - 1) {
+                Ok((ObjectKind::Block, raw, _)) if slice => Ok(raw.into_shared()),
+                Ok((kind, _, _)) if slice => Err(format!("{BLOCK}{} is a {kind:?}", h.base)),
+                Ok((_, raw, _)) => Ok(raw.into_shared()),
+                Err(e) if slice => Err(format!("{BLOCK}{e}")),
+                // Down a chain, name what broke once, not every link above it.
+                Err(StoreError::CorruptObject { why, .. }) if why.starts_with(DELTA_BASE) => {
+                    Err(why)
+                }
+                Err(e) => Err(format!("{DELTA_BASE}{e}")),
+            }
         };
         let raw = crate::pack::decode_payload(&info, payload, &mut base_raw)
             .map_err(|why| StoreError::CorruptObject { id: *id, why })?;
-        if info.kind == ObjectKind::Tree {
-            self.remember_tree(*id, &raw, depth);
+        if matches!(info.kind, ObjectKind::Tree | ObjectKind::Block) {
+            let shared: Arc<[u8]> = raw.into();
+            self.remember(*id, info.kind, &shared, depth);
+            return Ok((info.kind, RawBytes::Shared(shared), depth));
         }
-        Ok((info.kind, raw, depth))
+        Ok((info.kind, RawBytes::Owned(raw), depth))
     }
 
-    /// Keeps a tree's raw bytes for the rest of the command: a save reads HEAD's trees on the
-    /// changed path for its diff, then again as the bases of their new versions, and every
-    /// link of a delta chain is itself a tree read.
-    fn remember_tree(&self, id: ObjectId, raw: &[u8], depth: u8) {
-        let mut trees = lock_poisoned(&self.trees);
-        if trees.bytes + raw.len() > REMEMBERED_TREE_BYTES {
-            *trees = RememberedTrees::default();
+    /// Keeps a tree's or a block's raw bytes for the rest of the command: a save reads HEAD's
+    /// trees on the changed path for its diff, then again as the bases of their new versions,
+    /// every link of a delta chain is itself a tree read, and the chunks of one block are
+    /// mostly read one after another (a restore, a diff).
+    fn remember(&self, id: ObjectId, kind: ObjectKind, raw: &Arc<[u8]>, depth: u8) {
+        let mut kept = lock_poisoned(&self.trees);
+        if kept.bytes + raw.len() > REMEMBERED_BYTES {
+            *kept = Remembered::default();
         }
-        if raw.len() <= REMEMBERED_TREE_BYTES {
-            trees.bytes += raw.len();
-            trees.by_id.insert(id, (raw.to_vec(), depth));
+        if raw.len() <= REMEMBERED_BYTES {
+            kept.bytes += raw.len();
+            kept.by_id.insert(id, (kind, Arc::clone(raw), depth));
         }
     }
 
@@ -280,7 +325,7 @@ impl Store {
     /// Drops cached pack readers (after gc deleted pack files).
     pub(crate) fn forget_readers(&self) {
         lock_poisoned(&self.readers).clear();
-        *lock_poisoned(&self.trees) = RememberedTrees::default();
+        *lock_poisoned(&self.trees) = Remembered::default();
     }
 
     /// Starts writing objects into new packs. Safe to share between threads.
@@ -308,7 +353,20 @@ pub struct ObjectWriter<'s> {
     lanes: Vec<Mutex<Option<PackWriter>>>,
     /// Full packs sealed so far, with their frames.
     sealed: Mutex<Vec<(ObjectId, Vec<FrameInfo>)>>,
+    /// Small chunks gathered for the next blocks (see [`crate::slice`]), one block per
+    /// thread (by a hash of its id), so that a block holds files stored one after another:
+    /// a restore, which reads in the same order, then needs each block on one thread only.
+    blocks: Vec<Mutex<PendingBlock>>,
     dry_run: bool,
+}
+
+thread_local! {
+    /// A number per thread, in the order threads first write: the worker threads of one
+    /// process get consecutive numbers, so their pending blocks differ.
+    static THREAD_NUMBER: usize = {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    };
 }
 
 /// At most this many packs are open at once. A lane no thread needed stays empty and costs
@@ -323,6 +381,7 @@ impl<'s> ObjectWriter<'s> {
             seen: Mutex::default(),
             lanes: (0..MAX_LANES).map(|_| Mutex::default()).collect(),
             sealed: Mutex::default(),
+            blocks: (0..MAX_LANES).map(|_| Mutex::default()).collect(),
             dry_run,
         }
     }
@@ -345,6 +404,10 @@ impl<'s> ObjectWriter<'s> {
         if self.dry_run || !lock_poisoned(&self.seen).insert(id) || self.store.contains(&id)? {
             return Ok(id);
         }
+        if kind == ObjectKind::Chunk && base.is_none() && raw.len() <= SLICE_MAX {
+            self.gather(id, raw)?;
+            return Ok(id);
+        }
         // Compression runs outside any lock so that callers on several threads overlap.
         let plain = EncodedObject::encode_with_id(kind, id, raw)?;
         let delta = base
@@ -359,6 +422,45 @@ impl<'s> ObjectWriter<'s> {
             });
         self.append(delta.as_ref().unwrap_or(&plain))?;
         Ok(id)
+    }
+
+    /// Adds a small chunk to the pending block; the thread that fills the block stores it.
+    fn gather(&self, id: ObjectId, raw: &[u8]) -> Result<(), StoreError> {
+        let full = {
+            let mut block = lock_poisoned(self.thread_block());
+            if !block.push(id, raw) {
+                return Ok(());
+            }
+            std::mem::take(&mut *block)
+        };
+        self.store_block(full)
+    }
+
+    /// The pending block of the calling thread.
+    fn thread_block(&self) -> &Mutex<PendingBlock> {
+        &self.blocks[THREAD_NUMBER.with(|n| *n) % self.blocks.len()]
+    }
+
+    /// Stores a gathered block, then a slice of it per chunk. A block of one chunk is stored
+    /// as that chunk: a save that changed one small file reads and writes it as before.
+    fn store_block(&self, block: PendingBlock) -> Result<(), StoreError> {
+        match block.members[..] {
+            [] => return Ok(()),
+            [(id, _, _)] => {
+                let plain = EncodedObject::encode_with_id(ObjectKind::Chunk, id, &block.raw)?;
+                return self.append(&plain);
+            }
+            _ => {}
+        }
+        let block_id = ObjectId::of(ObjectKind::Block, &block.raw);
+        if lock_poisoned(&self.seen).insert(block_id) && !self.store.contains(&block_id)? {
+            let encoded = EncodedObject::encode_with_id(ObjectKind::Block, block_id, &block.raw)?;
+            self.append(&encoded)?;
+        }
+        for (id, offset, len) in block.members {
+            self.append(&EncodedObject::encode_slice(id, len, block_id, offset))?;
+        }
+        Ok(())
     }
 
     /// Appends an already-encoded object as it is (gc copying live objects out of a pack).
@@ -414,6 +516,9 @@ impl<'s> ObjectWriter<'s> {
     /// catalog file while another thread fsyncs the packs, instead of one sync after the other
     /// (a save after a small change spends most of what it adds to the walk on syncs).
     pub fn finish(self) -> Result<Vec<(ObjectId, Vec<FrameInfo>)>, StoreError> {
+        for block in &self.blocks {
+            self.store_block(std::mem::take(&mut *lock_poisoned(block)))?;
+        }
         let mut sealed = self.sealed.into_inner().unwrap_or_else(|p| p.into_inner());
         let open: Vec<PackWriter> = (self.lanes.into_iter())
             .filter_map(|lane| lane.into_inner().unwrap_or_else(|p| p.into_inner()))
@@ -472,9 +577,9 @@ mod tests {
             }
         });
         let packs = writer.finish().unwrap();
-        let frames: Vec<ObjectId> = packs
-            .iter()
-            .flat_map(|(_, f)| f.iter().map(|f| f.id))
+        let frames: Vec<ObjectId> = (packs.iter())
+            .flat_map(|(_, f)| f.iter().filter(|f| f.kind == ObjectKind::Chunk))
+            .map(|f| f.id)
             .collect();
         assert_eq!(frames.len(), 500);
         assert_eq!(frames.iter().collect::<HashSet<_>>().len(), 500);
@@ -550,9 +655,9 @@ mod tests {
         for version in 0..u32::from(MAX_DELTA_DEPTH) * 2 + 3 {
             let raw = tree(100, 3, version);
             let (id, _) = put_committed(&store, &raw, base);
-            *lock_poisoned(&store.trees) = RememberedTrees::default();
+            *lock_poisoned(&store.trees) = Remembered::default();
             let (_, read, depth) = store.read_within(&id, MAX_DELTA_DEPTH).unwrap();
-            assert_eq!(read, raw);
+            assert_eq!(*read, *raw);
             depths.push(depth);
             base = Some(id);
         }
@@ -588,6 +693,144 @@ mod tests {
             err.contains(&new.short()) && err.contains("delta base"),
             "{err}"
         );
+    }
+
+    /// Source-like text of about `len` bytes, different for each `seed`.
+    fn text(seed: u32, len: usize) -> Vec<u8> {
+        let words = ["fn", "let", "impl", "match", "self", "pub", "use", "where"];
+        (0..len as u32)
+            .map(|i| words[(i.wrapping_mul(seed | 1).wrapping_mul(2654435761) >> 29) as usize])
+            .flat_map(|w| [w.as_bytes(), b" "].concat())
+            .take(len)
+            .collect()
+    }
+
+    /// Puts `chunks` with one writer and commits them.
+    fn put_chunks(store: &Store, chunks: &[Vec<u8>]) -> Vec<ObjectId> {
+        let writer = store.writer();
+        let ids = chunks
+            .iter()
+            .map(|c| writer.put(ObjectKind::Chunk, c).unwrap())
+            .collect();
+        let packs = writer.finish().unwrap();
+        store
+            .commit(&Commit {
+                packs,
+                ..Commit::default()
+            })
+            .unwrap();
+        ids
+    }
+
+    #[test]
+    fn small_chunks_are_stored_as_slices_of_blocks_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".snap")).unwrap();
+        let chunks: Vec<Vec<u8>> = (0..60).map(|i| text(i, 1000 + 97 * i as usize)).collect();
+        let ids = put_chunks(&store, &chunks);
+        let locs: Vec<Location> = (ids.iter())
+            .map(|id| store.catalog.locate(id).unwrap().unwrap())
+            .collect();
+        assert!(
+            locs.iter()
+                .all(|l| l.frame.compression == Compression::Slice)
+        );
+        let payload_bytes: u64 = locs.iter().map(|l| u64::from(l.frame.stored_len)).sum();
+        assert_eq!(payload_bytes, 60 * crate::slice::SLICE_PAYLOAD_LEN as u64);
+        // A fresh process, with nothing remembered, reads every chunk from its block.
+        drop(store);
+        let store = Store::open(&dir.path().join(".snap")).unwrap();
+        for (id, chunk) in ids.iter().zip(&chunks).rev() {
+            assert_eq!(store.read_file(id).unwrap(), *chunk);
+        }
+        // Blocks compress the chunks together: smaller than the chunks one by one.
+        let alone: usize = (chunks.iter())
+            .map(|c| {
+                EncodedObject::encode(ObjectKind::Chunk, c)
+                    .unwrap()
+                    .payload
+                    .len()
+            })
+            .sum();
+        let blocks: HashSet<ObjectId> = (locs.iter())
+            .map(|l| {
+                let frame = store
+                    .reader(&l.pack)
+                    .unwrap()
+                    .read_frame(l.frame.offset, l.frame.id);
+                crate::slice::SliceRef::parse(&frame.unwrap().1)
+                    .unwrap()
+                    .block
+            })
+            .collect();
+        assert!(blocks.len() > 1, "{} blocks", blocks.len());
+        let together: usize = (blocks.iter())
+            .map(|b| store.catalog.locate(b).unwrap().unwrap().frame.stored_len as usize)
+            .sum();
+        assert!(together < alone * 9 / 10, "{together} vs {alone}");
+    }
+
+    #[test]
+    fn a_lone_small_chunk_and_a_large_one_are_stored_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".snap")).unwrap();
+        let lone = put_chunks(&store, &[text(1, 3000)])[0];
+        let large = put_chunks(&store, &[text(2, 40_000), text(3, 40_000)]);
+        for id in [lone].iter().chain(&large) {
+            let loc = store.catalog.locate(id).unwrap().unwrap();
+            assert_eq!(loc.frame.compression, Compression::Zstd, "{id}");
+        }
+    }
+
+    #[test]
+    fn a_damaged_block_makes_its_slices_errors_that_name_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".snap")).unwrap();
+        let ids = put_chunks(&store, &[text(1, 5000), text(2, 5000)]);
+        let slice_payload = {
+            let loc = store.catalog.locate(&ids[0]).unwrap().unwrap();
+            let reader = store.reader(&loc.pack).unwrap();
+            reader.read_frame(loc.frame.offset, ids[0]).unwrap().1
+        };
+        let block = crate::slice::SliceRef::parse(&slice_payload).unwrap().block;
+        let block_loc = store.catalog.locate(&block).unwrap().unwrap();
+        assert_eq!(block_loc.frame.kind, ObjectKind::Block);
+        drop(store);
+        let pack = (dir.path().join(".snap/packs")).join(pack_file_name(&block_loc.pack));
+        let mut bytes = std::fs::read(&pack).unwrap();
+        let at = (block_loc.frame.offset + crate::pack::FRAME_HEADER_LEN) as usize + 40;
+        bytes[at] ^= 0x55;
+        std::fs::write(&pack, bytes).unwrap();
+        let store = Store::open(&dir.path().join(".snap")).unwrap();
+        for id in &ids {
+            let err = store.read(id).unwrap_err().to_string();
+            assert!(
+                err.contains(&id.short()) && err.contains("its block"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_slice_of_something_that_is_not_a_block_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".snap")).unwrap();
+        let raw = text(5, 3000);
+        let (tree_id, _) = put_committed(&store, &raw, None);
+        let id = ObjectId::of(ObjectKind::Chunk, &raw[..100]);
+        let writer = store.writer();
+        writer
+            .append(&EncodedObject::encode_slice(id, 100, tree_id, 0))
+            .unwrap();
+        let packs = writer.finish().unwrap();
+        store
+            .commit(&Commit {
+                packs,
+                ..Commit::default()
+            })
+            .unwrap();
+        let err = store.read(&id).unwrap_err().to_string();
+        assert!(err.contains("is a Tree"), "{err}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::catalog::{Catalog, Commit, HistoryState, Location};
 use crate::delta::DeltaHeader;
 use crate::lock::{StoreLock, lock_timeout};
 use crate::pack::{Compression, FrameInfo, HEADER_LEN, PackReader, decode_payload, pack_file_name};
+use crate::slice::SliceRef;
 use crate::{ChunkList, EntryKind, ObjectId, ObjectKind, SnapshotRecord, Store, StoreError, Tree};
 
 /// Paths listed per damaged object, at most.
@@ -292,8 +293,8 @@ fn recover_pack(path: &Path, report: &mut RepairReport) -> Result<RecoveredPack,
             break;
         };
         offset += crate::pack::FRAME_HEADER_LEN + u64::from(info.stored_len);
-        // A delta's base may lie in a pack not scanned yet: its frame is taken on the
-        // strength of its header, and its content is checked when it is read (`verify`).
+        // A delta's base or a slice's block may lie in a pack not scanned yet: its frame is
+        // taken on the strength of its header, and its content is checked when it is read.
         let mut base_unknown = |_: &DeltaHeader| Err("base not at hand".to_string());
         let raw = reader
             .read_at(
@@ -303,6 +304,7 @@ fn recover_pack(path: &Path, report: &mut RepairReport) -> Result<RecoveredPack,
             .ok()
             .and_then(|p| match info.compression {
                 Compression::Delta => DeltaHeader::parse(&p).ok().map(|_| Vec::new()),
+                Compression::Slice => SliceRef::parse(&p).ok().map(|_| Vec::new()),
                 _ => decode_payload(&info, p, &mut base_unknown).ok(),
             });
         let Some(raw) = raw else {

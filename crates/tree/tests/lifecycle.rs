@@ -284,3 +284,47 @@ fn gc_never_deletes_a_pack_it_rewrote_to_the_same_name() {
     assert!(ws.verify(true).unwrap().problems.is_empty());
     assert_eq!(pack_paths(root).len(), 2, "fully live packs are left alone");
 }
+
+/// Small files are stored as slices of shared blocks (FORMAT.md 5.2). When most of a block's
+/// files are gone, gc rewrites its pack: the live slices and their block go to a new pack, and
+/// every file still reads back, after gc and after a repair from the packs alone.
+#[test]
+fn gc_and_repair_keep_the_blocks_of_live_small_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ws = Workspace::init(root, None, false).unwrap();
+    source_tree(root, 400);
+    save(&ws);
+    let before = store_bytes(&ws);
+    for i in (0..400).filter(|i| i % 10 != 0) {
+        std::fs::remove_file(root.join(format!("src/m{}/f{i}.rs", i % 8))).unwrap();
+    }
+    save(&ws);
+    ws.prune(&keep_last(1), false).unwrap();
+    let gc = ws.gc().unwrap();
+    assert!(gc.packs_repacked + gc.packs_deleted > 0, "{gc:?}");
+    assert!(
+        store_bytes(&ws) < before / 2,
+        "{} of {before}",
+        store_bytes(&ws)
+    );
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+    let check = |ws: &Workspace| {
+        let head = ws.head().unwrap().unwrap();
+        for i in (0..400).step_by(10) {
+            let path = format!("src/m{}/f{i}.rs", i % 8);
+            let body = format!("// file {i}\nfn f{i}() -> u64 {{ {i} * 7 }}\n").repeat(8);
+            assert_eq!(
+                ws.read_file(&head, path.as_bytes()).unwrap(),
+                body.as_bytes()
+            );
+        }
+    };
+    check(&ws);
+    drop(ws);
+    std::fs::remove_file(root.join(".snap/catalog.redb")).unwrap();
+    snap_tree::repair(root, None).unwrap();
+    let ws = Workspace::discover(root, None).unwrap();
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+    check(&ws);
+}

@@ -613,10 +613,8 @@ mod tests {
         Tree { entries }.encode()
     }
 
-    /// Writes `raw` against `base` and commits it; returns its id and how it was stored.
-    fn put_committed(store: &Store, raw: &[u8], base: Option<ObjectId>) -> (ObjectId, Location) {
-        let writer = store.writer();
-        let id = writer.put_against(ObjectKind::Tree, raw, base).unwrap();
+    /// Seals `writer`'s packs and commits them.
+    fn commit_writer(store: &Store, writer: ObjectWriter<'_>) {
         let packs = writer.finish().unwrap();
         store
             .commit(&Commit {
@@ -624,6 +622,13 @@ mod tests {
                 ..Commit::default()
             })
             .unwrap();
+    }
+
+    /// Writes `raw` against `base` and commits it; returns its id and how it was stored.
+    fn put_committed(store: &Store, raw: &[u8], base: Option<ObjectId>) -> (ObjectId, Location) {
+        let writer = store.writer();
+        let id = writer.put_against(ObjectKind::Tree, raw, base).unwrap();
+        commit_writer(store, writer);
         (id, store.catalog.locate(&id).unwrap().unwrap())
     }
 
@@ -712,13 +717,7 @@ mod tests {
             .iter()
             .map(|c| writer.put(ObjectKind::Chunk, c).unwrap())
             .collect();
-        let packs = writer.finish().unwrap();
-        store
-            .commit(&Commit {
-                packs,
-                ..Commit::default()
-            })
-            .unwrap();
+        commit_writer(store, writer);
         ids
     }
 
@@ -822,13 +821,7 @@ mod tests {
         writer
             .append(&EncodedObject::encode_slice(id, 100, tree_id, 0))
             .unwrap();
-        let packs = writer.finish().unwrap();
-        store
-            .commit(&Commit {
-                packs,
-                ..Commit::default()
-            })
-            .unwrap();
+        commit_writer(&store, writer);
         let err = store.read(&id).unwrap_err().to_string();
         assert!(err.contains("is a Tree"), "{err}");
     }

@@ -20,7 +20,7 @@ pub struct Store {
     pub(crate) catalog: Catalog,
     readers: Mutex<HashMap<ObjectId, Arc<PackReader>>>,
     /// Trees and blocks read by this command (see `remember`).
-    trees: Mutex<Remembered>,
+    remembered: Mutex<Remembered>,
     _lock: StoreLock,
 }
 
@@ -110,7 +110,7 @@ impl Store {
             dir: dir.to_path_buf(),
             catalog,
             readers: Mutex::new(HashMap::new()),
-            trees: Mutex::default(),
+            remembered: Mutex::default(),
             _lock: lock,
         })
     }
@@ -214,7 +214,7 @@ impl Store {
         id: &ObjectId,
         depth_left: u8,
     ) -> Result<(ObjectKind, RawBytes, u8), StoreError> {
-        if let Some((kind, raw, depth)) = lock_poisoned(&self.trees).by_id.get(id) {
+        if let Some((kind, raw, depth)) = lock_poisoned(&self.remembered).by_id.get(id) {
             return Ok((*kind, RawBytes::Shared(Arc::clone(raw)), *depth));
         }
         let loc = self
@@ -256,7 +256,7 @@ impl Store {
     /// every link of a delta chain is itself a tree read, and the chunks of one block are
     /// mostly read one after another (a restore, a diff).
     fn remember(&self, id: ObjectId, kind: ObjectKind, raw: &Arc<[u8]>, depth: u8) {
-        let mut kept = lock_poisoned(&self.trees);
+        let mut kept = lock_poisoned(&self.remembered);
         if kept.bytes + raw.len() > REMEMBERED_BYTES {
             *kept = Remembered::default();
         }
@@ -325,7 +325,7 @@ impl Store {
     /// Drops cached pack readers (after gc deleted pack files).
     pub(crate) fn forget_readers(&self) {
         lock_poisoned(&self.readers).clear();
-        *lock_poisoned(&self.trees) = Remembered::default();
+        *lock_poisoned(&self.remembered) = Remembered::default();
     }
 
     /// Starts writing objects into new packs. Safe to share between threads.
@@ -660,7 +660,7 @@ mod tests {
         for version in 0..u32::from(MAX_DELTA_DEPTH) * 2 + 3 {
             let raw = tree(100, 3, version);
             let (id, _) = put_committed(&store, &raw, base);
-            *lock_poisoned(&store.trees) = Remembered::default();
+            *lock_poisoned(&store.remembered) = Remembered::default();
             let (_, read, depth) = store.read_within(&id, MAX_DELTA_DEPTH).unwrap();
             assert_eq!(*read, *raw);
             depths.push(depth);

@@ -168,20 +168,21 @@ impl Store {
                 }
             }
         }
-        self.mark_delta_bases(locations, &mut live)?;
+        self.mark_bases(locations, &mut live)?;
         Ok(live)
     }
 
     /// Adds the base of every live object stored as a delta, and theirs in turn, and the block
     /// of every live slice: an object no snapshot names stays while a live object needs it.
-    fn mark_delta_bases(
+    fn mark_bases(
         &self,
         locations: &HashMap<ObjectId, Location>,
         live: &mut HashSet<ObjectId>,
     ) -> Result<(), StoreError> {
-        let is_delta = |id: &ObjectId| locations.get(id).filter(|l| l.frame.compression.has_base());
-        let mut deltas: Vec<Location> = live.iter().filter_map(is_delta).copied().collect();
-        while let Some(loc) = deltas.pop() {
+        let with_base =
+            |id: &ObjectId| locations.get(id).filter(|l| l.frame.compression.has_base());
+        let mut pending: Vec<Location> = live.iter().filter_map(with_base).copied().collect();
+        while let Some(loc) = pending.pop() {
             let payload = (self.reader(&loc.pack)?)
                 .read_at(loc.frame.offset + FRAME_HEADER_LEN, DELTA_HEADER_LEN as u64)?;
             let base = DeltaHeader::parse(&payload)
@@ -191,7 +192,7 @@ impl Store {
                 })?
                 .base;
             if live.insert(base) {
-                deltas.extend(is_delta(&base).copied());
+                pending.extend(with_base(&base).copied());
             }
         }
         Ok(())

@@ -374,7 +374,10 @@ impl PackReader {
     ) -> Result<(ObjectKind, Vec<u8>), StoreError> {
         let (info, payload) = self.read_frame(offset, expect)?;
         let raw = decode_payload(&info, payload, &mut |_| {
-            Err("a delta frame is read through the store, which finds its base".into())
+            Err(
+                "a delta or slice frame is read through the store, which finds its base or block"
+                    .into(),
+            )
         })
         .map_err(|why| StoreError::CorruptObject { id: expect, why })?;
         Ok((info.kind, raw))

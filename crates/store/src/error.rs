@@ -103,6 +103,19 @@ pub enum StoreError {
         /// How long this process waited, in whole seconds.
         waited_secs: u64,
     },
+    /// One of the store's own files is a symlink, which snap never follows.
+    #[error("{0} is a symlink; snap never follows links among its own files (remove it)")]
+    Symlink(PathBuf),
+    /// An environment variable whose value cannot be used.
+    #[error("{name}={value:?}: {why}")]
+    BadEnv {
+        /// The variable.
+        name: &'static str,
+        /// Its value, as given.
+        value: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// A well-formed snapshot reference that matches no snapshot; carries the reference.
     #[error("unknown snapshot reference {0:?}")]
     UnknownRef(String),

@@ -1,4 +1,5 @@
-//! Small durable-filesystem helpers shared by the store: directory fsync and atomic file writes.
+//! Small durable-filesystem helpers shared by the store: directory fsync, atomic file writes,
+//! and the refusal to follow a symlink planted among the store's own files.
 
 use std::fs::File;
 use std::io::Write;
@@ -30,4 +31,42 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     tmp.persist(path)
         .map_err(|e| StoreError::io(path, e.error))?;
     sync_dir(dir)
+}
+
+/// `open(2)`'s `O_NOFOLLOW`, for `OpenOptionsExt::custom_flags`.
+pub const O_NOFOLLOW: i32 = rustix::fs::OFlags::NOFOLLOW.bits() as i32;
+
+/// The store's own entries, none of which may be a symlink: a link planted there would make
+/// a command write through it, outside the store.
+const STORE_ENTRIES: [&str; 9] = [
+    "catalog.redb",
+    "packs",
+    "tmp",
+    "lock",
+    "clock",
+    "config.toml",
+    ".undoing",
+    ".redoing",
+    ".restoring",
+];
+
+/// Refuses a store any of whose own entries is a symlink.
+pub fn refuse_links(dir: &Path) -> Result<(), StoreError> {
+    for name in STORE_ENTRIES {
+        let path = dir.join(name);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(StoreError::Symlink(path));
+        }
+    }
+    Ok(())
+}
+
+/// The error of an open with [`O_NOFOLLOW`]: a symlink at `path` is named as one.
+pub fn no_follow_error(path: &Path, e: std::io::Error) -> StoreError {
+    match e.raw_os_error() {
+        Some(code) if code == rustix::io::Errno::LOOP.raw_os_error() => {
+            StoreError::Symlink(path.to_path_buf())
+        }
+        _ => StoreError::io(path, e),
+    }
 }

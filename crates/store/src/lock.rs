@@ -6,6 +6,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,7 @@ pub struct StoreLock {
 }
 
 impl StoreLock {
-    /// Takes the lock at `path`, waiting up to `timeout`. On a store this process cannot write
+    /// Takes the lock at `path` (never through a symlink), waiting up to `timeout`. On a store this process cannot write
     /// (a read-only mount, no write permission) it takes a shared lock instead, which keeps
     /// writers out while it reads; [`StoreLock::is_read_only`] says which.
     pub fn acquire(path: &Path, timeout: Duration) -> Result<StoreLock, StoreError> {
@@ -33,13 +34,18 @@ impl StoreLock {
             .write(true)
             .create(true)
             .truncate(false)
+            .custom_flags(crate::fsio::O_NOFOLLOW)
             .open(path);
         let (mut file, read_only) = match opened {
             Ok(file) => (file, false),
             Err(e) if cannot_write(&e) => {
-                (File::open(path).map_err(|_| StoreError::io(path, e))?, true)
+                let file = OpenOptions::new()
+                    .read(true)
+                    .custom_flags(crate::fsio::O_NOFOLLOW)
+                    .open(path);
+                (file.map_err(|_| StoreError::io(path, e))?, true)
             }
-            Err(e) => return Err(StoreError::io(path, e)),
+            Err(e) => return Err(crate::fsio::no_follow_error(path, e)),
         };
         let op = match read_only {
             true => FlockOperation::NonBlockingLockShared,
@@ -130,10 +136,20 @@ fn read_holder(file: &mut File) -> String {
     }
 }
 
-/// The lock timeout: `SNAP_LOCK_TIMEOUT` seconds, or [`DEFAULT_LOCK_TIMEOUT`].
-pub fn lock_timeout() -> Duration {
-    std::env::var("SNAP_LOCK_TIMEOUT")
+/// The lock timeout: `SNAP_LOCK_TIMEOUT` seconds, or [`DEFAULT_LOCK_TIMEOUT`]. A value that is
+/// not a finite, non-negative number of seconds is refused rather than guessed at.
+pub fn lock_timeout() -> Result<Duration, StoreError> {
+    let Some(value) = std::env::var_os("SNAP_LOCK_TIMEOUT") else {
+        return Ok(DEFAULT_LOCK_TIMEOUT);
+    };
+    let text = value.to_string_lossy();
+    text.trim()
+        .parse::<f64>()
         .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-        .map_or(DEFAULT_LOCK_TIMEOUT, Duration::from_secs_f64)
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+        .ok_or_else(|| StoreError::BadEnv {
+            name: "SNAP_LOCK_TIMEOUT",
+            value: text.into_owned(),
+            why: "expected a number of seconds, 0 or more".into(),
+        })
 }

@@ -90,7 +90,7 @@ impl Store {
         }
         let catalog = dir.join("catalog.redb");
         if !catalog.exists() {
-            let _lock = StoreLock::acquire(&dir.join("lock"), lock_timeout())?;
+            let _lock = StoreLock::acquire(&dir.join("lock"), lock_timeout()?)?;
             if !catalog.exists() {
                 drop(Catalog::create(&catalog)?);
                 crate::fsio::sync_dir(dir)?;
@@ -104,7 +104,8 @@ impl Store {
         if !dir.join("packs").is_dir() {
             return Err(StoreError::NotFound(dir.to_path_buf()));
         }
-        let lock = StoreLock::acquire(&dir.join("lock"), lock_timeout())?;
+        crate::fsio::refuse_links(dir)?;
+        let lock = StoreLock::acquire(&dir.join("lock"), lock_timeout()?)?;
         let catalog = Catalog::open(&dir.join("catalog.redb"), lock.is_read_only())?;
         Ok(Store {
             dir: dir.to_path_buf(),

@@ -218,7 +218,7 @@ impl Store {
         if !dir.join("packs").is_dir() {
             return Err(StoreError::NotFound(dir.to_path_buf()));
         }
-        let _lock = StoreLock::acquire(&dir.join("lock"), lock_timeout())?;
+        let _lock = StoreLock::acquire(&dir.join("lock"), lock_timeout()?)?;
         let mut report = RepairReport::default();
         let catalog_path = dir.join("catalog.redb");
         if catalog_path.exists() {

@@ -64,10 +64,12 @@ impl StatKey {
     }
 
     /// The racy rule: a thing last seen as `self` is unchanged now, when it stats as `now`,
-    /// only if the two are equal and `self` was modified strictly before `written_ns`, the
-    /// filesystem clock when it was seen (a change in the same tick leaves every field equal).
+    /// only if the two are equal and `self` was both modified and changed (mtime and ctime)
+    /// strictly before `written_ns`, the filesystem clock when it was seen. A change in the
+    /// same tick leaves every field equal; ctime counts too because mtime can be set back
+    /// (`cp -p`, `tar -x`, `touch -d`) while ctime always moves with the change.
     pub fn still(&self, now: &StatKey, written_ns: i64) -> bool {
-        self == now && now.mtime_ns < written_ns
+        self == now && now.mtime_ns < written_ns && now.ctime_ns < written_ns
     }
 }
 

@@ -9,7 +9,7 @@ use snap_tree::{Change, DiffEntry, FileDiff, Side, TreeDiff};
 
 use crate::args::DiffArgs;
 use crate::render::path_str;
-use crate::{Ctx, emit, open, workspace_paths};
+use crate::{Ctx, emit, open_reading, workspace_paths};
 
 /// The page of entries asked for, and how many pages there are.
 fn page<'a>(entries: &'a [DiffEntry], args: &DiffArgs) -> (&'a [DiffEntry], u64) {
@@ -38,7 +38,7 @@ fn letter(c: Change) -> char {
 }
 
 pub fn run(ctx: &Ctx, args: DiffArgs) -> Result<()> {
-    let ws = open(ctx)?;
+    let ws = open_reading(ctx)?;
     let paths = workspace_paths(&ws, &ctx.start, &args.paths)?;
     let diff = ws.diff(args.from.as_deref(), args.to.as_deref(), &paths)?;
     let (shown, pages) = page(&diff.entries, &args);

@@ -138,7 +138,7 @@ pub fn gc(ctx: &Ctx) -> Result<()> {
 }
 
 pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
-    let ws = open(ctx)?;
+    let ws = crate::open_reading(ctx)?;
     let report = ws.verify(read_data)?;
     let problems: Vec<Value> = report
         .problems

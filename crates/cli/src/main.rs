@@ -26,12 +26,62 @@ const EXIT_NOTHING_TO_DO: u8 = 3;
 
 fn main() -> ExitCode {
     restore_sigpipe();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let json_mode = cli.json;
-    match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => report_error(&e, json_mode),
+    // A panic (a bug, or a library meeting damage it did not expect) still ends in one
+    // `error:` line and exit 1, never a backtrace: the hook stays silent, the payload is said.
+    std::panic::set_hook(Box::new(|_| {}));
+    match std::panic::catch_unwind(|| run(cli)) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => report_error(&e, json_mode),
+        Err(payload) => report_error(&anyhow::anyhow!(panic_message(&payload)), json_mode),
     }
+}
+
+/// What a caught panic says, with where to go from there.
+fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown".into());
+    format!(
+        "internal error: {what} (the store may be damaged: run `snap verify`, then `snap repair` if it reports problems)"
+    )
+}
+
+/// A command line clap refused: its own output for `--help` and `--version`, else exit 2,
+/// with `{"error": ...}` on stdout too when `--json` was asked for (docs/JSON.md).
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+        || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand && !wants_json()
+    {
+        let _ = e.print();
+        return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+    }
+    let _ = e.print();
+    if wants_json() {
+        let text = e.render().to_string();
+        let first = text
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("usage error");
+        let message = first.trim().trim_start_matches("error: ");
+        println!("{}", json!({ "error": message }));
+    }
+    ExitCode::from(2)
+}
+
+/// True when `--json` is among the arguments (read by hand: clap refused the line).
+fn wants_json() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
 }
 
 /// Lets `snap log | head` end quietly, as Unix tools do, instead of panicking on EPIPE.
@@ -158,6 +208,20 @@ pub(crate) fn open(ctx: &Ctx) -> Result<Workspace> {
             r.op.as_str(),
             r.head.record.seq,
             r.paths_touched
+        );
+        print_kept(r.op.as_str(), &r.kept);
+    }
+    Ok(ws)
+}
+
+/// Opens the workspace for a command that only reads: an interrupted operation is left for
+/// a writing command or `snap recover` (DESIGN §7), and named on stderr.
+pub(crate) fn open_reading(ctx: &Ctx) -> Result<Workspace> {
+    let ws = Workspace::discover_reading(&ctx.start, ctx.store.as_deref())?;
+    for m in ws.pending()? {
+        eprintln!(
+            "snap: an interrupted {} is pending; run `snap recover` to finish it",
+            m.op.as_str()
         );
     }
     Ok(ws)
@@ -347,7 +411,7 @@ struct LogFilter {
 }
 
 fn cmd_log(ctx: &Ctx, f: LogFilter) -> Result<()> {
-    let ws = open(ctx)?;
+    let ws = open_reading(ctx)?;
     let since_ns = match &f.since {
         Some(d) => snap_tree::parse_duration(d).map_err(anyhow::Error::msg)?,
         None => None,
@@ -389,7 +453,7 @@ fn cmd_log(ctx: &Ctx, f: LogFilter) -> Result<()> {
 }
 
 fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
-    let ws = open(ctx)?;
+    let ws = open_reading(ctx)?;
     let snap = ws.resolve(reference)?;
     let changes = ws.changes_of(&snap)?;
     let mut value = snapshot_json(&snap);
@@ -409,7 +473,7 @@ fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
 }
 
 fn cmd_ls(ctx: &Ctx, reference: &str, paths: &[PathBuf]) -> Result<()> {
-    let ws = open(ctx)?;
+    let ws = open_reading(ctx)?;
     let snap = ws.resolve(reference)?;
     let filter = workspace_paths(&ws, &ctx.start, paths)?;
     let under = |p: &[u8]| {
@@ -445,7 +509,7 @@ fn cmd_ls(ctx: &Ctx, reference: &str, paths: &[PathBuf]) -> Result<()> {
 }
 
 fn cmd_cat(ctx: &Ctx, reference: &str, path: &Path) -> Result<()> {
-    let ws = open(ctx)?;
+    let ws = open_reading(ctx)?;
     let snap = ws.resolve(reference)?;
     let rel = workspace_paths(&ws, &ctx.start, &[path.to_path_buf()])?.remove(0);
     let content = ws.read_file(&snap, &rel)?;
@@ -464,7 +528,7 @@ fn cmd_cat(ctx: &Ctx, reference: &str, path: &Path) -> Result<()> {
 }
 
 fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
-    let ws = open(ctx)?;
+    let ws = open_reading(ctx)?;
     let status = ws.status()?;
     let wanted = |c: &Change| match category {
         None => true,
@@ -478,17 +542,17 @@ fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
         .filter(|(_, c)| wanted(c))
         .cloned()
         .collect();
-    let recovered: Vec<Value> = ws
-        .recovered()
+    let pending: Vec<Value> = ws
+        .pending()?
         .iter()
-        .map(|r| json!({"op": r.op.as_str(), "head": r.head.id.to_hex()}))
+        .map(|m| json!({"op": m.op.as_str(), "target": m.head.to_hex()}))
         .collect();
     let mut value = json!({
         "head": status.head.as_ref().map(|h| h.id.to_hex()),
         "clean": status.changes.is_empty(),
         "changes": changes_json(&changes),
         "redo_depth": status.redo_depth,
-        "recovered": recovered,
+        "pending": pending.first(),
     });
     value["skipped"] = report_json(&status.report);
     emit(ctx, value, || {
@@ -499,6 +563,12 @@ fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
         if status.changes.is_empty() {
             println!("clean: the working tree matches HEAD");
         }
+        for p in &pending {
+            println!(
+                "pending: an interrupted {} (run `snap recover` to finish it)",
+                p["op"].as_str().unwrap_or("move")
+            );
+        }
         print_changes(&changes);
         print_skipped(&status.report, ctx.quiet);
     });
@@ -507,7 +577,14 @@ fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
 
 fn cmd_recover(ctx: &Ctx) -> Result<()> {
     let ws = Workspace::discover(&ctx.start, ctx.store.as_deref())?;
-    let done: Vec<Value> = ws.recovered().iter().map(|r| json!({"op": r.op.as_str(), "head": r.head.id.to_hex(), "paths_touched": r.paths_touched})).collect();
+    let done: Vec<Value> = ws
+        .recovered()
+        .iter()
+        .map(|r| {
+            let kept: Vec<String> = r.kept.iter().map(|p| path_str(p)).collect();
+            json!({"op": r.op.as_str(), "head": r.head.id.to_hex(), "paths_touched": r.paths_touched, "kept": kept})
+        })
+        .collect();
     emit(ctx, json!({"recovered": done}), || {
         if ws.recovered().is_empty() {
             println!("nothing to recover");
@@ -519,6 +596,7 @@ fn cmd_recover(ctx: &Ctx) -> Result<()> {
                 r.head.record.seq,
                 r.paths_touched
             );
+            print_kept(r.op.as_str(), &r.kept);
         }
     });
     if done.len() > 1 {

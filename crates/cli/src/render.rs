@@ -161,7 +161,18 @@ pub fn move_json(o: &MoveOutcome) -> Value {
         "passed": o.passed.iter().map(snapshot_json).collect::<Vec<_>>(),
         "passed_count": o.passed.len(),
         "changes": changes_json(&o.changes),
+        "kept": o.kept.iter().map(|p| path_str(p)).collect::<Vec<_>>(),
     })
+}
+
+/// Names each path a move left as it was; never silent, even with `-q`.
+pub fn print_kept(verb: &str, kept: &[Vec<u8>]) {
+    for path in kept {
+        eprintln!(
+            "kept {} as it is: {verb} does not touch ignored, oversize or changed files",
+            path_str(path)
+        );
+    }
 }
 
 pub fn print_move(o: &MoveOutcome, quiet: bool) {
@@ -175,6 +186,9 @@ pub fn print_move(o: &MoveOutcome, quiet: bool) {
             println!("  passes {}", snapshot_line(s));
         }
         print_changes(&o.changes);
+        for path in &o.kept {
+            println!("  would keep {} (ignored or excluded)", path_str(path));
+        }
         return;
     }
     if let Some(auto) = &o.auto_saved {
@@ -192,4 +206,5 @@ pub fn print_move(o: &MoveOutcome, quiet: bool) {
     if !quiet {
         print_changes(&o.changes);
     }
+    print_kept(verb, &o.kept);
 }

@@ -528,8 +528,11 @@ fn kill_9_during_undo_and_redo_ends_in_old_or_target_state() {
         }
         let _ = child.kill();
         child.wait().unwrap();
+        // Read-only commands leave an interrupted move alone; `recover` finishes it.
+        recovered += json(d, &["recover"])["recovered"]
+            .as_array()
+            .map_or(0, Vec::len);
         let st = json(d, &["status"]);
-        recovered += st["recovered"].as_array().map_or(0, Vec::len);
         let now = tree_digest(d);
         assert!(
             now == a || now == b,
@@ -975,6 +978,7 @@ fn crash_and_check(op: &str, failpoint: Option<&str>, power_cut: Option<powerlos
             assert!(changed > 0, "{at}: the power cut changed nothing");
         }
     }
+    ok(d, &["recover"]);
     let st = json(d, &["status"]);
     let now = tree_digest(d);
     assert!(now == old || now == target, "{at}: the tree is a mix");
@@ -1174,6 +1178,7 @@ fn fault_and_check(op: &str, fault: &str) {
         "Read-only file system",
     ];
     assert!(named.iter().any(|n| err.contains(n)), "{at}: {err}");
+    ok(d, &["recover"]);
     let st = json(d, &["status"]);
     let now = tree_digest(d);
     assert!(now == old || now == target, "{at}: the tree is a mix");
@@ -1559,4 +1564,342 @@ fn kill_9_thrash_of_concurrent_commands_loses_nothing() {
         );
     }
     assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
+}
+
+// ---- The safety invariant (DESIGN §14, docs/SAFETY.md) ----
+
+/// Every file and symlink under `root` (the store aside), ignored ones included, with its
+/// bytes (a symlink's target for a link).
+fn everything(root: &Path) -> Tree {
+    let mut out = Tree::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            let rel = e
+                .path()
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let t = e.file_type().unwrap();
+            if rel == ".snap" {
+                continue;
+            } else if t.is_dir() {
+                stack.push(e.path());
+            } else if t.is_symlink() {
+                let target = std::fs::read_link(e.path()).unwrap();
+                out.insert(rel, target.to_string_lossy().as_bytes().to_vec());
+            } else if t.is_file() {
+                out.insert(rel, std::fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// The conservation oracle: every file that was in `before` is still at its path with its
+/// bytes, or some snapshot that `log --all` lists holds those bytes at that path.
+fn assert_conserved(d: &Path, before: &Tree, what: &str) {
+    let now = everything(d);
+    let seqs = seqs(d);
+    for (path, bytes) in before {
+        if now.get(path) == Some(bytes) {
+            continue;
+        }
+        let saved = seqs.iter().any(|seq| {
+            let out = snap(d, &["cat", &format!("#{seq}"), path]);
+            out.status.success() && &out.stdout == bytes
+        });
+        assert!(saved, "{what}: {path} ({} bytes) was lost", bytes.len());
+    }
+}
+
+/// Runs snap with `args`, checks the oracle around it, and returns the output.
+fn conserving(d: &Path, args: &[&str]) -> Output {
+    let before = everything(d);
+    let out = snap(d, args);
+    assert_ne!(
+        out.status.code(),
+        Some(101),
+        "{args:?} panicked: {}",
+        stderr(&out)
+    );
+    assert_conserved(d, &before, &format!("snap {args:?}"));
+    out
+}
+
+#[test]
+fn undo_keeps_a_tracked_file_that_grew_past_max_file_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "data.bin", b"small\n");
+    write(d, "k", b"k\n");
+    ok(d, &["save"]);
+    std::fs::write(d.join(".snap/config.toml"), "max_file_size = 1000\n").unwrap();
+    write(d, "k", b"k2\n");
+    ok(d, &["save"]);
+    let big = vec![7u8; 5000];
+    write(d, "data.bin", &big);
+    // The unsaved state (data.bin gone from the tracked tree) is saved first and is one step.
+    let out = conserving(d, &["--json", "undo", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read(d.join("data.bin")).unwrap(), big);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kept"], serde_json::json!(["data.bin"]));
+    assert_eq!(read(d, "k"), "k\n", "the rest of the undo is carried out");
+}
+
+#[test]
+fn undo_never_overwrites_an_ignored_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "out.log", b"v1\n");
+    ok(d, &["save"]);
+    write(d, ".gitignore", b"out.log\n");
+    ok(d, &["save"]);
+    write(d, "out.log", b"IMPORTANT\n");
+    let out = conserving(d, &["undo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(d, "out.log"), "IMPORTANT\n");
+    assert!(stderr(&out).contains("kept out.log"), "{}", stderr(&out));
+    assert!(
+        !d.join(".gitignore").exists(),
+        "the rest of the undo is carried out"
+    );
+}
+
+#[test]
+fn undo_never_creates_a_path_the_ignore_rules_leave_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "keep.txt", b"1\n");
+    write(d, "gen/out.o", b"obj\n");
+    ok(d, &["save"]);
+    std::fs::remove_file(d.join("gen/out.o")).unwrap();
+    ok(d, &["save"]);
+    write(d, ".snapignore", b"*.o\n");
+    let v = json(d, &["undo", "2", "--dry-run"]);
+    assert_eq!(v["kept"], serde_json::json!(["gen/out.o"]));
+    let out = conserving(d, &["undo", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!d.join("gen/out.o").exists());
+}
+
+#[test]
+fn a_move_meeting_an_ignored_directory_where_it_would_write_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "thing", b"file\n");
+    ok(d, &["save"]);
+    std::fs::remove_file(d.join("thing")).unwrap();
+    write(d, "thing/x", b"DEEP\n");
+    write(d, ".gitignore", b"thing/\n");
+    ok(d, &["save"]);
+    let out = conserving(d, &["undo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(d, "thing/x"), "DEEP\n");
+    assert!(stderr(&out).contains("kept thing"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_failed_undo_puts_back_only_what_it_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for i in 0..6 {
+        write(d, &format!("f{i}"), format!("one {i}\n").as_bytes());
+    }
+    write(d, "keep/data.log", b"ignored, never to be touched\n");
+    ok(d, &["save"]);
+    for i in 0..6 {
+        write(d, &format!("f{i}"), format!("two {i}\n").as_bytes());
+    }
+    write(d, ".gitignore", b"*.log\n");
+    ok(d, &["save"]);
+    let before = everything(d);
+    let out = snap_cmd(d, &["undo"])
+        .env("SNAP_FAULT", "restore-write@3:ENOSPC")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        everything(d),
+        before,
+        "the rollback restores exactly the state before"
+    );
+    assert!(!d.join(".snap/.undoing").exists());
+    assert_eq!(json(d, &["status"])["clean"], true);
+}
+
+#[test]
+fn finishing_an_interrupted_undo_touches_only_its_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    two_states(d);
+    ok(d, &["save"]);
+    let out = snap_cmd(d, &["undo"])
+        .env("SNAP_FAILPOINT", "restore-file@5")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "{}", stderr(&out));
+    // After the kill: an agent writes a new file, a build writes an ignored directory.
+    write(d, "agent.txt", b"new work\n");
+    write(d, ".snapignore", b"target/\n");
+    write(d, "target/debug/out", b"build output\n");
+    let pending = everything(d);
+    for args in [
+        &["status"][..],
+        &["log"],
+        &["diff"],
+        &["show", "@"],
+        &["verify"],
+    ] {
+        let out = snap(d, args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("pending"),
+            "{args:?} names the pending undo"
+        );
+        assert_eq!(everything(d), pending, "{args:?} only reads");
+    }
+    assert_eq!(json(d, &["status"])["pending"]["op"], "undo");
+    let out = conserving(d, &["save"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("finished an interrupted undo"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(read(d, "agent.txt"), "new work\n");
+    assert_eq!(read(d, "target/debug/out"), "build output\n");
+    assert!(!d.join(".snap/.undoing").exists());
+}
+
+#[test]
+fn a_roll_forward_saves_a_planned_file_changed_since_the_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a", b"one\n");
+    write(d, "b", b"one\n");
+    ok(d, &["save"]);
+    write(d, "a", b"two\n");
+    write(d, "b", b"two\n");
+    ok(d, &["save"]);
+    let out = snap_cmd(d, &["undo"])
+        .env("SNAP_FAILPOINT", "marker-written")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "{}", stderr(&out));
+    write(d, "b", b"edited after the kill\n");
+    let out = conserving(d, &["recover"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        (read(d, "a"), read(d, "b")),
+        ("one\n".into(), "one\n".into())
+    );
+}
+
+#[test]
+fn bad_lock_timeouts_are_one_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a", b"a");
+    ok(d, &["save"]);
+    for value in ["-1", "inf", "NaN", "1e400", "soon"] {
+        let out = snap_cmd(d, &["status"])
+            .env("SNAP_LOCK_TIMEOUT", value)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{value}");
+        let err = stderr(&out);
+        assert!(
+            err.starts_with("error: SNAP_LOCK_TIMEOUT"),
+            "{value}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{value}: {err}");
+    }
+}
+
+#[test]
+fn usage_errors_under_json_print_an_error_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = snap(dir.path(), &["--json", "undo", "--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(2));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["error"].as_str().unwrap().contains("--no-such-flag"),
+        "{v}"
+    );
+}
+
+#[test]
+fn store_files_that_are_symlinks_are_refused_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a", b"a");
+    ok(d, &["save"]);
+    let victim = outside.path().join("victim");
+    for name in ["clock", "lock"] {
+        std::fs::write(&victim, b"keep me").unwrap();
+        let _ = std::fs::remove_file(d.join(".snap").join(name));
+        std::os::unix::fs::symlink(&victim, d.join(".snap").join(name)).unwrap();
+        let out = snap(d, &["status"]);
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert!(
+            stderr(&out).contains("is a symlink"),
+            "{name}: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            b"keep me",
+            "{name} followed"
+        );
+        std::fs::remove_file(d.join(".snap").join(name)).unwrap();
+    }
+    ok(d, &["status"]);
+}
+
+#[test]
+fn a_damaged_catalog_never_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for i in 0..30 {
+        write(d, &format!("d{}/f{i}", i % 3), format!("{i}").as_bytes());
+    }
+    ok(d, &["save"]);
+    write(d, "d0/f0", b"changed");
+    ok(d, &["save"]);
+    let catalog = d.join(".snap/catalog.redb");
+    let pristine = std::fs::read(&catalog).unwrap();
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for round in 0..24 {
+        let mut bytes = pristine.clone();
+        for _ in 0..20 {
+            let at = (next() as usize) % bytes.len().saturating_sub(4).max(1);
+            bytes[at..at + 4].copy_from_slice(&(next() as u32).to_le_bytes());
+        }
+        for args in [&["log"][..], &["status"], &["verify"], &["save"], &["undo"]] {
+            std::fs::write(&catalog, &bytes).unwrap();
+            let out = snap(d, args);
+            let err = stderr(&out);
+            assert_ne!(
+                out.status.code(),
+                Some(101),
+                "round {round} {args:?}: {err}"
+            );
+            assert!(!err.contains("panicked"), "round {round} {args:?}: {err}");
+            if !out.status.success() {
+                assert!(err.starts_with("error: "), "round {round} {args:?}: {err}");
+            }
+        }
+    }
+    std::fs::write(&catalog, &pristine).unwrap();
 }

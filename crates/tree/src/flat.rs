@@ -154,7 +154,7 @@ impl<'a> OpenDir<'a> {
 }
 
 /// Whether `path` is `dir` or lies under it (everything lies under the root, `""`).
-fn is_within(path: &[u8], dir: &[u8]) -> bool {
+pub fn is_within(path: &[u8], dir: &[u8]) -> bool {
     dir.is_empty()
         || path
             .strip_prefix(dir)

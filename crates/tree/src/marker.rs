@@ -46,7 +46,9 @@ impl Op {
     pub const ALL: [Op; 3] = [Op::Undo, Op::Redo, Op::Restore];
 }
 
-/// What an interrupted operation was going to commit.
+/// What an interrupted operation was going to commit, and the plan it was carrying out: the
+/// tree it started from (`from`) and the target's (`head`'s), whose difference is exactly the
+/// set of paths it may touch, less those it `kept` from the start.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Marker {
     /// The operation interrupted; it also names the marker file.
@@ -55,6 +57,21 @@ pub struct Marker {
     pub head: ObjectId,
     /// The redo stack to commit with `head`.
     pub redo: Vec<ObjectId>,
+    /// The root tree of the working tree as the move found it (always in the store: HEAD's,
+    /// or the unsaved changes' saved first). `None` in a marker from before format 2.
+    pub from: Option<ObjectId>,
+    /// Planned paths the move left alone from the start because the ignore rules, as they
+    /// were before it, leave them out; a roll-forward leaves them alone too.
+    pub kept: Vec<Vec<u8>>,
+}
+
+/// The marker as written before it recorded its plan (`from`, `kept`): still read, so that
+/// an operation interrupted under an older snap can be finished.
+#[derive(Deserialize)]
+struct MarkerV1 {
+    op: Op,
+    head: ObjectId,
+    redo: Vec<ObjectId>,
 }
 
 impl Marker {
@@ -87,11 +104,10 @@ impl Marker {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(TreeError::io(path, e)),
             };
-            let marker: Marker =
-                decode_record(ObjectId([0; 32]), &bytes).map_err(|e| TreeError::BadMarker {
-                    path: path.clone(),
-                    why: e.to_string(),
-                })?;
+            let marker = decode_marker(&bytes).map_err(|e| TreeError::BadMarker {
+                path: path.clone(),
+                why: e.to_string(),
+            })?;
             if marker.op != op {
                 return Err(TreeError::BadMarker {
                     path,
@@ -101,5 +117,55 @@ impl Marker {
             found.push(marker);
         }
         Ok(found)
+    }
+}
+
+/// Decodes a marker of either layout (postcard is not self-describing, and an older marker
+/// is a strict prefix of the newer layout's fields, so it fails the newer decode).
+fn decode_marker(bytes: &[u8]) -> Result<Marker, snap_store::StoreError> {
+    let id = ObjectId([0; 32]);
+    decode_record::<Marker>(id, bytes).or_else(|e| {
+        let old: MarkerV1 = decode_record(id, bytes).map_err(|_| e)?;
+        Ok(Marker {
+            op: old.op,
+            head: old.head,
+            redo: old.redo,
+            from: None,
+            kept: Vec::new(),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize)]
+    struct OldMarker {
+        op: Op,
+        head: ObjectId,
+        redo: Vec<ObjectId>,
+    }
+
+    #[test]
+    fn a_marker_of_either_layout_decodes() {
+        let marker = Marker {
+            op: Op::Redo,
+            head: ObjectId([7; 32]),
+            redo: vec![ObjectId([8; 32])],
+            from: Some(ObjectId([9; 32])),
+            kept: vec![b"out.log".to_vec()],
+        };
+        assert_eq!(decode_marker(&encode_record(&marker)).unwrap(), marker);
+        let old = OldMarker {
+            op: Op::Undo,
+            head: ObjectId([1; 32]),
+            redo: Vec::new(),
+        };
+        let decoded = decode_marker(&encode_record(&old)).unwrap();
+        assert_eq!(
+            (decoded.op, decoded.head, decoded.from),
+            (Op::Undo, old.head, None)
+        );
     }
 }

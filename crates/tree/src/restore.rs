@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
-use snap_store::{EntryKind, ObjectId, StatKey, Store, StoreError, TreeEntry};
+use snap_store::{EntryKind, ObjectId, ObjectWriter, StatKey, Store, StoreError, TreeEntry};
 
 use crate::flat::{Change, FlatTree, Node, Paired, children, flatten, join, pair_by_name, split};
 use crate::{TreeError, scan};
@@ -34,7 +34,7 @@ pub const TEMP_PREFIX: &str = ".snap-tmp-";
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// What a restore does, computed before anything is touched.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
     /// Files and symlinks the target lacks or has as a directory.
     pub remove_files: Vec<Vec<u8>>,
@@ -115,6 +115,40 @@ impl Plan {
             .collect();
         out.sort();
         out
+    }
+
+    /// Drops every step at or under one of `kept`.
+    pub fn leave_out(&mut self, kept: &[Vec<u8>]) {
+        if kept.is_empty() {
+            return;
+        }
+        let out = |p: &[u8]| kept.iter().any(|k| crate::flat::is_within(p, k));
+        self.retain(|p| !out(p));
+    }
+
+    /// Keeps only the steps at exactly the paths `only` (sorted).
+    pub fn keep_only(&mut self, only: &[Vec<u8>]) {
+        self.retain(|p| only.binary_search_by(|o| o.as_slice().cmp(p)).is_ok());
+    }
+
+    fn retain(&mut self, keep: impl Fn(&[u8]) -> bool) {
+        self.remove_files.retain(|p| keep(p));
+        self.remove_dirs.retain(|p| keep(p));
+        self.make_dirs.retain(|p| keep(p));
+        self.write.retain(|(p, _)| keep(p));
+    }
+
+    /// Every path the plan touches.
+    pub fn paths(&self) -> Vec<&[u8]> {
+        let (files, dirs) = (self.remove_files.iter(), self.remove_dirs.iter());
+        let made = self.make_dirs.iter();
+        let written = self.write.iter().map(|(p, _)| p);
+        files
+            .chain(dirs)
+            .chain(made)
+            .chain(written)
+            .map(Vec::as_slice)
+            .collect()
     }
 
     /// How many paths the plan changes.
@@ -258,53 +292,394 @@ fn remove_current(current: &FlatTree, path: &[u8], node: &Node, (plan, _): &mut 
     }
 }
 
-/// Carries out `plan` in `root`, reading content from `store`. Returns the number of paths
-/// written or removed.
-pub fn apply(
-    root: &Path,
-    store: &Store,
-    plan: &Plan,
-    target: &FlatTree,
-) -> Result<usize, TreeError> {
-    apply_with(root, store, plan, target, &|| {})
+/// The two states a plan moves between, for at least every path it touches: what each path
+/// held when the plan was made (`before`) and what it is to hold (`after`).
+#[derive(Clone, Copy, Debug)]
+pub struct Sides<'a> {
+    /// The working tree as the plan saw it (absent: nothing tracked was there).
+    pub before: &'a FlatTree,
+    /// The target (absent: the target has nothing there).
+    pub after: &'a FlatTree,
+}
+
+impl Sides<'_> {
+    /// What `path` should hold when a step of the plan touches it: its `before` entry, or
+    /// nothing when that was a directory (the plan removes directories before writing).
+    fn expected(&self, path: &[u8]) -> Option<&Node> {
+        self.before.get(path).filter(|n| n.kind != EntryKind::Dir)
+    }
+}
+
+/// The working tree a plan is carried out in.
+#[derive(Clone, Copy, Debug)]
+pub struct WorkTree<'a> {
+    /// The workspace root.
+    pub root: &'a Path,
+    /// Where content is read from.
+    pub store: &'a Store,
+    /// Files larger than this are never tracked, so never saved before being replaced: a
+    /// planned path holding one is kept.
+    pub max_file_size: u64,
+}
+
+/// What [`apply`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Paths written or removed.
+    pub touched: usize,
+    /// Planned paths left exactly as they were, in path order, because what is there could
+    /// not be saved first: a directory still holding other files, an oversize or special
+    /// file. Nothing under a kept directory is written either.
+    pub kept: Vec<Vec<u8>>,
+    /// Planned paths left as they were because they hold a file or symlink that is neither
+    /// what the plan saw nor its target (changed without a timestamp, torn by a power cut,
+    /// written by another process): the caller saves them, then carries out their steps.
+    pub differs: Vec<Vec<u8>>,
+}
+
+/// Carries out `plan` in the working tree, guarded path by path (DESIGN §14): a path is
+/// written or removed only while it holds what `sides.before` says, and a path already
+/// holding `sides.after` counts as done, so the same call rolls an interrupted plan forward
+/// and rolls a failed one back. Anything else is left untouched and named.
+pub fn apply(tree: WorkTree<'_>, plan: &Plan, sides: Sides<'_>) -> Result<Applied, TreeError> {
+    apply_with(tree, plan, sides, &|| {})
+}
+
+/// The guarded steps' shared state: the tree, and the paths left alone so far.
+struct Guarded<'a> {
+    tree: WorkTree<'a>,
+    root_fd: OwnedFd,
+    /// Computes ids of what the working tree holds, storing nothing.
+    hasher: ObjectWriter<'a>,
+    sides: Sides<'a>,
+    kept: std::sync::Mutex<Vec<Vec<u8>>>,
+    differs: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+/// What a planned path holds now, against what the plan expects there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Found {
+    /// What the plan expects: the step may be taken.
+    Expected,
+    /// The step's result: nothing to do.
+    Done,
+    /// A file or symlink the store could hold: saved by the caller, then replaced.
+    Differs,
+    /// Anything else (a directory, an oversize or special file): kept as it is.
+    Foreign,
+}
+
+impl Guarded<'_> {
+    fn note(&self, list: &std::sync::Mutex<Vec<Vec<u8>>>, path: &[u8]) {
+        list.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(path.to_vec());
+    }
+
+    fn keep(&self, path: &[u8]) {
+        self.note(&self.kept, path);
+    }
+
+    /// True when `path` or a directory above it was kept: nothing may be written below.
+    fn under_kept(&self, path: &[u8]) -> bool {
+        let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let mut at = path;
+        while !at.is_empty() {
+            if kept.iter().any(|k| k.as_slice() == at) {
+                return true;
+            }
+            at = split(at).0;
+        }
+        false
+    }
+
+    /// What `path` holds against `expected` (the plan's view) and `done` (the step's result).
+    fn found(
+        &self,
+        path: &[u8],
+        expected: Option<&Node>,
+        done: Option<&Node>,
+    ) -> Result<Found, TreeError> {
+        let (parent, name) = split(path);
+        let dir = match open_dir_at(&self.root_fd, parent) {
+            Ok(dir) => dir,
+            // No directory there, so nothing at the path either.
+            Err(Errno::NOENT) => return Ok(classify(&OnDisk::Absent, expected, done, u64::MAX)),
+            Err(e) => return Err(fail("open directory", self.tree.root, parent, e)),
+        };
+        let name = OsStr::from_bytes(name);
+        let here =
+            on_disk(&dir, name, &self.hasher).map_err(|e| fail("read", self.tree.root, path, e))?;
+        Ok(classify(&here, expected, done, self.tree.max_file_size))
+    }
+}
+
+/// What a path holding `here` is to a step expecting `expected` and producing `done`.
+fn classify(here: &OnDisk<'_>, expected: Option<&Node>, done: Option<&Node>, max: u64) -> Found {
+    {
+        match here {
+            _ if same(here, done) => Found::Done,
+            _ if same(here, expected) => Found::Expected,
+            OnDisk::Entry(kind, size, _) if *kind != EntryKind::Dir && *size <= max => {
+                Found::Differs
+            }
+            _ => Found::Foreign,
+        }
+    }
+}
+
+impl Guarded<'_> {
+    /// Takes a step if `path` holds what the plan expects; records it otherwise.
+    fn guard(
+        &self,
+        path: &[u8],
+        expected: Option<&Node>,
+        done: Option<&Node>,
+        step: impl FnOnce() -> Result<bool, TreeError>,
+    ) -> Result<bool, TreeError> {
+        match self.found(path, expected, done)? {
+            Found::Expected => step(),
+            Found::Done => Ok(false),
+            Found::Differs => {
+                self.note(&self.differs, path);
+                Ok(false)
+            }
+            Found::Foreign => {
+                self.keep(path);
+                Ok(false)
+            }
+        }
+    }
+}
+
+/// What a path holds: nothing, or an entry of a kind, size and content id (the id is
+/// computed only when asked for, see [`same`]).
+#[derive(Debug)]
+enum OnDisk<'a> {
+    Absent,
+    Entry(EntryKind, u64, Lazy<'a>),
+    Special,
+}
+
+/// A path's content id, computed on first use.
+struct Lazy<'a> {
+    dir: &'a OwnedFd,
+    name: &'a OsStr,
+    hasher: &'a ObjectWriter<'a>,
+    kind: EntryKind,
+    id: std::cell::OnceCell<Option<ObjectId>>,
+}
+
+impl std::fmt::Debug for Lazy<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lazy")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lazy<'_> {
+    /// The content id; `None` when the content could not be read.
+    fn id(&self) -> Option<ObjectId> {
+        *self.id.get_or_init(|| match self.kind {
+            EntryKind::Symlink => rustix::fs::readlinkat(self.dir, self.name, Vec::new())
+                .ok()
+                .and_then(|t| {
+                    self.hasher
+                        .put(snap_store::ObjectKind::Chunk, t.as_bytes())
+                        .ok()
+                }),
+            _ => read_at(self.dir, self.name)
+                .ok()
+                .and_then(|c| scan::store_content(self.hasher, &c).ok()),
+        })
+    }
+}
+
+/// True when what is on disk is `want` (for `None`: nothing). Kind and size are compared
+/// first; content is read and hashed only when they agree, so an oversize file in the way
+/// is never read.
+fn same(here: &OnDisk<'_>, want: Option<&Node>) -> bool {
+    match (here, want) {
+        (OnDisk::Absent, None) => true,
+        (OnDisk::Entry(kind, size, lazy), Some(want)) => {
+            *kind == want.kind
+                && (*kind == EntryKind::Dir || (*size == want.size && lazy.id() == Some(want.id)))
+        }
+        _ => false,
+    }
+}
+
+/// What `name` in `dir` is now, without following a symlink.
+fn on_disk<'a>(
+    dir: &'a OwnedFd,
+    name: &'a OsStr,
+    hasher: &'a ObjectWriter<'a>,
+) -> Result<OnDisk<'a>, Errno> {
+    use rustix::fs::FileType;
+    let st = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(Errno::NOENT) => return Ok(OnDisk::Absent),
+        Err(e) => return Err(e),
+    };
+    let kind = match FileType::from_raw_mode(st.st_mode) {
+        FileType::Directory => EntryKind::Dir,
+        FileType::Symlink => EntryKind::Symlink,
+        FileType::RegularFile if st.st_mode & 0o100 != 0 => EntryKind::Executable,
+        FileType::RegularFile => EntryKind::File,
+        _ => return Ok(OnDisk::Special),
+    };
+    let lazy = Lazy {
+        dir,
+        name,
+        hasher,
+        kind,
+        id: std::cell::OnceCell::new(),
+    };
+    Ok(OnDisk::Entry(kind, st.st_size as u64, lazy))
+}
+
+/// The content of regular file `name` in `dir`, never through a symlink.
+fn read_at(dir: &OwnedFd, name: &OsStr) -> Result<Vec<u8>, Errno> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(dir, name, flags, Mode::empty())?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match rustix::io::read(&fd, &mut buf)? {
+            0 => return Ok(out),
+            n => out.extend_from_slice(&buf[..n]),
+        }
+    }
 }
 
 /// As [`apply`], calling `tick` once per path changed (from worker threads too).
 pub fn apply_with(
-    root: &Path,
-    store: &Store,
+    tree: WorkTree<'_>,
     plan: &Plan,
-    target: &FlatTree,
+    sides: Sides<'_>,
     tick: &(dyn Fn() + Sync),
-) -> Result<usize, TreeError> {
+) -> Result<Applied, TreeError> {
     let root_fd = rustix::fs::open(
-        root,
+        tree.root,
         OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| TreeError::io(root, e.into()))?;
+    .map_err(|e| TreeError::io(tree.root, e.into()))?;
+    let g = Guarded {
+        tree,
+        root_fd,
+        hasher: tree.store.dry_writer(),
+        sides,
+        kept: std::sync::Mutex::new(Vec::new()),
+        differs: std::sync::Mutex::new(Vec::new()),
+    };
+    let touched = AtomicU64::new(0);
+    let done = |changed: bool| {
+        if changed {
+            touched.fetch_add(1, Ordering::Relaxed);
+            tick();
+        }
+    };
     for path in &plan.remove_files {
-        remove(root, &root_fd, path, AtFlags::empty())?;
-        tick();
+        done(remove_file(&g, path)?);
     }
     for path in &plan.remove_dirs {
-        remove_dir(root, &root_fd, path, target)?;
-        tick();
+        done(remove_dir(&g, path)?);
     }
     for path in &plan.make_dirs {
-        make_dir(root, &root_fd, path)?;
-        tick();
+        done(make_dir(&g, path)?);
     }
     plan.write.par_iter().try_for_each(|(path, node)| {
-        write_entry(root, &root_fd, store, path, node)?;
+        done(write_guarded(&g, path, node)?);
         snap_store::failpoint("restore-file");
-        tick();
         Ok::<(), TreeError>(())
     })?;
-    if !plan.is_empty() {
-        sync_restored(root, &root_fd)?;
+    let touched = touched.into_inner() as usize;
+    if touched > 0 {
+        sync_restored(tree.root, &g.root_fd)?;
     }
-    Ok(plan.len())
+    let sorted = |list: std::sync::Mutex<Vec<Vec<u8>>>| {
+        let mut list = list.into_inner().unwrap_or_else(|p| p.into_inner());
+        list.sort_unstable();
+        list.dedup();
+        list
+    };
+    Ok(Applied {
+        touched,
+        kept: sorted(g.kept),
+        differs: sorted(g.differs),
+    })
+}
+
+/// Removes a file or symlink the target lacks, if it still holds what the plan saw.
+fn remove_file(g: &Guarded<'_>, path: &[u8]) -> Result<bool, TreeError> {
+    let done = g.sides.after.get(path).filter(|n| n.kind == EntryKind::Dir);
+    if g.found(path, None, None)? == Found::Done {
+        return Ok(false);
+    }
+    g.guard(path, g.sides.expected(path), done, || {
+        remove(g.tree.root, &g.root_fd, path, AtFlags::empty())
+    })
+}
+
+/// Removes a directory the target lacks. One still holding other files (ignored, or not
+/// yet saved) stays; if the target needs its path for a file, that path is kept.
+fn remove_dir(g: &Guarded<'_>, path: &[u8]) -> Result<bool, TreeError> {
+    let wanted = g.sides.after.get(path);
+    if g.found(path, None, None)? == Found::Done {
+        return Ok(false);
+    }
+    let dir = Node {
+        kind: EntryKind::Dir,
+        size: 0,
+        id: crate::flat::UNBUILT,
+    };
+    g.guard(
+        path,
+        Some(&dir),
+        wanted.filter(|n| n.kind != EntryKind::Dir),
+        || {
+            let removed = remove(g.tree.root, &g.root_fd, path, AtFlags::REMOVEDIR)?;
+            if !removed && wanted.is_some_and(|n| n.kind != EntryKind::Dir) {
+                g.keep(path);
+            }
+            Ok(removed)
+        },
+    )
+}
+
+/// Makes a directory the target has; something else in the way is kept, with everything
+/// the plan would write below it.
+fn make_dir(g: &Guarded<'_>, path: &[u8]) -> Result<bool, TreeError> {
+    let (parent, name) = split(path);
+    if g.under_kept(parent) {
+        return Ok(false);
+    }
+    let dir = open_dir(g.tree.root, &g.root_fd, parent)?;
+    match rustix::fs::mkdirat(&dir, OsStr::from_bytes(name), Mode::from_raw_mode(0o777)) {
+        Ok(()) => Ok(true),
+        Err(Errno::EXIST) => {
+            let st = rustix::fs::statat(&dir, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW)
+                .map_err(|e| fail("create directory", g.tree.root, path, e))?;
+            if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
+                g.keep(path);
+            }
+            Ok(false)
+        }
+        Err(e) => Err(fail("create directory", g.tree.root, path, e)),
+    }
+}
+
+/// Writes one file or symlink of the target, if the path holds what the plan saw.
+fn write_guarded(g: &Guarded<'_>, path: &[u8], node: &Node) -> Result<bool, TreeError> {
+    if g.under_kept(split(path).0) {
+        return Ok(false);
+    }
+    g.guard(path, g.sides.expected(path), Some(node), || {
+        write_entry(g.tree.root, &g.root_fd, g.tree.store, path, node)?;
+        Ok(true)
+    })
 }
 
 fn fail(action: &'static str, root: &Path, path: &[u8], e: Errno) -> TreeError {
@@ -324,15 +699,18 @@ fn fail(action: &'static str, root: &Path, path: &[u8], e: Errno) -> TreeError {
 
 /// Opens the directory `rel` under the root, one component at a time, never following links.
 fn open_dir(root: &Path, root_fd: &OwnedFd, rel: &[u8]) -> Result<OwnedFd, TreeError> {
+    open_dir_at(root_fd, rel).map_err(|e| fail("open directory", root, rel, e))
+}
+
+/// As [`open_dir`], with the bare error.
+fn open_dir_at(root_fd: &OwnedFd, rel: &[u8]) -> Result<OwnedFd, Errno> {
     let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
-    let mut fd = rustix::fs::openat(root_fd, ".", flags, Mode::empty())
-        .map_err(|e| fail("open", root, b".", e))?;
+    let mut fd = rustix::fs::openat(root_fd, ".", flags, Mode::empty())?;
     if rel.is_empty() {
         return Ok(fd);
     }
     for component in rel.split(|&c| c == b'/') {
-        fd = rustix::fs::openat(&fd, OsStr::from_bytes(component), flags, Mode::empty())
-            .map_err(|e| fail("open directory", root, rel, e))?;
+        fd = rustix::fs::openat(&fd, OsStr::from_bytes(component), flags, Mode::empty())?;
     }
     Ok(fd)
 }
@@ -344,48 +722,6 @@ fn remove(root: &Path, root_fd: &OwnedFd, path: &[u8], flags: AtFlags) -> Result
         Ok(()) | Err(Errno::NOENT) => Ok(true),
         Err(Errno::NOTEMPTY | Errno::EXIST) if flags.contains(AtFlags::REMOVEDIR) => Ok(false),
         Err(e) => Err(fail("remove", root, path, e)),
-    }
-}
-
-/// Removes a directory the target lacks. One still holding ignored files stays, unless the
-/// target needs its path for a file: that is a conflict to report, not to resolve by deleting.
-fn remove_dir(
-    root: &Path,
-    root_fd: &OwnedFd,
-    path: &[u8],
-    target: &FlatTree,
-) -> Result<(), TreeError> {
-    if remove(root, root_fd, path, AtFlags::REMOVEDIR)? || !target.contains_key(path) {
-        return Ok(());
-    }
-    Err(TreeError::Restore {
-        action: "replace directory",
-        path: scan::abs(root, path),
-        why: "it still holds ignored or untracked files".into(),
-    })
-}
-
-fn make_dir(root: &Path, root_fd: &OwnedFd, path: &[u8]) -> Result<(), TreeError> {
-    let (parent, name) = split(path);
-    let dir = open_dir(root, root_fd, parent)?;
-    match rustix::fs::mkdirat(&dir, OsStr::from_bytes(name), Mode::from_raw_mode(0o777)) {
-        Ok(()) => Ok(()),
-        Err(Errno::EXIST) => {
-            match rustix::fs::statat(&dir, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st)
-                    if rustix::fs::FileType::from_raw_mode(st.st_mode)
-                        == rustix::fs::FileType::Directory =>
-                {
-                    Ok(())
-                }
-                _ => Err(TreeError::Restore {
-                    action: "create directory",
-                    path: scan::abs(root, path),
-                    why: "an ignored file is in the way".into(),
-                }),
-            }
-        }
-        Err(e) => Err(fail("create directory", root, path, e)),
     }
 }
 

@@ -430,6 +430,24 @@ fn drop_orphans(nodes: &mut Vec<(Vec<u8>, Node)>) {
     });
 }
 
+/// Stores the file or symlink at `rel` as it is now, whatever its size: a move saving a file
+/// it found changed before replacing it.
+pub fn store_path(root: &Path, rel: &[u8], writer: &ObjectWriter<'_>) -> Result<Node, TreeError> {
+    let path = abs(root, rel);
+    let meta = std::fs::symlink_metadata(&path).map_err(|e| TreeError::io(&path, e))?;
+    let kind = match meta.file_type().is_symlink() {
+        true => EntryKind::Symlink,
+        false => EntryKind::File,
+    };
+    match store_entry(root, rel.to_vec(), kind, writer, u64::MAX, i64::MIN)? {
+        Some((_, node, _, _)) => Ok(node),
+        None => Err(TreeError::io(
+            &path,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "vanished while being saved"),
+        )),
+    }
+}
+
 fn store_entry(
     root: &Path,
     rel: Vec<u8>,
@@ -524,7 +542,8 @@ fn read_stable(
         if !same_stat(&before, &after) || data.len() as u64 != after.len() {
             continue;
         }
-        if stat_key(&after).mtime_ns < fs_now_ns
+        let key = stat_key(&after);
+        if key.mtime_ns.max(key.ctime_ns) < fs_now_ns
             || reads_again_the_same(&mut file, &data, &after, path)?
         {
             return Ok(Some((data, after)));

@@ -485,7 +485,8 @@ impl Item {
             Item::Special => return,
         };
         if let Some(key) = key {
-            tally.newest_ns = tally.newest_ns.max(key.mtime_ns);
+            // ctime too: an mtime set back says nothing of when the content changed.
+            tally.newest_ns = tally.newest_ns.max(key.mtime_ns).max(key.ctime_ns);
         }
         tally.sum.add(path, kind, key);
     }
@@ -507,9 +508,7 @@ fn visit_entry(
     d_type: FileType,
     jobs: &mut Vec<Job>,
 ) -> Result<Option<Item>, TreeError> {
-    if VCS_DIRS.iter().any(|d| d.as_bytes() == name)
-        || (job.rel.is_empty() && name == STORE_DIR.as_bytes())
-    {
+    if always_left_out(&job.rel, &name) {
         return Ok(None);
     }
     let rel = crate::flat::join(&job.rel, &name);
@@ -533,12 +532,7 @@ fn visit_entry(
         .as_ref()
         .map_or(d_type, |st| FileType::from_raw_mode(st.st_mode));
     let is_dir = file_type == FileType::Directory;
-    let excluded = if is_dir {
-        shared.config.excludes_dir(&name)
-    } else {
-        shared.config.excludes_file(&name)
-    };
-    if excluded || (rules.any && rules.ignores(&abs(), is_dir)) {
+    if ruled_out(shared.config, rules, &name, &abs(), is_dir) {
         return Ok(None);
     }
     match (file_type, stat) {
@@ -560,6 +554,103 @@ fn visit_entry(
             Ok(Some(file_item(rel, &st, shared.config.max_file_size)))
         }
         _ => Ok(Some(Item::Special)),
+    }
+}
+
+/// The store (at the root) and the version-control directories (at any depth): left out
+/// before any rule is consulted.
+fn always_left_out(parent: &[u8], name: &[u8]) -> bool {
+    VCS_DIRS.iter().any(|d| d.as_bytes() == name)
+        || (parent.is_empty() && name == STORE_DIR.as_bytes())
+}
+
+/// True when the default excludes or the ignore `rules` leave out the entry `name` at `abs`.
+fn ruled_out(config: &Config, rules: &Rules, name: &[u8], abs: &Path, is_dir: bool) -> bool {
+    let excluded = match is_dir {
+        true => config.excludes_dir(name),
+        false => config.excludes_file(name),
+    };
+    excluded || (rules.any && rules.ignores(abs, is_dir))
+}
+
+/// Answers for single paths what the walk answers for the whole tree: whether the rules as
+/// they are on disk now leave a path out (it, or a directory above it). A move asks this of
+/// the paths it would create, before it changes anything, so that it never writes where an
+/// ignored or excluded file belongs (DESIGN §14). Each directory's rules are read once.
+pub struct IgnoreJudge<'a> {
+    root: &'a Path,
+    config: &'a Config,
+    skip: Option<&'a Path>,
+    /// Each directory asked about: its rules, or `None` when the directory is left out.
+    dirs: HashMap<Vec<u8>, Option<Arc<Rules>>>,
+}
+
+impl std::fmt::Debug for IgnoreJudge<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IgnoreJudge")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> IgnoreJudge<'a> {
+    /// A judge of `root` under `config`, `skip` (the store) left out as the walk leaves it.
+    pub fn new(root: &'a Path, config: &'a Config, skip: Option<&'a Path>) -> IgnoreJudge<'a> {
+        IgnoreJudge {
+            root,
+            config,
+            skip,
+            dirs: HashMap::new(),
+        }
+    }
+
+    /// True when a scan would leave out `rel` (as a directory when `is_dir`) or one of the
+    /// directories above it.
+    pub fn leaves_out(&mut self, rel: &[u8], is_dir: bool) -> bool {
+        let (parent, name) = crate::flat::split(rel);
+        match self.rules_of(parent) {
+            Some(rules) => self.rules_leave_out(&rules, parent, name, is_dir),
+            None => true,
+        }
+    }
+
+    fn rules_leave_out(&self, rules: &Rules, parent: &[u8], name: &[u8], is_dir: bool) -> bool {
+        let abs = crate::scan::abs(self.root, &crate::flat::join(parent, name));
+        always_left_out(parent, name)
+            || self.skip.is_some_and(|skip| skip == abs)
+            || ruled_out(self.config, rules, name, &abs, is_dir)
+    }
+
+    /// The rules in force inside directory `dir`; `None` when `dir` itself is left out.
+    fn rules_of(&mut self, dir: &[u8]) -> Option<Arc<Rules>> {
+        if let Some(known) = self.dirs.get(dir) {
+            return known.clone();
+        }
+        let parent = match dir.is_empty() {
+            true => Some(Arc::new(Rules {
+                parent: None,
+                git: None,
+                snap: None,
+                any: false,
+            })),
+            false => {
+                let (up, name) = crate::flat::split(dir);
+                self.rules_of(up)
+                    .filter(|rules| !self.rules_leave_out(rules, up, name, true))
+            }
+        };
+        let rules = parent.map(|parent| {
+            let abs = crate::scan::abs(self.root, dir);
+            let present = |file: &str| std::fs::symlink_metadata(abs.join(file)).is_ok();
+            Arc::new(read_rules(
+                &abs,
+                present(GITIGNORE),
+                present(SNAPIGNORE),
+                &parent,
+            ))
+        });
+        self.dirs.insert(dir.to_vec(), rules.clone());
+        rules
     }
 }
 

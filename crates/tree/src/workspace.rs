@@ -2,6 +2,7 @@
 //! out with the crash-safety protocol of §7.
 
 use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -10,6 +11,8 @@ use snap_store::{
     ObjectWriter, PruneReport, RepairReport, Retention, ScanMemo, SnapshotKind, SnapshotRecord,
     StatCacheUpdate, StatEntry, StatKey, Store, StoreStats, VerifyReport, WalkMemo, failpoint,
 };
+
+use rustix::fs::{Mode, OFlags};
 
 use crate::TreeError;
 use crate::config::Config;
@@ -111,6 +114,10 @@ pub struct MoveOutcome {
     pub passed: Vec<Snapshot>,
     /// Paths that differ between the working tree and the target, in path order.
     pub changes: Vec<PathChange>,
+    /// Planned paths left exactly as they were (DESIGN §14): ignored, excluded, oversize or
+    /// special files, directories still holding such files, and files that changed again
+    /// after being saved. In path order. A preview names those the ignore rules keep.
+    pub kept: Vec<Vec<u8>>,
 }
 
 impl MoveOutcome {
@@ -132,6 +139,7 @@ impl MoveOutcome {
             created: None,
             passed,
             changes,
+            kept: Vec::new(),
         }
     }
 }
@@ -145,6 +153,20 @@ pub struct Recovered {
     pub head: Snapshot,
     /// Paths written or removed, leftover temporary files included.
     pub paths_touched: usize,
+    /// Planned paths left exactly as they were (see [`MoveOutcome::kept`]).
+    pub kept: Vec<Vec<u8>>,
+}
+
+/// The working tree as a move's scan found it.
+struct Scanned<'a> {
+    /// Every tracked path.
+    flat: &'a FlatTree,
+    /// Each regular file's stat, in path order.
+    stats: &'a [(Vec<u8>, StatKey)],
+    /// The root tree of `flat`, in the store.
+    root: ObjectId,
+    /// The snapshot whose tree is `root` (the unsaved changes', or HEAD).
+    parent: Option<&'a Snapshot>,
 }
 
 /// The working tree against HEAD.
@@ -286,6 +308,15 @@ enum After {
     Detached,
 }
 
+/// What opening a workspace does with an interrupted undo, redo or restore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Interrupted {
+    /// Roll it forward (writing commands).
+    Finish,
+    /// Leave it, and its marker, for a writing command (read-only commands).
+    Leave,
+}
+
 /// Rebuilds the catalog of the workspace at or above `start` (or of `store_dir`) from its
 /// packs. Works when the catalog is too damaged for [`Workspace::discover`] to open.
 pub fn repair(start: &Path, store_dir: Option<&Path>) -> Result<RepairReport, TreeError> {
@@ -320,15 +351,39 @@ fn canonical(dir: &Path) -> Result<PathBuf, TreeError> {
 impl Workspace {
     /// Opens the workspace whose root is `start` or its nearest ancestor with a store, or, with
     /// `store_dir`, the workspace rooted at `start` with its store there. Finishes any
-    /// interrupted operation first.
+    /// interrupted operation first: for commands that write.
     pub fn discover(start: &Path, store_dir: Option<&Path>) -> Result<Workspace, TreeError> {
+        Workspace::discover_with(start, store_dir, Interrupted::Finish)
+    }
+
+    /// Opens as [`Workspace::discover`] does, but leaves an interrupted operation for a
+    /// writing command or `recover` to finish: a command that only reads never changes the
+    /// working tree. [`Workspace::pending`] names what waits.
+    pub fn discover_reading(
+        start: &Path,
+        store_dir: Option<&Path>,
+    ) -> Result<Workspace, TreeError> {
+        Workspace::discover_with(start, store_dir, Interrupted::Leave)
+    }
+
+    fn discover_with(
+        start: &Path,
+        store_dir: Option<&Path>,
+        interrupted: Interrupted,
+    ) -> Result<Workspace, TreeError> {
         let start = canonical(start)?;
         if let Some(store_dir) = store_dir {
-            return Workspace::open(&start, store_dir);
+            return Workspace::open(&start, store_dir, interrupted);
         }
         let root = find_root(&start).ok_or_else(|| TreeError::NoWorkspace(start.clone()))?;
         let store_dir = root.join(STORE_DIR);
-        Workspace::open(&root, &store_dir)
+        Workspace::open(&root, &store_dir, interrupted)
+    }
+
+    /// Interrupted operations waiting to be finished (only a workspace opened with
+    /// [`Workspace::discover_reading`] can have any).
+    pub fn pending(&self) -> Result<Vec<Marker>, TreeError> {
+        Marker::find(self.store.dir())
     }
 
     /// Creates a store for the workspace at `root` (in `root/.snap` unless `store_dir` says),
@@ -345,10 +400,14 @@ impl Workspace {
         }
         let store_dir = store_dir.map_or_else(|| root.join(STORE_DIR), Path::to_path_buf);
         drop(Store::init(&store_dir)?);
-        Workspace::open(&root, &store_dir)
+        Workspace::open(&root, &store_dir, Interrupted::Finish)
     }
 
-    fn open(root: &Path, store_dir: &Path) -> Result<Workspace, TreeError> {
+    fn open(
+        root: &Path,
+        store_dir: &Path,
+        interrupted: Interrupted,
+    ) -> Result<Workspace, TreeError> {
         let store_dir = store_dir
             .canonicalize()
             .map_err(|_| snap_store::StoreError::NotFound(store_dir.to_path_buf()))?;
@@ -361,7 +420,9 @@ impl Workspace {
             recovered: Vec::new(),
             observer: ObserverSlot::default(),
         };
-        ws.recover()?;
+        if interrupted == Interrupted::Finish {
+            ws.recover()?;
+        }
         Ok(ws)
     }
 
@@ -408,31 +469,145 @@ impl Workspace {
         &self.recovered
     }
 
+    /// Finishes each interrupted operation by replaying its recorded plan, guarded: only the
+    /// paths between the tree it started from and its target are touched, each only while it
+    /// holds one of those two states; a file holding anything else is saved first (DESIGN
+    /// §14). Then HEAD and the redo stack are committed and the marker removed.
     fn recover(&mut self) -> Result<(), TreeError> {
         for marker in Marker::find(self.store.dir())? {
             let head = self.snapshot(marker.head)?;
-            let target = flatten(&self.store, &head.record.root)?;
-            let current = self.capture(&self.store.dry_writer())?.flat;
-            let plan = Plan::new(&current, &target);
-            let mut paths_touched = restore::apply(&self.root, &self.store, &plan, &target)?;
-            let dirs = target
-                .iter()
-                .filter(|(_, n)| n.kind == EntryKind::Dir)
-                .map(|(p, _)| p.as_slice());
-            paths_touched +=
-                restore::sweep_temp(&self.root, std::iter::once(&b""[..]).chain(dirs))?;
+            let after = flatten(&self.store, &head.record.root)?;
+            let from = match marker.from {
+                Some(from) => from,
+                // An older marker did not record it: before HEAD moves, HEAD is (nearly
+                // always) the tree the move started from, and the guards cover the rest.
+                None => self.head()?.map_or(head.record.root, |h| h.record.root),
+            };
+            let before = flatten(&self.store, &from)?;
+            let mut plan = Plan::new(&before, &after);
+            plan.leave_out(&marker.kept);
+            let sides = restore::Sides {
+                before: &before,
+                after: &after,
+            };
+            let applied =
+                self.apply_saving_first(marker.op, &plan, sides, (Some(&head), &after))?;
+            let dirs = plan.write.iter().map(|(p, _)| flat::split(p).0);
+            let swept = restore::sweep_temp(&self.root, std::iter::once(&b""[..]).chain(dirs))?;
             self.store.set_history(HistoryState {
                 head: Some(marker.head),
                 redo: marker.redo.clone(),
             })?;
             marker.remove(self.store.dir())?;
+            let mut kept = applied.kept;
+            kept.extend(marker.kept.iter().cloned());
+            kept.sort_unstable();
+            kept.dedup();
             self.recovered.push(Recovered {
                 op: marker.op,
                 head,
-                paths_touched,
+                paths_touched: applied.touched + swept,
+                kept,
             });
         }
         Ok(())
+    }
+
+    /// Carries out `plan` guarded; then saves the files found holding neither side (as a
+    /// snapshot of `parent`'s tree with them, listed by `log --all`) and carries out their
+    /// steps too. Returns what was touched, and every path kept.
+    fn apply_saving_first(
+        &self,
+        op: Op,
+        plan: &Plan,
+        sides: restore::Sides<'_>,
+        parent: (Option<&Snapshot>, &FlatTree),
+    ) -> Result<restore::Applied, TreeError> {
+        let ticker = Ticker::new(self.observer.0.as_ref(), Phase::Restore, plan.len() as u64);
+        let mut applied = restore::apply_with(self.work_tree(), plan, sides, &|| ticker.tick())?;
+        if applied.differs.is_empty() {
+            return Ok(applied);
+        }
+        let differs = std::mem::take(&mut applied.differs);
+        let saved = self.save_found(op, &differs, sides.before, parent)?;
+        let mut rest = plan.clone();
+        rest.keep_only(&differs);
+        let again = restore::Sides {
+            before: &saved,
+            after: sides.after,
+        };
+        let second = restore::apply(self.work_tree(), &rest, again)?;
+        applied.touched += second.touched;
+        // Changed again between the save and the write: left as it is (nothing is lost).
+        applied
+            .kept
+            .extend(second.kept.into_iter().chain(second.differs));
+        applied.kept.sort_unstable();
+        Ok(applied)
+    }
+
+    /// Saves what `paths` hold now, over `base`, as a snapshot of kind auto-before-`op`
+    /// (detached: HEAD does not move); returns `base` with their new entries.
+    fn save_found(
+        &self,
+        op: Op,
+        paths: &[Vec<u8>],
+        base: &FlatTree,
+        (parent, parent_flat): (Option<&Snapshot>, &FlatTree),
+    ) -> Result<FlatTree, TreeError> {
+        let writer = self.store.writer();
+        let mut flat = base.clone();
+        for path in paths {
+            let node = scan::store_path(&self.root, path, &writer)?;
+            let mut ancestor = flat::split(path).0;
+            while !ancestor.is_empty() {
+                flat.insert(
+                    ancestor.to_vec(),
+                    Node {
+                        kind: EntryKind::Dir,
+                        size: 0,
+                        id: UNBUILT,
+                    },
+                );
+                ancestor = flat::split(ancestor).0;
+            }
+            flat.insert(path.clone(), node);
+        }
+        let mut built = flat.clone();
+        let root = build_trees(&writer, &mut built)?;
+        let changes = diff_files(parent_flat, &built);
+        let opts = SaveOptions {
+            message: format!(
+                "files changed during {}, saved before replacing them",
+                op.as_str()
+            ),
+            ..SaveOptions::default()
+        };
+        let kind = match op {
+            Op::Undo => SnapshotKind::AutoBeforeUndo,
+            Op::Redo => SnapshotKind::AutoBeforeRedo,
+            Op::Restore => SnapshotKind::AutoBeforeRestore,
+        };
+        self.record_snapshot(
+            writer,
+            StatCacheUpdate::default(),
+            kind,
+            &opts,
+            (root, &built, flat_totals(&built)),
+            (parent, parent_flat),
+            &changes,
+            After::Detached,
+        )?;
+        Ok(flat)
+    }
+
+    /// The working tree as a plan is carried out in it.
+    fn work_tree(&self) -> restore::WorkTree<'_> {
+        restore::WorkTree {
+            root: &self.root,
+            store: &self.store,
+            max_file_size: self.config.max_file_size,
+        }
     }
 
     /// Finishes interrupted operations (already done by opening); returns what was finished.
@@ -741,11 +916,29 @@ impl Workspace {
         Ok((cache, update))
     }
 
-    /// The filesystem's clock: the mtime of a file just written in the store, which is what
-    /// the racy rule compares file mtimes with. The system clock if the store is read-only.
+    /// The workspace filesystem's clock, which is what the racy rule compares file times
+    /// with: the mtime of an unnamed file created in the workspace root (`O_TMPFILE`, never
+    /// visible to a scan). A store on another filesystem may keep finer timestamps, so its
+    /// clock is only the fallback, then the system clock (a read-only workspace and store).
     fn fs_clock(&self) -> i64 {
+        let flags = OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC;
+        if let Ok(fd) = rustix::fs::openat(rustix::fs::CWD, &self.root, flags, Mode::RUSR) {
+            if let Ok(st) = rustix::fs::fstat(&fd) {
+                return crate::walker::stat_key(&st).mtime_ns;
+            }
+        }
         let path = self.store.dir().join("clock");
-        match std::fs::write(&path, b"x").and_then(|()| std::fs::metadata(&path)) {
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(snap_store::fsio::O_NOFOLLOW)
+            .open(&path)
+            .and_then(|mut f| {
+                std::io::Write::write_all(&mut f, b"x")?;
+                f.metadata()
+            });
+        match written {
             Ok(meta) => scan::stat_key(&meta).mtime_ns,
             Err(_) => now_ns(),
         }
@@ -1113,6 +1306,7 @@ impl Workspace {
         let changes = plan.changes(&cap.flat);
         let mut outcome = MoveOutcome::planned(Op::Undo, dry_run, dirty, target, passed, changes);
         if dry_run {
+            outcome.kept = self.keep_ruled_out(&mut plan.clone(), &cap.flat);
             return Ok(outcome);
         }
         let mut redo = history.redo;
@@ -1134,9 +1328,19 @@ impl Workspace {
             outcome.auto_saved = Some(auto);
         }
         redo.extend(outcome.passed.iter().map(|s| s.id));
-        let planned = (&plan, &target_part);
-        let scanned = (&cap.flat, cap.stats.as_slice());
-        self.move_to(Op::Undo, &outcome.target, redo, scanned, planned)?;
+        let scanned = Scanned {
+            flat: &cap.flat,
+            stats: &cap.stats,
+            root: cap.root,
+            parent: Some(outcome.auto_saved.as_ref().unwrap_or(&head)),
+        };
+        outcome.kept = self.move_to(
+            Op::Undo,
+            &outcome.target,
+            redo,
+            scanned,
+            (&plan, &target_part),
+        )?;
         Ok(outcome)
     }
 
@@ -1172,6 +1376,7 @@ impl Workspace {
         let changes = plan.changes(&cap.flat);
         let mut outcome = MoveOutcome::planned(Op::Redo, dry_run, dirty, target, passed, changes);
         if dry_run {
+            outcome.kept = self.keep_ruled_out(&mut plan.clone(), &cap.flat);
             return Ok(outcome);
         }
         let unsaved = Unsaved {
@@ -1187,11 +1392,18 @@ impl Workspace {
             SnapshotKind::AutoBeforeRedo,
             After::Detached,
         )?;
-        self.move_to(
+        let scanned = Scanned {
+            flat: &cap.flat,
+            stats: &cap.stats,
+            root: cap.root,
+            parent: Some(outcome.auto_saved.as_ref().unwrap_or(&head)),
+        };
+        let redo = history.redo[..keep].to_vec();
+        outcome.kept = self.move_to(
             Op::Redo,
             &outcome.target,
-            history.redo[..keep].to_vec(),
-            (&cap.flat, &cap.stats),
+            redo,
+            scanned,
             (&plan, &target_part),
         )?;
         Ok(outcome)
@@ -1274,46 +1486,65 @@ impl Workspace {
             After::Detached,
         )?;
         let plan = Plan::new(&cap.flat, &target_flat);
-        let planned = (&plan, &target_flat);
-        let scanned = (&cap.flat, cap.stats.as_slice());
-        self.move_to(Op::Restore, &created, Vec::new(), scanned, planned)?;
+        let scanned = Scanned {
+            flat: &cap.flat,
+            stats: &cap.stats,
+            root: cap.root,
+            parent: parent.as_ref(),
+        };
+        outcome.kept = self.move_to(
+            Op::Restore,
+            &created,
+            Vec::new(),
+            scanned,
+            (&plan, &target_flat),
+        )?;
         outcome.target = created.clone();
         outcome.created = Some(created);
         Ok(outcome)
     }
 
-    /// The §7 protocol: marker, working tree, HEAD, marker removed. If the working tree cannot
-    /// be changed, it is put back as it was and the marker removed, so the store stays usable.
+    /// The §7 protocol: marker, working tree, HEAD, marker removed, guarded by §14: new
+    /// paths the ignore rules leave out are kept before anything is touched, each path is
+    /// changed only while it holds what the scan saw, and a file found changed anyway is
+    /// saved first. If the working tree cannot be changed, the paths the plan touched are put
+    /// back and the marker removed, so the store stays usable. Returns the paths kept.
     fn move_to(
         &self,
         op: Op,
         target: &Snapshot,
         redo: Vec<ObjectId>,
-        (current, stats): (&FlatTree, &[(Vec<u8>, StatKey)]),
+        scanned: Scanned<'_>,
         (plan, target_flat): (&Plan, &FlatTree),
-    ) -> Result<(), TreeError> {
-        restore::check_unchanged(&self.root, plan, stats)?;
+    ) -> Result<Vec<Vec<u8>>, TreeError> {
+        restore::check_unchanged(&self.root, plan, scanned.stats)?;
+        let mut plan = plan.clone();
+        let ruled_out = self.keep_ruled_out(&mut plan, scanned.flat);
         let marker = Marker {
             op,
             head: target.id,
             redo,
+            from: Some(scanned.root),
+            kept: ruled_out.clone(),
         };
         marker.write(self.store.dir())?;
         failpoint("marker-written");
-        let ticker = Ticker::new(self.observer.0.as_ref(), Phase::Restore, plan.len() as u64);
-        if let Err(e) = restore::apply_with(&self.root, &self.store, plan, target_flat, &|| {
-            ticker.tick()
-        }) {
-            let partial = self.capture(&self.store.dry_writer())?.flat;
-            restore::apply(
-                &self.root,
-                &self.store,
-                &Plan::new(&partial, current),
-                current,
-            )?;
-            marker.remove(self.store.dir())?;
-            return Err(e);
-        }
+        let sides = restore::Sides {
+            before: scanned.flat,
+            after: target_flat,
+        };
+        let applied =
+            match self.apply_saving_first(op, &plan, sides, (scanned.parent, scanned.flat)) {
+                Ok(applied) => applied,
+                Err(e) => {
+                    // If even the way back fails, the marker stays: the next writing command
+                    // rolls the move forward instead.
+                    if self.roll_back(&plan, sides).is_ok() {
+                        marker.remove(self.store.dir())?;
+                    }
+                    return Err(e);
+                }
+            };
         failpoint("before-head-commit");
         self.store.set_history(HistoryState {
             head: Some(marker.head),
@@ -1324,8 +1555,57 @@ impl Workspace {
         self.emit(Event::Restored {
             op,
             head: target,
-            paths_touched: plan.len(),
+            paths_touched: applied.touched,
         });
+        let mut kept = applied.kept;
+        kept.extend(ruled_out);
+        kept.sort_unstable();
+        kept.dedup();
+        Ok(kept)
+    }
+
+    /// Takes out of `plan` the paths it would create that the ignore rules (as they are
+    /// now, before the move) or the default excludes leave out, with everything under them;
+    /// returns them.
+    fn keep_ruled_out(&self, plan: &mut Plan, current: &FlatTree) -> Vec<Vec<u8>> {
+        let mut judge =
+            crate::walker::IgnoreJudge::new(&self.root, &self.config, Some(self.store.dir()));
+        let new_dirs = plan.make_dirs.iter().map(|p| (p, true));
+        let new_files = plan.write.iter().map(|(p, _)| (p, false));
+        let mut kept: Vec<Vec<u8>> = Vec::new();
+        for (path, is_dir) in new_dirs.chain(new_files) {
+            let tracked = current
+                .get(path)
+                .is_some_and(|n| (n.kind == EntryKind::Dir) == is_dir);
+            let below_kept = kept.iter().any(|k| flat::is_within(path, k));
+            if !tracked && !below_kept && judge.leaves_out(path, is_dir) {
+                kept.push(path.clone());
+            }
+        }
+        plan.leave_out(&kept);
+        kept.sort_unstable();
+        kept
+    }
+
+    /// Puts back the paths a failed `plan` touched, guarded as the plan was: a path is
+    /// returned to its `before` state only while it holds the target's. Nothing else is
+    /// touched (judged from the scan, not from the ignore rules the failed move may have
+    /// half changed).
+    fn roll_back(&self, plan: &Plan, sides: restore::Sides<'_>) -> Result<(), TreeError> {
+        let paths = plan.paths();
+        let only = |flat: &FlatTree| -> FlatTree {
+            paths
+                .iter()
+                .filter_map(|p| flat.get(*p).map(|n| (p.to_vec(), *n)))
+                .collect()
+        };
+        let (now, then) = (only(sides.after), only(sides.before));
+        let back = Plan::new(&now, &then);
+        let sides = restore::Sides {
+            before: &now,
+            after: &then,
+        };
+        restore::apply(self.work_tree(), &back, sides)?;
         Ok(())
     }
 

@@ -74,7 +74,16 @@ fn a_swap_after_planning_makes_the_restore_fail_without_writing_outside() {
     let plan = restore::Plan::new(&new, &old);
     std::fs::remove_dir_all(root.join("sub")).unwrap();
     std::os::unix::fs::symlink(outside.path(), root.join("sub")).unwrap();
-    let err = restore::apply(root, ws.store(), &plan, &old).unwrap_err();
+    let tree = restore::WorkTree {
+        root,
+        store: ws.store(),
+        max_file_size: u64::MAX,
+    };
+    let sides = restore::Sides {
+        before: &new,
+        after: &old,
+    };
+    let err = restore::apply(tree, &plan, sides).unwrap_err();
     assert!(err.to_string().contains("symlink"), "{err}");
     assert_eq!(
         std::fs::read_to_string(outside.path().join("f")).unwrap(),

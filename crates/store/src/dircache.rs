@@ -23,6 +23,8 @@ use crate::statcache::{STAT_KEY_LEN, StatKey};
 const HAS_GITIGNORE: u8 = 1;
 /// Bit of `flags`: the directory has a `.snapignore`, whose stat key follows.
 const HAS_SNAPIGNORE: u8 = 2;
+/// Flag bit: the directory holds entries the walk leaves out ([`DirHeader::left_out`]).
+const HAS_LEFT_OUT: u8 = 4;
 /// Bytes before the optional ignore-file keys: stat key, written_ns, special, flags.
 const HEAD_LEN: usize = STAT_KEY_LEN + 8 + 4 + 1;
 
@@ -70,6 +72,9 @@ pub struct DirHeader {
     pub gitignore: Option<StatKey>,
     /// The stat of its `.snapignore`, likewise.
     pub snapignore: Option<StatKey>,
+    /// It holds entries the walk leaves out (ignored, excluded, oversize or special): a
+    /// directory with nothing else in it is not tracked, unlike a truly empty one.
+    pub left_out: bool,
 }
 
 /// A decoded record: the header and a view of its entries.
@@ -98,6 +103,9 @@ pub fn encode_dir_record<'n>(
     if header.snapignore.is_some() {
         flags |= HAS_SNAPIGNORE;
     }
+    if header.left_out {
+        flags |= HAS_LEFT_OUT;
+    }
     v.push(flags);
     for key in [header.gitignore, header.snapignore].iter().flatten() {
         v.extend_from_slice(&key.encode());
@@ -118,7 +126,7 @@ impl<'a> DirRecord<'a> {
         let written_ns = i64::from_le_bytes(v.get(36..44)?.try_into().ok()?);
         let special = u32::from_le_bytes(v.get(44..48)?.try_into().ok()?);
         let flags = *v.get(48)?;
-        if flags & !(HAS_GITIGNORE | HAS_SNAPIGNORE) != 0 {
+        if flags & !(HAS_GITIGNORE | HAS_SNAPIGNORE | HAS_LEFT_OUT) != 0 {
             return None;
         }
         let mut at = HEAD_LEN;
@@ -139,6 +147,7 @@ impl<'a> DirRecord<'a> {
                 special,
                 gitignore,
                 snapignore,
+                left_out: flags & HAS_LEFT_OUT != 0,
             },
             count,
             entries: v.get(at + 4..)?,
@@ -235,6 +244,7 @@ mod tests {
             special: 2,
             gitignore: None,
             snapignore: Some(key(5)),
+            left_out: true,
         };
         let names: [(&[u8], ListedKind); 3] = [
             (b"a.rs", ListedKind::File),
@@ -256,6 +266,7 @@ mod tests {
             special: 0,
             gitignore: Some(key(0)),
             snapignore: None,
+            left_out: false,
         };
         let names: [(&[u8], ListedKind); 1] = [(b"x", ListedKind::File)];
         let v = encode_dir_record(&header, names.iter().copied()).expect("encodes");

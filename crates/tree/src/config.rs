@@ -141,7 +141,8 @@ impl Config {
     /// built under another fingerprint are dropped.
     pub fn walk_fingerprint(&self, store_dir: Option<&Path>) -> [u8; 32] {
         let mut h = blake3::Hasher::new();
-        h.update(b"snap dir cache 1\0");
+        // 2: records say whether a directory holds entries the walk leaves out.
+        h.update(b"snap dir cache 2\0");
         for list in [&self.exclude_dirs, &self.exclude_extensions] {
             h.update(&(list.len() as u64).to_le_bytes());
             for item in list {

@@ -60,6 +60,9 @@ pub struct Walk {
     /// Each directory's own share of the walk's digest and its newest mtime (of its files and
     /// symlinks): its entries, not theirs.
     pub tallies: Vec<(Vec<u8>, WalkSum, i64)>,
+    /// Directories holding entries the walk left out (emptied once the walk applied the
+    /// directory rule to them).
+    pub left_out: Vec<Vec<u8>>,
 }
 
 /// Each directory's subtree digest and newest mtime (everything under it), summed bottom up

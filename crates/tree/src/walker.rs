@@ -150,7 +150,39 @@ pub fn walk(
     {
         return Err(e);
     }
-    Ok(shared.found.into_inner().unwrap_or_else(|p| p.into_inner()))
+    let mut found = shared.found.into_inner().unwrap_or_else(|p| p.into_inner());
+    drop_hollow(&mut found);
+    Ok(found)
+}
+
+/// The directory rule (DESIGN §14): a directory is tracked when it holds something tracked
+/// or nothing at all. One holding only what the walk leaves out (or only such directories)
+/// is not, so that status, diff, save and the restore planner agree on it. Sorts the entries.
+fn drop_hollow(walk: &mut Walk) {
+    if walk.left_out.is_empty() {
+        return;
+    }
+    walk.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut left_out: std::collections::HashSet<Vec<u8>> = walk.left_out.drain(..).collect();
+    let mut occupied = std::collections::HashSet::new();
+    let mut keep = Vec::with_capacity(walk.entries.len());
+    // Reverse path order visits everything inside a directory before the directory.
+    for (path, kind, _) in walk.entries.iter().rev() {
+        let (parent, _) = crate::flat::split(path);
+        let hollow = *kind == EntryKind::Dir && !occupied.contains(path) && left_out.contains(path);
+        match hollow {
+            true => {
+                left_out.insert(parent.to_vec());
+            }
+            false => {
+                occupied.insert(parent.to_vec());
+            }
+        }
+        keep.push(!hollow);
+    }
+    keep.reverse();
+    let mut keep = keep.into_iter();
+    walk.entries.retain(|_| keep.next().unwrap_or(true));
 }
 
 fn worker(shared: &Shared<'_>) {
@@ -268,6 +300,10 @@ fn publish(shared: &Shared<'_>, rel: Vec<u8>, visited: Visited) {
     for item in &visited.items {
         item.tally(&mut tally);
     }
+    if tally.left_out {
+        tally.sum.add(&rel, 5, None);
+    }
+    let left_out = visited.items.iter().any(Item::is_left_out);
     {
         let mut found = shared.found.lock().unwrap_or_else(|p| p.into_inner());
         found.inexact |= tally.inexact;
@@ -276,6 +312,9 @@ fn publish(shared: &Shared<'_>, rel: Vec<u8>, visited: Visited) {
             .push((rel.clone(), tally.sum, tally.newest_ns));
         for item in visited.items {
             item.record(&mut found);
+        }
+        if left_out {
+            found.left_out.push(rel.clone());
         }
         match visited.record {
             Some(record) => found.dirs.push((rel, record)),
@@ -347,6 +386,9 @@ fn visit_listed(
     visited
         .items
         .extend((0..head.special).map(|_| Item::Special));
+    if head.left_out {
+        visited.items.push(Item::LeftOut);
+    }
     Ok(Some(visited))
 }
 
@@ -427,6 +469,7 @@ fn visit_read(
         special: 0,
         gitignore,
         snapignore,
+        left_out: false,
     };
     visited.record = listing(&job.rel, &visited.items, header);
     Ok(visited)
@@ -444,6 +487,7 @@ fn listing(rel: &[u8], items: &[Item], mut header: DirHeader) -> Option<Vec<u8>>
                 names.push((&path[skip..], ListedKind::File));
             }
             Item::Special => header.special = header.special.saturating_add(1),
+            Item::LeftOut => header.left_out = true,
         }
     }
     encode_dir_record(&header, names.into_iter())
@@ -457,6 +501,8 @@ enum Item {
     File(Vec<u8>, EntryKind, StatKey),
     TooLarge(Vec<u8>, StatKey),
     Special,
+    /// Something the rules leave out (ignored, excluded, the store, a VCS directory).
+    LeftOut,
 }
 
 impl Item {
@@ -467,7 +513,13 @@ impl Item {
             Item::File(path, kind, stat) => walk.entries.push((path, kind, Some(stat))),
             Item::TooLarge(path, stat) => walk.too_large.push((path, stat.size)),
             Item::Special => walk.special += 1,
+            Item::LeftOut => {}
         }
+    }
+
+    /// True for an entry on disk that the tree does not track.
+    fn is_left_out(&self) -> bool {
+        matches!(self, Item::TooLarge(..) | Item::Special | Item::LeftOut)
     }
 
     /// Adds this entry to the walk's digest (see `scan::WalkSum`) and newest mtime.
@@ -482,7 +534,11 @@ impl Item {
                 (path, u8::from(*kind == EntryKind::Executable), Some(key))
             }
             Item::TooLarge(path, key) => (path, 4, Some(key)),
-            Item::Special => return,
+            // Whether a directory holds only what is left out decides whether it is tracked.
+            Item::Special | Item::LeftOut => {
+                tally.left_out = true;
+                return;
+            }
         };
         if let Some(key) = key {
             // ctime too: an mtime set back says nothing of when the content changed.
@@ -498,6 +554,7 @@ struct Tally {
     sum: WalkSum,
     newest_ns: i64,
     inexact: bool,
+    left_out: bool,
 }
 
 fn visit_entry(
@@ -509,12 +566,12 @@ fn visit_entry(
     jobs: &mut Vec<Job>,
 ) -> Result<Option<Item>, TreeError> {
     if always_left_out(&job.rel, &name) {
-        return Ok(None);
+        return Ok(Some(Item::LeftOut));
     }
     let rel = crate::flat::join(&job.rel, &name);
     let abs = || crate::scan::abs(shared.root, &rel);
     if shared.skip.is_some_and(|skip| skip == abs()) {
-        return Ok(None);
+        return Ok(Some(Item::LeftOut));
     }
     // getdents' type is enough for everything but regular files, which need their stat key;
     // a filesystem that does not fill it in gets an fstatat for every entry.
@@ -533,7 +590,7 @@ fn visit_entry(
         .map_or(d_type, |st| FileType::from_raw_mode(st.st_mode));
     let is_dir = file_type == FileType::Directory;
     if ruled_out(shared.config, rules, &name, &abs(), is_dir) {
-        return Ok(None);
+        return Ok(Some(Item::LeftOut));
     }
     match (file_type, stat) {
         (FileType::Directory, _) => {

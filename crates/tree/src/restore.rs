@@ -353,6 +353,8 @@ struct Guarded<'a> {
     hasher: ObjectWriter<'a>,
     sides: Sides<'a>,
     kept: std::sync::Mutex<Vec<Vec<u8>>>,
+    /// Kept directories the plan may still write into (reported with `kept`).
+    named: std::sync::Mutex<Vec<Vec<u8>>>,
     differs: std::sync::Mutex<Vec<Vec<u8>>>,
 }
 
@@ -572,6 +574,7 @@ pub fn apply_with(
         hasher: tree.store.dry_writer(),
         sides,
         kept: std::sync::Mutex::new(Vec::new()),
+        named: std::sync::Mutex::new(Vec::new()),
         differs: std::sync::Mutex::new(Vec::new()),
     };
     let touched = AtomicU64::new(0);
@@ -605,9 +608,11 @@ pub fn apply_with(
         list.dedup();
         list
     };
+    let mut kept = g.kept.into_inner().unwrap_or_else(|p| p.into_inner());
+    kept.append(&mut g.named.into_inner().unwrap_or_else(|p| p.into_inner()));
     Ok(Applied {
         touched,
-        kept: sorted(g.kept),
+        kept: sorted(std::sync::Mutex::new(kept)),
         differs: sorted(g.differs),
     })
 }
@@ -664,11 +669,23 @@ fn make_dir(g: &Guarded<'_>, path: &[u8]) -> Result<bool, TreeError> {
                 .map_err(|e| fail("create directory", g.tree.root, path, e))?;
             if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
                 g.keep(path);
+            } else if g.sides.before.get(path).is_none() && empty_in(g.sides.after, path) {
+                // A directory holding only what the walk leaves out is not tracked, so it
+                // cannot become the target's empty directory: named, not emptied.
+                g.note(&g.named, path);
             }
             Ok(false)
         }
         Err(e) => Err(fail("create directory", g.tree.root, path, e)),
     }
+}
+
+/// True when `flat` holds nothing under directory `dir`.
+fn empty_in(flat: &FlatTree, dir: &[u8]) -> bool {
+    let inside = join(dir, b"");
+    flat.range(inside.clone()..)
+        .next()
+        .is_none_or(|(p, _)| !p.starts_with(&inside))
 }
 
 /// Writes one file or symlink of the target, if the path holds what the plan saw.

@@ -1447,10 +1447,7 @@ impl Workspace {
             Vec::new(),
             changes,
         );
-        if dry_run || target_root == cap.root {
-            if !dry_run {
-                self.commit_packs(writer, cap.cache)?;
-            }
+        if dry_run {
             return Ok(outcome);
         }
         let unsaved = Unsaved {
@@ -1466,6 +1463,10 @@ impl Workspace {
             SnapshotKind::AutoBeforeRestore,
             After::Advance,
         )?;
+        // The tree already matches: HEAD now names it (the unsaved changes' snapshot, if any).
+        if target_root == cap.root {
+            return Ok(outcome);
+        }
         let parent = outcome.auto_saved.clone().or(head);
         let message = match format!("#{}", source.record.seq) {
             seq if seq == reference => format!("restore {seq}"),
@@ -1559,9 +1560,26 @@ impl Workspace {
         });
         let mut kept = applied.kept;
         kept.extend(ruled_out);
+        kept.extend(self.made_visible(&plan, target)?);
         kept.sort_unstable();
         kept.dedup();
         Ok(kept)
+    }
+
+    /// When `plan` changed an ignore file, the paths it thereby made visible: files the move
+    /// had no right to touch (ignored before it) that the next save would now record. They
+    /// are named with the kept paths, so that nothing a save records after a move is silent.
+    fn made_visible(&self, plan: &Plan, target: &Snapshot) -> Result<Vec<Vec<u8>>, TreeError> {
+        let rules_changed = plan.paths().iter().any(|p| {
+            let name = flat::split(p).1;
+            name == b".gitignore" || name == scan::SNAPIGNORE.as_bytes()
+        });
+        if !rules_changed {
+            return Ok(Vec::new());
+        }
+        let now = self.capture(&self.store.dry_writer())?;
+        let (changes, _) = flat::diff_stored(&self.store, &target.record.root, &now.flat)?;
+        Ok(changes.into_iter().map(|(path, _)| path).collect())
     }
 
     /// Takes out of `plan` the paths it would create that the ignore rules (as they are

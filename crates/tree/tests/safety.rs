@@ -1,0 +1,220 @@
+//! The safety invariant of DESIGN §14, checked by an oracle over everything on disk (ignored
+//! and oversize files included), not only over the tracked tree: random edits, ignore-file
+//! changes, oversize files, saves, undos, redos and restores; after every move, each file
+//! that existed before it is still at its path or readable from a listed snapshot, nothing
+//! the rules leave out was touched, and a save right after records nothing but the paths the
+//! move kept.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use proptest::prelude::*;
+use snap_tree::{MoveOutcome, SaveOptions, TreeError, Workspace};
+
+/// Tracked names, names the rules may leave out (`*.log` when `.gitignore` says so, `ign/`
+/// always), and a directory that may end up holding only ignored files.
+const PATHS: [&str; 7] = [
+    "a",
+    "d/b",
+    "x.log",
+    "d/y.log",
+    "ign/k",
+    "only/z.log",
+    "only",
+];
+const MAX_FILE_SIZE: usize = 64;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Write(usize, Vec<u8>),
+    Big(usize),
+    Delete(usize),
+    IgnoreLogs(bool),
+    Save,
+    Undo(u64),
+    Redo(u64),
+    Restore(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let p = 0..PATHS.len();
+    prop_oneof![
+        4 => (p.clone(), proptest::collection::vec(any::<u8>(), 0..12)).prop_map(|(i, c)| Op::Write(i, c)),
+        1 => p.clone().prop_map(Op::Big),
+        1 => p.prop_map(Op::Delete),
+        1 => any::<bool>().prop_map(Op::IgnoreLogs),
+        3 => Just(Op::Save),
+        2 => (1..3u64).prop_map(Op::Undo),
+        2 => (1..3u64).prop_map(Op::Redo),
+        1 => (0..6usize).prop_map(Op::Restore),
+    ]
+}
+
+type Disk = BTreeMap<String, Vec<u8>>;
+
+/// Every file under `root` but the store, with its bytes.
+fn disk(root: &Path) -> Disk {
+    let mut out = Disk::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            let rel = e
+                .path()
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if rel == ".snap" {
+                continue;
+            }
+            match e.file_type().unwrap().is_dir() {
+                true => stack.push(e.path()),
+                false => {
+                    out.insert(rel, std::fs::read(e.path()).unwrap());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The files a move has no right to touch, as the rules are before it: ignored by the
+/// `.gitignore` or `.snapignore` on disk, or over `max_file_size`.
+fn untouchable(root: &Path, files: &Disk) -> Disk {
+    let logs = std::fs::read(root.join(".gitignore")).is_ok_and(|c| c == b"*.log\n");
+    files
+        .iter()
+        .filter(|(p, c)| {
+            p.starts_with("ign/") || (logs && p.ends_with(".log")) || c.len() > MAX_FILE_SIZE
+        })
+        .map(|(p, c)| (p.clone(), c.clone()))
+        .collect()
+}
+
+fn edit(root: &Path, op: &Op) {
+    let write = |rel: &str, bytes: &[u8]| {
+        let path = root.join(rel);
+        if path.is_dir() {
+            return;
+        }
+        if std::fs::create_dir_all(path.parent().unwrap()).is_ok() {
+            let _ = std::fs::write(path, bytes);
+        }
+    };
+    match op {
+        Op::Write(i, c) => write(PATHS[*i], c),
+        Op::Big(i) => write(PATHS[*i], &[b'B'; MAX_FILE_SIZE + 1]),
+        Op::Delete(i) => {
+            let _ = std::fs::remove_file(root.join(PATHS[*i]));
+        }
+        Op::IgnoreLogs(true) => write(".gitignore", b"*.log\n"),
+        Op::IgnoreLogs(false) => {
+            let _ = std::fs::remove_file(root.join(".gitignore"));
+        }
+        _ => {}
+    }
+}
+
+/// The oracle: every file of `before` is at its path with its bytes, or a listed snapshot
+/// holds those bytes at that path; every untouchable file is exactly as it was.
+fn check_conserved(
+    ws: &Workspace,
+    before: &Disk,
+    fixed: &Disk,
+    what: &str,
+) -> Result<(), TestCaseError> {
+    let now = disk(ws.root());
+    for (path, bytes) in fixed {
+        prop_assert_eq!(now.get(path), Some(bytes), "{}: {} was touched", what, path);
+    }
+    let listed = ws.log(true).unwrap();
+    for (path, bytes) in before {
+        if now.get(path) == Some(bytes) {
+            continue;
+        }
+        let saved = listed.iter().any(|e| {
+            ws.read_file(&e.snapshot, path.as_bytes())
+                .is_ok_and(|c| &c == bytes)
+        });
+        prop_assert!(saved, "{}: {} was lost", what, path);
+    }
+    Ok(())
+}
+
+/// Right after a successful move, a save records nothing, except paths the move kept.
+fn check_nothing_to_save(
+    ws: &Workspace,
+    out: &MoveOutcome,
+    what: &str,
+) -> Result<(), TestCaseError> {
+    let saved = ws.save(&SaveOptions::default()).unwrap();
+    if let Some(s) = &saved.snapshot {
+        // A directory-only change (no file changes) must have been named too.
+        let kept_only = saved.changes.iter().all(|(p, _)| out.kept.contains(p));
+        prop_assert!(
+            kept_only && !(saved.changes.is_empty() && out.kept.is_empty()),
+            "{}: the save after it recorded #{} with {:?} (kept {:?})",
+            what,
+            s.record.seq,
+            saved.changes,
+            out.kept
+        );
+    }
+    Ok(())
+}
+
+fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let root = &dir.path().canonicalize().unwrap();
+    drop(Workspace::init(root, None, false).unwrap());
+    let config = format!("max_file_size = {MAX_FILE_SIZE}\n");
+    std::fs::write(root.join(".snap/config.toml"), config).unwrap();
+    std::fs::write(root.join(".snapignore"), b"ign/\n").unwrap();
+    for (step, op) in ops.iter().enumerate() {
+        let ws = Workspace::discover(root, None).unwrap();
+        let before = disk(root);
+        let fixed = untouchable(root, &before);
+        let what = format!("step {step} {op:?}");
+        let moved = match op {
+            Op::Save => {
+                ws.save(&SaveOptions::default()).unwrap();
+                None
+            }
+            Op::Undo(n) => Some(ws.undo(*n, false)),
+            Op::Redo(n) => Some(ws.redo(*n, false)),
+            Op::Restore(k) => {
+                let log = ws.log(true).unwrap();
+                let reference = |e: &snap_tree::LogEntry| format!("#{}", e.snapshot.record.seq);
+                log.get(*k % log.len().max(1))
+                    .map(|e| ws.restore(&reference(e), &[], false))
+            }
+            edit_op => {
+                edit(root, edit_op);
+                None
+            }
+        };
+        match moved {
+            Some(Ok(out)) => {
+                check_conserved(&ws, &before, &fixed, &what)?;
+                check_nothing_to_save(&ws, &out, &what)?;
+            }
+            Some(Err(TreeError::NothingToUndo(_) | TreeError::NothingToRedo(_))) | None => {}
+            Some(Err(e)) => {
+                check_conserved(&ws, &before, &fixed, &what)?;
+                prop_assert!(false, "{}: {}", what, e);
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #[test]
+    fn moves_conserve_everything(ops in proptest::collection::vec(op(), 1..30)) {
+        run(ops)?;
+    }
+}

@@ -447,7 +447,13 @@ fn the_workspace_git_directory_is_never_read_or_written() {
 
 /// A digest of every tracked path in the tree: path, kind and content.
 fn tree_digest(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
+    on_disk(root, true)
+}
+
+/// Every entry under `root` but the store: files with their bytes, symlinks with their
+/// targets, and directories as `<dir>` when `dirs`.
+fn on_disk(root: &Path, dirs: bool) -> Tree {
+    let mut out = Tree::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).unwrap() {
@@ -458,13 +464,17 @@ fn tree_digest(root: &Path) -> BTreeMap<String, Vec<u8>> {
                 .unwrap()
                 .to_string_lossy()
                 .into_owned();
+            let t = e.file_type().unwrap();
             if rel == ".snap" {
                 continue;
-            }
-            let t = e.file_type().unwrap();
-            if t.is_dir() {
-                out.insert(rel, b"<dir>".to_vec());
+            } else if t.is_dir() {
                 stack.push(e.path());
+                if dirs {
+                    out.insert(rel, b"<dir>".to_vec());
+                }
+            } else if t.is_symlink() {
+                let target = std::fs::read_link(e.path()).unwrap();
+                out.insert(rel, target.to_string_lossy().as_bytes().to_vec());
             } else {
                 out.insert(rel, std::fs::read(e.path()).unwrap());
             }
@@ -1571,31 +1581,7 @@ fn kill_9_thrash_of_concurrent_commands_loses_nothing() {
 /// Every file and symlink under `root` (the store aside), ignored ones included, with its
 /// bytes (a symlink's target for a link).
 fn everything(root: &Path) -> Tree {
-    let mut out = Tree::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            let rel = e
-                .path()
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let t = e.file_type().unwrap();
-            if rel == ".snap" {
-                continue;
-            } else if t.is_dir() {
-                stack.push(e.path());
-            } else if t.is_symlink() {
-                let target = std::fs::read_link(e.path()).unwrap();
-                out.insert(rel, target.to_string_lossy().as_bytes().to_vec());
-            } else if t.is_file() {
-                out.insert(rel, std::fs::read(e.path()).unwrap());
-            }
-        }
-    }
-    out
+    on_disk(root, false)
 }
 
 /// The conservation oracle: every file that was in `before` is still at its path with its

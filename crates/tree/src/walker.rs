@@ -174,9 +174,11 @@ fn drop_hollow(walk: &mut Walk) {
             true => {
                 left_out.insert(parent.to_vec());
             }
-            false => {
+            // Most entries share their parent with the one before: allocate once per directory.
+            false if !occupied.contains(parent) => {
                 occupied.insert(parent.to_vec());
             }
+            false => {}
         }
         keep.push(!hollow);
     }

@@ -43,7 +43,8 @@ pub struct Cli {
 pub enum Command {
     /// Create the store (`snap init`).
     Init {
-        /// Allow a store in `/` or your home directory.
+        /// Allow a store in `/` or your home directory, and claim an external store recorded
+        /// for another root (a workspace that moved).
         #[arg(long)]
         force: bool,
     },

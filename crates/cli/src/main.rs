@@ -246,7 +246,11 @@ fn cmd_init(ctx: &Ctx, force: bool) -> Result<()> {
     let store = ws.store().dir().display().to_string();
     emit(
         ctx,
-        json!({"root": ws.root().display().to_string(), "store": store}),
+        json!({
+            "root": ws.root().display().to_string(),
+            "store": store,
+            "workspace_id": ws.workspace_id()?,
+        }),
         || println!("initialized snap store in {store}"),
     );
     Ok(())
@@ -553,6 +557,8 @@ fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
         "changes": changes_json(&changes),
         "redo_depth": status.redo_depth,
         "pending": pending.first(),
+        "root": ws.root().display().to_string(),
+        "workspace_id": ws.workspace_id()?,
     });
     value["skipped"] = report_json(&status.report);
     emit(ctx, value, || {

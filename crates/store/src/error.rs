@@ -106,6 +106,9 @@ pub enum StoreError {
     /// One of the store's own files is a symlink, which snap never follows.
     #[error("{0} is a symlink; snap never follows links among its own files (remove it)")]
     Symlink(PathBuf),
+    /// `.snap/workspace` is damaged; carries its path.
+    #[error("{0} is damaged; run `snap init --force` in the workspace root to record it again")]
+    BadIdentity(PathBuf),
     /// An environment variable whose value cannot be used.
     #[error("{name}={value:?}: {why}")]
     BadEnv {

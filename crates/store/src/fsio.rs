@@ -38,8 +38,9 @@ pub const O_NOFOLLOW: i32 = rustix::fs::OFlags::NOFOLLOW.bits() as i32;
 
 /// The store's own entries, none of which may be a symlink: a link planted there would make
 /// a command write through it, outside the store.
-const STORE_ENTRIES: [&str; 9] = [
+const STORE_ENTRIES: [&str; 10] = [
     "catalog.redb",
+    "workspace",
     "packs",
     "tmp",
     "lock",
@@ -59,6 +60,19 @@ pub fn refuse_links(dir: &Path) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+/// Reads the whole file at `path`, refusing to follow a symlink there.
+pub fn read_no_follow(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NOFOLLOW)
+        .open(path)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// The error of an open with [`O_NOFOLLOW`]: a symlink at `path` is named as one.

@@ -14,6 +14,7 @@ mod failpoint;
 pub mod fault;
 pub mod fsio;
 mod id;
+mod identity;
 pub mod journal;
 mod lifecycle;
 mod lock;
@@ -30,6 +31,7 @@ pub use dircache::{DirCache, DirCacheUpdate, DirHeader, DirRecord, ListedKind, e
 pub use error::StoreError;
 pub use failpoint::{FAILPOINTS, failpoint};
 pub use id::{ID_LEN, ObjectId};
+pub use identity::{IDENTITY_FILE, WORKSPACE_ID_LEN, WorkspaceIdentity};
 pub use lifecycle::{GcReport, PruneReport, REPACK_LIVE_SHARE, Retention, StoreStats};
 pub use lock::{DEFAULT_LOCK_TIMEOUT, lock_timeout, on_lock_wait};
 pub use object::{

@@ -121,6 +121,11 @@ impl Store {
         &self.dir
     }
 
+    /// True when this process can only read the store (its lock could not be written).
+    pub fn is_read_only(&self) -> bool {
+        self.catalog.is_read_only()
+    }
+
     /// HEAD and the redo stack.
     pub fn history(&self) -> Result<HistoryState, StoreError> {
         self.catalog.history()

@@ -24,6 +24,19 @@ pub enum TreeError {
     /// `init` refused `/` or `$HOME` without `force`; carries that root.
     #[error("refusing to create a store in {0} (use --force to do it anyway)")]
     RefusedRoot(PathBuf),
+    /// An external store recorded for another workspace root; carries the store, that root,
+    /// and the directory the command ran in.
+    #[error(
+        "the store {store} belongs to the workspace at {root}, and {here} is not inside it: give this directory a store of its own, or run `snap init --force` here if the workspace moved"
+    )]
+    ForeignStore {
+        /// The store directory.
+        store: PathBuf,
+        /// The root the store recorded.
+        root: PathBuf,
+        /// Where the command ran.
+        here: PathBuf,
+    },
     /// A file's stat kept changing across every re-read, so no consistent content was captured.
     #[error("{path}: kept changing while it was read; try again when it is quiet")]
     Unstable {

@@ -9,7 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use snap_store::{
     ChangeStats, Commit, DirCacheUpdate, EntryKind, GcReport, HistoryState, ObjectId, ObjectKind,
     ObjectWriter, PruneReport, RepairReport, Retention, ScanMemo, SnapshotKind, SnapshotRecord,
-    StatCacheUpdate, StatEntry, StatKey, Store, StoreStats, VerifyReport, WalkMemo, failpoint,
+    StatCacheUpdate, StatEntry, StatKey, Store, StoreStats, VerifyReport, WalkMemo,
+    WorkspaceIdentity, failpoint,
 };
 
 use rustix::fs::{Mode, OFlags};
@@ -338,6 +339,62 @@ pub fn find_root(start: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// How a command may claim a store recorded for another root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Claim {
+    /// Only from inside the recorded root (every command).
+    Inside,
+    /// Here, re-recording the root (`init --force`, for a workspace that moved).
+    Here,
+}
+
+/// The workspace root for a command started in `start`, using the store in `store_dir`.
+///
+/// A store named `.snap` in `start` or above it is that directory's own: its root is its
+/// parent, wherever the directory has moved. Any other store is external, and its recorded
+/// root rules: a command inside it acts on it (as git does from a subdirectory); one outside
+/// it is refused, so a store shared by mistake never writes one workspace's files into
+/// another. A store that has recorded no root yet takes `start`. When `records`, a root that
+/// differs from the recorded one (or none) is recorded, keeping the workspace id.
+fn settle_root(
+    start: &Path,
+    store_dir: &Path,
+    claim: Claim,
+    records: bool,
+) -> Result<PathBuf, TreeError> {
+    let recorded = WorkspaceIdentity::read(store_dir)?;
+    let root = match (own_root(start, store_dir), &recorded) {
+        (Some(root), _) => root,
+        (None, Some(ident)) if start.starts_with(&ident.root) => ident.root.clone(),
+        (None, Some(ident)) if claim == Claim::Inside => {
+            return Err(TreeError::ForeignStore {
+                store: store_dir.to_path_buf(),
+                root: ident.root.clone(),
+                here: start.to_path_buf(),
+            });
+        }
+        (None, _) => start.to_path_buf(),
+    };
+    if records && recorded.as_ref().map(|i| &i.root) != Some(&root) {
+        let ident = match recorded {
+            Some(old) => WorkspaceIdentity {
+                root: root.clone(),
+                ..old
+            },
+            None => WorkspaceIdentity::new(&root)?,
+        };
+        ident.write(store_dir)?;
+    }
+    Ok(root)
+}
+
+/// The directory whose own store is `store_dir` (`DIR/.snap`), when `start` is in it.
+fn own_root(start: &Path, store_dir: &Path) -> Option<PathBuf> {
+    let parent = store_dir.parent()?;
+    let own = store_dir.file_name() == Some(STORE_DIR.as_ref()) && start.starts_with(parent);
+    own.then(|| parent.to_path_buf())
+}
+
 fn now_ns() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -372,12 +429,13 @@ impl Workspace {
         interrupted: Interrupted,
     ) -> Result<Workspace, TreeError> {
         let start = canonical(start)?;
-        if let Some(store_dir) = store_dir {
-            return Workspace::open(&start, store_dir, interrupted);
-        }
-        let root = find_root(&start).ok_or_else(|| TreeError::NoWorkspace(start.clone()))?;
-        let store_dir = root.join(STORE_DIR);
-        Workspace::open(&root, &store_dir, interrupted)
+        let store_dir = match store_dir {
+            Some(dir) => dir.to_path_buf(),
+            None => find_root(&start)
+                .ok_or_else(|| TreeError::NoWorkspace(start.clone()))?
+                .join(STORE_DIR),
+        };
+        Workspace::open(&start, &store_dir, interrupted, Claim::Inside)
     }
 
     /// Interrupted operations waiting to be finished (only a workspace opened with
@@ -400,21 +458,27 @@ impl Workspace {
         }
         let store_dir = store_dir.map_or_else(|| root.join(STORE_DIR), Path::to_path_buf);
         drop(Store::init(&store_dir)?);
-        Workspace::open(&root, &store_dir, Interrupted::Finish)
+        let claim = if force { Claim::Here } else { Claim::Inside };
+        Workspace::open(&root, &store_dir, Interrupted::Finish, claim)
     }
 
+    /// Opens the store in `store_dir` for a command started in `start` (canonical), and
+    /// settles the workspace root by the store's recorded identity (see [`settle_root`]).
     fn open(
-        root: &Path,
+        start: &Path,
         store_dir: &Path,
         interrupted: Interrupted,
+        claim: Claim,
     ) -> Result<Workspace, TreeError> {
         let store_dir = store_dir
             .canonicalize()
             .map_err(|_| snap_store::StoreError::NotFound(store_dir.to_path_buf()))?;
         let store = Store::open(&store_dir)?;
+        let records = interrupted == Interrupted::Finish && !store.is_read_only();
+        let root = settle_root(start, &store_dir, claim, records)?;
         let config = Config::load(&store_dir)?;
         let mut ws = Workspace {
-            root: root.to_path_buf(),
+            root,
             store,
             config,
             recovered: Vec::new(),
@@ -452,6 +516,12 @@ impl Workspace {
     /// The workspace root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The workspace id the store recorded (32 hex digits), if it has recorded one yet: a
+    /// store opened only for reading, before any writing command, may not have.
+    pub fn workspace_id(&self) -> Result<Option<String>, TreeError> {
+        Ok(WorkspaceIdentity::read(self.store.dir())?.map(|i| i.id_hex()))
     }
 
     /// The open store.

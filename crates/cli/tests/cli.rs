@@ -1998,3 +1998,56 @@ fn a_workspace_with_its_own_store_can_be_moved() {
     let out = with_store(&new, &new.join(".snap"), &["status"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// Flips one bit of `id` wherever the catalog file holds it as a stat cache row's id (after
+/// the row's mode `0o100644` and kind 0). Returns how many copies it found.
+fn flip_stat_row_id(d: &Path, id: &[u8]) -> usize {
+    let path = d.join(".snap/catalog.redb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mut pattern = vec![0xa4, 0x81, 0x00, 0x00, 0x00];
+    pattern.extend_from_slice(id);
+    let at: Vec<usize> = bytes
+        .windows(pattern.len())
+        .enumerate()
+        .filter(|(_, w)| *w == pattern.as_slice())
+        .map(|(i, _)| i + 5)
+        .collect();
+    for &i in &at {
+        bytes[i] ^= 0x01;
+    }
+    std::fs::write(&path, bytes).unwrap();
+    at.len()
+}
+
+#[test]
+fn a_flipped_bit_in_the_stat_cache_is_caught_and_never_recorded() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"hello");
+    write(d, "g", b"one");
+    std::fs::set_permissions(d.join("f"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    ok(d, &["save"]);
+    let ls = json(d, &["ls", "@"]);
+    let hex = ls["entries"][0]["id"].as_str().unwrap();
+    let id: Vec<u8> = (0..32)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    assert!(flip_stat_row_id(d, &id) > 0, "no stat cache row found");
+    let out = snap(d, &["verify", "--read-data"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "verify passed a damaged cache row"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("stat_cache"),
+        "{out:?}"
+    );
+    // A save that looks f up in the stat cache reads f again instead of trusting the row.
+    write(d, "g", b"two");
+    ok(d, &["save"]);
+    assert_eq!(ok(d, &["cat", "@", "f"]), "hello");
+    ok(d, &["verify", "--read-data"]);
+}

@@ -149,6 +149,33 @@ pub struct Commit {
     pub stat_cache: StatCacheUpdate,
 }
 
+/// Bytes of the check that ends every cache row and memo (FORMAT.md 6): the first 8 bytes of
+/// BLAKE3 over the row's key then its value. redb checks its commits, not each page's bytes
+/// at rest, so without it one flipped bit in a cached id would be trusted and recorded.
+pub const CACHE_CHECK_LEN: usize = 8;
+
+fn cache_check(key: &[u8], value: &[u8]) -> [u8; CACHE_CHECK_LEN] {
+    let hash = blake3::Hasher::new().update(key).update(value).finalize();
+    let mut check = [0u8; CACHE_CHECK_LEN];
+    check.copy_from_slice(&hash.as_bytes()[..CACHE_CHECK_LEN]);
+    check
+}
+
+/// `value ‖ check`: a cache row as stored.
+fn seal(key: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len() + CACHE_CHECK_LEN);
+    out.extend_from_slice(value);
+    out.extend_from_slice(&cache_check(key, value));
+    out
+}
+
+/// The value of a stored cache row whose check holds; `None` for a damaged row, or one
+/// written before rows were checked (either is ignored, as if absent).
+fn unseal<'a>(key: &[u8], stored: &'a [u8]) -> Option<&'a [u8]> {
+    let (value, check) = stored.split_at_checked(stored.len().checked_sub(CACHE_CHECK_LEN)?)?;
+    (cache_check(key, value) == check).then_some(value)
+}
+
 /// A read-only view of the `objects` table.
 type ObjectsTable = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
@@ -539,7 +566,9 @@ impl Catalog {
 
     fn set_meta(&self, txn: &WriteTransaction, key: &str, value: &[u8]) -> Result<(), StoreError> {
         let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-        meta.insert(key, value).map_err(|e| self.err(e))?;
+        let sealed = seal(key.as_bytes(), value);
+        meta.insert(key, sealed.as_slice())
+            .map_err(|e| self.err(e))?;
         Ok(())
     }
 
@@ -560,7 +589,10 @@ impl Catalog {
         let mut put: Vec<(&[u8], V)> = put.into_iter().collect();
         put.sort_unstable_by(|a, b| a.0.cmp(b.0));
         for (key, value) in put {
-            table.insert(key, value.as_ref()).map_err(|e| self.err(e))?;
+            let sealed = seal(key, value.as_ref());
+            table
+                .insert(key, sealed.as_slice())
+                .map_err(|e| self.err(e))?;
         }
         Ok(())
     }
@@ -601,7 +633,7 @@ impl Catalog {
         let txn = self.read()?;
         let meta = txn.open_table(META).map_err(|e| self.err(e))?;
         let value = meta.get(key).map_err(|e| self.err(e))?;
-        Ok(value.and_then(|v| decode(v.value())))
+        Ok(value.and_then(|v| unseal(key.as_bytes(), v.value()).and_then(&decode)))
     }
 
     /// Every row of a cache table whose value decodes; empty when the table does not exist
@@ -620,11 +652,86 @@ impl Catalog {
         let mut out = HashMap::with_capacity(table.len().map_err(|e| self.err(e))? as usize);
         for row in table.iter().map_err(|e| self.err(e))? {
             let (k, v) = row.map_err(|e| self.err(e))?;
-            if let Some(value) = decode(v.value()) {
+            if let Some(value) = unseal(k.value(), v.value()).and_then(&decode) {
                 out.insert(k.value().to_vec(), value);
             }
         }
         Ok(out)
+    }
+
+    /// Checks every cache row and memo for `verify`: each must carry a sound check, and each
+    /// object id one vouches for must be `known` (in the catalog). Describes each that fails.
+    pub(crate) fn audit_caches(
+        &self,
+        known: impl Fn(&ObjectId) -> bool,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut faults = Vec::new();
+        let stat = |v: &[u8]| StatEntry::decode(v).map(|e| Some(e.id));
+        let tree = |v: &[u8]| WalkMemo::decode(v).map(|m| Some(m.root));
+        let listing = |_: &[u8]| Some(None);
+        for (table, vouches) in [
+            (
+                STAT_CACHE,
+                &stat as &dyn Fn(&[u8]) -> Option<Option<ObjectId>>,
+            ),
+            (TREE_CACHE, &tree),
+            (DIR_CACHE, &listing),
+        ] {
+            self.audit_table(table, vouches, &known, &mut faults)?;
+        }
+        let txn = self.read()?;
+        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        for key in ["scan", "walk", "dirs"] {
+            let Some(v) = meta.get(key).map_err(|e| self.err(e))? else {
+                continue;
+            };
+            let root = unseal(key.as_bytes(), v.value()).map(|v| match key {
+                "scan" => ScanMemo::decode(v).map(|m| m.root),
+                "walk" => WalkMemo::decode(v).map(|m| m.root),
+                _ => None,
+            });
+            match root {
+                None => faults.push(format!("the {key} memo is damaged (its check fails)")),
+                Some(Some(id)) if !known(&id) => faults.push(format!(
+                    "the {key} memo names tree {}, which the store lacks",
+                    id.short()
+                )),
+                Some(_) => {}
+            }
+        }
+        Ok(faults)
+    }
+
+    fn audit_table(
+        &self,
+        table: TableDefinition<&[u8], &[u8]>,
+        vouches: &dyn Fn(&[u8]) -> Option<Option<ObjectId>>,
+        known: &dyn Fn(&ObjectId) -> bool,
+        faults: &mut Vec<String>,
+    ) -> Result<(), StoreError> {
+        let txn = self.read()?;
+        let rows = match txn.open_table(table) {
+            Ok(rows) => rows,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(e) => return Err(self.err(e)),
+        };
+        for row in rows.iter().map_err(|e| self.err(e))? {
+            let (k, v) = row.map_err(|e| self.err(e))?;
+            let path = String::from_utf8_lossy(k.value());
+            match unseal(k.value(), v.value()).and_then(vouches) {
+                None => faults.push(format!(
+                    "the {} row of {path:?} is damaged (its check fails); saves ignore it",
+                    table.name()
+                )),
+                Some(Some(id)) if !known(&id) => faults.push(format!(
+                    "the {} row of {path:?} names object {}, which the store lacks",
+                    table.name(),
+                    id.short()
+                )),
+                Some(_) => {}
+            }
+        }
+        Ok(())
     }
 
     /// The stat cache entries of `paths` (in their order, those that have one), read one by
@@ -635,7 +742,8 @@ impl Catalog {
         let mut out = Vec::new();
         for path in paths {
             let value = table.get(*path).map_err(|e| self.err(e))?;
-            if let Some(entry) = value.and_then(|v| StatEntry::decode(v.value())) {
+            let entry = value.and_then(|v| unseal(path, v.value()).and_then(StatEntry::decode));
+            if let Some(entry) = entry {
                 out.push((path.to_vec(), entry));
             }
         }
@@ -649,7 +757,7 @@ impl Catalog {
         let mut out = Vec::with_capacity(table.len().map_err(|e| self.err(e))? as usize);
         for row in table.iter().map_err(|e| self.err(e))? {
             let (k, v) = row.map_err(|e| self.err(e))?;
-            if let Some(entry) = StatEntry::decode(v.value()) {
+            if let Some(entry) = unseal(k.value(), v.value()).and_then(StatEntry::decode) {
                 out.push((k.value().to_vec(), entry));
             }
         }
@@ -860,6 +968,64 @@ mod tests {
         drop(catalog);
         let catalog = Catalog::open(&path, false).unwrap();
         assert_eq!(catalog.locate(&frame.id).unwrap().unwrap().frame, frame);
+    }
+
+    /// One flipped bit anywhere in a cache row makes the row absent (the file is read
+    /// again), and the audit names it; a sound row naming a missing object is named too.
+    #[test]
+    fn a_damaged_cache_row_is_never_trusted_and_the_audit_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        drop(Catalog::create(&path).unwrap());
+        let entry = StatEntry {
+            key: crate::StatKey {
+                size: 5,
+                mtime_ns: 1,
+                ctime_ns: 2,
+                ino: 3,
+                mode: 0o100644,
+            },
+            kind: crate::EntryKind::File,
+            id: ObjectId([7; 32]),
+            written_ns: 9,
+        };
+        let update = StatCacheUpdate {
+            put: vec![(b"f".to_vec(), entry)],
+            ..StatCacheUpdate::default()
+        };
+        let catalog = Catalog::open(&path, false).unwrap();
+        catalog
+            .commit(&Commit {
+                stat_cache: update,
+                ..Commit::default()
+            })
+            .unwrap();
+        assert_eq!(catalog.stat_cache().unwrap(), vec![(b"f".to_vec(), entry)]);
+        let faults = catalog.audit_caches(|_| false).unwrap();
+        assert!(faults[0].contains("names object"), "{faults:?}");
+        assert!(catalog.audit_caches(|_| true).unwrap().is_empty());
+        drop(catalog);
+        let sealed = seal(b"f", &entry.encode());
+        for bit in 0..sealed.len() * 8 {
+            let mut bad = sealed.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            let db = Database::open(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(STAT_CACHE)
+                .unwrap()
+                .insert(b"f".as_slice(), bad.as_slice())
+                .unwrap();
+            txn.commit().unwrap();
+            drop(db);
+            let catalog = Catalog::open(&path, true).unwrap();
+            assert!(catalog.stat_cache().unwrap().is_empty(), "bit {bit}");
+            assert!(
+                catalog.stat_entries(&[b"f"]).unwrap().is_empty(),
+                "bit {bit}"
+            );
+            let faults = catalog.audit_caches(|_| true).unwrap();
+            assert!(faults[0].contains("damaged"), "bit {bit}: {faults:?}");
+        }
     }
 
     #[test]

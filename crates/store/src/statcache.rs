@@ -4,6 +4,7 @@
 //! ```text
 //! stat_cache  &[u8] path -> size u64 | mtime_ns i64 | ctime_ns i64 | ino u64 | mode u32
 //!                           | kind u8 | id [32] | written_ns i64                  (77 bytes LE)
+//! (the catalog appends an 8-byte check to every row: `catalog::seal`)
 //! ```
 //! An entry is trusted only when the file's stat key equals it and the file's mtime is strictly
 //! before `written_ns`, the filesystem's clock when the entry was written: a file modified in

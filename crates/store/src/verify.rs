@@ -84,7 +84,8 @@ impl Damage {
 
 impl Store {
     /// Checks every pack's trailer and body hash, that every catalogued object's pack exists,
-    /// that every snapshot's objects are present, and with `read_data` that every object
+    /// that every snapshot's objects are present, that every cache row's check holds and
+    /// every object a cache vouches for is catalogued, and with `read_data` that every object
     /// decompresses to bytes matching its id.
     pub fn verify(&self, read_data: bool) -> Result<VerifyReport, StoreError> {
         self.verify_with_progress(read_data, &|_, _| {})
@@ -142,6 +143,11 @@ impl Store {
                 }
             }
         }
+        let faults = self.catalog.audit_caches(|id| locations.contains_key(id))?;
+        damage.other.extend(faults.into_iter().map(|what| Problem {
+            what,
+            ..Problem::default()
+        }));
         let snapshots = self.snapshots()?;
         report.snapshots = snapshots.len();
         self.check_history(&snapshots, &mut damage)?;

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -228,9 +229,13 @@ fn read_rules(abs: &Path, has_git: bool, has_snap: bool, parent: &Arc<Rules>) ->
         if !present {
             return None;
         }
+        let path = abs.join(file);
+        let bytes = read_rule_file(&path)?;
         let mut builder = GitignoreBuilder::new(abs);
-        // A malformed line is skipped, as git skips it; the file's other lines still apply.
-        let _ = builder.add(abs.join(file));
+        for line in rule_lines(&bytes) {
+            // A malformed line is skipped, as git skips it; the file's other lines still apply.
+            let _ = builder.add_line(Some(path.clone()), line);
+        }
         builder.build().ok()
     };
     let (git, snap) = (load(has_git, GITIGNORE), load(has_snap, SNAPIGNORE));
@@ -244,6 +249,35 @@ fn read_rules(abs: &Path, has_git: bool, has_snap: bool, parent: &Arc<Rules>) ->
 }
 
 const GITIGNORE: &str = ".gitignore";
+
+/// The bytes of an ignore file, never read through a symlink: as git does since 2.32, a
+/// symlinked `.gitignore` (or `.snapignore`) is not read at all. The directory cache keys an
+/// ignore file on its own lstat, so following a link would let the target change unseen.
+fn read_rule_file(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(snap_store::fsio::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// The lines of an ignore file as the `ignore` crate reads them from a path: a leading
+/// UTF-8 byte-order mark dropped, `\n` or `\r\n` ending each line, reading stopped at the
+/// first line that is not UTF-8.
+fn rule_lines(bytes: &[u8]) -> impl Iterator<Item = &str> {
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let lines = (!bytes.is_empty()).then(|| bytes.split(|b| *b == b'\n'));
+    lines
+        .into_iter()
+        .flatten()
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .map_while(|line| std::str::from_utf8(line).ok())
+}
 
 /// What visiting one directory adds: its items, its subdirectories to visit, and its new
 /// record when it was read rather than taken from the cache.
@@ -740,5 +774,37 @@ pub fn stat_key(st: &rustix::fs::Stat) -> StatKey {
             .saturating_add(st.st_ctime_nsec as i64),
         ino: st.st_ino,
         mode: st.st_mode,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// Reading the bytes ourselves (to refuse links) splits them as the `ignore` crate's
+    /// own reader does.
+    #[test]
+    fn rule_lines_split_as_the_ignore_crate_reads_a_file() {
+        let cases: [(&[u8], &[&str]); 6] = [
+            (b"", &[]),
+            (b"a\n", &["a"]),
+            (b"a\r\n\nb", &["a", "", "b"]),
+            ("\u{feff}*.log\n!k\n".as_bytes(), &["*.log", "!k"]),
+            (b"x\n\xff\ny\n", &["x"]),
+            (b"\n\n", &["", ""]),
+        ];
+        for (bytes, want) in cases {
+            assert_eq!(rule_lines(bytes).collect::<Vec<_>>(), want, "{bytes:?}");
+        }
+    }
+
+    #[test]
+    fn a_symlink_is_never_read_as_an_ignore_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("real"), b"*.log\n").unwrap();
+        std::os::unix::fs::symlink("real", dir.path().join(".gitignore")).unwrap();
+        assert!(read_rule_file(&dir.path().join(".gitignore")).is_none());
+        assert!(read_rule_file(&dir.path().join("real")).is_some());
     }
 }

@@ -42,6 +42,14 @@ enum Op {
     Swap(usize),
     /// The file's mtime set back to what it was before its last write.
     Backdate(usize),
+    /// The ignore file made a symlink to one of two rule files outside the workspace.
+    LinkRule(usize, bool, usize),
+    /// One of those outside rule files rewritten in place.
+    EditRuleSet(usize, Vec<usize>),
+    /// The file rewritten with as many bytes, all different, and its mtime put back.
+    SameSize(usize),
+    /// Two files swapped by renames, their directories' mtimes put back.
+    RenameSwap(usize, usize),
     Tick,
 }
 
@@ -55,9 +63,14 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (f.clone(), f.clone()).prop_map(|(i, t)| Op::Symlink(i, t)),
         2 => (r.clone(), any::<bool>(), proptest::collection::vec(0..PATTERNS.len(), 0..3))
             .prop_map(|(d, s, p)| Op::Rule(d, s, p)),
-        1 => (r, any::<bool>()).prop_map(|(d, s)| Op::DropRule(d, s)),
+        1 => (r.clone(), any::<bool>()).prop_map(|(d, s)| Op::DropRule(d, s)),
         1 => f.clone().prop_map(Op::Swap),
-        1 => f.prop_map(Op::Backdate),
+        1 => f.clone().prop_map(Op::Backdate),
+        1 => (r.clone(), any::<bool>(), 0..2usize).prop_map(|(d, s, n)| Op::LinkRule(d, s, n)),
+        1 => (0..2usize, proptest::collection::vec(0..PATTERNS.len(), 0..3))
+            .prop_map(|(n, p)| Op::EditRuleSet(n, p)),
+        1 => f.clone().prop_map(Op::SameSize),
+        1 => (f.clone(), f).prop_map(|(i, j)| Op::RenameSwap(i, j)),
         3 => Just(Op::Tick),
     ]
 }
@@ -86,6 +99,35 @@ fn parents(root: &Path, path: &Path) {
             clear(&at);
             std::fs::create_dir(&at).unwrap();
         }
+    }
+}
+
+/// One of the two rule files outside the workspace that `LinkRule` points at.
+fn rule_set(root: &Path, set: usize) -> std::path::PathBuf {
+    root.parent().unwrap().join(format!("rules{set}"))
+}
+
+/// Swaps two regular files by renames, then puts their directories' mtimes back, as a tool
+/// that restores timestamps (rsync -a, tar -x) would leave them.
+fn swap_files(a: &Path, b: &Path) {
+    let is_file = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
+    if a == b || !is_file(a) || !is_file(b) {
+        return;
+    }
+    let dirs = [a.parent().unwrap(), b.parent().unwrap()];
+    let times: Vec<_> = dirs
+        .iter()
+        .map(|d| std::fs::metadata(d).unwrap().modified().unwrap())
+        .collect();
+    let tmp = a.with_extension("swap-tmp");
+    std::fs::rename(a, &tmp).unwrap();
+    std::fs::rename(b, a).unwrap();
+    std::fs::rename(&tmp, b).unwrap();
+    for (dir, time) in dirs.iter().zip(times) {
+        std::fs::File::open(dir)
+            .unwrap()
+            .set_modified(time)
+            .unwrap();
     }
 }
 
@@ -147,6 +189,30 @@ fn apply(root: &Path, op: &Op) {
                 f.set_modified(old).unwrap();
             }
         }
+        Op::LinkRule(dir, snap, set) => {
+            let p = rule_path(root, *dir, *snap);
+            parents(root, &p);
+            clear(&p);
+            std::os::unix::fs::symlink(rule_set(root, *set), &p).unwrap();
+        }
+        Op::EditRuleSet(set, patterns) => {
+            let text: String = patterns
+                .iter()
+                .map(|&i| format!("{}\n", PATTERNS[i]))
+                .collect();
+            std::fs::write(rule_set(root, *set), text).unwrap();
+        }
+        Op::SameSize(i) => {
+            let p = file(*i);
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
+                let old = std::fs::metadata(&p).unwrap().modified().unwrap();
+                let flipped: Vec<u8> = std::fs::read(&p).unwrap().iter().map(|b| !b).collect();
+                std::fs::write(&p, flipped).unwrap();
+                let f = std::fs::File::options().write(true).open(&p).unwrap();
+                f.set_modified(old).unwrap();
+            }
+        }
+        Op::RenameSwap(i, j) => swap_files(&file(*i), &file(*j)),
         // Longer than a coarse clock tick, so that records written before it are trusted.
         Op::Tick => settle(root),
     }

@@ -281,3 +281,29 @@ fn non_utf8_names_are_tracked() {
     let entries: Vec<_> = w.entries.into_iter().map(|(p, k, _)| (p, k)).collect();
     assert_eq!(entries, vec![(b"caf\xe9".to_vec(), EntryKind::File)]);
 }
+
+#[test]
+fn a_symlinked_ignore_file_is_not_read_as_git_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "rules.txt", "*.log\n");
+    write(root, "a.log", "a");
+    write(root, "b.txt", "b");
+    write(root, "sub/c.log", "c");
+    write(root, "sub/d.tmp", "d");
+    write(root, "real/.gitignore", "\u{feff}*.tmp\n# comment\n");
+    write(root, "real/e.tmp", "e");
+    std::os::unix::fs::symlink("rules.txt", root.join(".gitignore")).unwrap();
+    std::os::unix::fs::symlink("../rules.txt", root.join("sub/.gitignore")).unwrap();
+    let ours = tracked(root, &no_defaults());
+    assert!(
+        ours.contains("a.log") && ours.contains("sub/c.log"),
+        "{ours:?}"
+    );
+    assert!(!ours.contains("real/e.tmp"), "{ours:?}");
+    let Some(expected) = git_untracked(root) else {
+        eprintln!("git is not installed; skipping the comparison with git");
+        return;
+    };
+    assert_eq!(ours, expected);
+}

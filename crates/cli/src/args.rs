@@ -157,6 +157,24 @@ pub enum Command {
     },
 }
 
+impl Command {
+    /// True for the commands that may write the store or the working tree (and so roll an
+    /// interrupted move forward); the others only read.
+    pub fn writes(&self) -> bool {
+        !matches!(
+            self,
+            Command::Log { .. }
+                | Command::Show { .. }
+                | Command::Ls { .. }
+                | Command::Cat { .. }
+                | Command::Diff(_)
+                | Command::Completions { .. }
+                | Command::Status { .. }
+                | Command::Verify { .. }
+        )
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct SaveArgs {
     /// Message.

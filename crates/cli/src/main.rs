@@ -1,12 +1,13 @@
 //! The `snap` binary: parses arguments, opens the workspace, runs one command, and prints its
 //! outcome for people or as one JSON document. Exit codes: 0 ok (also "nothing changed"),
-//! 1 error, 2 usage, 3 nothing to undo or redo.
+//! 1 error, 2 usage, 3 nothing to undo or redo, 128 + N stopped by signal N (`signals`).
 
 mod args;
 mod diff;
 mod lifecycle;
 mod progress;
 mod render;
+mod signals;
 
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
@@ -35,7 +36,8 @@ fn main() -> ExitCode {
     // `error:` line and exit 1, never a backtrace: the hook stays silent, the payload is said.
     std::panic::set_hook(Box::new(|_| {}));
     match std::panic::catch_unwind(|| run(cli)) {
-        Ok(Ok(())) => ExitCode::SUCCESS,
+        // Asked to stop while finishing a command that could not stop part-way.
+        Ok(Ok(())) => signals::exit_code().map_or(ExitCode::SUCCESS, ExitCode::from),
         Ok(Err(e)) => report_error(&e, json_mode),
         Err(payload) => report_error(&anyhow::anyhow!(panic_message(&payload)), json_mode),
     }
@@ -101,6 +103,7 @@ fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
     }
     match e.downcast_ref::<TreeError>() {
         Some(t) if t.is_nothing_to_do() => ExitCode::from(EXIT_NOTHING_TO_DO),
+        Some(TreeError::Interrupted) => ExitCode::from(signals::exit_code().unwrap_or(143)),
         _ => ExitCode::FAILURE,
     }
 }
@@ -136,6 +139,9 @@ fn run(cli: Cli) -> Result<()> {
     let store = cli.store.as_ref().map(|s| cwd.join(s));
     if !cli.quiet {
         snap_tree::snap_store::on_lock_wait(|m| eprintln!("snap: {m}"));
+    }
+    if cli.command.writes() {
+        signals::watch().context("cannot watch for SIGTERM")?;
     }
     let ctx = Ctx {
         start,

@@ -2051,3 +2051,40 @@ fn a_flipped_bit_in_the_stat_cache_is_caught_and_never_recorded() {
     assert_eq!(ok(d, &["cat", "@", "f"]), "hello");
     ok(d, &["verify", "--read-data"]);
 }
+
+#[test]
+fn sigterm_during_undo_stops_between_files_and_recover_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for i in 0..200 {
+        write(d, &format!("f{i:03}"), b"old");
+    }
+    ok(d, &["save"]);
+    for i in 0..200 {
+        write(d, &format!("f{i:03}"), b"new");
+    }
+    ok(d, &["save"]);
+    let before = everything(d);
+    let out = snap_cmd(d, &["undo"])
+        .env("SNAP_FAILPOINT", "restore-file@50:term")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("error: stopped by a signal") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(d.join(".snap/.undoing").exists(), "the marker stays");
+    let olds = (0..200)
+        .filter(|i| read(d, &format!("f{i:03}")) == "old")
+        .count();
+    assert!((50..200).contains(&olds), "{olds} files undone");
+    assert_conserved(d, &before, "the stopped undo");
+    assert_eq!(json(d, &["status"])["pending"]["op"], "undo");
+    let out = conserving(d, &["recover"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!((0..200).all(|i| read(d, &format!("f{i:03}")) == "old"));
+    assert_eq!(json(d, &["status"])["clean"], true);
+    assert!(!d.join(".snap/.undoing").exists());
+}

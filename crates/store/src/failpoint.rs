@@ -2,7 +2,8 @@
 //! a kill -9 or power cut would, to prove that every step leaves a recoverable state.
 //!
 //! `SNAP_FAILPOINT=name` (or `name@N`, the N-th time the step is reached) aborts the process
-//! at that step. Only debug builds read the variable; release builds compile it away.
+//! at that step; `name@N:term` sends the process SIGTERM there instead, as a harness's timeout
+//! would, and carries on. Only debug builds read the variable; release builds compile it away.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -34,12 +35,19 @@ fn check(name: &str) {
     let Ok(spec) = std::env::var("SNAP_FAILPOINT") else {
         return;
     };
+    let (spec, action) = spec.split_once(':').unwrap_or((&spec, "abort"));
     let (want, nth) = match spec.split_once('@') {
-        Some((w, n)) => (w.to_string(), n.parse::<u64>().unwrap_or(1)),
+        Some((w, n)) => (w, n.parse::<u64>().unwrap_or(1)),
         None => (spec, 1),
     };
-    if want == name && HITS.fetch_add(1, Ordering::Relaxed) + 1 == nth {
-        eprintln!("snap: failpoint {name} reached, aborting");
-        std::process::abort();
+    if want != name || HITS.fetch_add(1, Ordering::Relaxed) + 1 != nth {
+        return;
     }
+    if action == "term" {
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::TERM);
+        return;
+    }
+    eprintln!("snap: failpoint {name} reached, aborting");
+    std::process::abort();
 }

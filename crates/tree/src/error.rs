@@ -37,6 +37,12 @@ pub enum TreeError {
         /// Where the command ran.
         here: PathBuf,
     },
+    /// A move stopped between two files because the process was asked to stop; its marker
+    /// stays, and the next writing command (or `recover`) finishes it.
+    #[error(
+        "stopped by a signal between two files; the working tree is part-way, and `snap recover` (or any writing command) finishes the move"
+    )]
+    Interrupted,
     /// A file's stat kept changing across every re-read, so no consistent content was captured.
     #[error("{path}: kept changing while it was read; try again when it is quiet")]
     Unstable {

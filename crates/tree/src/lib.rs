@@ -29,6 +29,7 @@ mod config;
 pub mod diff;
 mod error;
 pub mod flat;
+mod interrupt;
 mod marker;
 mod observer;
 pub mod restore;
@@ -40,6 +41,7 @@ pub use config::{Config, DEFAULT_MAX_FILE_SIZE, RetentionConfig, parse_duration}
 pub use diff::{DiffEntry, FileDiff, Side, TreeDiff};
 pub use error::TreeError;
 pub use flat::{Change, FlatTree, Node};
+pub use interrupt::stop_moves_on;
 pub use marker::{Marker, Op};
 pub use observer::{Event, Observer, Phase};
 pub use scan::ScanReport;

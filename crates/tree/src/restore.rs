@@ -17,7 +17,7 @@ use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
@@ -320,6 +320,8 @@ pub struct WorkTree<'a> {
     /// Files larger than this are never tracked, so never saved before being replaced: a
     /// planned path holding one is kept.
     pub max_file_size: u64,
+    /// When set, [`apply`] stops before the next path with [`TreeError::Interrupted`].
+    pub stop: Option<&'a AtomicBool>,
 }
 
 /// What [`apply`] did.
@@ -578,30 +580,13 @@ pub fn apply_with(
         differs: std::sync::Mutex::new(Vec::new()),
     };
     let touched = AtomicU64::new(0);
-    let done = |changed: bool| {
-        if changed {
-            touched.fetch_add(1, Ordering::Relaxed);
-            tick();
-        }
-    };
-    for path in &plan.remove_files {
-        done(remove_file(&g, path)?);
-    }
-    for path in &plan.remove_dirs {
-        done(remove_dir(&g, path)?);
-    }
-    for path in &plan.make_dirs {
-        done(make_dir(&g, path)?);
-    }
-    plan.write.par_iter().try_for_each(|(path, node)| {
-        done(write_guarded(&g, path, node)?);
-        snap_store::failpoint("restore-file");
-        Ok::<(), TreeError>(())
-    })?;
+    let steps = take_steps(&g, plan, &touched, tick);
     let touched = touched.into_inner() as usize;
     if touched > 0 {
+        // Also when stopped: what was done is durable before the marker is left behind.
         sync_restored(tree.root, &g.root_fd)?;
     }
+    steps?;
     let sorted = |list: std::sync::Mutex<Vec<Vec<u8>>>| {
         let mut list = list.into_inner().unwrap_or_else(|p| p.into_inner());
         list.sort_unstable();
@@ -614,6 +599,40 @@ pub fn apply_with(
         touched,
         kept: sorted(std::sync::Mutex::new(kept)),
         differs: sorted(g.differs),
+    })
+}
+
+/// Takes every step of `plan`, each guarded, checking for a stop request before each one.
+fn take_steps(
+    g: &Guarded<'_>,
+    plan: &Plan,
+    touched: &AtomicU64,
+    tick: &(dyn Fn() + Sync),
+) -> Result<(), TreeError> {
+    let step = |changed: Result<bool, TreeError>| {
+        if changed? {
+            touched.fetch_add(1, Ordering::Relaxed);
+            tick();
+        }
+        match g.tree.stop.is_some_and(|stop| stop.load(Ordering::Relaxed)) {
+            true => Err(TreeError::Interrupted),
+            false => Ok(()),
+        }
+    };
+    step(Ok(false))?;
+    for path in &plan.remove_files {
+        step(remove_file(g, path))?;
+    }
+    for path in &plan.remove_dirs {
+        step(remove_dir(g, path))?;
+    }
+    for path in &plan.make_dirs {
+        step(make_dir(g, path))?;
+    }
+    plan.write.par_iter().try_for_each(|(path, node)| {
+        step(write_guarded(g, path, node))?;
+        snap_store::failpoint("restore-file");
+        Ok::<(), TreeError>(())
     })
 }
 

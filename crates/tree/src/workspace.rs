@@ -4,6 +4,8 @@
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use snap_store::{
@@ -204,6 +206,8 @@ pub struct Workspace {
     config: Config,
     recovered: Vec<Recovered>,
     observer: ObserverSlot,
+    /// A stop request moves check between files (see `interrupt`).
+    stop: Option<Arc<AtomicBool>>,
 }
 
 /// Holds the observer; exists so that `Workspace` can derive `Debug`.
@@ -483,11 +487,18 @@ impl Workspace {
             config,
             recovered: Vec::new(),
             observer: ObserverSlot::default(),
+            stop: crate::interrupt::process_flag(),
         };
         if interrupted == Interrupted::Finish {
             ws.recover()?;
         }
         Ok(ws)
+    }
+
+    /// Makes moves stop between two files once `flag` is set (instead of the process-wide
+    /// flag of [`crate::stop_moves_on`]).
+    pub fn set_stop_flag(&mut self, flag: Arc<AtomicBool>) {
+        self.stop = Some(flag);
     }
 
     /// Sets the callback that hears of snapshots, restores, recoveries, errors and progress.
@@ -677,6 +688,7 @@ impl Workspace {
             root: &self.root,
             store: &self.store,
             max_file_size: self.config.max_file_size,
+            stop: self.stop.as_deref(),
         }
     }
 
@@ -1607,6 +1619,8 @@ impl Workspace {
         let applied =
             match self.apply_saving_first(op, &plan, sides, (scanned.parent, scanned.flat)) {
                 Ok(applied) => applied,
+                // Asked to stop: the marker stays, and the next writing command finishes.
+                Err(TreeError::Interrupted) => return Err(TreeError::Interrupted),
                 Err(e) => {
                     // If even the way back fails, the marker stays: the next writing command
                     // rolls the move forward instead.

@@ -78,6 +78,7 @@ fn a_swap_after_planning_makes_the_restore_fail_without_writing_outside() {
         root,
         store: ws.store(),
         max_file_size: u64::MAX,
+        stop: None,
     };
     let sides = restore::Sides {
         before: &new,
@@ -486,4 +487,54 @@ fn the_scan_memo_never_hides_a_change() {
     std::fs::remove_dir(root.join("empty")).unwrap();
     assert!(created(&ws), "an empty directory removed");
     assert!(!created(&ws));
+}
+
+/// A stop request (SIGTERM in the binary) during an undo stops it between two files: the
+/// marker stays, nothing is rolled back, and the next writing open finishes the move.
+#[test]
+fn a_stopped_undo_keeps_its_marker_and_is_finished_by_the_next_open() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for i in 0..300 {
+        write(root, &format!("f{i:03}"), "old");
+    }
+    let mut ws = Workspace::init(root, None, false).unwrap();
+    save(&ws);
+    for i in 0..300 {
+        write(root, &format!("f{i:03}"), "new");
+    }
+    save(&ws);
+    let stop = Arc::new(AtomicBool::new(false));
+    ws.set_stop_flag(Arc::clone(&stop));
+    let flag = Arc::clone(&stop);
+    ws.set_observer(Box::new(move |event| {
+        let restore = snap_tree::Phase::Restore;
+        if matches!(event, snap_tree::Event::Progress { phase, done, .. } if *phase == restore && *done >= 64) {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }));
+    let err = ws.undo(1, false).unwrap_err();
+    assert!(matches!(err, TreeError::Interrupted), "{err}");
+    let olds = (0..300)
+        .filter(|i| std::fs::read_to_string(root.join(format!("f{i:03}"))).unwrap() == "old")
+        .count();
+    assert!(
+        (64..300).contains(&olds),
+        "{olds} files undone before the stop"
+    );
+    assert_eq!(ws.pending().unwrap().len(), 1, "the marker stays");
+    drop(ws);
+    let ws = Workspace::discover(root, None).unwrap();
+    assert_eq!(ws.recovered().len(), 1);
+    assert!(ws.pending().unwrap().is_empty());
+    for i in 0..300 {
+        assert_eq!(
+            std::fs::read_to_string(root.join(format!("f{i:03}"))).unwrap(),
+            "old"
+        );
+    }
+    assert!(ws.status().unwrap().changes.is_empty());
+    assert_eq!(ws.head().unwrap().unwrap().record.seq, 1);
 }

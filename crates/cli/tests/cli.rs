@@ -2088,3 +2088,78 @@ fn sigterm_during_undo_stops_between_files_and_recover_finishes() {
     assert_eq!(json(d, &["status"])["clean"], true);
     assert!(!d.join(".snap/.undoing").exists());
 }
+
+fn mode_of(d: &Path, path: &str) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(d.join(path))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+fn chmod(d: &Path, path: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(d.join(path), std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn permission_bits_are_kept_by_undo_redo_and_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "secret", b"one");
+    write(d, "private/key", b"k");
+    write(d, "ro/file", b"r");
+    chmod(d, "secret", 0o600);
+    chmod(d, "private", 0o700);
+    chmod(d, "ro", 0o555);
+    ok(d, &["save"]);
+    // An edit, a deleted directory, and a mode-only change are each undone exactly.
+    write(d, "secret", b"two");
+    chmod(d, "secret", 0o644);
+    std::fs::remove_dir_all(d.join("private")).unwrap();
+    ok(d, &["save"]);
+    let status = json(d, &["status"]);
+    assert_eq!(status["clean"], true);
+    chmod(d, "ro/file", 0o640);
+    let status = json(d, &["status"]);
+    assert_eq!(
+        status["changes"][0]["path"], "ro/file",
+        "a mode change is a change"
+    );
+    ok(d, &["save"]);
+    ok(d, &["undo", "2"]);
+    assert_eq!(read(d, "secret"), "one");
+    assert_eq!(mode_of(d, "secret"), 0o600);
+    assert_eq!(mode_of(d, "private"), 0o700);
+    assert_eq!(
+        mode_of(d, "ro"),
+        0o555,
+        "set after its contents were written"
+    );
+    assert_eq!(mode_of(d, "ro/file"), 0o644);
+    assert_eq!(json(d, &["status"])["clean"], true);
+    ok(d, &["redo", "2"]);
+    assert_eq!(mode_of(d, "secret"), 0o644);
+    assert_eq!(mode_of(d, "ro/file"), 0o640);
+    ok(d, &["restore", "#1", "--", "secret"]);
+    assert_eq!(mode_of(d, "secret"), 0o600);
+    chmod(d, "ro", 0o755);
+}
+
+#[test]
+fn setuid_setgid_and_sticky_bits_are_never_recorded_or_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "tool", b"#!/bin/sh\n");
+    write(d, "shared/x", b"x");
+    chmod(d, "tool", 0o4755);
+    chmod(d, "shared", 0o1777);
+    ok(d, &["save"]);
+    write(d, "tool", b"changed");
+    ok(d, &["save"]);
+    ok(d, &["undo"]);
+    assert_eq!(mode_of(d, "tool"), 0o755);
+    let ls = json(d, &["ls", "@"]);
+    assert!(ls["entries"].as_array().unwrap().len() >= 3);
+}

@@ -35,8 +35,9 @@ pub use identity::{IDENTITY_FILE, WORKSPACE_ID_LEN, WorkspaceIdentity};
 pub use lifecycle::{GcReport, PruneReport, REPACK_LIVE_SHARE, Retention, StoreStats};
 pub use lock::{DEFAULT_LOCK_TIMEOUT, lock_timeout, on_lock_wait};
 pub use object::{
-    ChangeStats, ChunkList, ChunkRef, EntryKind, ObjectKind, RECORD_VERSION, SnapshotKind,
-    SnapshotRecord, Tree, TreeEntry, check_entry_name, decode_record, encode_record,
+    ChangeStats, ChunkList, ChunkRef, EntryKind, ObjectKind, PERMISSION_BITS, RECORD_VERSION,
+    SnapshotKind, SnapshotRecord, TREE_VERSION, Tree, TreeEntry, check_entry_name, decode_record,
+    encode_record,
 };
 pub use statcache::{
     STAT_ENTRY_LEN, STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey, WalkMemo,

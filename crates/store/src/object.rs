@@ -7,8 +7,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::{ObjectId, StoreError};
 
-/// Version byte at the start of every encoded record (chunk list, tree, snapshot).
+/// Version byte at the start of every encoded record (chunk list, snapshot; trees written
+/// before they carried permission bits).
 pub const RECORD_VERSION: u8 = 1;
+
+/// Version byte of a tree whose entries carry permission bits (FORMAT.md 4.4). Trees of
+/// version [`RECORD_VERSION`] still decode, every entry's `mode` then `None`.
+pub const TREE_VERSION: u8 = 2;
+
+/// The permission bits a tree may record: user, group and other rwx. Never setuid, setgid
+/// or sticky.
+pub const PERMISSION_BITS: u16 = 0o777;
 
 /// What an object is. The discriminant is the kind byte hashed into ids and written in frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -65,6 +74,24 @@ pub struct TreeEntry {
     pub size: u64,
     /// Chunk or chunk list (file), target chunk (symlink) or tree (directory).
     pub id: ObjectId,
+    /// Permission bits (within [`PERMISSION_BITS`]) of a file or directory; `None` for a
+    /// symlink, and for every entry of a tree written before modes were recorded (a restore
+    /// then leaves the mode to the umask, as it always did).
+    pub mode: Option<u16>,
+}
+
+/// A tree entry as version 1 trees encode it: no mode.
+#[derive(Deserialize)]
+struct TreeEntryV1 {
+    name: Vec<u8>,
+    kind: EntryKind,
+    size: u64,
+    id: ObjectId,
+}
+
+#[derive(Deserialize)]
+struct TreeV1 {
+    entries: Vec<TreeEntryV1>,
 }
 
 /// One directory: entries strictly sorted by name bytes.
@@ -164,7 +191,11 @@ pub struct SnapshotRecord {
 
 /// Encodes a record: the version byte, then postcard.
 pub fn encode_record<T: Serialize>(record: &T) -> Vec<u8> {
-    let out = vec![RECORD_VERSION];
+    encode_versioned(RECORD_VERSION, record)
+}
+
+fn encode_versioned<T: Serialize>(version: u8, record: &T) -> Vec<u8> {
+    let out = vec![version];
     // Serializing plain structs into a Vec cannot fail; an error here is a bug in a derive.
     match postcard::to_extend(record, out) {
         Ok(v) => v,
@@ -177,11 +208,19 @@ pub fn decode_record<'a, T: Deserialize<'a>>(
     id: ObjectId,
     bytes: &'a [u8],
 ) -> Result<T, StoreError> {
+    decode_versioned(RECORD_VERSION, id, bytes)
+}
+
+fn decode_versioned<'a, T: Deserialize<'a>>(
+    want: u8,
+    id: ObjectId,
+    bytes: &'a [u8],
+) -> Result<T, StoreError> {
     let corrupt = |why: String| StoreError::CorruptObject { id, why };
     let (&version, body) = bytes
         .split_first()
         .ok_or_else(|| corrupt("empty record".into()))?;
-    if version != RECORD_VERSION {
+    if version != want {
         return Err(corrupt(format!("unknown record version {version}")));
     }
     let (value, rest) = postcard::take_from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
@@ -194,14 +233,28 @@ pub fn decode_record<'a, T: Deserialize<'a>>(
 impl Tree {
     /// The canonical bytes of this tree.
     pub fn encode(&self) -> Vec<u8> {
-        encode_record(self)
+        encode_versioned(TREE_VERSION, self)
     }
 
-    /// Decodes and validates a tree: names safe, strictly sorted.
+    /// Decodes and validates a tree (either version): names safe, strictly sorted, modes
+    /// within [`PERMISSION_BITS`] and absent on symlinks.
     pub fn decode(id: ObjectId, bytes: &[u8]) -> Result<Tree, StoreError> {
-        let tree: Tree = decode_record(id, bytes)?;
+        let tree: Tree = match bytes.first() {
+            Some(&RECORD_VERSION) => decode_record::<TreeV1>(id, bytes)?.into(),
+            _ => decode_versioned(TREE_VERSION, id, bytes)?,
+        };
         for entry in &tree.entries {
             check_entry_name(&entry.name).map_err(|why| StoreError::CorruptObject { id, why })?;
+            if !entry.mode_is_valid() {
+                return Err(StoreError::CorruptObject {
+                    id,
+                    why: format!(
+                        "entry {:?} has mode {:?}",
+                        String::from_utf8_lossy(&entry.name),
+                        entry.mode
+                    ),
+                });
+            }
         }
         if tree.entries.windows(2).any(|w| w[0].name >= w[1].name) {
             return Err(StoreError::CorruptObject {
@@ -210,6 +263,32 @@ impl Tree {
             });
         }
         Ok(tree)
+    }
+}
+
+impl From<TreeV1> for Tree {
+    fn from(old: TreeV1) -> Tree {
+        let entries = old.entries.into_iter().map(|e| TreeEntry {
+            name: e.name,
+            kind: e.kind,
+            size: e.size,
+            id: e.id,
+            mode: None,
+        });
+        Tree {
+            entries: entries.collect(),
+        }
+    }
+}
+
+impl TreeEntry {
+    /// Permission bits only, and none on a symlink.
+    fn mode_is_valid(&self) -> bool {
+        match (self.kind, self.mode) {
+            (EntryKind::Symlink, mode) => mode.is_none(),
+            (_, Some(mode)) => mode & !PERMISSION_BITS == 0,
+            (_, None) => true,
+        }
     }
 }
 
@@ -265,6 +344,7 @@ mod tests {
             kind,
             size: 3,
             id: ObjectId::of(ObjectKind::Chunk, name),
+            mode: (kind != EntryKind::Symlink).then_some(0o640),
         }
     }
 
@@ -274,12 +354,50 @@ mod tests {
             entries: vec![
                 entry(b"a", EntryKind::File),
                 entry(b"b\xff", EntryKind::Dir),
+                entry(b"c", EntryKind::Symlink),
             ],
         };
         let bytes = tree.encode();
-        assert_eq!(bytes[0], RECORD_VERSION);
+        assert_eq!(bytes[0], TREE_VERSION);
         let id = ObjectId::of(ObjectKind::Tree, &bytes);
         assert_eq!(Tree::decode(id, &bytes).ok(), Some(tree));
+    }
+
+    /// FORMAT.md 4.4's worked examples, byte for byte: the version 1 tree (no modes) still
+    /// decodes, with every mode absent; the version 2 tree adds one mode per entry.
+    #[test]
+    fn both_tree_versions_decode_as_documented() {
+        let id = ObjectId::of(ObjectKind::Chunk, b"hello");
+        let mut v1 = vec![0x01, 0x01, 0x01, b'a', 0x00, 0x05];
+        v1.extend_from_slice(&id.0);
+        let tree = Tree::decode(ObjectId::of(ObjectKind::Tree, &v1), &v1).unwrap();
+        assert_eq!(tree.entries[0].mode, None);
+        assert_eq!(tree.entries[0].size, 5);
+        let mut v2 = v1.clone();
+        v2[0] = TREE_VERSION;
+        v2.extend_from_slice(&[0x01, 0xa4, 0x03]);
+        let mut want = tree.clone();
+        want.entries[0].mode = Some(0o644);
+        assert_eq!(want.encode(), v2);
+        assert_eq!(
+            Tree::decode(ObjectId::of(ObjectKind::Tree, &v2), &v2).unwrap(),
+            want
+        );
+    }
+
+    #[test]
+    fn modes_beyond_the_permission_bits_are_refused() {
+        for (kind, mode) in [
+            (EntryKind::File, Some(0o4755)),
+            (EntryKind::Dir, Some(0o1777)),
+            (EntryKind::Symlink, Some(0o777)),
+        ] {
+            let mut e = entry(b"x", kind);
+            e.mode = mode;
+            let bytes = Tree { entries: vec![e] }.encode();
+            let id = ObjectId::of(ObjectKind::Tree, &bytes);
+            assert!(Tree::decode(id, &bytes).is_err(), "{kind:?} {mode:?}");
+        }
     }
 
     #[test]

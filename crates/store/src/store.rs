@@ -614,6 +614,7 @@ mod tests {
                     ObjectKind::Chunk,
                     format!("{i}:{}", if i == changed { version } else { 0 }).as_bytes(),
                 ),
+                mode: Some(0o644),
             })
             .collect();
         Tree { entries }.encode()

@@ -20,6 +20,20 @@ pub struct Node {
     pub size: u64,
     /// Content (file), target chunk (symlink) or tree (directory; [`UNBUILT`] until built).
     pub id: ObjectId,
+    /// Permission bits of a file or directory (`st_mode & 0o777`); `None` for a symlink and
+    /// for entries of trees recorded before modes were.
+    pub mode: Option<u16>,
+}
+
+/// True when two modes are both known and differ. A mode not recorded (an old snapshot)
+/// differs from nothing, so upgrading snap does not make every file look changed.
+pub fn modes_differ(a: Option<u16>, b: Option<u16>) -> bool {
+    matches!((a, b), (Some(a), Some(b)) if a != b)
+}
+
+/// The permission bits of an `st_mode`, as trees record them.
+pub fn permission_bits(st_mode: u32) -> u16 {
+    (st_mode & u32::from(snap_store::PERMISSION_BITS)) as u16
 }
 
 /// Every path of a tree, sorted by path bytes. The root itself is not an entry.
@@ -44,6 +58,7 @@ pub fn flatten(store: &Store, root: &ObjectId) -> Result<FlatTree, StoreError> {
                     kind: entry.kind,
                     size: entry.size,
                     id: entry.id,
+                    mode: entry.mode,
                 },
             );
         }
@@ -118,6 +133,7 @@ fn build(
                 kind: node.kind,
                 size: node.size,
                 id: node.id,
+                mode: node.mode.filter(|_| node.kind != EntryKind::Symlink),
             });
         }
     }
@@ -192,6 +208,7 @@ fn close(
         .as_ref()
         .map(|n| n.id)
         .filter(|id| reuse && *id != UNBUILT);
+    let mode = dir.node.as_ref().and_then(|n| n.mode);
     let id = match known {
         Some(id) => id,
         None => {
@@ -209,6 +226,7 @@ fn close(
             kind: EntryKind::Dir,
             size: 0,
             id,
+            mode,
         });
     }
     Ok(())
@@ -229,6 +247,7 @@ fn seal_empty_children(
             kind: EntryKind::Dir,
             size: 0,
             id: node.id,
+            mode: node.mode,
         });
     }
     Ok(())
@@ -274,7 +293,7 @@ pub fn diff_files(old: &FlatTree, new: &FlatTree) -> Vec<(Vec<u8>, Change)> {
     for (path, n) in new.iter().filter(|(_, n)| n.kind != EntryKind::Dir) {
         match old.get(path) {
             Some(o) if o.kind == EntryKind::Dir => out.push((path.clone(), Change::Added)),
-            Some(o) if o.kind != n.kind || o.id != n.id => {
+            Some(o) if o.kind != n.kind || o.id != n.id || modes_differ(o.mode, n.mode) => {
                 out.push((path.clone(), Change::Modified))
             }
             Some(_) => {}
@@ -438,13 +457,14 @@ impl StoredDiffer<'_> {
             (true, true) if old.id != node.id => self.dir(&old.id, &path),
             (true, true) => Ok(()),
             (false, false) => {
-                if old.kind != node.kind || old.id != node.id {
+                if old.kind != node.kind || old.id != node.id || modes_differ(old.mode, node.mode) {
                     self.old_nodes.insert(
                         path.clone(),
                         Node {
                             kind: old.kind,
                             size: old.size,
                             id: old.id,
+                            mode: old.mode,
                         },
                     );
                     self.changes.push((path, Change::Modified));
@@ -469,6 +489,7 @@ impl StoredDiffer<'_> {
                     kind: entry.kind,
                     size: entry.size,
                     id: entry.id,
+                    mode: entry.mode,
                 },
             );
             self.changes.push((path, Change::Deleted));
@@ -517,6 +538,7 @@ mod tests {
             kind,
             size: 1,
             id: ObjectId([b; 32]),
+            mode: (kind != EntryKind::Symlink).then_some(0o644),
         }
     }
 

@@ -24,7 +24,9 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use snap_store::{EntryKind, ObjectId, ObjectWriter, StatKey, Store, StoreError, TreeEntry};
 
-use crate::flat::{Change, FlatTree, Node, Paired, children, flatten, join, pair_by_name, split};
+use crate::flat::{
+    Change, FlatTree, Node, Paired, children, flatten, join, modes_differ, pair_by_name, split,
+};
 use crate::{TreeError, scan};
 
 /// Prefix of the temporary names restores write before renaming; a crash can leave one, and
@@ -42,8 +44,10 @@ pub struct Plan {
     pub remove_dirs: Vec<Vec<u8>>,
     /// Shallowest first.
     pub make_dirs: Vec<Vec<u8>>,
-    /// Files and symlinks the working tree lacks or holds with another kind or content.
+    /// Files and symlinks the working tree lacks or holds with another kind, content or mode.
     pub write: Vec<(Vec<u8>, Node)>,
+    /// Directories to give the target's permission bits, once everything is written.
+    pub set_modes: Vec<(Vec<u8>, u16)>,
 }
 
 impl Plan {
@@ -65,10 +69,14 @@ impl Plan {
         for (path, want) in target {
             let cur = current.get(path);
             if want.kind == EntryKind::Dir {
-                if cur.is_none_or(|c| c.kind != EntryKind::Dir) {
+                let made = cur.is_none_or(|c| c.kind != EntryKind::Dir);
+                if made {
                     plan.make_dirs.push(path.clone());
                 }
-            } else if cur.is_none_or(|c| c.kind != want.kind || c.id != want.id) {
+                plan.dir_mode(path, cur.map(|c| c.mode).filter(|_| !made), want.mode);
+            } else if cur.is_none_or(|c| {
+                c.kind != want.kind || c.id != want.id || modes_differ(c.mode, want.mode)
+            }) {
                 plan.write.push((path.clone(), *want));
             }
         }
@@ -94,7 +102,18 @@ impl Plan {
         plan.make_dirs.sort_unstable();
         plan.remove_dirs.sort_unstable_by(|a, b| b.cmp(a));
         plan.write.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        plan.set_modes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
+    }
+
+    /// Sets directory `path` to mode `want` when that is known and `had` (`None`: a new
+    /// directory) is not already it.
+    fn dir_mode(&mut self, path: &[u8], had: Option<Option<u16>>, want: Option<u16>) {
+        if let Some(want) = want
+            && had.is_none_or(|had| modes_differ(had, Some(want)))
+        {
+            self.set_modes.push((path.to_vec(), want));
+        }
     }
 
     /// The file changes the plan makes to `current`, in path order, as `diff_files(current,
@@ -136,6 +155,7 @@ impl Plan {
         self.remove_dirs.retain(|p| keep(p));
         self.make_dirs.retain(|p| keep(p));
         self.write.retain(|(p, _)| keep(p));
+        self.set_modes.retain(|(p, _)| keep(p));
     }
 
     /// Every path the plan touches.
@@ -143,17 +163,23 @@ impl Plan {
         let (files, dirs) = (self.remove_files.iter(), self.remove_dirs.iter());
         let made = self.make_dirs.iter();
         let written = self.write.iter().map(|(p, _)| p);
+        let moded = self.set_modes.iter().map(|(p, _)| p);
         files
             .chain(dirs)
             .chain(made)
             .chain(written)
+            .chain(moded)
             .map(Vec::as_slice)
             .collect()
     }
 
     /// How many paths the plan changes.
     pub fn len(&self) -> usize {
-        self.remove_files.len() + self.remove_dirs.len() + self.make_dirs.len() + self.write.len()
+        self.remove_files.len()
+            + self.remove_dirs.len()
+            + self.make_dirs.len()
+            + self.write.len()
+            + self.set_modes.len()
     }
 
     /// True when the working tree already matches.
@@ -162,6 +188,7 @@ impl Plan {
             && self.remove_dirs.is_empty()
             && self.make_dirs.is_empty()
             && self.write.is_empty()
+            && self.set_modes.is_empty()
     }
 }
 
@@ -228,10 +255,16 @@ fn plan_entry(
     node: &Node,
     out: &mut Planning,
 ) -> Result<(), StoreError> {
+    let same_mode = !modes_differ(target.mode, node.mode);
     match (target.kind == EntryKind::Dir, node.kind == EntryKind::Dir) {
-        (true, true) if target.id != node.id => plan_dir(store, &target.id, current, path, out),
-        (true, true) => Ok(()),
-        (false, false) if target.kind == node.kind && target.id == node.id => Ok(()),
+        (true, true) => {
+            out.0.dir_mode(path, Some(node.mode), target.mode);
+            match target.id != node.id {
+                true => plan_dir(store, &target.id, current, path, out),
+                false => Ok(()),
+            }
+        }
+        (false, false) if target.kind == node.kind && target.id == node.id && same_mode => Ok(()),
         (false, false) => add_target(store, target, path, out),
         (true, false) => {
             out.0.remove_files.push(path.to_vec());
@@ -255,6 +288,7 @@ fn add_target(
         kind: entry.kind,
         size: entry.size,
         id: entry.id,
+        mode: entry.mode,
     };
     target.insert(path.to_vec(), node);
     if entry.kind != EntryKind::Dir {
@@ -262,10 +296,14 @@ fn add_target(
         return Ok(());
     }
     plan.make_dirs.push(path.to_vec());
+    plan.dir_mode(path, None, entry.mode);
     for (sub, node) in flatten(store, &entry.id)? {
         let full = join(path, &sub);
         match node.kind {
-            EntryKind::Dir => plan.make_dirs.push(full.clone()),
+            EntryKind::Dir => {
+                plan.make_dirs.push(full.clone());
+                plan.dir_mode(&full, None, node.mode);
+            }
             _ => plan.write.push((full.clone(), node)),
         }
         target.insert(full, node);
@@ -424,7 +462,7 @@ fn classify(here: &OnDisk<'_>, expected: Option<&Node>, done: Option<&Node>, max
         match here {
             _ if same(here, done) => Found::Done,
             _ if same(here, expected) => Found::Expected,
-            OnDisk::Entry(kind, size, _) if *kind != EntryKind::Dir && *size <= max => {
+            OnDisk::Entry(kind, size, ..) if *kind != EntryKind::Dir && *size <= max => {
                 Found::Differs
             }
             _ => Found::Foreign,
@@ -461,7 +499,8 @@ impl Guarded<'_> {
 #[derive(Debug)]
 enum OnDisk<'a> {
     Absent,
-    Entry(EntryKind, u64, Lazy<'a>),
+    /// Kind, size, permission bits, content id.
+    Entry(EntryKind, u64, u16, Lazy<'a>),
     Special,
 }
 
@@ -506,8 +545,11 @@ impl Lazy<'_> {
 fn same(here: &OnDisk<'_>, want: Option<&Node>) -> bool {
     match (here, want) {
         (OnDisk::Absent, None) => true,
-        (OnDisk::Entry(kind, size, lazy), Some(want)) => {
+        (OnDisk::Entry(kind, size, mode, lazy), Some(want)) => {
+            // A directory's mode is set after its contents (`Plan::set_modes`), not here.
+            let mode_ok = *kind == EntryKind::Dir || !modes_differ(Some(*mode), want.mode);
             *kind == want.kind
+                && mode_ok
                 && (*kind == EntryKind::Dir || (*size == want.size && lazy.id() == Some(want.id)))
         }
         _ => false,
@@ -540,7 +582,8 @@ fn on_disk<'a>(
         kind,
         id: std::cell::OnceCell::new(),
     };
-    Ok(OnDisk::Entry(kind, st.st_size as u64, lazy))
+    let mode = crate::flat::permission_bits(st.st_mode);
+    Ok(OnDisk::Entry(kind, st.st_size as u64, mode, lazy))
 }
 
 /// The content of regular file `name` in `dir`, never through a symlink.
@@ -633,7 +676,30 @@ fn take_steps(
         step(write_guarded(g, path, node))?;
         snap_store::failpoint("restore-file");
         Ok::<(), TreeError>(())
-    })
+    })?;
+    // Last, so that a directory made read-only does not refuse what goes inside it.
+    for (path, mode) in &plan.set_modes {
+        step(set_dir_mode(g, path, *mode))?;
+    }
+    Ok(())
+}
+
+/// Gives directory `path` the permission bits `mode`, if it is still a directory and not
+/// kept; never through a symlink.
+fn set_dir_mode(g: &Guarded<'_>, path: &[u8], mode: u16) -> Result<bool, TreeError> {
+    if g.under_kept(path) {
+        return Ok(false);
+    }
+    let Ok(dir) = open_dir_at(&g.root_fd, path) else {
+        return Ok(false);
+    };
+    let st = rustix::fs::fstat(&dir).map_err(|e| fail("set mode", g.tree.root, path, e))?;
+    if crate::flat::permission_bits(st.st_mode) == mode {
+        return Ok(false);
+    }
+    rustix::fs::fchmod(&dir, Mode::from_raw_mode(u32::from(mode)))
+        .map_err(|e| fail("set mode", g.tree.root, path, e))?;
+    Ok(true)
 }
 
 /// Removes a file or symlink the target lacks, if it still holds what the plan saw.
@@ -658,6 +724,7 @@ fn remove_dir(g: &Guarded<'_>, path: &[u8]) -> Result<bool, TreeError> {
         kind: EntryKind::Dir,
         size: 0,
         id: crate::flat::UNBUILT,
+        mode: None,
     };
     g.guard(
         path,
@@ -785,7 +852,7 @@ fn write_entry(
         EntryKind::Symlink => {
             rustix::fs::symlinkat(OsStr::from_bytes(&content), &dir, tmp.as_str())
         }
-        _ => write_file(&dir, &tmp, &content, node.kind == EntryKind::Executable),
+        _ => write_file(&dir, &tmp, &content, node),
     };
     if let Err(e) = written {
         let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
@@ -797,8 +864,9 @@ fn write_entry(
     })
 }
 
-fn write_file(dir: &OwnedFd, tmp: &str, content: &[u8], executable: bool) -> Result<(), Errno> {
-    // The process umask applies, as it does for git checkout.
+fn write_file(dir: &OwnedFd, tmp: &str, content: &[u8], node: &Node) -> Result<(), Errno> {
+    // Without a recorded mode (an old snapshot) the umask applies, as for git checkout.
+    let executable = node.kind == EntryKind::Executable;
     let mode = Mode::from_raw_mode(if executable { 0o777 } else { 0o666 });
     let fd = rustix::fs::openat(
         dir,
@@ -806,6 +874,10 @@ fn write_file(dir: &OwnedFd, tmp: &str, content: &[u8], executable: bool) -> Res
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         mode,
     )?;
+    if let Some(bits) = node.mode {
+        // Exactly the recorded bits, whatever the umask (fchmod ignores it).
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(u32::from(bits)))?;
+    }
     injected("restore-write")?;
     let mut rest = content;
     while !rest.is_empty() {
@@ -877,6 +949,7 @@ mod tests {
             kind: EntryKind::Dir,
             size: 0,
             id: crate::flat::UNBUILT,
+            mode: Some(0o755),
         };
         for (i, parts) in paths.iter().enumerate() {
             for end in 1..parts.len() {
@@ -891,10 +964,18 @@ mod tests {
             } else {
                 EntryKind::File
             };
+            let private = c % 5 == 0;
+            let mode = match (kind, private) {
+                (EntryKind::Executable, false) => 0o755,
+                (EntryKind::Executable, true) => 0o700,
+                (_, false) => 0o644,
+                (_, true) => 0o600,
+            };
             let node = Node {
                 kind,
                 size: 1,
                 id: ObjectId([c % 4; 32]),
+                mode: Some(mode),
             };
             flat.insert(parts.join("/").into_bytes(), if under { dir } else { node });
         }

@@ -63,6 +63,8 @@ pub struct Walk {
     /// Directories holding entries the walk left out (emptied once the walk applied the
     /// directory rule to them).
     pub left_out: Vec<Vec<u8>>,
+    /// Each visited directory's permission bits, from the stat taken when it was visited.
+    pub dir_modes: HashMap<Vec<u8>, u16>,
 }
 
 /// Each directory's subtree digest and newest mtime (everything under it), summed bottom up
@@ -298,6 +300,7 @@ pub fn store_walk(
     tick: &(dyn Fn() + Sync),
 ) -> Result<Stored, TreeError> {
     walk.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let dir_modes = std::mem::take(&mut walk.dir_modes);
     let (hits, gone) = match_cache(&walk.entries, cache.entries);
     let one = |((rel, kind, stat), hit): (WalkEntry, Option<&StatEntry>)| {
         tick();
@@ -308,6 +311,7 @@ pub fn store_walk(
                     kind: hit.kind,
                     size: key.size,
                     id: hit.id,
+                    mode: Some(crate::flat::permission_bits(key.mode)),
                 },
                 None,
                 Some(key),
@@ -334,7 +338,10 @@ pub fn store_walk(
     let mut nodes = Vec::with_capacity(stored.len());
     for item in stored {
         match item? {
-            Some((path, node, entry, stat)) => {
+            Some((path, mut node, entry, stat)) => {
+                if node.kind == EntryKind::Dir {
+                    node.mode = dir_modes.get(&path).copied();
+                }
                 if let (true, Some(stat)) = (keep_stats, stat) {
                     stats.push((path.clone(), stat));
                 }
@@ -406,6 +413,7 @@ pub fn digest(nodes: &[(Vec<u8>, Node)]) -> ObjectId {
         hasher.update(&[kind_byte(node.kind)]);
         hasher.update(&node.size.to_le_bytes());
         hasher.update(&node.id.0);
+        hasher.update(&node.mode.map_or(u32::MAX, u32::from).to_le_bytes());
     }
     ObjectId(*hasher.finalize().as_bytes())
 }
@@ -467,6 +475,8 @@ fn store_entry(
                 kind,
                 size: 0,
                 id: UNBUILT,
+                // The directory's own stat comes with its visit: see `Walk::dir_modes`.
+                mode: None,
             },
             None,
             None,
@@ -478,6 +488,7 @@ fn store_entry(
                     kind,
                     size: bytes.len() as u64,
                     id: writer.put(ObjectKind::Chunk, bytes)?,
+                    mode: None,
                 };
                 Ok(Some((rel, node, None, None)))
             }
@@ -502,6 +513,7 @@ fn store_entry(
                     kind,
                     size: data.len() as u64,
                     id,
+                    mode: Some(crate::flat::permission_bits(entry.key.mode)),
                 },
                 Some(entry),
                 Some(entry.key),

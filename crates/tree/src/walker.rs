@@ -286,6 +286,8 @@ struct Visited {
     items: Vec<Item>,
     jobs: Vec<Job>,
     record: Option<Vec<u8>>,
+    /// The directory's own permission bits.
+    mode: u16,
 }
 
 /// The stat key of what `name` in `dir` is now; `None` when it cannot be stat-ed.
@@ -339,6 +341,15 @@ fn publish(shared: &Shared<'_>, rel: Vec<u8>, visited: Visited) {
     if tally.left_out {
         tally.sum.add(&rel, 5, None);
     }
+    // The directory's mode is in its parent's tree, so its subtree's digest must move with it.
+    let mode = StatKey {
+        size: 0,
+        mtime_ns: 0,
+        ctime_ns: 0,
+        ino: 0,
+        mode: u32::from(visited.mode),
+    };
+    tally.sum.add(&rel, 6, Some(&mode));
     let left_out = visited.items.iter().any(Item::is_left_out);
     {
         let mut found = shared.found.lock().unwrap_or_else(|p| p.into_inner());
@@ -352,6 +363,7 @@ fn publish(shared: &Shared<'_>, rel: Vec<u8>, visited: Visited) {
         if left_out {
             found.left_out.push(rel.clone());
         }
+        found.dir_modes.insert(rel.clone(), visited.mode);
         match visited.record {
             Some(record) => found.dirs.push((rel, record)),
             None => found.dirs_cached += 1,
@@ -394,7 +406,10 @@ fn visit_listed(
         head.snapignore.is_some(),
         &job.parent_rules,
     ));
-    let mut visited = Visited::default();
+    let mut visited = Visited {
+        mode: crate::flat::permission_bits(stat.mode),
+        ..Visited::default()
+    };
     visited.items.reserve(record.len());
     for (name, kind) in record.entries() {
         let rel = crate::flat::join(&job.rel, name);
@@ -490,7 +505,10 @@ fn visit_read(
         same_rule_file(old.gitignore, gitignore, old.written_ns)
             && same_rule_file(old.snapignore, snapignore, old.written_ns)
     });
-    let mut visited = Visited::default();
+    let mut visited = Visited {
+        mode: crate::flat::permission_bits(stat.mode),
+        ..Visited::default()
+    };
     for (name, d_type) in names {
         if let Some(item) = visit_entry(shared, job, &rules, name, d_type, &mut visited.jobs)? {
             visited.items.push(item);

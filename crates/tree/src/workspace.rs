@@ -642,12 +642,15 @@ impl Workspace {
             let node = scan::store_path(&self.root, path, &writer)?;
             let mut ancestor = flat::split(path).0;
             while !ancestor.is_empty() {
+                // Rebuilt (its id unbuilt), keeping the mode it had.
+                let mode = flat.get(ancestor).and_then(|n| n.mode);
                 flat.insert(
                     ancestor.to_vec(),
                     Node {
                         kind: EntryKind::Dir,
                         size: 0,
                         id: UNBUILT,
+                        mode,
                     },
                 );
                 ancestor = flat::split(ancestor).0;
@@ -1645,9 +1648,46 @@ impl Workspace {
         let mut kept = applied.kept;
         kept.extend(ruled_out);
         kept.extend(self.made_visible(&plan, target)?);
+        kept.extend(self.left_hollow(&plan, &target.record.root)?);
         kept.sort_unstable();
         kept.dedup();
         Ok(kept)
+    }
+
+    /// Directories the target has empty that the move left holding only what it had no
+    /// right to remove (ignored or oversize files): the walk does not track such a directory,
+    /// so a save right after would record it gone. Named with the kept paths. Only parents
+    /// of removed paths can be such, and each is checked in the target's stored trees.
+    fn left_hollow(&self, plan: &Plan, target_root: &ObjectId) -> Result<Vec<Vec<u8>>, TreeError> {
+        let removed = plan.remove_files.iter().chain(&plan.remove_dirs);
+        let parents: std::collections::BTreeSet<&[u8]> = removed
+            .map(|p| flat::split(p).0)
+            .filter(|p| !p.is_empty())
+            .collect();
+        let mut out = Vec::new();
+        for dir in parents {
+            let occupied = std::fs::read_dir(scan::abs(&self.root, dir))
+                .is_ok_and(|mut entries| entries.next().is_some());
+            if occupied && self.empty_dir_in(target_root, dir)? {
+                out.push(dir.to_vec());
+            }
+        }
+        Ok(out)
+    }
+
+    /// True when the tree `root` has an empty directory at `path`.
+    fn empty_dir_in(&self, root: &ObjectId, path: &[u8]) -> Result<bool, TreeError> {
+        let mut tree = self.store.read_tree(root)?;
+        for name in path.split(|b| *b == b'/') {
+            let Some(entry) = tree.entries.iter().find(|e| e.name == name) else {
+                return Ok(false);
+            };
+            if entry.kind != EntryKind::Dir {
+                return Ok(false);
+            }
+            tree = self.store.read_tree(&entry.id)?;
+        }
+        Ok(tree.entries.is_empty())
     }
 
     /// When `plan` changed an ignore file, the paths it thereby made visible: files the move
@@ -1927,11 +1967,6 @@ fn merge_paths(
         .filter(|(p, _)| !paths.iter().any(|q| under(p, q)))
         .map(|(p, n)| (p.clone(), *n))
         .collect();
-    let dir = Node {
-        kind: EntryKind::Dir,
-        size: 0,
-        id: UNBUILT,
-    };
     for (path, node) in source
         .iter()
         .filter(|(p, _)| paths.iter().any(|q| under(p, q)))
@@ -1939,6 +1974,13 @@ fn merge_paths(
         out.insert(path.clone(), *node);
         let mut ancestor = flat::split(path).0;
         while !ancestor.is_empty() {
+            // Rebuilt, with the source's mode (the restored paths come from there).
+            let dir = Node {
+                kind: EntryKind::Dir,
+                size: 0,
+                id: UNBUILT,
+                mode: source.get(ancestor).and_then(|n| n.mode),
+            };
             out.insert(ancestor.to_vec(), dir);
             ancestor = flat::split(ancestor).0;
         }

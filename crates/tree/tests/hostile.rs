@@ -104,6 +104,7 @@ fn commit_hostile_snapshot(ws: &Workspace, name: &[u8]) -> u64 {
         kind: EntryKind::File,
         size: 5,
         id: chunk,
+        mode: Some(0o644),
     };
     let root = writer
         .put(

@@ -25,6 +25,8 @@ const PATHS: [&str; 7] = [
     "only",
 ];
 const MAX_FILE_SIZE: usize = 64;
+/// Modes `Chmod` sets; a directory gets its user bits forced to rwx, so it stays searchable.
+const MODES: [u32; 5] = [0o600, 0o644, 0o700, 0o755, 0o640];
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -32,6 +34,8 @@ enum Op {
     Big(usize),
     Delete(usize),
     IgnoreLogs(bool),
+    /// A path's permission bits (files and directories; a directory stays searchable).
+    Chmod(usize, usize),
     Save,
     Undo(u64),
     Redo(u64),
@@ -43,8 +47,9 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (p.clone(), proptest::collection::vec(any::<u8>(), 0..12)).prop_map(|(i, c)| Op::Write(i, c)),
         1 => p.clone().prop_map(Op::Big),
-        1 => p.prop_map(Op::Delete),
+        1 => p.clone().prop_map(Op::Delete),
         1 => any::<bool>().prop_map(Op::IgnoreLogs),
+        1 => (p.clone(), 0..MODES.len()).prop_map(|(i, m)| Op::Chmod(i, m)),
         3 => Just(Op::Save),
         2 => (1..3u64).prop_map(Op::Undo),
         2 => (1..3u64).prop_map(Op::Redo),
@@ -110,6 +115,15 @@ fn edit(root: &Path, op: &Op) {
         Op::Delete(i) => {
             let _ = std::fs::remove_file(root.join(PATHS[*i]));
         }
+        Op::Chmod(i, m) => {
+            use std::os::unix::fs::PermissionsExt;
+            let path = root.join(PATHS[*i]);
+            let mode = match path.is_dir() {
+                true => MODES[*m] | 0o700,
+                false => MODES[*m],
+            };
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
+        }
         Op::IgnoreLogs(true) => write(".gitignore", b"*.log\n"),
         Op::IgnoreLogs(false) => {
             let _ = std::fs::remove_file(root.join(".gitignore"));
@@ -140,6 +154,30 @@ fn check_conserved(
                 .is_ok_and(|c| &c == bytes)
         });
         prop_assert!(saved, "{}: {} was lost", what, path);
+    }
+    Ok(())
+}
+
+/// Right after a successful move, every file and directory HEAD records has exactly its
+/// recorded permission bits on disk, except what the move kept.
+fn check_modes(ws: &Workspace, out: &MoveOutcome, what: &str) -> Result<(), TestCaseError> {
+    use std::os::unix::fs::PermissionsExt;
+    let head = ws.head().unwrap().unwrap();
+    for (path, node) in ws.files(&head).unwrap() {
+        let kept = out
+            .kept
+            .iter()
+            .any(|k| snap_tree::flat::is_within(&path, k));
+        let Some(mode) = node.mode.filter(|_| !kept) else {
+            continue;
+        };
+        let abs = ws.root().join(String::from_utf8(path.clone()).unwrap());
+        let on_disk = std::fs::symlink_metadata(&abs)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        prop_assert_eq!(on_disk, u32::from(mode), "{}: mode of {:?}", what, abs);
     }
     Ok(())
 }
@@ -199,6 +237,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
         match moved {
             Some(Ok(out)) => {
                 check_conserved(&ws, &before, &fixed, &what)?;
+                check_modes(&ws, &out, &what)?;
                 check_nothing_to_save(&ws, &out, &what)?;
             }
             Some(Err(TreeError::NothingToUndo(_) | TreeError::NothingToRedo(_))) | None => {}
@@ -216,5 +255,24 @@ proptest! {
     #[test]
     fn moves_conserve_everything(ops in proptest::collection::vec(op(), 1..30)) {
         run(ops)?;
+    }
+}
+
+/// Cases the property test found, kept as plain tests.
+#[test]
+fn found_cases() {
+    use Op::*;
+    let cases = [vec![
+        Write(3, vec![]),
+        IgnoreLogs(true),
+        Save,
+        Delete(3),
+        Undo(1),
+        Write(3, vec![]),
+        Write(1, vec![]),
+        Redo(1),
+    ]];
+    for ops in cases {
+        run(ops).unwrap();
     }
 }

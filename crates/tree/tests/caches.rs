@@ -346,7 +346,12 @@ fn record_matches(
 }
 
 fn run(ops: Vec<Op>) -> Result<u64, TestCaseError> {
-    let dir = tempfile::tempdir().unwrap();
+    run_in(&std::env::temp_dir(), ops)
+}
+
+/// [`run`] in a new directory under `base` (which may be another filesystem).
+fn run_in(base: &Path, ops: Vec<Op>) -> Result<u64, TestCaseError> {
+    let dir = tempfile::tempdir_in(base).unwrap();
     let root = dir.path().join("w");
     std::fs::create_dir(&root).unwrap();
     let clock = dir.path().join("clock");
@@ -555,4 +560,79 @@ fn a_head_that_differs_under_a_pruned_directory_is_diffed_in_full() {
     assert_eq!(status, saved.changes, "status takes the same fallback");
     record_matches(&ws, &snapshot, &before, &saved.changes).unwrap();
     head_matches_disk(&ws, root).unwrap();
+}
+
+/// An ext4 image with 128-byte inodes, which store timestamps in whole seconds, loop-mounted
+/// at a temporary directory and unmounted on drop. `None` where that is not allowed (not
+/// root, no loop devices, no mkfs.ext4).
+struct CoarseFs {
+    dir: tempfile::TempDir,
+    _image: tempfile::TempDir,
+}
+
+impl CoarseFs {
+    fn mount() -> Option<CoarseFs> {
+        let run = |cmd: &mut std::process::Command| cmd.output().is_ok_and(|o| o.status.success());
+        let image = tempfile::tempdir().ok()?;
+        let file = image.path().join("fs.img");
+        std::fs::File::create(&file).ok()?.set_len(64 << 20).ok()?;
+        let made = run(std::process::Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-I", "128"])
+            .arg(&file));
+        let dir = tempfile::tempdir().ok()?;
+        let mounted = made
+            && run(std::process::Command::new("mount")
+                .args(["-o", "loop"])
+                .arg(&file)
+                .arg(dir.path()));
+        mounted.then_some(CoarseFs { dir, _image: image })
+    }
+}
+
+impl Drop for CoarseFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .output();
+    }
+}
+
+/// On a filesystem whose timestamps are whole seconds, every edit of a step lands in the
+/// tick of the scan before it: only the racy rule (mtime and ctime strictly before the
+/// scan's clock) stands between the caches and a missed change. The same oracle as above,
+/// without waits between steps, so changes come inside one tick.
+#[test]
+fn the_caches_never_hide_a_change_on_one_second_timestamps() {
+    let Some(fs) = CoarseFs::mount() else {
+        eprintln!("cannot loop-mount an ext4 image here (needs root); skipping");
+        return;
+    };
+    let probe = fs.dir.path().join("probe");
+    assert_eq!(
+        fs_now(&probe) % 1_000_000_000,
+        0,
+        "the image does not have 1 s timestamps"
+    );
+    // An mtime set back (cp -p, tar -x), then same-size rewrites in the same second with the
+    // mtime put back each time: every cached field is equal, and only the ctime (not
+    // before the scan's clock) says the cached verdict cannot be trusted. Fails when the
+    // racy rule checks the mtime alone.
+    let rewrites = vec![
+        Op::Write(0, b"abcd".to_vec()),
+        Op::Backdate(0),
+        Op::SameSize(0),
+        Op::SameSize(0),
+    ];
+    run_in(fs.dir.path(), rewrites).unwrap();
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 12,
+        ..ProptestConfig::default()
+    });
+    let quick = op().prop_filter("no waits", |o| !matches!(o, Op::Tick));
+    let outcome = runner.run(&proptest::collection::vec(quick, 1..20), |ops| {
+        run_in(fs.dir.path(), ops).map(drop)
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
 }

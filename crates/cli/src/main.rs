@@ -552,6 +552,14 @@ fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
         .filter(|(_, c)| wanted(c))
         .cloned()
         .collect();
+    let dirs: Vec<_> = status
+        .dirs
+        .iter()
+        .filter(|(_, c)| wanted(c))
+        .cloned()
+        .collect();
+    // Before the first snapshot nothing is clean: a save would record the tree.
+    let clean = status.head.is_some() && status.changes.is_empty() && status.dirs.is_empty();
     let pending: Vec<Value> = ws
         .pending()?
         .iter()
@@ -559,8 +567,9 @@ fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
         .collect();
     let mut value = json!({
         "head": status.head.as_ref().map(|h| h.id.to_hex()),
-        "clean": status.changes.is_empty(),
+        "clean": clean,
         "changes": changes_json(&changes),
+        "dirs": changes_json(&dirs),
         "redo_depth": status.redo_depth,
         "pending": pending.first(),
         "root": ws.root().display().to_string(),
@@ -572,7 +581,7 @@ fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
             Some(h) => println!("HEAD {}", snapshot_line(h)),
             None => println!("no snapshots yet"),
         }
-        if status.changes.is_empty() {
+        if clean {
             println!("clean: the working tree matches HEAD");
         }
         for p in &pending {
@@ -582,6 +591,7 @@ fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
             );
         }
         print_changes(&changes);
+        print_dir_changes(&dirs);
         print_skipped(&status.report, ctx.quiet);
     });
     Ok(())

@@ -99,6 +99,18 @@ pub fn print_changes(changes: &[PathChange]) {
     }
 }
 
+/// Directory-level changes, with a trailing `/`: `A empty/`, `D gone/`, `M chmodded/`.
+pub fn print_dir_changes(dirs: &[PathChange]) {
+    for (path, change) in dirs {
+        let what = match change {
+            Change::Added => "A",
+            Change::Modified => "M",
+            Change::Deleted => "D",
+        };
+        println!("{what} {}/", path_str(path));
+    }
+}
+
 /// `#seq short-id time kind ...`: one snapshot on one line.
 pub fn snapshot_line(s: &Snapshot) -> String {
     let r = &s.record;

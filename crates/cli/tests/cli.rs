@@ -2163,3 +2163,41 @@ fn setuid_setgid_and_sticky_bits_are_never_recorded_or_restored() {
     let ls = json(d, &["ls", "@"]);
     assert!(ls["entries"].as_array().unwrap().len() >= 3);
 }
+
+#[test]
+fn status_names_every_directory_change_a_save_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"1");
+    write(d, "sub/g", b"2");
+    ok(d, &["save"]);
+    std::fs::create_dir_all(d.join("empty/inner")).unwrap();
+    let v = json(d, &["status"]);
+    assert_eq!(
+        v["clean"], false,
+        "an empty directory is tracked, so not clean"
+    );
+    assert_eq!(
+        v["dirs"],
+        serde_json::json!([{"path": "empty/inner", "status": "added"}])
+    );
+    assert!(ok(d, &["status"]).contains("A empty/inner/"));
+    assert_eq!(json(d, &["save"])["created"], true);
+    assert_eq!(json(d, &["status"])["clean"], true);
+    chmod(d, "sub", 0o700);
+    let v = json(d, &["status"]);
+    assert_eq!(
+        v["dirs"],
+        serde_json::json!([{"path": "sub", "status": "modified"}])
+    );
+    assert_eq!(json(d, &["save"])["created"], true);
+    std::fs::remove_dir_all(d.join("empty")).unwrap();
+    let v = json(d, &["status"]);
+    assert_eq!(
+        v["dirs"],
+        serde_json::json!([{"path": "empty/inner", "status": "deleted"}])
+    );
+    assert_eq!(json(d, &["save"])["created"], true);
+    assert_eq!(json(d, &["status"])["clean"], true);
+    assert_eq!(json(d, &["save"])["created"], false);
+}

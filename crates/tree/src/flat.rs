@@ -423,6 +423,103 @@ pub fn diff_stored_pruned(
     Ok(Some((differ.changes, differ.old_nodes)))
 }
 
+/// Directory-level changes from the stored tree `old_root` to `new`: empty directories added
+/// or removed, and directories whose mode changed. [`diff_files`] gives the files'; the two
+/// together are everything a save records. Reads only directories whose tree ids differ, so
+/// a `new` whose unchanged directories were pruned (their ids known) is enough.
+pub fn dir_changes(
+    store: &Store,
+    old_root: Option<&ObjectId>,
+    new: &FlatTree,
+) -> Result<Vec<(Vec<u8>, Change)>, StoreError> {
+    let mut out = Vec::new();
+    match old_root {
+        Some(root) => dir_changes_in(store, root, new, &[], &mut out)?,
+        None => {
+            let tops = children(new, &[]);
+            for (name, _) in tops.iter().filter(|(_, n)| n.kind == EntryKind::Dir) {
+                out.extend(
+                    empty_dirs(new, name)
+                        .into_iter()
+                        .map(|p| (p, Change::Added)),
+                );
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn dir_changes_in(
+    store: &Store,
+    old_id: &ObjectId,
+    new: &FlatTree,
+    dir: &[u8],
+    out: &mut Vec<(Vec<u8>, Change)>,
+) -> Result<(), StoreError> {
+    let old = store.read_tree(old_id)?.entries;
+    for pair in pair_by_name(&old, &children(new, dir)) {
+        let (was, now) = match pair {
+            Paired::Stored(o) => (Some(o), None),
+            Paired::Scanned(name, n) => (None, Some((name, n))),
+            Paired::Both(o, n) => (Some(o), Some((o.name.as_slice(), n))),
+        };
+        let was = was.filter(|o| o.kind == EntryKind::Dir);
+        let now = now.filter(|(_, n)| n.kind == EntryKind::Dir);
+        match (was, now) {
+            (Some(o), Some((_, n))) => {
+                let path = join(dir, &o.name);
+                if modes_differ(o.mode, n.mode) {
+                    out.push((path.clone(), Change::Modified));
+                }
+                if o.id != n.id {
+                    dir_changes_in(store, &o.id, new, &path, out)?;
+                }
+            }
+            (Some(o), None) => {
+                let gone = flatten(store, &o.id)?;
+                let path = join(dir, &o.name);
+                let empty = empty_dirs(&gone, &[]).into_iter().map(|p| join(&path, &p));
+                out.extend(
+                    empty
+                        .chain(gone.is_empty().then(|| path.clone()))
+                        .map(|p| (p, Change::Deleted)),
+                );
+            }
+            (None, Some((name, _))) => {
+                let path = join(dir, name);
+                out.extend(
+                    empty_dirs(new, &path)
+                        .into_iter()
+                        .map(|p| (p, Change::Added)),
+                );
+            }
+            (None, None) => {}
+        }
+    }
+    Ok(())
+}
+
+/// The directories at or under `dir` in `flat` that hold nothing (`dir` itself when it is
+/// one; `""` stands for the whole tree, and is never returned itself).
+fn empty_dirs(flat: &FlatTree, dir: &[u8]) -> Vec<Vec<u8>> {
+    // Byte order puts `a-b` between `a` and `a/x`: scan every key with the prefix `dir`,
+    // keep those within it.
+    let dirs = flat
+        .range(dir.to_vec()..)
+        .take_while(|(p, _)| p.starts_with(dir))
+        .filter(|(p, n)| n.kind == EntryKind::Dir && !p.is_empty() && is_within(p, dir));
+    let holds = |path: &[u8]| {
+        let below = join(path, b"");
+        flat.range(below.clone()..)
+            .next()
+            .is_some_and(|(p, _)| p.starts_with(&below))
+    };
+    dirs.filter(|(p, _)| !holds(p))
+        .map(|(p, _)| p.clone())
+        .collect()
+}
+
 /// One stored diff under way.
 struct StoredDiffer<'a> {
     store: &'a Store,

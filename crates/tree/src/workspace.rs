@@ -179,6 +179,9 @@ pub struct Status {
     pub head: Option<Snapshot>,
     /// Paths that differ from HEAD's tree, in path order.
     pub changes: Vec<PathChange>,
+    /// Directory-level changes a save would also record, in path order: empty directories
+    /// added or removed, directories whose mode changed.
+    pub dirs: Vec<PathChange>,
     /// Files the scan skipped or saw vanish.
     pub report: ScanReport,
     /// Snapshots on the redo stack.
@@ -283,6 +286,8 @@ fn unchanged_capture(root: ObjectId, walk: scan::Walk, dirs: DirCacheUpdate, dry
 struct AgainstHead {
     /// Changed paths in path order.
     changes: Vec<PathChange>,
+    /// Directory-level changes (see [`Status::dirs`]).
+    dirs: Vec<PathChange>,
     /// HEAD's entries of at least the changed paths.
     old: FlatTree,
     /// The working tree's entries of at least the changed paths.
@@ -1291,6 +1296,7 @@ impl Workspace {
         let redo_depth = self.store.history()?.redo.len();
         Ok(Status {
             changes: against.changes,
+            dirs: against.dirs,
             head,
             report: against.report,
             redo_depth,
@@ -1306,8 +1312,13 @@ impl Workspace {
             Some(h) if h.record.root == cap.root => (Vec::new(), FlatTree::new()),
             _ => self.diff_from_head(&writer, head, &mut cap)?,
         };
+        let dirs = match head {
+            Some(h) if h.record.root == cap.root => Vec::new(),
+            _ => flat::dir_changes(&self.store, head.map(|h| &h.record.root), &cap.flat)?,
+        };
         Ok(AgainstHead {
             changes,
+            dirs,
             old,
             new: cap.flat,
             report: cap.report,

@@ -368,7 +368,9 @@ fn run_in(base: &Path, ops: Vec<Op>) -> Result<u64, TestCaseError> {
             .unwrap()
             .map(|h| ws.files(&h).unwrap())
             .unwrap_or_default();
-        let status = ws.status().unwrap().changes;
+        let status = ws.status().unwrap();
+        let had_head = status.head.is_some();
+        let (status, dirs) = (status.changes, status.dirs);
         let diff = ws.diff(None, None, &[]).unwrap().entries;
         let saved = ws
             .save(&SaveOptions {
@@ -379,6 +381,14 @@ fn run_in(base: &Path, ops: Vec<Op>) -> Result<u64, TestCaseError> {
         // Status and diff answer from the same caches as the save, and must name what it
         // then saved, with the entries on each side.
         prop_assert_eq!(&status, &saved.changes);
+        // Status is clean exactly when the save records nothing.
+        prop_assert_eq!(
+            status.is_empty() && dirs.is_empty() && had_head,
+            saved.snapshot.is_none(),
+            "status {:?} / dirs {:?}",
+            status,
+            dirs
+        );
         let after = match &saved.snapshot {
             Some(snapshot) => ws.files(snapshot).unwrap(),
             None => before.clone(),

@@ -4,7 +4,9 @@
 //! command that ran the working tree must match HEAD; a command that failed from the fault
 //! must leave, once the workspace is reopened on a healthy disk, the tree as it was before the
 //! command or matching HEAD. At the end every state that was saved (and not pruned) must
-//! restore byte for byte, and the store must verify.
+//! restore byte for byte, and the store must verify. Around every command the conservation
+//! oracle of docs/SAFETY.md holds: each file that was on disk before it is still there or in
+//! a snapshot `log --all` lists, and the ignored file `x.log` is never touched.
 
 #![no_main]
 
@@ -17,6 +19,50 @@ use snap_tree::snap_store::fault::{self, FAULT_POINTS, Fault};
 use snap_tree::{SaveOptions, TreeError, Workspace};
 
 const FILES: [&str; 4] = ["a", "d/b", "d/e/c", "f"];
+/// Ignored by the workspace's `.gitignore`: edits may change it, commands never.
+const IGNORED: &str = "d/x.log";
+
+/// Every file on disk but the store: path -> content.
+fn everything(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for e in entries.flatten() {
+            let path = e.path();
+            let Ok(rel) = path.strip_prefix(root) else { continue };
+            let rel = rel.to_string_lossy().into_owned();
+            match e.file_type() {
+                Ok(t) if t.is_dir() && rel != ".snap" => stack.push(path),
+                Ok(t) if t.is_file() => {
+                    if let Ok(bytes) = std::fs::read(&path) {
+                        out.insert(rel, bytes);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The oracle: every file of `before` is on disk with its bytes or in a listed snapshot, and
+/// the ignored file is exactly as it was.
+fn assert_conserved(ws: &Workspace, before: &BTreeMap<String, Vec<u8>>) {
+    let now = everything(ws.root());
+    assert_eq!(now.get(IGNORED), before.get(IGNORED), "the ignored file was touched");
+    let listed = ws.log(true).expect("log");
+    for (path, bytes) in before {
+        if now.get(path) == Some(bytes) {
+            continue;
+        }
+        let saved = listed.iter().any(|e| {
+            ws.read_file(&e.snapshot, path.as_bytes())
+                .is_ok_and(|c| &c == bytes)
+        });
+        assert!(saved, "{path} was lost");
+    }
+}
 
 /// The tracked files on disk: path -> content.
 fn disk(root: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -27,7 +73,18 @@ fn disk(root: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn edit(root: &Path, op: u8, arg: u8) {
+    if arg % 16 == 15 {
+        let _ = std::fs::create_dir_all(root.join("d"));
+        let _ = std::fs::write(root.join(IGNORED), vec![op; usize::from(arg)]);
+        return;
+    }
     let path = root.join(FILES[usize::from(arg) % FILES.len()]);
+    if op % 4 == 3 {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = if arg & 0x40 != 0 { 0o600 } else { 0o755 };
+        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode));
+        return;
+    }
     if op % 2 == 0 {
         if let Some(parent) = path.parent() {
             let _ = std::fs::create_dir_all(parent);
@@ -61,11 +118,15 @@ fuzz_target!(|data: &[u8]| {
     let Ok(mut ws) = Workspace::init(root, None, false) else {
         return;
     };
+    if std::fs::write(root.join(".gitignore"), b"*.log\n").is_err() {
+        return;
+    }
     let mut armed = false;
     let mut saved: BTreeMap<u64, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
     for pair in data.chunks(2).take(40) {
         let (op, arg) = (pair[0], pair.get(1).copied().unwrap_or(0));
         let before = disk(root);
+        let all_before = everything(root);
         let result = match op % 8 {
             0 | 1 | 2 => {
                 edit(root, op / 8, arg);
@@ -95,6 +156,9 @@ fuzz_target!(|data: &[u8]| {
                 .map(|_| ()),
         };
         fault::arm(None);
+        if result.is_ok() {
+            assert_conserved(&ws, &all_before);
+        }
         let moved = match result {
             Ok(()) => (3..=6).contains(&(op % 8)),
             Err(e) if nothing_to_do(&e) => false,
@@ -103,6 +167,7 @@ fuzz_target!(|data: &[u8]| {
                 // The tree is then as it was before the command, or it matches HEAD.
                 drop(ws);
                 ws = Workspace::discover(root, None).expect("reopen after a fault");
+                assert_conserved(&ws, &all_before);
                 let clean = ws.status().expect("status").changes.is_empty();
                 assert!(
                     clean || disk(root) == before,

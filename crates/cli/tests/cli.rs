@@ -968,6 +968,7 @@ fn crash_and_check(op: &str, failpoint: Option<&str>, power_cut: Option<powerlos
     let d = &dir.path().canonicalize().unwrap();
     let (old, target, args) = crash_setup(d, op);
     let listed = seqs(d);
+    let all_before = everything(d);
     let journal = tempfile::tempdir().unwrap();
     let before = power_cut.map(|_| powerloss::Durable::take(d));
     let mut cmd = snap_cmd(d, &args);
@@ -989,6 +990,7 @@ fn crash_and_check(op: &str, failpoint: Option<&str>, power_cut: Option<powerlos
         }
     }
     ok(d, &["recover"]);
+    assert_conserved(d, &all_before, &at);
     let st = json(d, &["status"]);
     let now = tree_digest(d);
     assert!(now == old || now == target, "{at}: the tree is a mix");
@@ -1171,6 +1173,7 @@ fn fault_and_check(op: &str, fault: &str) {
     let d = dir.path();
     let (old, target, args) = crash_setup(d, op);
     let listed = seqs(d);
+    let all_before = everything(d);
     let out = snap_cmd(d, &args)
         .env("SNAP_FAULT", fault)
         .output()
@@ -1189,6 +1192,7 @@ fn fault_and_check(op: &str, fault: &str) {
     ];
     assert!(named.iter().any(|n| err.contains(n)), "{at}: {err}");
     ok(d, &["recover"]);
+    assert_conserved(d, &all_before, &at);
     let st = json(d, &["status"]);
     let now = tree_digest(d);
     assert!(now == old || now == target, "{at}: the tree is a mix");
@@ -1859,20 +1863,32 @@ fn a_damaged_catalog_never_panics() {
     ok(d, &["save"]);
     let catalog = d.join(".snap/catalog.redb");
     let pristine = std::fs::read(&catalog).unwrap();
-    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    // SNAP_CATALOG_ROUNDS and SNAP_CATALOG_SEED run it longer or elsewhere (see the README).
+    let rounds = std::env::var("SNAP_CATALOG_ROUNDS").map_or(24, |r| r.parse().unwrap());
+    let mut seed = std::env::var("SNAP_CATALOG_SEED")
+        .map_or(0x9e37_79b9_7f4a_7c15_u64, |s| s.parse().unwrap());
     let mut next = move || {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
         seed
     };
-    for round in 0..24 {
+    for round in 0..rounds {
         let mut bytes = pristine.clone();
         for _ in 0..20 {
             let at = (next() as usize) % bytes.len().saturating_sub(4).max(1);
             bytes[at..at + 4].copy_from_slice(&(next() as u32).to_le_bytes());
         }
-        for args in [&["log"][..], &["status"], &["verify"], &["save"], &["undo"]] {
+        let commands = [
+            &["log"][..],
+            &["status"],
+            &["verify"],
+            &["diff"],
+            &["save"],
+            &["undo"],
+            &["restore", "#1"],
+        ];
+        for args in commands {
             std::fs::write(&catalog, &bytes).unwrap();
             let out = snap(d, args);
             let err = stderr(&out);

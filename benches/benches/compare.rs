@@ -295,7 +295,7 @@ fn bench_per_call(c: &mut Criterion, b: &Bench) {
         });
     } else {
         eprintln!(
-            "{} is not built (cargo build --release -p snap-cli): skipping snap-per-call-save",
+            "{} is not built (cargo build --release -p snap-undo): skipping snap-per-call-save",
             bin.display()
         );
     }

@@ -2217,3 +2217,26 @@ fn status_names_every_directory_change_a_save_records() {
     assert_eq!(json(d, &["status"])["clean"], true);
     assert_eq!(json(d, &["save"])["created"], false);
 }
+
+#[test]
+fn snap_undo_is_the_same_program_under_a_second_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"1");
+    ok(d, &["save"]);
+    write(d, "f", b"2");
+    let out = Command::new(env!("CARGO_BIN_EXE_snap-undo"))
+        .arg("-C")
+        .arg(d)
+        .args(["--json", "undo"])
+        .env_remove("SNAP_STORE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(d, "f"), "1");
+    let version = Command::new(env!("CARGO_BIN_EXE_snap-undo"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("snap "));
+}

@@ -1,6 +1,7 @@
-//! The `snap` binary: parses arguments, opens the workspace, runs one command, and prints its
-//! outcome for people or as one JSON document. Exit codes: 0 ok (also "nothing changed"),
-//! 1 error, 2 usage, 3 nothing to undo or redo, 128 + N stopped by signal N (`signals`).
+//! The `snap` program (installed as `snap` and as `snap-undo`): parses arguments, opens the
+//! workspace, runs one command, and prints its outcome for people or as one JSON document.
+//! Exit codes: 0 ok (also "nothing changed"), 1 error, 2 usage, 3 nothing to undo or redo,
+//! 128 + N stopped by signal N (`signals`).
 
 mod args;
 mod diff;
@@ -25,7 +26,8 @@ use crate::render::*;
 /// Exit code when there is nothing to undo or redo.
 const EXIT_NOTHING_TO_DO: u8 = 3;
 
-fn main() -> ExitCode {
+/// Runs one command from the process's arguments; the whole of both binaries.
+pub fn main() -> ExitCode {
     restore_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

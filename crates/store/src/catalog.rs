@@ -161,6 +161,13 @@ fn cache_check(key: &[u8], value: &[u8]) -> [u8; CACHE_CHECK_LEN] {
     check
 }
 
+/// A table's row count, as a capacity to reserve: only a hint, since a damaged catalog can
+/// claim any count, and reserving it would abort the process (an allocation failure is no
+/// panic that `main` could turn into one error line).
+fn capacity_hint(rows: u64) -> usize {
+    rows.min(1 << 20) as usize
+}
+
 /// `value ‖ check`: a cache row as stored.
 fn seal(key: &[u8], value: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(value.len() + CACHE_CHECK_LEN);
@@ -649,7 +656,7 @@ impl Catalog {
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(HashMap::new()),
             Err(e) => return Err(self.err(e)),
         };
-        let mut out = HashMap::with_capacity(table.len().map_err(|e| self.err(e))? as usize);
+        let mut out = HashMap::with_capacity(capacity_hint(table.len().map_err(|e| self.err(e))?));
         for row in table.iter().map_err(|e| self.err(e))? {
             let (k, v) = row.map_err(|e| self.err(e))?;
             if let Some(value) = unseal(k.value(), v.value()).and_then(&decode) {
@@ -754,7 +761,7 @@ impl Catalog {
     pub fn stat_cache(&self) -> Result<Vec<(Vec<u8>, StatEntry)>, StoreError> {
         let txn = self.read()?;
         let table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
-        let mut out = Vec::with_capacity(table.len().map_err(|e| self.err(e))? as usize);
+        let mut out = Vec::with_capacity(capacity_hint(table.len().map_err(|e| self.err(e))?));
         for row in table.iter().map_err(|e| self.err(e))? {
             let (k, v) = row.map_err(|e| self.err(e))?;
             if let Some(entry) = unseal(k.value(), v.value()).and_then(StatEntry::decode) {

@@ -34,6 +34,7 @@ mod marker;
 mod observer;
 pub mod restore;
 pub mod scan;
+mod snapshot;
 mod walker;
 mod workspace;
 

@@ -1,0 +1,412 @@
+//! Capturing the working tree: the walk, the caches that spare reading it (walk memo, directory
+//! cache, tree cache, stat cache, scan memo, each under the racy rule), and storing what changed.
+
+use super::*;
+
+/// Prints how long each phase of a scan took when `SNAP_TIMING` is set: a measuring aid for
+/// performance work, silent otherwise.
+pub(super) struct PhaseTimer(Option<std::time::Instant>);
+
+impl PhaseTimer {
+    pub(super) fn from_env() -> PhaseTimer {
+        PhaseTimer(std::env::var_os("SNAP_TIMING").map(|_| std::time::Instant::now()))
+    }
+
+    pub(super) fn mark(&self, phase: &str) {
+        if let Some(start) = self.0 {
+            // The peak resident size so far, where the kernel reports it.
+            let peak = std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find(|l| l.starts_with("VmHWM:"))
+                        .map(str::to_owned)
+                })
+                .map_or(String::new(), |l| {
+                    format!(", {}", l.split_whitespace().collect::<Vec<_>>().join(" "))
+                });
+            eprintln!(
+                "snap timing: {phase} at {:.1} ms{peak}",
+                start.elapsed().as_secs_f64() * 1e3
+            );
+        }
+    }
+}
+
+/// Tree cache entries to write: each built directory's subtree memo.
+pub(super) type TreeMemos = Vec<(Vec<u8>, WalkMemo)>;
+
+/// Each directory's subtree digest and newest mtime (see [`scan::subtree_sums`]).
+pub(super) type Subtrees = HashMap<Vec<u8>, (scan::WalkSum, i64)>;
+
+/// The tree cache: each directory's subtree memo, as the last exact scan left it.
+pub(super) type TreeCache = HashMap<Vec<u8>, WalkMemo>;
+
+/// Directories whose trees the tree cache vouches for, with their ids.
+pub(super) type CleanTrees = HashMap<Vec<u8>, ObjectId>;
+
+/// The stat cache as loaded beside the walk.
+pub(super) type LoadedStatCache = Result<Vec<(Vec<u8>, StatEntry)>, snap_store::StoreError>;
+
+/// What a capture knows once its walk is done, for the part that stores.
+pub(super) struct ScanStart {
+    pub(super) fs_now_ns: i64,
+    /// The walk memo as stored before this capture.
+    pub(super) old_walk: Option<WalkMemo>,
+    /// HEAD's root, for a save.
+    pub(super) clean_root: Option<ObjectId>,
+    pub(super) keep_stats: bool,
+    pub(super) dirs: DirCacheUpdate,
+}
+
+/// The capture of a tree the walk memo vouches for: `root`, nothing read or built.
+pub(super) fn unchanged_capture(
+    root: ObjectId,
+    walk: scan::Walk,
+    dirs: DirCacheUpdate,
+    dry: bool,
+) -> Capture {
+    let cache = match dry {
+        true => StatCacheUpdate::default(),
+        false => StatCacheUpdate {
+            dirs,
+            ..StatCacheUpdate::default()
+        },
+    };
+    Capture {
+        flat: FlatTree::new(),
+        stats: Vec::new(),
+        root,
+        report: ScanReport {
+            too_large: walk.too_large,
+            special: walk.special,
+            vanished: 0,
+        },
+        cache,
+        pruned: HashSet::new(),
+    }
+}
+
+pub(super) struct Capture {
+    pub(super) flat: FlatTree,
+    /// Each regular file's stat as the scan saw it, in path order; only when asked for (moves
+    /// check that nothing changed since), else empty.
+    pub(super) stats: Vec<(Vec<u8>, StatKey)>,
+    pub(super) root: ObjectId,
+    pub(super) report: ScanReport,
+    /// What this capture teaches the stat cache; empty for a dry capture, whose objects are
+    /// not stored and so must never be vouched for.
+    pub(super) cache: StatCacheUpdate,
+    /// Directories whose entries `flat` leaves out (their ids are known): a save's scan
+    /// prunes what the tree cache vouches for. Empty for a whole capture.
+    pub(super) pruned: HashSet<Vec<u8>>,
+}
+
+/// The directories whose subtree digest is the one the tree cache holds, with every entry
+/// under them older than the scan that cached it (the walk memo's rule, per directory), and
+/// their tree ids.
+pub(super) fn clean_trees(subtrees: &Subtrees, cached: &TreeCache) -> CleanTrees {
+    subtrees
+        .iter()
+        .filter_map(|(path, (sum, newest))| {
+            let m = cached.get(path)?;
+            (m.digest == sum.to_bytes() && *newest < m.written_ns).then(|| (path.clone(), m.root))
+        })
+        .collect()
+}
+
+/// Builds the trees of `flat`, the `clean` directories taking their ids from the tree
+/// cache (and nothing under them built). Returns the root and the new tree cache entries of
+/// the directories built.
+pub(super) fn build_reusing(
+    writer: &ObjectWriter<'_>,
+    flat: &mut FlatTree,
+    (subtrees, clean, previous): (&Subtrees, &CleanTrees, &TreeCache),
+    fs_now_ns: i64,
+) -> Result<(ObjectId, TreeMemos), TreeError> {
+    if let Some(root) = clean.get(&b""[..]) {
+        return Ok((*root, Vec::new()));
+    }
+    for (path, id) in clean {
+        if let Some(node) = flat.get_mut(path) {
+            node.id = *id;
+        }
+    }
+    let root = flat::build_trees_reusing(writer, flat, &|path| {
+        previous.get(path).map(|memo| memo.root)
+    })?;
+    let trees = subtrees
+        .iter()
+        .filter(|(path, _)| !clean.contains_key(*path))
+        .filter_map(|(path, (sum, _))| {
+            let id = match path.is_empty() {
+                true => root,
+                false => flat.get(path)?.id,
+            };
+            let memo = WalkMemo {
+                digest: sum.to_bytes(),
+                root: id,
+                written_ns: fs_now_ns,
+            };
+            Some((path.clone(), memo))
+        })
+        .collect();
+    Ok((root, trees))
+}
+
+impl Workspace {
+    pub(super) fn capture(&self, writer: &ObjectWriter<'_>) -> Result<Capture, TreeError> {
+        self.capture_with(writer, false, None)
+    }
+
+    /// As [`Self::capture`], also keeping each file's stat when `keep_stats`. With
+    /// `clean_root` (HEAD's root), a scan whose entries are those that built it skips building
+    /// the trees; its directory nodes then carry no ids, so only a save, which stops there
+    /// when nothing changed, asks for it.
+    pub(super) fn capture_with(
+        &self,
+        writer: &ObjectWriter<'_>,
+        keep_stats: bool,
+        clean_root: Option<ObjectId>,
+    ) -> Result<Capture, TreeError> {
+        let timer = PhaseTimer::from_env();
+        let fs_now_ns = self.fs_clock();
+        let (dir_cache, mut dirs) = self.dir_cache()?;
+        let old_walk = self.store.walk_memo()?;
+        // A save after a save mostly finds the tree as the walk memo left it, and then needs
+        // no stat cache; otherwise the cache loads while the walk waits on the filesystem.
+        let memo = old_walk.filter(|m| Some(m.root) == clean_root);
+        let (preloaded, walk) = self.walk_loading(&dir_cache.records, fs_now_ns, memo.is_none());
+        let mut walk = walk?;
+        timer.mark(&format!(
+            "tree walked ({} directories cached, {} read)",
+            walk.dirs_cached,
+            walk.dirs.len()
+        ));
+        dirs.remove = scan::gone_dirs(&dir_cache.records, &walk);
+        dirs.put = std::mem::take(&mut walk.dirs);
+        if let Some(memo) = memo.filter(|m| walk.unchanged_since(m)) {
+            return Ok(unchanged_capture(
+                memo.root,
+                walk,
+                dirs,
+                writer.is_dry_run(),
+            ));
+        }
+        let start = ScanStart {
+            fs_now_ns,
+            old_walk,
+            clean_root,
+            keep_stats,
+            dirs,
+        };
+        self.store_capture(writer, walk, preloaded, start, &timer)
+    }
+
+    /// The rest of a capture the walk memo could not answer: reads and stores what changed
+    /// (leaving out, for a save, what the tree cache vouches for), then builds the trees.
+    pub(super) fn store_capture(
+        &self,
+        writer: &ObjectWriter<'_>,
+        mut walk: scan::Walk,
+        preloaded: Option<LoadedStatCache>,
+        start: ScanStart,
+        timer: &PhaseTimer,
+    ) -> Result<Capture, TreeError> {
+        let exact = !walk.inexact;
+        let sum = walk.sum().to_bytes();
+        let subtrees = exact.then(|| scan::subtree_sums(&walk));
+        let (previous, clean) = match &subtrees {
+            Some(subtrees) => {
+                let previous = self.store.tree_cache()?;
+                let clean = clean_trees(subtrees, &previous);
+                (previous, clean)
+            }
+            None => (HashMap::new(), HashMap::new()),
+        };
+        // A save leaves out what lies under directories whose trees the tree cache vouches
+        // for: it needs their ids, not their files (its diff falls back if HEAD differs there).
+        let pruned = match start.clean_root.is_some() && !start.keep_stats {
+            true => scan::prune_under(&mut walk, |dir| clean.contains_key(dir)),
+            false => 0,
+        };
+        let cached = match (preloaded, pruned) {
+            (Some(cached), _) => cached?,
+            (None, 0) => self.store.stat_cache()?,
+            (None, _) => self.store.stat_entries(&scan::file_paths(&mut walk))?,
+        };
+        let mut stored = self.store_files(writer, walk, &cached, &start)?;
+        // A cached path under a pruned directory was not walked past, not removed.
+        stored
+            .gone
+            .retain(|path| !clean.contains_key(flat::split(path).0));
+        timer.mark(&format!(
+            "files stored ({} hashed, {} gone from the cache, {pruned} left out)",
+            stored.hashed.len(),
+            stored.gone.len()
+        ));
+        // Only a walk whose every entry is in the tree pins trees down.
+        let pinned = exact && stored.report.vanished == 0;
+        let subtrees = subtrees.filter(|_| pinned);
+        let (root, memo, trees) = self.tree_root(
+            writer,
+            &mut stored,
+            start.clean_root.filter(|_| pruned == 0),
+            (subtrees.as_ref(), &clean, &previous),
+            start.fs_now_ns,
+        )?;
+        timer.mark(&format!("trees built ({} rebuilt)", trees.len()));
+        let walk_memo = pinned
+            .then_some(WalkMemo {
+                digest: sum,
+                root,
+                written_ns: start.fs_now_ns,
+            })
+            .filter(|m| start.old_walk != Some(*m));
+        let cache = match writer.is_dry_run() {
+            true => StatCacheUpdate::default(),
+            false => StatCacheUpdate {
+                put: stored.hashed,
+                remove: stored.gone,
+                clear: false,
+                // A pruned scan's digest covers only part of the tree: no scan memo from it.
+                memo: memo.filter(|_| pruned == 0),
+                walk: walk_memo,
+                trees,
+                dirs: start.dirs,
+            },
+        };
+        Ok(Capture {
+            flat: stored.flat,
+            stats: stored.stats,
+            root,
+            report: stored.report,
+            cache,
+            pruned: match pruned {
+                0 => HashSet::new(),
+                _ => clean.into_keys().collect(),
+            },
+        })
+    }
+
+    /// Reads and stores the walked files the stat cache does not vouch for.
+    pub(super) fn store_files(
+        &self,
+        writer: &ObjectWriter<'_>,
+        walk: scan::Walk,
+        cached: &[(Vec<u8>, StatEntry)],
+        start: &ScanStart,
+    ) -> Result<scan::Stored, TreeError> {
+        let view = scan::CacheView {
+            entries: cached,
+            fs_now_ns: start.fs_now_ns,
+        };
+        let ticker = Ticker::new(
+            self.observer.0.as_ref(),
+            Phase::Scan,
+            walk.entries.len() as u64,
+        );
+        scan::store_walk(
+            &self.root,
+            walk,
+            writer,
+            self.config.max_file_size,
+            &view,
+            start.keep_stats,
+            &|| ticker.tick(),
+        )
+    }
+
+    /// Walks the tree with the directory cache; with `preload`, loads the stat cache (one
+    /// catalog read) on another thread meanwhile.
+    pub(super) fn walk_loading(
+        &self,
+        records: &HashMap<Vec<u8>, Vec<u8>>,
+        fs_now_ns: i64,
+        preload: bool,
+    ) -> (Option<LoadedStatCache>, Result<scan::Walk, TreeError>) {
+        let view = scan::DirCacheView { records, fs_now_ns };
+        std::thread::scope(|s| {
+            let cached = preload.then(|| s.spawn(|| self.store.stat_cache()));
+            let walk = scan::walk_excluding(&self.root, &self.config, Some(self.store.dir()), view);
+            let cached = cached.map(|c| c.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            (cached, walk)
+        })
+    }
+
+    /// The root tree of a scan, built unless the scan memo shows these entries built
+    /// `clean_root`; the memo to store when it changed; and the tree cache entries of the
+    /// directories built. With `subtrees` (the walk pinned the tree down), the `clean`
+    /// directories take their ids from the tree cache instead of being built.
+    pub(super) fn tree_root(
+        &self,
+        writer: &ObjectWriter<'_>,
+        stored: &mut scan::Stored,
+        clean_root: Option<ObjectId>,
+        (subtrees, clean, previous): (Option<&Subtrees>, &CleanTrees, &TreeCache),
+        fs_now_ns: i64,
+    ) -> Result<(ObjectId, Option<ScanMemo>, TreeMemos), TreeError> {
+        let memo = self.store.scan_memo()?;
+        let same_entries = memo.filter(|m| m.digest == stored.digest);
+        // HEAD's trees are in the store, and these entries are the ones that built them.
+        if let Some(m) = same_entries.filter(|m| Some(m.root) == clean_root) {
+            return Ok((m.root, None, Vec::new()));
+        }
+        let (root, trees) = match subtrees {
+            Some(subtrees) => build_reusing(
+                writer,
+                &mut stored.flat,
+                (subtrees, clean, previous),
+                fs_now_ns,
+            )?,
+            None => (build_trees(writer, &mut stored.flat)?, Vec::new()),
+        };
+        let now = ScanMemo {
+            digest: stored.digest,
+            root,
+        };
+        Ok((root, (memo != Some(now)).then_some(now), trees))
+    }
+
+    /// The directory cache, empty when it was built under another config; and the update
+    /// that starts it afresh in that case.
+    pub(super) fn dir_cache(&self) -> Result<(snap_store::DirCache, DirCacheUpdate), TreeError> {
+        let mut cache = self.store.dir_cache()?;
+        let fingerprint = self.config.walk_fingerprint(Some(self.store.dir()));
+        let mut update = DirCacheUpdate::default();
+        if cache.fingerprint != Some(fingerprint) {
+            cache.records.clear();
+            update.clear = true;
+            update.fingerprint = Some(fingerprint);
+        }
+        Ok((cache, update))
+    }
+
+    /// The workspace filesystem's clock, which is what the racy rule compares file times
+    /// with: the mtime of an unnamed file created in the workspace root (`O_TMPFILE`, never
+    /// visible to a scan). A store on another filesystem may keep finer timestamps, so its
+    /// clock is only the fallback, then the system clock (a read-only workspace and store).
+    pub(super) fn fs_clock(&self) -> i64 {
+        let flags = OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC;
+        if let Ok(fd) = rustix::fs::openat(rustix::fs::CWD, &self.root, flags, Mode::RUSR) {
+            if let Ok(st) = rustix::fs::fstat(&fd) {
+                return crate::walker::stat_key(&st).mtime_ns;
+            }
+        }
+        let path = self.store.dir().join("clock");
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(snap_store::fsio::O_NOFOLLOW)
+            .open(&path)
+            .and_then(|mut f| {
+                std::io::Write::write_all(&mut f, b"x")?;
+                f.metadata()
+            });
+        match written {
+            Ok(meta) => scan::stat_key(&meta).mtime_ns,
+            Err(_) => now_ns(),
+        }
+    }
+}

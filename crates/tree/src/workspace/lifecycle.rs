@@ -1,0 +1,79 @@
+//! Store upkeep through the workspace: prune, gc (also automatic after saves), verify, stats
+//! and delete.
+
+use super::*;
+
+impl Workspace {
+    /// Prunes and collects garbage once the store holds clearly more than `keep_last`
+    /// snapshots and one of them could go, so that a store left alone stays bounded. Cheap
+    /// when nothing is due: a count of a catalog table, and past the threshold the oldest
+    /// snapshot's time (a week of agent saves is all inside `keep_within`).
+    pub(super) fn auto_retention(&self) -> Result<Option<(PruneReport, GcReport)>, TreeError> {
+        let retention = &self.config.retention;
+        if !retention.auto || self.store.snapshot_count()? <= retention.auto_threshold() {
+            return Ok(None);
+        }
+        let policy = retention.policy().map_err(|why| TreeError::Config {
+            path: self.store.dir().join("config.toml"),
+            why,
+        })?;
+        let now = now_ns();
+        if !self.store.prune_due(&policy, now)? {
+            return Ok(None);
+        }
+        let pruned = self.store.prune(&policy, now, false)?;
+        let gc = if pruned.removed.is_empty() {
+            GcReport::default()
+        } else {
+            self.store.gc()?
+        };
+        Ok(Some((pruned, gc)))
+    }
+
+    /// Drops snapshots outside `policy` (HEAD, the undo chain and the redo stack stay).
+    pub fn prune(&self, policy: &Retention, dry_run: bool) -> Result<PruneReport, TreeError> {
+        Ok(self.store.prune(policy, now_ns(), dry_run)?)
+    }
+
+    /// Reclaims the space of objects no snapshot references.
+    pub fn gc(&self) -> Result<GcReport, TreeError> {
+        let progress = |done, total| {
+            self.emit(Event::Progress {
+                phase: Phase::Gc,
+                done,
+                total,
+            })
+        };
+        self.observed(
+            self.store
+                .gc_with_progress(&progress)
+                .map_err(TreeError::from),
+        )
+    }
+
+    /// Checks the store; with `read_data`, every object's bytes.
+    pub fn verify(&self, read_data: bool) -> Result<VerifyReport, TreeError> {
+        let progress = |done, total| {
+            self.emit(Event::Progress {
+                phase: Phase::Verify,
+                done,
+                total,
+            })
+        };
+        self.observed(
+            self.store
+                .verify_with_progress(read_data, &progress)
+                .map_err(TreeError::from),
+        )
+    }
+
+    /// Store size and what gc would reclaim.
+    pub fn stats(&self) -> Result<StoreStats, TreeError> {
+        Ok(self.store.stats()?)
+    }
+
+    /// Removes every snapshot and reclaims their space; the working tree is not touched.
+    pub fn delete_all(&self) -> Result<(usize, GcReport), TreeError> {
+        Ok(self.store.delete_all()?)
+    }
+}

@@ -1,0 +1,323 @@
+//! `Workspace`: a working tree and its store; every history operation of DESIGN §6, carried
+//! out with the crash-safety protocol of §7. This file owns opening (finding the root, the
+//! store's recorded identity, rolling an interrupted move forward) and the handle's
+//! accessors; each operation lives in a submodule.
+
+mod capture;
+mod lifecycle;
+mod moves;
+mod query;
+mod record;
+mod save;
+
+use crate::TreeError;
+use crate::config::Config;
+use crate::diff::{self, DiffEntry, FileDiff, Side, TreeDiff};
+use crate::flat::{
+    self, Change, FlatTree, Node, UNBUILT, build_trees, count_changes, diff_files, flatten,
+};
+use crate::marker::{Marker, Op};
+use crate::observer::{Event, Observer, Phase, Ticker};
+use crate::restore::{self, Plan};
+use crate::scan::{self, STORE_DIR, ScanReport};
+use rustix::fs::{Mode, OFlags};
+use snap_store::{
+    ChangeStats, Commit, DirCacheUpdate, EntryKind, GcReport, HistoryState, ObjectId, ObjectKind,
+    ObjectWriter, PruneReport, RepairReport, Retention, ScanMemo, SnapshotKind, SnapshotRecord,
+    StatCacheUpdate, StatEntry, StatKey, Store, StoreStats, VerifyReport, WalkMemo,
+    WorkspaceIdentity, failpoint,
+};
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub use crate::snapshot::{LogEntry, PathChange, Recovered, Snapshot};
+use capture::*;
+pub use moves::MoveOutcome;
+use record::*;
+pub use save::{SaveOptions, SaveOutcome, Status};
+
+/// A working tree with its store open (and locked).
+#[derive(Debug)]
+pub struct Workspace {
+    root: PathBuf,
+    store: Store,
+    config: Config,
+    recovered: Vec<Recovered>,
+    observer: ObserverSlot,
+    /// A stop request moves check between files (see `interrupt`).
+    stop: Option<Arc<AtomicBool>>,
+}
+
+/// Holds the observer; exists so that `Workspace` can derive `Debug`.
+#[derive(Default)]
+struct ObserverSlot(Option<Observer>);
+
+impl std::fmt::Debug for ObserverSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Some(observer)"
+        } else {
+            "None"
+        })
+    }
+}
+
+/// What opening a workspace does with an interrupted undo, redo or restore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Interrupted {
+    /// Roll it forward (writing commands).
+    Finish,
+    /// Leave it, and its marker, for a writing command (read-only commands).
+    Leave,
+}
+
+/// Rebuilds the catalog of the workspace at or above `start` (or of `store_dir`) from its
+/// packs. Works when the catalog is too damaged for [`Workspace::discover`] to open.
+pub fn repair(start: &Path, store_dir: Option<&Path>) -> Result<RepairReport, TreeError> {
+    let start = canonical(start)?;
+    let dir = match store_dir {
+        Some(d) => d.to_path_buf(),
+        None => find_root(&start)
+            .ok_or_else(|| TreeError::NoWorkspace(start.clone()))?
+            .join(STORE_DIR),
+    };
+    Ok(Store::repair(&dir)?)
+}
+
+/// The nearest ancestor of `start` (itself included) that holds a store.
+pub fn find_root(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|d| d.join(STORE_DIR).join("packs").is_dir())
+        .map(Path::to_path_buf)
+}
+
+/// How a command may claim a store recorded for another root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Claim {
+    /// Only from inside the recorded root (every command).
+    Inside,
+    /// Here, re-recording the root (`init --force`, for a workspace that moved).
+    Here,
+}
+
+/// The workspace root for a command started in `start`, using the store in `store_dir`.
+///
+/// A store named `.snap` in `start` or above it is that directory's own: its root is its
+/// parent, wherever the directory has moved. Any other store is external, and its recorded
+/// root rules: a command inside it acts on it (as git does from a subdirectory); one outside
+/// it is refused, so a store shared by mistake never writes one workspace's files into
+/// another. A store that has recorded no root yet takes `start`. When `records`, a root that
+/// differs from the recorded one (or none) is recorded, keeping the workspace id.
+fn settle_root(
+    start: &Path,
+    store_dir: &Path,
+    claim: Claim,
+    records: bool,
+) -> Result<PathBuf, TreeError> {
+    let recorded = WorkspaceIdentity::read(store_dir)?;
+    let root = match (own_root(start, store_dir), &recorded) {
+        (Some(root), _) => root,
+        (None, Some(ident)) if start.starts_with(&ident.root) => ident.root.clone(),
+        (None, Some(ident)) if claim == Claim::Inside => {
+            return Err(TreeError::ForeignStore {
+                store: store_dir.to_path_buf(),
+                root: ident.root.clone(),
+                here: start.to_path_buf(),
+            });
+        }
+        (None, _) => start.to_path_buf(),
+    };
+    if records && recorded.as_ref().map(|i| &i.root) != Some(&root) {
+        let ident = match recorded {
+            Some(old) => WorkspaceIdentity {
+                root: root.clone(),
+                ..old
+            },
+            None => WorkspaceIdentity::new(&root)?,
+        };
+        ident.write(store_dir)?;
+    }
+    Ok(root)
+}
+
+/// The directory whose own store is `store_dir` (`DIR/.snap`), when `start` is in it.
+fn own_root(start: &Path, store_dir: &Path) -> Option<PathBuf> {
+    let parent = store_dir.parent()?;
+    let own = store_dir.file_name() == Some(STORE_DIR.as_ref()) && start.starts_with(parent);
+    own.then(|| parent.to_path_buf())
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+fn canonical(dir: &Path) -> Result<PathBuf, TreeError> {
+    dir.canonicalize().map_err(|e| TreeError::io(dir, e))
+}
+
+impl Workspace {
+    /// Opens the workspace whose root is `start` or its nearest ancestor with a store, or, with
+    /// `store_dir`, the workspace rooted at `start` with its store there. Finishes any
+    /// interrupted operation first: for commands that write.
+    pub fn discover(start: &Path, store_dir: Option<&Path>) -> Result<Workspace, TreeError> {
+        Workspace::discover_with(start, store_dir, Interrupted::Finish)
+    }
+
+    /// Opens as [`Workspace::discover`] does, but leaves an interrupted operation for a
+    /// writing command or `recover` to finish: a command that only reads never changes the
+    /// working tree. [`Workspace::pending`] names what waits.
+    pub fn discover_reading(
+        start: &Path,
+        store_dir: Option<&Path>,
+    ) -> Result<Workspace, TreeError> {
+        Workspace::discover_with(start, store_dir, Interrupted::Leave)
+    }
+
+    fn discover_with(
+        start: &Path,
+        store_dir: Option<&Path>,
+        interrupted: Interrupted,
+    ) -> Result<Workspace, TreeError> {
+        let start = canonical(start)?;
+        let store_dir = match store_dir {
+            Some(dir) => dir.to_path_buf(),
+            None => find_root(&start)
+                .ok_or_else(|| TreeError::NoWorkspace(start.clone()))?
+                .join(STORE_DIR),
+        };
+        Workspace::open(&start, &store_dir, interrupted, Claim::Inside)
+    }
+
+    /// Interrupted operations waiting to be finished (only a workspace opened with
+    /// [`Workspace::discover_reading`] can have any).
+    pub fn pending(&self) -> Result<Vec<Marker>, TreeError> {
+        Marker::find(self.store.dir())
+    }
+
+    /// Creates a store for the workspace at `root` (in `root/.snap` unless `store_dir` says),
+    /// or opens the one there. `/` and `$HOME` are refused unless `force`.
+    pub fn init(
+        root: &Path,
+        store_dir: Option<&Path>,
+        force: bool,
+    ) -> Result<Workspace, TreeError> {
+        let root = canonical(root)?;
+        let home = std::env::var_os("HOME").and_then(|h| Path::new(&h).canonicalize().ok());
+        if !force && (root.parent().is_none() || home.as_deref() == Some(root.as_path())) {
+            return Err(TreeError::RefusedRoot(root));
+        }
+        let store_dir = store_dir.map_or_else(|| root.join(STORE_DIR), Path::to_path_buf);
+        drop(Store::init(&store_dir)?);
+        let claim = if force { Claim::Here } else { Claim::Inside };
+        Workspace::open(&root, &store_dir, Interrupted::Finish, claim)
+    }
+
+    /// Opens the store in `store_dir` for a command started in `start` (canonical), and
+    /// settles the workspace root by the store's recorded identity (see [`settle_root`]).
+    fn open(
+        start: &Path,
+        store_dir: &Path,
+        interrupted: Interrupted,
+        claim: Claim,
+    ) -> Result<Workspace, TreeError> {
+        let store_dir = store_dir
+            .canonicalize()
+            .map_err(|_| snap_store::StoreError::NotFound(store_dir.to_path_buf()))?;
+        let store = Store::open(&store_dir)?;
+        let records = interrupted == Interrupted::Finish && !store.is_read_only();
+        let root = settle_root(start, &store_dir, claim, records)?;
+        let config = Config::load(&store_dir)?;
+        let mut ws = Workspace {
+            root,
+            store,
+            config,
+            recovered: Vec::new(),
+            observer: ObserverSlot::default(),
+            stop: crate::interrupt::process_flag(),
+        };
+        if interrupted == Interrupted::Finish {
+            ws.recover()?;
+        }
+        Ok(ws)
+    }
+
+    /// Makes moves stop between two files once `flag` is set (instead of the process-wide
+    /// flag of [`crate::stop_moves_on`]).
+    pub fn set_stop_flag(&mut self, flag: Arc<AtomicBool>) {
+        self.stop = Some(flag);
+    }
+
+    /// Sets the callback that hears of snapshots, restores, recoveries, errors and progress.
+    /// Recoveries done while opening are reported to it at once.
+    pub fn set_observer(&mut self, observer: Observer) {
+        for r in &self.recovered {
+            observer(&Event::Recovered(r));
+        }
+        self.observer = ObserverSlot(Some(observer));
+    }
+
+    fn emit(&self, event: Event<'_>) {
+        if let Some(observe) = &self.observer.0 {
+            observe(&event);
+        }
+    }
+
+    /// Reports an error to the observer on its way out.
+    fn observed<T>(&self, result: Result<T, TreeError>) -> Result<T, TreeError> {
+        if let Err(e) = &result {
+            self.emit(Event::Error(e));
+        }
+        result
+    }
+
+    /// The workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The workspace id the store recorded (32 hex digits), if it has recorded one yet: a
+    /// store opened only for reading, before any writing command, may not have.
+    pub fn workspace_id(&self) -> Result<Option<String>, TreeError> {
+        Ok(WorkspaceIdentity::read(self.store.dir())?.map(|i| i.id_hex()))
+    }
+
+    /// The open store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Interrupted operations finished when this workspace was opened.
+    pub fn recovered(&self) -> &[Recovered] {
+        &self.recovered
+    }
+
+    /// The working tree as a plan is carried out in it.
+    fn work_tree(&self) -> restore::WorkTree<'_> {
+        restore::WorkTree {
+            root: &self.root,
+            store: &self.store,
+            max_file_size: self.config.max_file_size,
+            stop: self.stop.as_deref(),
+        }
+    }
+
+    fn writer(&self, dry_run: bool) -> ObjectWriter<'_> {
+        if dry_run {
+            self.store.dry_writer()
+        } else {
+            self.store.writer()
+        }
+    }
+}

@@ -1,0 +1,613 @@
+//! Undo, redo and restore, with the marker protocol of DESIGN §7 and the safety invariant of
+//! §14 (docs/SAFETY.md): guarded apply, rollback of only what was touched, roll-forward.
+
+use super::*;
+
+/// The result of an undo, redo or restore (or of its preview).
+#[derive(Clone, Debug)]
+pub struct MoveOutcome {
+    /// Undo, redo or restore.
+    pub op: Op,
+    /// True for a preview: nothing was written.
+    pub dry_run: bool,
+    /// The unsaved changes saved before moving (not in a preview).
+    pub auto_saved: Option<Snapshot>,
+    /// True when the working tree had unsaved changes.
+    pub was_dirty: bool,
+    /// The snapshot the working tree now matches (HEAD), or would match.
+    pub target: Snapshot,
+    /// For restore: the new snapshot recording it.
+    pub created: Option<Snapshot>,
+    /// Snapshots stepped over, nearest to where we started first.
+    pub passed: Vec<Snapshot>,
+    /// Paths that differ between the working tree and the target, in path order.
+    pub changes: Vec<PathChange>,
+    /// Planned paths left exactly as they were (DESIGN §14): ignored, excluded, oversize or
+    /// special files, directories still holding such files, and files that changed again
+    /// after being saved. In path order. A preview names those the ignore rules keep.
+    pub kept: Vec<Vec<u8>>,
+}
+
+impl MoveOutcome {
+    /// The outcome as planned, before anything is saved or written.
+    pub(super) fn planned(
+        op: Op,
+        dry_run: bool,
+        was_dirty: bool,
+        target: Snapshot,
+        passed: Vec<Snapshot>,
+        changes: Vec<PathChange>,
+    ) -> MoveOutcome {
+        MoveOutcome {
+            op,
+            dry_run,
+            auto_saved: None,
+            was_dirty,
+            target,
+            created: None,
+            passed,
+            changes,
+            kept: Vec::new(),
+        }
+    }
+}
+
+/// The working tree as a move's scan found it.
+pub(super) struct Scanned<'a> {
+    /// Every tracked path.
+    pub(super) flat: &'a FlatTree,
+    /// Each regular file's stat, in path order.
+    pub(super) stats: &'a [(Vec<u8>, StatKey)],
+    /// The root tree of `flat`, in the store.
+    pub(super) root: ObjectId,
+    /// The snapshot whose tree is `root` (the unsaved changes', or HEAD).
+    pub(super) parent: Option<&'a Snapshot>,
+}
+
+/// The working tree `base` with everything at or under each of `paths` taken from `source`.
+pub(super) fn merge_paths(
+    base: &FlatTree,
+    source: &FlatTree,
+    paths: &[Vec<u8>],
+    seq: u64,
+) -> Result<FlatTree, TreeError> {
+    let under = |p: &[u8], prefix: &[u8]| {
+        p == prefix || (p.starts_with(prefix) && p.get(prefix.len()) == Some(&b'/'))
+    };
+    for path in paths {
+        if !source.keys().chain(base.keys()).any(|p| under(p, path)) {
+            return Err(TreeError::PathNotInSnapshot(
+                String::from_utf8_lossy(path).into_owned(),
+                format!("#{seq} or the working tree"),
+            ));
+        }
+    }
+    let mut out: FlatTree = base
+        .iter()
+        .filter(|(p, _)| !paths.iter().any(|q| under(p, q)))
+        .map(|(p, n)| (p.clone(), *n))
+        .collect();
+    for (path, node) in source
+        .iter()
+        .filter(|(p, _)| paths.iter().any(|q| under(p, q)))
+    {
+        out.insert(path.clone(), *node);
+        let mut ancestor = flat::split(path).0;
+        while !ancestor.is_empty() {
+            // Rebuilt, with the source's mode (the restored paths come from there).
+            let dir = Node {
+                kind: EntryKind::Dir,
+                size: 0,
+                id: UNBUILT,
+                mode: source.get(ancestor).and_then(|n| n.mode),
+            };
+            out.insert(ancestor.to_vec(), dir);
+            ancestor = flat::split(ancestor).0;
+        }
+    }
+    Ok(out)
+}
+
+impl Workspace {
+    /// Finishes each interrupted operation by replaying its recorded plan, guarded: only the
+    /// paths between the tree it started from and its target are touched, each only while it
+    /// holds one of those two states; a file holding anything else is saved first (DESIGN
+    /// §14). Then HEAD and the redo stack are committed and the marker removed.
+    pub(super) fn recover(&mut self) -> Result<(), TreeError> {
+        for marker in Marker::find(self.store.dir())? {
+            let head = self.snapshot(marker.head)?;
+            let after = flatten(&self.store, &head.record.root)?;
+            let from = match marker.from {
+                Some(from) => from,
+                // An older marker did not record it: before HEAD moves, HEAD is (nearly
+                // always) the tree the move started from, and the guards cover the rest.
+                None => self.head()?.map_or(head.record.root, |h| h.record.root),
+            };
+            let before = flatten(&self.store, &from)?;
+            let mut plan = Plan::new(&before, &after);
+            plan.leave_out(&marker.kept);
+            let sides = restore::Sides {
+                before: &before,
+                after: &after,
+            };
+            let applied =
+                self.apply_saving_first(marker.op, &plan, sides, (Some(&head), &after))?;
+            let dirs = plan.write.iter().map(|(p, _)| flat::split(p).0);
+            let swept = restore::sweep_temp(&self.root, std::iter::once(&b""[..]).chain(dirs))?;
+            self.store.set_history(HistoryState {
+                head: Some(marker.head),
+                redo: marker.redo.clone(),
+            })?;
+            marker.remove(self.store.dir())?;
+            let mut kept = applied.kept;
+            kept.extend(marker.kept.iter().cloned());
+            kept.sort_unstable();
+            kept.dedup();
+            self.recovered.push(Recovered {
+                op: marker.op,
+                head,
+                paths_touched: applied.touched + swept,
+                kept,
+            });
+        }
+        Ok(())
+    }
+
+    /// Carries out `plan` guarded; then saves the files found holding neither side (as a
+    /// snapshot of `parent`'s tree with them, listed by `log --all`) and carries out their
+    /// steps too. Returns what was touched, and every path kept.
+    pub(super) fn apply_saving_first(
+        &self,
+        op: Op,
+        plan: &Plan,
+        sides: restore::Sides<'_>,
+        parent: (Option<&Snapshot>, &FlatTree),
+    ) -> Result<restore::Applied, TreeError> {
+        let ticker = Ticker::new(self.observer.0.as_ref(), Phase::Restore, plan.len() as u64);
+        let mut applied = restore::apply_with(self.work_tree(), plan, sides, &|| ticker.tick())?;
+        if applied.differs.is_empty() {
+            return Ok(applied);
+        }
+        let differs = std::mem::take(&mut applied.differs);
+        let saved = self.save_found(op, &differs, sides.before, parent)?;
+        let mut rest = plan.clone();
+        rest.keep_only(&differs);
+        let again = restore::Sides {
+            before: &saved,
+            after: sides.after,
+        };
+        let second = restore::apply(self.work_tree(), &rest, again)?;
+        applied.touched += second.touched;
+        // Changed again between the save and the write: left as it is (nothing is lost).
+        applied
+            .kept
+            .extend(second.kept.into_iter().chain(second.differs));
+        applied.kept.sort_unstable();
+        Ok(applied)
+    }
+
+    /// Finishes interrupted operations (already done by opening); returns what was finished.
+    pub fn recover_now(&mut self) -> Result<Vec<Recovered>, TreeError> {
+        self.recover()?;
+        Ok(self.recovered.clone())
+    }
+
+    /// Walks `steps` parents back from `from`: the snapshots passed (nearest first) and the target.
+    pub(super) fn walk_back(
+        &self,
+        from: &Snapshot,
+        steps: u64,
+    ) -> Result<(Vec<Snapshot>, Snapshot), TreeError> {
+        let mut passed = Vec::new();
+        let mut current = from.clone();
+        for taken in 0..steps {
+            // A parent that prune removed ends the chain like a root does.
+            let Some(parent) = self.parent_of(&current)? else {
+                return Err(TreeError::NothingToUndo(format!(
+                    "HEAD #{} has only {taken} snapshot(s) before it",
+                    from.record.seq
+                )));
+            };
+            passed.push(current);
+            current = parent;
+        }
+        Ok((passed, current))
+    }
+
+    /// Moves HEAD `n` snapshots back and makes the working tree match. Unsaved changes are
+    /// saved first (as an `auto-before-undo` snapshot, which then counts as the first step).
+    pub fn undo(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
+        self.observed(self.undo_inner(n, dry_run))
+    }
+
+    pub(super) fn undo_inner(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
+        let head = self
+            .head()?
+            .ok_or_else(|| TreeError::NothingToUndo("there are no snapshots yet".into()))?;
+        let history = self.store.history()?;
+        let writer = self.writer(dry_run);
+        let cap = self.capture_with(&writer, true, None)?;
+        let dirty = cap.root != head.record.root;
+        let steps = if dirty { n.saturating_sub(1) } else { n };
+        if n == 0 {
+            return Err(TreeError::NothingToUndo(
+                "the number of steps must be at least 1".into(),
+            ));
+        }
+        let (passed, target) = self.walk_back(&head, steps)?;
+        let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
+        let changes = plan.changes(&cap.flat);
+        let mut outcome = MoveOutcome::planned(Op::Undo, dry_run, dirty, target, passed, changes);
+        if dry_run {
+            outcome.kept = self.keep_ruled_out(&mut plan.clone(), &cap.flat);
+            return Ok(outcome);
+        }
+        let mut redo = history.redo;
+        let unsaved = Unsaved {
+            dirty,
+            root: cap.root,
+            flat: &cap.flat,
+            cache: cap.cache,
+        };
+        if let Some(auto) = self.keep_unsaved(
+            writer,
+            unsaved,
+            Some(&head),
+            SnapshotKind::AutoBeforeUndo,
+            After::Advance,
+        )? {
+            redo.clear();
+            outcome.passed.insert(0, auto.clone());
+            outcome.auto_saved = Some(auto);
+        }
+        redo.extend(outcome.passed.iter().map(|s| s.id));
+        let scanned = Scanned {
+            flat: &cap.flat,
+            stats: &cap.stats,
+            root: cap.root,
+            parent: Some(outcome.auto_saved.as_ref().unwrap_or(&head)),
+        };
+        outcome.kept = self.move_to(
+            Op::Undo,
+            &outcome.target,
+            redo,
+            scanned,
+            (&plan, &target_part),
+        )?;
+        Ok(outcome)
+    }
+
+    /// Moves HEAD `n` snapshots forward along the redo stack. Unsaved changes are saved first
+    /// as an `auto-before-redo` snapshot (kept, shown by `log --all`), leaving the stack whole.
+    pub fn redo(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
+        self.observed(self.redo_inner(n, dry_run))
+    }
+
+    pub(super) fn redo_inner(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
+        let history = self.store.history()?;
+        if n == 0 || history.redo.len() < n as usize {
+            let why = format!("the redo stack holds {} snapshot(s)", history.redo.len());
+            return Err(TreeError::NothingToRedo(why));
+        }
+        let head = self
+            .head()?
+            .ok_or_else(|| TreeError::NothingToRedo("there are no snapshots yet".into()))?;
+        let keep = history.redo.len() - n as usize;
+        let passed = history.redo[keep..]
+            .iter()
+            .rev()
+            .map(|id| self.snapshot(*id))
+            .collect::<Result<Vec<_>, _>>()?;
+        let target = passed
+            .last()
+            .cloned()
+            .ok_or_else(|| TreeError::NothingToRedo("empty".into()))?;
+        let writer = self.writer(dry_run);
+        let cap = self.capture_with(&writer, true, None)?;
+        let dirty = cap.root != head.record.root;
+        let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
+        let changes = plan.changes(&cap.flat);
+        let mut outcome = MoveOutcome::planned(Op::Redo, dry_run, dirty, target, passed, changes);
+        if dry_run {
+            outcome.kept = self.keep_ruled_out(&mut plan.clone(), &cap.flat);
+            return Ok(outcome);
+        }
+        let unsaved = Unsaved {
+            dirty,
+            root: cap.root,
+            flat: &cap.flat,
+            cache: cap.cache,
+        };
+        outcome.auto_saved = self.keep_unsaved(
+            writer,
+            unsaved,
+            Some(&head),
+            SnapshotKind::AutoBeforeRedo,
+            After::Detached,
+        )?;
+        let scanned = Scanned {
+            flat: &cap.flat,
+            stats: &cap.stats,
+            root: cap.root,
+            parent: Some(outcome.auto_saved.as_ref().unwrap_or(&head)),
+        };
+        let redo = history.redo[..keep].to_vec();
+        outcome.kept = self.move_to(
+            Op::Redo,
+            &outcome.target,
+            redo,
+            scanned,
+            (&plan, &target_part),
+        )?;
+        Ok(outcome)
+    }
+
+    /// Makes the working tree (or only `paths`) match `reference`, recorded as a new snapshot
+    /// of kind `restore` so that `undo` returns to the state before it.
+    pub fn restore(
+        &self,
+        reference: &str,
+        paths: &[Vec<u8>],
+        dry_run: bool,
+    ) -> Result<MoveOutcome, TreeError> {
+        self.observed(self.restore_inner(reference, paths, dry_run))
+    }
+
+    pub(super) fn restore_inner(
+        &self,
+        reference: &str,
+        paths: &[Vec<u8>],
+        dry_run: bool,
+    ) -> Result<MoveOutcome, TreeError> {
+        let source = self.resolve(reference)?;
+        let head = self.head()?;
+        let writer = self.writer(dry_run);
+        let cap = self.capture_with(&writer, true, None)?;
+        let dirty = head.as_ref().is_none_or(|h| h.record.root != cap.root);
+        let (target_root, target_flat) = if paths.iter().any(|p| p.is_empty()) || paths.is_empty() {
+            (source.record.root, self.files(&source)?)
+        } else {
+            let mut merged =
+                merge_paths(&cap.flat, &self.files(&source)?, paths, source.record.seq)?;
+            (build_trees(&writer, &mut merged)?, merged)
+        };
+        let changes = diff_files(&cap.flat, &target_flat);
+        let mut outcome = MoveOutcome::planned(
+            Op::Restore,
+            dry_run,
+            dirty,
+            source.clone(),
+            Vec::new(),
+            changes,
+        );
+        if dry_run {
+            return Ok(outcome);
+        }
+        let unsaved = Unsaved {
+            dirty,
+            root: cap.root,
+            flat: &cap.flat,
+            cache: cap.cache,
+        };
+        outcome.auto_saved = self.keep_unsaved(
+            writer,
+            unsaved,
+            head.as_ref(),
+            SnapshotKind::AutoBeforeRestore,
+            After::Advance,
+        )?;
+        // The tree already matches: HEAD now names it (the unsaved changes' snapshot, if any).
+        if target_root == cap.root {
+            return Ok(outcome);
+        }
+        let parent = outcome.auto_saved.clone().or(head);
+        let message = match format!("#{}", source.record.seq) {
+            seq if seq == reference => format!("restore {seq}"),
+            seq => format!("restore {reference} ({seq})"),
+        };
+        let opts = SaveOptions {
+            message,
+            ..SaveOptions::default()
+        };
+        let created = self.record_snapshot(
+            self.store.writer(),
+            StatCacheUpdate::default(),
+            SnapshotKind::Restore,
+            &opts,
+            (target_root, &target_flat, flat_totals(&target_flat)),
+            (parent.as_ref(), &cap.flat),
+            &outcome.changes,
+            After::Detached,
+        )?;
+        let plan = Plan::new(&cap.flat, &target_flat);
+        let scanned = Scanned {
+            flat: &cap.flat,
+            stats: &cap.stats,
+            root: cap.root,
+            parent: parent.as_ref(),
+        };
+        outcome.kept = self.move_to(
+            Op::Restore,
+            &created,
+            Vec::new(),
+            scanned,
+            (&plan, &target_flat),
+        )?;
+        outcome.target = created.clone();
+        outcome.created = Some(created);
+        Ok(outcome)
+    }
+
+    /// The §7 protocol: marker, working tree, HEAD, marker removed, guarded by §14: new
+    /// paths the ignore rules leave out are kept before anything is touched, each path is
+    /// changed only while it holds what the scan saw, and a file found changed anyway is
+    /// saved first. If the working tree cannot be changed, the paths the plan touched are put
+    /// back and the marker removed, so the store stays usable. Returns the paths kept.
+    pub(super) fn move_to(
+        &self,
+        op: Op,
+        target: &Snapshot,
+        redo: Vec<ObjectId>,
+        scanned: Scanned<'_>,
+        (plan, target_flat): (&Plan, &FlatTree),
+    ) -> Result<Vec<Vec<u8>>, TreeError> {
+        restore::check_unchanged(&self.root, plan, scanned.stats)?;
+        let mut plan = plan.clone();
+        let ruled_out = self.keep_ruled_out(&mut plan, scanned.flat);
+        let marker = Marker {
+            op,
+            head: target.id,
+            redo,
+            from: Some(scanned.root),
+            kept: ruled_out.clone(),
+        };
+        marker.write(self.store.dir())?;
+        failpoint("marker-written");
+        let sides = restore::Sides {
+            before: scanned.flat,
+            after: target_flat,
+        };
+        let applied =
+            match self.apply_saving_first(op, &plan, sides, (scanned.parent, scanned.flat)) {
+                Ok(applied) => applied,
+                // Asked to stop: the marker stays, and the next writing command finishes.
+                Err(TreeError::Interrupted) => return Err(TreeError::Interrupted),
+                Err(e) => {
+                    // If even the way back fails, the marker stays: the next writing command
+                    // rolls the move forward instead.
+                    if self.roll_back(&plan, sides).is_ok() {
+                        marker.remove(self.store.dir())?;
+                    }
+                    return Err(e);
+                }
+            };
+        failpoint("before-head-commit");
+        self.store.set_history(HistoryState {
+            head: Some(marker.head),
+            redo: marker.redo.clone(),
+        })?;
+        failpoint("after-head-commit");
+        marker.remove(self.store.dir())?;
+        self.emit(Event::Restored {
+            op,
+            head: target,
+            paths_touched: applied.touched,
+        });
+        let mut kept = applied.kept;
+        kept.extend(ruled_out);
+        kept.extend(self.made_visible(&plan, target)?);
+        kept.extend(self.left_hollow(&plan, &target.record.root)?);
+        kept.sort_unstable();
+        kept.dedup();
+        Ok(kept)
+    }
+
+    /// Directories the target has empty that the move left holding only what it had no
+    /// right to remove (ignored or oversize files): the walk does not track such a directory,
+    /// so a save right after would record it gone. Named with the kept paths. Only parents
+    /// of removed paths can be such, and each is checked in the target's stored trees.
+    pub(super) fn left_hollow(
+        &self,
+        plan: &Plan,
+        target_root: &ObjectId,
+    ) -> Result<Vec<Vec<u8>>, TreeError> {
+        let removed = plan.remove_files.iter().chain(&plan.remove_dirs);
+        let parents: std::collections::BTreeSet<&[u8]> = removed
+            .map(|p| flat::split(p).0)
+            .filter(|p| !p.is_empty())
+            .collect();
+        let mut out = Vec::new();
+        for dir in parents {
+            let occupied = std::fs::read_dir(scan::abs(&self.root, dir))
+                .is_ok_and(|mut entries| entries.next().is_some());
+            if occupied && self.empty_dir_in(target_root, dir)? {
+                out.push(dir.to_vec());
+            }
+        }
+        Ok(out)
+    }
+
+    /// True when the tree `root` has an empty directory at `path`.
+    pub(super) fn empty_dir_in(&self, root: &ObjectId, path: &[u8]) -> Result<bool, TreeError> {
+        let mut tree = self.store.read_tree(root)?;
+        for name in path.split(|b| *b == b'/') {
+            let Some(entry) = tree.entries.iter().find(|e| e.name == name) else {
+                return Ok(false);
+            };
+            if entry.kind != EntryKind::Dir {
+                return Ok(false);
+            }
+            tree = self.store.read_tree(&entry.id)?;
+        }
+        Ok(tree.entries.is_empty())
+    }
+
+    /// When `plan` changed an ignore file, the paths it thereby made visible: files the move
+    /// had no right to touch (ignored before it) that the next save would now record. They
+    /// are named with the kept paths, so that nothing a save records after a move is silent.
+    pub(super) fn made_visible(
+        &self,
+        plan: &Plan,
+        target: &Snapshot,
+    ) -> Result<Vec<Vec<u8>>, TreeError> {
+        let rules_changed = plan.paths().iter().any(|p| {
+            let name = flat::split(p).1;
+            name == b".gitignore" || name == scan::SNAPIGNORE.as_bytes()
+        });
+        if !rules_changed {
+            return Ok(Vec::new());
+        }
+        let now = self.capture(&self.store.dry_writer())?;
+        let (changes, _) = flat::diff_stored(&self.store, &target.record.root, &now.flat)?;
+        Ok(changes.into_iter().map(|(path, _)| path).collect())
+    }
+
+    /// Takes out of `plan` the paths it would create that the ignore rules (as they are
+    /// now, before the move) or the default excludes leave out, with everything under them;
+    /// returns them.
+    pub(super) fn keep_ruled_out(&self, plan: &mut Plan, current: &FlatTree) -> Vec<Vec<u8>> {
+        let mut judge =
+            crate::walker::IgnoreJudge::new(&self.root, &self.config, Some(self.store.dir()));
+        let new_dirs = plan.make_dirs.iter().map(|p| (p, true));
+        let new_files = plan.write.iter().map(|(p, _)| (p, false));
+        let mut kept: Vec<Vec<u8>> = Vec::new();
+        for (path, is_dir) in new_dirs.chain(new_files) {
+            let tracked = current
+                .get(path)
+                .is_some_and(|n| (n.kind == EntryKind::Dir) == is_dir);
+            let below_kept = kept.iter().any(|k| flat::is_within(path, k));
+            if !tracked && !below_kept && judge.leaves_out(path, is_dir) {
+                kept.push(path.clone());
+            }
+        }
+        plan.leave_out(&kept);
+        kept.sort_unstable();
+        kept
+    }
+
+    /// Puts back the paths a failed `plan` touched, guarded as the plan was: a path is
+    /// returned to its `before` state only while it holds the target's. Nothing else is
+    /// touched (judged from the scan, not from the ignore rules the failed move may have
+    /// half changed).
+    pub(super) fn roll_back(
+        &self,
+        plan: &Plan,
+        sides: restore::Sides<'_>,
+    ) -> Result<(), TreeError> {
+        let paths = plan.paths();
+        let only = |flat: &FlatTree| -> FlatTree {
+            paths
+                .iter()
+                .filter_map(|p| flat.get(*p).map(|n| (p.to_vec(), *n)))
+                .collect()
+        };
+        let (now, then) = (only(sides.after), only(sides.before));
+        let back = Plan::new(&now, &then);
+        let sides = restore::Sides {
+            before: &now,
+            after: &then,
+        };
+        restore::apply(self.work_tree(), &back, sides)?;
+        Ok(())
+    }
+}

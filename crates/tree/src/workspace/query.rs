@@ -1,0 +1,105 @@
+//! Reading history: snapshots by id or reference, their files and changes, the log.
+
+use super::*;
+
+impl Workspace {
+    /// A snapshot by id.
+    pub fn snapshot(&self, id: ObjectId) -> Result<Snapshot, TreeError> {
+        Ok(Snapshot {
+            id,
+            record: self.store.snapshot(&id)?,
+        })
+    }
+
+    /// Resolves a reference (`@`, `@~N`, `last`, `#SEQ`, `step:N`, id prefix).
+    pub fn resolve(&self, reference: &str) -> Result<Snapshot, TreeError> {
+        let (id, record) = self.store.resolve(reference)?;
+        Ok(Snapshot { id, record })
+    }
+
+    /// HEAD, if any snapshot exists.
+    pub fn head(&self) -> Result<Option<Snapshot>, TreeError> {
+        self.store
+            .history()?
+            .head
+            .map(|id| self.snapshot(id))
+            .transpose()
+    }
+
+    /// Every path of a snapshot.
+    pub fn files(&self, snapshot: &Snapshot) -> Result<FlatTree, TreeError> {
+        Ok(flatten(&self.store, &snapshot.record.root)?)
+    }
+
+    pub(super) fn flat_of(&self, snapshot: Option<&Snapshot>) -> Result<FlatTree, TreeError> {
+        snapshot.map_or_else(|| Ok(FlatTree::new()), |s| self.files(s))
+    }
+
+    /// The content of `path` in a snapshot (a symlink's target for a link).
+    pub fn read_file(&self, snapshot: &Snapshot, path: &[u8]) -> Result<Vec<u8>, TreeError> {
+        let shown = || {
+            (
+                String::from_utf8_lossy(path).into_owned(),
+                format!("#{}", snapshot.record.seq),
+            )
+        };
+        let node = self
+            .files(snapshot)?
+            .get(path)
+            .copied()
+            .filter(|n| n.kind != EntryKind::Dir)
+            .ok_or_else(|| {
+                let (p, s) = shown();
+                TreeError::PathNotInSnapshot(p, s)
+            })?;
+        Ok(self.store.read_file(&node.id)?)
+    }
+
+    /// The parent snapshot, unless this is a root or the parent was pruned.
+    pub fn parent_of(&self, snapshot: &Snapshot) -> Result<Option<Snapshot>, TreeError> {
+        let Some(parent) = snapshot.record.parent else {
+            return Ok(None);
+        };
+        match self.store.snapshot(&parent) {
+            Ok(record) => Ok(Some(Snapshot { id: parent, record })),
+            Err(snap_store::StoreError::MissingObject { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// What changed in `snapshot` against its parent (everything, if the parent was pruned).
+    pub fn changes_of(&self, snapshot: &Snapshot) -> Result<Vec<PathChange>, TreeError> {
+        let parent = self.parent_of(snapshot)?;
+        Ok(diff_files(
+            &self.flat_of(parent.as_ref())?,
+            &self.files(snapshot)?,
+        ))
+    }
+
+    /// Snapshots newest first: HEAD's ancestry and the redo stack, or every one with `all`.
+    pub fn log(&self, all: bool) -> Result<Vec<LogEntry>, TreeError> {
+        let history = self.store.history()?;
+        let snapshots = self.store.snapshots()?;
+        let by_id: std::collections::HashMap<ObjectId, &SnapshotRecord> =
+            snapshots.iter().map(|(id, r)| (*id, r)).collect();
+        let mut chain = HashSet::new();
+        let mut next = history.head;
+        while let Some(id) = next.filter(|id| chain.insert(*id)) {
+            next = by_id.get(&id).and_then(|r| r.parent);
+        }
+        let redo: HashSet<ObjectId> = history.redo.iter().copied().collect();
+        let entries = snapshots.iter().rev().filter_map(|(id, record)| {
+            let abandoned = !chain.contains(id) && !redo.contains(id);
+            (all || !abandoned).then(|| LogEntry {
+                snapshot: Snapshot {
+                    id: *id,
+                    record: record.clone(),
+                },
+                is_head: history.head == Some(*id),
+                redoable: redo.contains(id),
+                abandoned,
+            })
+        });
+        Ok(entries.collect())
+    }
+}

@@ -1,0 +1,243 @@
+//! Recording snapshots: committing packs, line counts, snapshot records, and the automatic
+//! snapshots that keep unsaved work before a move.
+
+use super::*;
+
+/// A capture's tree and cache entries, with whether it differs from HEAD.
+pub(super) struct Unsaved<'a> {
+    pub(super) dirty: bool,
+    pub(super) root: ObjectId,
+    pub(super) flat: &'a FlatTree,
+    pub(super) cache: StatCacheUpdate,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum After {
+    /// HEAD moves to the new snapshot and the redo stack is cleared.
+    Advance,
+    /// HEAD and the redo stack stay as they are.
+    Detached,
+}
+
+/// Files (and symlinks) in a whole flat tree, and their bytes.
+pub(super) fn flat_totals(flat: &FlatTree) -> (u64, u64) {
+    let files = flat.values().filter(|n| n.kind != EntryKind::Dir);
+    (files.clone().count() as u64, files.map(|n| n.size).sum())
+}
+
+/// The totals of a tree that is `parent`'s tree with `changes`: what a pruned scan, whose
+/// flat tree holds only the changed directories, records.
+pub(super) fn totals_after(
+    parent: &ChangeStats,
+    changes: &[PathChange],
+    old: &FlatTree,
+    new: &FlatTree,
+) -> (u64, u64) {
+    let size = |flat: &FlatTree, path: &[u8]| flat.get(path).map_or(0, |n| n.size);
+    let (mut files, mut bytes) = (parent.files, parent.bytes);
+    for (path, change) in changes {
+        match change {
+            Change::Added => files += 1,
+            Change::Deleted => files = files.saturating_sub(1),
+            Change::Modified => {}
+        }
+        bytes = (bytes + size(new, path)).saturating_sub(size(old, path));
+    }
+    (files, bytes)
+}
+
+impl Workspace {
+    /// Saves what `paths` hold now, over `base`, as a snapshot of kind auto-before-`op`
+    /// (detached: HEAD does not move); returns `base` with their new entries.
+    pub(super) fn save_found(
+        &self,
+        op: Op,
+        paths: &[Vec<u8>],
+        base: &FlatTree,
+        (parent, parent_flat): (Option<&Snapshot>, &FlatTree),
+    ) -> Result<FlatTree, TreeError> {
+        let writer = self.store.writer();
+        let mut flat = base.clone();
+        for path in paths {
+            let node = scan::store_path(&self.root, path, &writer)?;
+            let mut ancestor = flat::split(path).0;
+            while !ancestor.is_empty() {
+                // Rebuilt (its id unbuilt), keeping the mode it had.
+                let mode = flat.get(ancestor).and_then(|n| n.mode);
+                flat.insert(
+                    ancestor.to_vec(),
+                    Node {
+                        kind: EntryKind::Dir,
+                        size: 0,
+                        id: UNBUILT,
+                        mode,
+                    },
+                );
+                ancestor = flat::split(ancestor).0;
+            }
+            flat.insert(path.clone(), node);
+        }
+        let mut built = flat.clone();
+        let root = build_trees(&writer, &mut built)?;
+        let changes = diff_files(parent_flat, &built);
+        let opts = SaveOptions {
+            message: format!(
+                "files changed during {}, saved before replacing them",
+                op.as_str()
+            ),
+            ..SaveOptions::default()
+        };
+        let kind = match op {
+            Op::Undo => SnapshotKind::AutoBeforeUndo,
+            Op::Redo => SnapshotKind::AutoBeforeRedo,
+            Op::Restore => SnapshotKind::AutoBeforeRestore,
+        };
+        self.record_snapshot(
+            writer,
+            StatCacheUpdate::default(),
+            kind,
+            &opts,
+            (root, &built, flat_totals(&built)),
+            (parent, parent_flat),
+            &changes,
+            After::Detached,
+        )?;
+        Ok(flat)
+    }
+
+    pub(super) fn commit_packs(
+        &self,
+        writer: ObjectWriter<'_>,
+        stat_cache: StatCacheUpdate,
+    ) -> Result<(), TreeError> {
+        let packs = writer.finish()?;
+        if !packs.is_empty() || !stat_cache.is_empty() {
+            self.store.commit(&Commit {
+                packs,
+                stat_cache,
+                ..Commit::default()
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Text lines added and removed by `changes`, when few enough files changed to count them
+    /// cheaply. Old content comes from the store; new content from the store or, for objects
+    /// this command has not committed yet, from the working tree it was just read from.
+    pub(super) fn line_stats(
+        &self,
+        old: &FlatTree,
+        new: &FlatTree,
+        changes: &[PathChange],
+    ) -> Option<(u64, u64)> {
+        if changes.len() > diff::MAX_LINE_STAT_FILES {
+            return None;
+        }
+        let content = |flat: &FlatTree, path: &[u8]| -> Option<Vec<u8>> {
+            let node = flat
+                .get(path)
+                .filter(|n| matches!(n.kind, EntryKind::File | EntryKind::Executable))?;
+            self.store
+                .read_file(&node.id)
+                .ok()
+                .or_else(|| std::fs::read(scan::abs(&self.root, path)).ok())
+        };
+        let mut total = (0, 0);
+        for (path, _) in changes {
+            let (a, r) =
+                diff::line_counts(content(old, path).as_deref(), content(new, path).as_deref());
+            total = (total.0 + a, total.1 + r);
+        }
+        Some(total)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn record_snapshot(
+        &self,
+        writer: ObjectWriter<'_>,
+        stat_cache: StatCacheUpdate,
+        kind: SnapshotKind,
+        opts: &SaveOptions,
+        (root, flat, (files, bytes)): (ObjectId, &FlatTree, (u64, u64)),
+        (parent, parent_flat): (Option<&Snapshot>, &FlatTree),
+        changes: &[PathChange],
+        after: After,
+    ) -> Result<Snapshot, TreeError> {
+        let (added, modified, deleted) = count_changes(changes);
+        let stats = ChangeStats {
+            added,
+            modified,
+            deleted,
+            files,
+            bytes,
+            lines: self.line_stats(parent_flat, flat, changes),
+        };
+        let record = SnapshotRecord {
+            seq: self.store.next_seq()?,
+            root,
+            parent: parent.map(|p| p.id),
+            time_ns: now_ns(),
+            kind,
+            message: opts.message.clone(),
+            step: opts.step,
+            session: opts.session.clone(),
+            meta: opts.meta.clone(),
+            stats,
+        };
+        let id = writer.put(ObjectKind::Snapshot, &record.encode())?;
+        let packs = writer.finish()?;
+        let history = (after == After::Advance).then(|| HistoryState {
+            head: Some(id),
+            redo: Vec::new(),
+        });
+        self.store.commit(&Commit {
+            packs,
+            snapshots: vec![(id, record.clone())],
+            history,
+            stat_cache,
+            ..Commit::default()
+        })?;
+        let snapshot = Snapshot { id, record };
+        self.emit(Event::SnapshotCreated(&snapshot));
+        Ok(snapshot)
+    }
+
+    /// Commits what a capture wrote: when the tree had unsaved changes, as an automatic
+    /// snapshot of them (child of `parent`), so no undo, redo or restore ever loses work;
+    /// otherwise only its packs and stat cache entries.
+    pub(super) fn keep_unsaved(
+        &self,
+        writer: ObjectWriter<'_>,
+        unsaved: Unsaved<'_>,
+        parent: Option<&Snapshot>,
+        kind: SnapshotKind,
+        after: After,
+    ) -> Result<Option<Snapshot>, TreeError> {
+        if !unsaved.dirty {
+            self.commit_packs(writer, unsaved.cache)?;
+            return Ok(None);
+        }
+        let parent_flat = self.flat_of(parent)?;
+        let changes = diff_files(&parent_flat, unsaved.flat);
+        let before = match kind {
+            SnapshotKind::AutoBeforeRedo => "redo",
+            SnapshotKind::AutoBeforeRestore => "restore",
+            _ => "undo",
+        };
+        let opts = SaveOptions {
+            message: format!("unsaved changes before {before}"),
+            ..SaveOptions::default()
+        };
+        let snapshot = self.record_snapshot(
+            writer,
+            unsaved.cache,
+            kind,
+            &opts,
+            (unsaved.root, unsaved.flat, flat_totals(unsaved.flat)),
+            (parent, &parent_flat),
+            &changes,
+            after,
+        )?;
+        Ok(Some(snapshot))
+    }
+}

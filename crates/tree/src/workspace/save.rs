@@ -1,0 +1,257 @@
+//! `save`, `status` and `diff`: the working tree against HEAD, found as a save finds it.
+
+use super::*;
+
+/// What `save` records besides the tree.
+#[derive(Clone, Debug, Default)]
+pub struct SaveOptions {
+    /// Free text shown by `log`.
+    pub message: String,
+    /// Agent step (turn) number; makes the snapshot resolvable as `step:N`.
+    pub step: Option<u64>,
+    /// Agent session name.
+    pub session: Option<String>,
+    /// Free key=value metadata, kept in the order given.
+    pub meta: Vec<(String, String)>,
+    /// Make a snapshot even when nothing changed.
+    pub allow_empty: bool,
+}
+
+/// The result of a save.
+#[derive(Clone, Debug)]
+pub struct SaveOutcome {
+    /// `None` when nothing changed.
+    pub snapshot: Option<Snapshot>,
+    /// Paths changed against HEAD, in path order; empty when nothing was saved.
+    pub changes: Vec<PathChange>,
+    /// Files the scan skipped or saw vanish.
+    pub report: ScanReport,
+    /// Snapshots pruned (and what gc gave back) by the automatic retention this save ran.
+    pub retention: Option<(PruneReport, GcReport)>,
+}
+
+/// The working tree against HEAD.
+#[derive(Clone, Debug)]
+pub struct Status {
+    /// HEAD's snapshot; `None` before the first.
+    pub head: Option<Snapshot>,
+    /// Paths that differ from HEAD's tree, in path order.
+    pub changes: Vec<PathChange>,
+    /// Directory-level changes a save would also record, in path order: empty directories
+    /// added or removed, directories whose mode changed.
+    pub dirs: Vec<PathChange>,
+    /// Files the scan skipped or saw vanish.
+    pub report: ScanReport,
+    /// Snapshots on the redo stack.
+    pub redo_depth: usize,
+}
+
+/// The working tree against HEAD (see `Workspace::against_head`).
+pub(super) struct AgainstHead {
+    /// Changed paths in path order.
+    pub(super) changes: Vec<PathChange>,
+    /// Directory-level changes (see [`Status::dirs`]).
+    pub(super) dirs: Vec<PathChange>,
+    /// HEAD's entries of at least the changed paths.
+    pub(super) old: FlatTree,
+    /// The working tree's entries of at least the changed paths.
+    pub(super) new: FlatTree,
+    pub(super) report: ScanReport,
+}
+
+impl Workspace {
+    /// Snapshots the working tree if it differs from HEAD (or always, with `allow_empty`).
+    pub fn save(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
+        self.observed(self.save_inner(opts))
+    }
+
+    pub(super) fn save_inner(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
+        let head = self.head()?;
+        let writer = self.store.writer();
+        let clean_root = head.as_ref().map(|h| h.record.root);
+        let mut cap =
+            self.capture_with(&writer, false, clean_root.filter(|_| !opts.allow_empty))?;
+        if head.as_ref().is_some_and(|h| h.record.root == cap.root) && !opts.allow_empty {
+            self.commit_packs(writer, cap.cache)?;
+            return Ok(SaveOutcome {
+                snapshot: None,
+                changes: Vec::new(),
+                report: cap.report,
+                retention: None,
+            });
+        }
+        // `head_flat` holds just the old entries of the changed paths, which is all the line
+        // counts need.
+        let (changes, head_flat) = self.diff_from_head(&writer, head.as_ref(), &mut cap)?;
+        let totals = match (cap.pruned.is_empty(), &head) {
+            (false, Some(h)) => totals_after(&h.record.stats, &changes, &head_flat, &cap.flat),
+            _ => flat_totals(&cap.flat),
+        };
+        let snapshot = self.record_snapshot(
+            writer,
+            cap.cache,
+            SnapshotKind::Save,
+            opts,
+            (cap.root, &cap.flat, totals),
+            (head.as_ref(), &head_flat),
+            &changes,
+            After::Advance,
+        )?;
+        let retention = self.auto_retention()?;
+        Ok(SaveOutcome {
+            snapshot: Some(snapshot),
+            changes,
+            report: cap.report,
+            retention,
+        })
+    }
+
+    /// The working tree against HEAD; writes nothing.
+    pub fn status(&self) -> Result<Status, TreeError> {
+        let head = self.head()?;
+        let against = self.against_head(head.as_ref())?;
+        let redo_depth = self.store.history()?.redo.len();
+        Ok(Status {
+            changes: against.changes,
+            dirs: against.dirs,
+            head,
+            report: against.report,
+            redo_depth,
+        })
+    }
+
+    /// What differs from `head` to the working tree, found as a save finds it (the walk
+    /// memo, the pruned scan, a diff by tree ids); writes nothing.
+    pub(super) fn against_head(&self, head: Option<&Snapshot>) -> Result<AgainstHead, TreeError> {
+        let writer = self.store.dry_writer();
+        let mut cap = self.capture_with(&writer, false, head.map(|h| h.record.root))?;
+        let (changes, old) = match head {
+            Some(h) if h.record.root == cap.root => (Vec::new(), FlatTree::new()),
+            _ => self.diff_from_head(&writer, head, &mut cap)?,
+        };
+        let dirs = match head {
+            Some(h) if h.record.root == cap.root => Vec::new(),
+            _ => flat::dir_changes(&self.store, head.map(|h| &h.record.root), &cap.flat)?,
+        };
+        Ok(AgainstHead {
+            changes,
+            dirs,
+            old,
+            new: cap.flat,
+            report: cap.report,
+        })
+    }
+
+    /// The changes from `head` to the capture `cap`, and HEAD's entries of the changed paths.
+    /// Only the directories whose tree ids differ from HEAD's are read. When HEAD differs
+    /// from the tree cache under a directory `cap` pruned, `cap` becomes a whole capture.
+    pub(super) fn diff_from_head(
+        &self,
+        writer: &ObjectWriter<'_>,
+        head: Option<&Snapshot>,
+        cap: &mut Capture,
+    ) -> Result<flat::StoredDiff, TreeError> {
+        let Some(h) = head else {
+            return Ok((diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()));
+        };
+        let pruned = |dir: &[u8]| cap.pruned.contains(dir);
+        if let Some(diff) =
+            flat::diff_stored_pruned(&self.store, &h.record.root, &cap.flat, &pruned)?
+        {
+            return Ok(diff);
+        }
+        *cap = self.capture_with(writer, false, None)?;
+        Ok(flat::diff_stored(&self.store, &h.record.root, &cap.flat)?)
+    }
+
+    /// The files that differ from `from` (default HEAD) to `to` (default the working tree),
+    /// limited to `paths` (and what is under them) when any are given. Writes nothing.
+    pub fn diff(
+        &self,
+        from: Option<&str>,
+        to: Option<&str>,
+        paths: &[Vec<u8>],
+    ) -> Result<TreeDiff, TreeError> {
+        let from_head = from.is_none();
+        let from = match from {
+            Some(r) => Side::Snapshot(Some(Box::new(self.resolve(r)?))),
+            None => Side::Snapshot(self.head()?.map(Box::new)),
+        };
+        let to = match to {
+            Some(r) => Side::Snapshot(Some(Box::new(self.resolve(r)?))),
+            None => Side::WorkingTree,
+        };
+        let (old, new, changes) = match (&from, &to) {
+            // The default, HEAD against the working tree: only the changed paths are read.
+            (Side::Snapshot(head), Side::WorkingTree) if from_head => {
+                let against = self.against_head(head.as_deref())?;
+                (against.old, against.new, against.changes)
+            }
+            _ => {
+                let (old, new) = (self.side_flat(&from)?, self.side_flat(&to)?);
+                let changes = diff_files(&old, &new);
+                (old, new, changes)
+            }
+        };
+        let wanted = |p: &[u8]| {
+            paths.is_empty()
+                || paths.iter().any(|q| {
+                    q.is_empty()
+                        || p == q.as_slice()
+                        || (p.starts_with(q) && p.get(q.len()) == Some(&b'/'))
+                })
+        };
+        let entries = changes
+            .into_iter()
+            .filter(|(p, _)| wanted(p))
+            .map(|(path, change)| DiffEntry {
+                old: old.get(&path).copied().filter(|n| n.kind != EntryKind::Dir),
+                new: new.get(&path).copied().filter(|n| n.kind != EntryKind::Dir),
+                path,
+                change,
+            })
+            .collect();
+        Ok(TreeDiff { from, to, entries })
+    }
+
+    pub(super) fn side_flat(&self, side: &Side) -> Result<FlatTree, TreeError> {
+        match side {
+            Side::Snapshot(s) => self.flat_of(s.as_deref()),
+            Side::WorkingTree => Ok(self.capture(&self.store.dry_writer())?.flat),
+        }
+    }
+
+    /// The line diff of one entry of `diff` (symlinks diff their targets).
+    pub fn file_diff(&self, diff: &TreeDiff, entry: &DiffEntry) -> Result<FileDiff, TreeError> {
+        let old = entry
+            .old
+            .map(|n| self.side_content(&diff.from, &entry.path, &n))
+            .transpose()?;
+        let new = entry
+            .new
+            .map(|n| self.side_content(&diff.to, &entry.path, &n))
+            .transpose()?;
+        Ok(diff::diff_files(old.as_deref(), new.as_deref()))
+    }
+
+    pub(super) fn side_content(
+        &self,
+        side: &Side,
+        path: &[u8],
+        node: &Node,
+    ) -> Result<Vec<u8>, TreeError> {
+        let abs = scan::abs(&self.root, path);
+        match (side, node.kind) {
+            (Side::Snapshot(_), _) => Ok(self.store.read_file(&node.id)?),
+            (Side::WorkingTree, EntryKind::Symlink) => {
+                use std::os::unix::ffi::OsStrExt;
+                Ok(std::fs::read_link(&abs)
+                    .map_err(|e| TreeError::io(&abs, e))?
+                    .as_os_str()
+                    .as_bytes()
+                    .to_vec())
+            }
+            (Side::WorkingTree, _) => std::fs::read(&abs).map_err(|e| TreeError::io(&abs, e)),
+        }
+    }
+}

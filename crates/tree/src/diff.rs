@@ -124,7 +124,7 @@ mod tests {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Side {
     /// A snapshot (`None`: before the first snapshot, an empty tree).
-    Snapshot(Option<Box<crate::Snapshot>>),
+    Snapshot(Option<Box<crate::snapshot::Snapshot>>),
     /// The working tree as it is now.
     WorkingTree,
 }

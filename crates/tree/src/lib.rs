@@ -32,9 +32,11 @@ pub mod flat;
 mod interrupt;
 mod marker;
 mod observer;
+mod paths;
 pub mod restore;
 pub mod scan;
 mod snapshot;
+mod walk;
 mod walker;
 mod workspace;
 

@@ -3,7 +3,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::{Op, Recovered, Snapshot, TreeError};
+use crate::TreeError;
+use crate::marker::Op;
+use crate::snapshot::{Recovered, Snapshot};
 
 /// A long-running phase that reports progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -29,7 +29,8 @@ use snap_store::{DirHeader, DirRecord, EntryKind, ListedKind, StatKey, encode_di
 
 use crate::TreeError;
 use crate::config::Config;
-use crate::scan::{SNAPIGNORE, STORE_DIR, VCS_DIRS, Walk, WalkSum};
+use crate::paths::{SNAPIGNORE, STORE_DIR, VCS_DIRS, abs};
+use crate::walk::{Walk, WalkSum};
 
 /// The ignore files of one directory and of every directory above it.
 struct Rules {
@@ -312,7 +313,7 @@ fn same_rule_file(old: Option<StatKey>, now: Option<StatKey>, written_ns: i64) -
 }
 
 fn visit_dir(shared: &Shared<'_>, job: Job) -> Result<(), TreeError> {
-    let abs_dir = crate::scan::abs(shared.root, &job.rel);
+    let abs_dir = abs(shared.root, &job.rel);
     let record = job
         .rules_kept
         .then(|| shared.cache.records.get(&job.rel))
@@ -455,7 +456,7 @@ fn listed_file(
             Ok(Some(file_item(rel, &st, shared.config.max_file_size)))
         }
         Ok(_) | Err(Errno::NOENT) => Ok(None),
-        Err(e) => Err(TreeError::io(crate::scan::abs(shared.root, &rel), e.into())),
+        Err(e) => Err(TreeError::io(abs(shared.root, &rel), e.into())),
     }
 }
 
@@ -469,7 +470,7 @@ fn open_dir(
     match rustix::fs::openat(&job.fd, OsStr::from_bytes(name), DIR_FLAGS, Mode::empty()) {
         Ok(fd) => Ok(Some(fd)),
         Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => Ok(None),
-        Err(e) => Err(TreeError::io(crate::scan::abs(shared.root, rel), e.into())),
+        Err(e) => Err(TreeError::io(abs(shared.root, rel), e.into())),
     }
 }
 
@@ -576,7 +577,7 @@ impl Item {
         matches!(self, Item::TooLarge(..) | Item::Special | Item::LeftOut)
     }
 
-    /// Adds this entry to the walk's digest (see `scan::WalkSum`) and newest mtime.
+    /// Adds this entry to the walk's digest (see `walk::WalkSum`) and newest mtime.
     fn tally(&self, tally: &mut Tally) {
         let (path, kind, key) = match self {
             Item::Dir(path) => (path, 3, None),
@@ -623,7 +624,7 @@ fn visit_entry(
         return Ok(Some(Item::LeftOut));
     }
     let rel = crate::flat::join(&job.rel, &name);
-    let abs = || crate::scan::abs(shared.root, &rel);
+    let abs = || abs(shared.root, &rel);
     if shared.skip.is_some_and(|skip| skip == abs()) {
         return Ok(Some(Item::LeftOut));
     }
@@ -726,7 +727,7 @@ impl<'a> IgnoreJudge<'a> {
     }
 
     fn rules_leave_out(&self, rules: &Rules, parent: &[u8], name: &[u8], is_dir: bool) -> bool {
-        let abs = crate::scan::abs(self.root, &crate::flat::join(parent, name));
+        let abs = abs(self.root, &crate::flat::join(parent, name));
         always_left_out(parent, name)
             || self.skip.is_some_and(|skip| skip == abs)
             || ruled_out(self.config, rules, name, &abs, is_dir)
@@ -751,7 +752,7 @@ impl<'a> IgnoreJudge<'a> {
             }
         };
         let rules = parent.map(|parent| {
-            let abs = crate::scan::abs(self.root, dir);
+            let abs = abs(self.root, dir);
             let present = |file: &str| std::fs::symlink_metadata(abs.join(file)).is_ok();
             Arc::new(read_rules(
                 &abs,

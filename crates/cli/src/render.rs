@@ -220,3 +220,21 @@ pub fn print_move(o: &MoveOutcome, quiet: bool) {
     }
     print_kept(verb, &o.kept);
 }
+
+pub fn print_skipped(report: &snap_tree::ScanReport, quiet: bool) {
+    if quiet {
+        return;
+    }
+    for (path, size) in &report.too_large {
+        eprintln!(
+            "skipped {} ({size} bytes, over max_file_size)",
+            path_str(path)
+        );
+    }
+    if report.special > 0 {
+        eprintln!(
+            "skipped {} special file(s) (fifo, socket or device)",
+            report.special
+        );
+    }
+}

@@ -3,14 +3,20 @@
 //! Tables (keys and values are little-endian byte strings; layouts in docs/FORMAT.md):
 //! ```text
 //! meta       &str  -> &[u8]  "format" u32 LE | "head" id [32] | "redo" id[32]* (bottom first)
-//!                            | "scan" digest [32] root [32] (the last scan's memo)
+//!                            | "scan" scan memo | "walk" walk memo | "dirs" dir-cache fingerprint
 //! objects    &[u8] -> &[u8]  id [32] -> pack id [32] | offset u64 | kind u8 | compression u8
 //!                                       | raw_len u32 | stored_len u32            (50 bytes)
 //! packs      &[u8] -> u64    pack id [32] -> object count
 //! snapshots  u64   -> &[u8]  seq -> snapshot id [32] | encoded SnapshotRecord
 //! snap_ids   &[u8] -> u64    snapshot id [32] -> seq
+//! stat_cache &[u8] -> &[u8]  path -> StatEntry (77 bytes)
+//! dir_cache  &[u8] -> &[u8]  directory path -> DirRecord (its listing)
+//! tree_cache &[u8] -> &[u8]  directory path -> subtree memo (72 bytes)
 //! ```
-//! Every change of a save, undo, redo or restore is one write transaction, committed durably.
+//! The cache rows and memos (`stat_cache`, `dir_cache`, `tree_cache`, `meta` "scan", "walk",
+//! "dirs") end with an 8-byte check of key and value (`seal`); a row whose check fails is
+//! ignored. Every change of a save, undo, redo or restore is one write transaction, committed
+//! durably.
 
 use std::path::{Path, PathBuf};
 

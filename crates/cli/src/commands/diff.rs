@@ -7,9 +7,10 @@ use anyhow::Result;
 use serde_json::{Value, json};
 use snap_tree::{Change, DiffEntry, FileDiff, Side, TreeDiff};
 
+use super::workspace_paths;
 use crate::args::DiffArgs;
 use crate::render::path_str;
-use crate::{Ctx, emit, open_reading, workspace_paths};
+use crate::{Ctx, emit, open_reading};
 
 /// The page of entries asked for, and how many pages there are.
 fn page<'a>(entries: &'a [DiffEntry], args: &DiffArgs) -> (&'a [DiffEntry], u64) {

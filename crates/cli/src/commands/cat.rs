@@ -1,0 +1,24 @@
+//! `snap cat REF PATH`: one file's bytes from a snapshot.
+
+use std::io::Write;
+
+use super::*;
+
+pub(crate) fn cmd_cat(ctx: &Ctx, reference: &str, path: &Path) -> Result<()> {
+    let ws = open_reading(ctx)?;
+    let snap = ws.resolve(reference)?;
+    let rel = workspace_paths(&ws, &ctx.start, &[path.to_path_buf()])?.remove(0);
+    let content = ws.read_file(&snap, &rel)?;
+    if ctx.json {
+        let text = String::from_utf8(content.clone()).ok();
+        println!(
+            "{}",
+            json!({"path": path_str(&rel), "size": content.len(), "binary": text.is_none(), "content": text})
+        );
+        return Ok(());
+    }
+    std::io::stdout()
+        .write_all(&content)
+        .context("writing to stdout")?;
+    Ok(())
+}

@@ -1,0 +1,18 @@
+//! `snap init`: create the store, or claim one (`--force`).
+
+use super::*;
+
+pub(crate) fn cmd_init(ctx: &Ctx, force: bool) -> Result<()> {
+    let ws = Workspace::init(&ctx.start, ctx.store.as_deref(), force)?;
+    let store = ws.store().dir().display().to_string();
+    emit(
+        ctx,
+        json!({
+            "root": ws.root().display().to_string(),
+            "store": store,
+            "workspace_id": ws.workspace_id()?,
+        }),
+        || println!("initialized snap store in {store}"),
+    );
+    Ok(())
+}

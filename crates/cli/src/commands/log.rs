@@ -1,0 +1,55 @@
+//! `snap log`: the history, newest first, with filters and `--stats`.
+
+use super::*;
+
+/// `snap log`'s filters.
+pub(crate) struct LogFilter {
+    pub(crate) max_count: Option<usize>,
+    pub(crate) all: bool,
+    pub(crate) step: Option<u64>,
+    pub(crate) session: Option<String>,
+    pub(crate) since: Option<String>,
+    pub(crate) stats: bool,
+}
+
+pub(crate) fn cmd_log(ctx: &Ctx, f: LogFilter) -> Result<()> {
+    let ws = open_reading(ctx)?;
+    let since_ns = match &f.since {
+        Some(d) => snap_tree::parse_duration(d).map_err(anyhow::Error::msg)?,
+        None => None,
+    };
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    let entries: Vec<_> = ws
+        .log(f.all)?
+        .into_iter()
+        .filter(|e| since_ns.is_none_or(|d| e.snapshot.record.time_ns >= now_ns - d))
+        .filter(|e| f.step.is_none_or(|s| e.snapshot.record.step == Some(s)))
+        .filter(|e| {
+            f.session
+                .as_ref()
+                .is_none_or(|s| e.snapshot.record.session.as_ref() == Some(s))
+        })
+        .take(f.max_count.unwrap_or(usize::MAX))
+        .collect();
+    let head = ws.head()?.map(|h| h.id.to_hex());
+    let stats = if f.stats { Some(ws.stats()?) } else { None };
+    let mut value =
+        json!({"head": head, "snapshots": entries.iter().map(log_entry_json).collect::<Vec<_>>()});
+    if let Some(s) = &stats {
+        value["stats"] = lifecycle::stats_json(s);
+    }
+    emit(ctx, value, || {
+        if let Some(s) = &stats {
+            lifecycle::print_stats(s);
+        }
+        if entries.is_empty() {
+            println!("no snapshots yet");
+        }
+        for e in &entries {
+            println!("{}", log_line(e));
+        }
+    });
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! `snap ls REF [-- PATHS]`: the paths in a snapshot.
+
+use super::*;
+
+pub(crate) fn cmd_ls(ctx: &Ctx, reference: &str, paths: &[PathBuf]) -> Result<()> {
+    let ws = open_reading(ctx)?;
+    let snap = ws.resolve(reference)?;
+    let filter = workspace_paths(&ws, &ctx.start, paths)?;
+    let under = |p: &[u8]| {
+        filter.is_empty()
+            || filter.iter().any(|f| {
+                f.is_empty()
+                    || p == f.as_slice()
+                    || (p.starts_with(f) && p.get(f.len()) == Some(&b'/'))
+            })
+    };
+    let files: Vec<_> = ws
+        .files(&snap)?
+        .into_iter()
+        .filter(|(p, _)| under(p))
+        .collect();
+    let rows: Vec<Value> = files.iter().map(|(p, n)| json!({"path": path_str(p), "kind": kind_str(n.kind), "size": n.size, "id": n.id.to_hex()})).collect();
+    emit(
+        ctx,
+        json!({"snapshot": snap.id.to_hex(), "seq": snap.record.seq, "entries": rows}),
+        || {
+            for (p, n) in &files {
+                println!(
+                    "{:<7} {:>10}  {}  {}",
+                    kind_str(n.kind),
+                    n.size,
+                    n.id.short(),
+                    path_str(p)
+                );
+            }
+        },
+    );
+    Ok(())
+}

@@ -1,0 +1,73 @@
+//! One file per command (as jj lays out its CLI); `diff` and the store-lifecycle commands
+//! too. Shared here: the imports every command uses and the path arguments' resolution.
+
+mod cat;
+pub(crate) mod diff;
+mod init;
+pub(crate) mod lifecycle;
+mod log;
+mod ls;
+mod moves;
+mod recover;
+mod restore;
+mod save;
+mod show;
+mod status;
+
+pub(crate) use cat::cmd_cat;
+pub(crate) use init::cmd_init;
+pub(crate) use log::{LogFilter, cmd_log};
+pub(crate) use ls::cmd_ls;
+pub(crate) use moves::cmd_move;
+pub(crate) use recover::cmd_recover;
+pub(crate) use restore::cmd_restore;
+pub(crate) use save::cmd_save;
+pub(crate) use show::cmd_show;
+pub(crate) use status::cmd_status;
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use snap_tree::{Change, SaveOptions, TreeError, Workspace};
+
+use crate::args::{Category, MoveArgs, SaveArgs};
+use crate::render::*;
+use crate::{Ctx, emit, json_only, open, open_reading, progress};
+
+/// Turns paths given relative to the start directory into workspace-relative path bytes.
+pub(crate) fn workspace_paths(
+    ws: &Workspace,
+    start: &Path,
+    paths: &[PathBuf],
+) -> Result<Vec<Vec<u8>>> {
+    let base = start
+        .canonicalize()
+        .with_context(|| start.display().to_string())?;
+    paths
+        .iter()
+        .map(|p| workspace_path(ws.root(), &base, p))
+        .collect()
+}
+
+pub(crate) fn workspace_path(root: &Path, base: &Path, path: &Path) -> Result<Vec<u8>> {
+    let mut out = PathBuf::new();
+    for component in base.join(path).components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    match out.strip_prefix(root) {
+        Ok(rel) => Ok(rel.as_os_str().as_bytes().to_vec()),
+        Err(_) => Err(TreeError::OutsideWorkspace {
+            path: path.to_path_buf(),
+            root: root.to_path_buf(),
+        }
+        .into()),
+    }
+}

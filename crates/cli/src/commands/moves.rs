@@ -1,0 +1,16 @@
+//! `snap undo`, `snap rewind` and `snap redo`: move along the undo chain.
+
+use super::*;
+
+pub(crate) fn cmd_move(ctx: &Ctx, args: MoveArgs, redo: bool) -> Result<()> {
+    let ws = open(ctx)?;
+    let out = if redo {
+        ws.redo(args.n, args.dry_run)?
+    } else {
+        ws.undo(args.n, args.dry_run)?
+    };
+    emit(ctx, json_only(ctx, || move_json(&out)), || {
+        print_move(&out, ctx.quiet)
+    });
+    Ok(())
+}

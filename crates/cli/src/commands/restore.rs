@@ -1,0 +1,18 @@
+//! `snap restore REF [-- PATHS]`: match a snapshot, recorded as a new snapshot.
+
+use super::*;
+
+pub(crate) fn cmd_restore(
+    ctx: &Ctx,
+    reference: &str,
+    paths: &[PathBuf],
+    dry_run: bool,
+) -> Result<()> {
+    let ws = open(ctx)?;
+    let rel = workspace_paths(&ws, &ctx.start, paths)?;
+    let out = ws.restore(reference, &rel, dry_run)?;
+    emit(ctx, json_only(ctx, || move_json(&out)), || {
+        print_move(&out, ctx.quiet)
+    });
+    Ok(())
+}

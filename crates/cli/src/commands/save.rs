@@ -1,0 +1,74 @@
+//! `snap save`: snapshot the working tree if it changed (creating the store the first time).
+
+use super::*;
+
+pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
+    if std::env::var_os("SNAP_DISABLE").is_some_and(|v| v == "1") {
+        emit(ctx, json!({"created": false, "disabled": true}), || {
+            println!("snap is disabled (SNAP_DISABLE=1); nothing saved")
+        });
+        return Ok(());
+    }
+    let ws = match open(ctx) {
+        Err(e) if is_missing_store(&e) => {
+            let mut ws = Workspace::init(&ctx.start, ctx.store.as_deref(), args.force)?;
+            if ctx.progress {
+                ws.set_observer(progress::observer());
+            }
+            ws
+        }
+        other => other?,
+    };
+    let opts = SaveOptions {
+        message: args.message,
+        step: args.step,
+        session: args.session,
+        meta: args.meta,
+        allow_empty: args.allow_empty,
+    };
+    let out = ws.save(&opts)?;
+    let head = ws.head()?;
+    let value = json_only(ctx, || {
+        let mut value = json!({
+            "created": out.snapshot.is_some(),
+            "id": out.snapshot.as_ref().map(|s| s.id.to_hex()),
+            "seq": out.snapshot.as_ref().map(|s| s.record.seq),
+            "head": head.as_ref().map(|h| h.id.to_hex()),
+            "changes": changes_json(&out.changes),
+        });
+        value["skipped"] = report_json(&out.report);
+        if let Some(s) = &out.snapshot {
+            value["snapshot"] = snapshot_json(s);
+        }
+        value
+    });
+    emit(ctx, value, || {
+        match &out.snapshot {
+            Some(s) => println!(
+                "saved #{} {} ({} added, {} modified, {} deleted)",
+                s.record.seq,
+                s.id.short(),
+                s.record.stats.added,
+                s.record.stats.modified,
+                s.record.stats.deleted
+            ),
+            None => println!(
+                "nothing changed since #{}",
+                head.as_ref().map_or(0, |h| h.record.seq)
+            ),
+        }
+        print_skipped(&out.report, ctx.quiet);
+    });
+    Ok(())
+}
+
+/// True when `e` says there is no store yet (so `save` creates one).
+pub(crate) fn is_missing_store(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<TreeError>(),
+        Some(
+            TreeError::NoWorkspace(_)
+                | TreeError::Store(snap_tree::snap_store::StoreError::NotFound(_))
+        )
+    )
+}

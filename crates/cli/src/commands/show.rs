@@ -1,0 +1,23 @@
+//! `snap show REF`: one snapshot and its changed files.
+
+use super::*;
+
+pub(crate) fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
+    let ws = open_reading(ctx)?;
+    let snap = ws.resolve(reference)?;
+    let changes = ws.changes_of(&snap)?;
+    let mut value = snapshot_json(&snap);
+    value["changes"] = changes_json(&changes);
+    emit(ctx, value, || {
+        println!("{}", snapshot_line(&snap));
+        println!("id      {}", snap.id);
+        if let Some(p) = snap.record.parent {
+            println!("parent  {p}");
+        }
+        for (k, v) in &snap.record.meta {
+            println!("meta    {k}={v}");
+        }
+        print_changes(&changes);
+    });
+    Ok(())
+}

@@ -1,0 +1,63 @@
+//! `snap status`: the working tree against HEAD, and what waits to be finished.
+
+use super::*;
+
+pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
+    let ws = open_reading(ctx)?;
+    let status = ws.status()?;
+    let wanted = |c: &Change| match category {
+        None => true,
+        Some(Category::Added) => *c == Change::Added,
+        Some(Category::Modified) => *c == Change::Modified,
+        Some(Category::Deleted) => *c == Change::Deleted,
+    };
+    let changes: Vec<_> = status
+        .changes
+        .iter()
+        .filter(|(_, c)| wanted(c))
+        .cloned()
+        .collect();
+    let dirs: Vec<_> = status
+        .dirs
+        .iter()
+        .filter(|(_, c)| wanted(c))
+        .cloned()
+        .collect();
+    // Before the first snapshot nothing is clean: a save would record the tree.
+    let clean = status.head.is_some() && status.changes.is_empty() && status.dirs.is_empty();
+    let pending: Vec<Value> = ws
+        .pending()?
+        .iter()
+        .map(|m| json!({"op": m.op.as_str(), "target": m.head.to_hex()}))
+        .collect();
+    let mut value = json!({
+        "head": status.head.as_ref().map(|h| h.id.to_hex()),
+        "clean": clean,
+        "changes": changes_json(&changes),
+        "dirs": changes_json(&dirs),
+        "redo_depth": status.redo_depth,
+        "pending": pending.first(),
+        "root": ws.root().display().to_string(),
+        "workspace_id": ws.workspace_id()?,
+    });
+    value["skipped"] = report_json(&status.report);
+    emit(ctx, value, || {
+        match &status.head {
+            Some(h) => println!("HEAD {}", snapshot_line(h)),
+            None => println!("no snapshots yet"),
+        }
+        if clean {
+            println!("clean: the working tree matches HEAD");
+        }
+        for p in &pending {
+            println!(
+                "pending: an interrupted {} (run `snap recover` to finish it)",
+                p["op"].as_str().unwrap_or("move")
+            );
+        }
+        print_changes(&changes);
+        print_dir_changes(&dirs);
+        print_skipped(&status.report, ctx.quiet);
+    });
+    Ok(())
+}

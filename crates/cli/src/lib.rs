@@ -5,6 +5,7 @@
 
 mod args;
 mod commands;
+mod json;
 mod progress;
 mod render;
 mod signals;
@@ -73,7 +74,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
             .find(|l| !l.trim().is_empty())
             .unwrap_or("usage error");
         let message = first.trim().trim_start_matches("error: ");
-        println!("{}", json!({ "error": message }));
+        println!("{}", json::value(&json::ErrorDoc { error: message }));
     }
     ExitCode::from(2)
 }
@@ -99,7 +100,7 @@ fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
     let message = one_line(e);
     eprintln!("error: {message}");
     if json_mode {
-        println!("{}", json!({ "error": message }));
+        println!("{}", json::value(&json::ErrorDoc { error: &message }));
     }
     match e.downcast_ref::<TreeError>() {
         Some(t) if t.is_nothing_to_do() => ExitCode::from(EXIT_NOTHING_TO_DO),

@@ -1,7 +1,6 @@
 //! Human and JSON renderings of snapshots, changes and outcomes.
 
-use serde_json::{Value, json};
-use snap_tree::{Change, EntryKind, LogEntry, MoveOutcome, PathChange, ScanReport, Snapshot};
+use snap_tree::{Change, EntryKind, LogEntry, MoveOutcome, PathChange, Snapshot};
 
 /// A path for people and JSON: UTF-8 where it is, with invalid bytes replaced.
 pub fn path_str(path: &[u8]) -> String {
@@ -41,50 +40,6 @@ pub fn kind_str(kind: EntryKind) -> &'static str {
         EntryKind::Symlink => "symlink",
         EntryKind::Dir => "dir",
     }
-}
-
-pub fn snapshot_json(s: &Snapshot) -> Value {
-    let r = &s.record;
-    let meta: serde_json::Map<String, Value> = r
-        .meta
-        .iter()
-        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-        .collect();
-    json!({
-        "id": s.id.to_hex(),
-        "short_id": s.id.short(),
-        "seq": r.seq,
-        "kind": r.kind.as_str(),
-        "time": time_str(r.time_ns),
-        "time_ns": r.time_ns,
-        "message": r.message,
-        "step": r.step,
-        "session": r.session,
-        "meta": meta,
-        "parent": r.parent.map(|p| p.to_hex()),
-        "tree": r.root.to_hex(),
-        "stats": {
-            "added": r.stats.added, "modified": r.stats.modified, "deleted": r.stats.deleted,
-            "files": r.stats.files, "bytes": r.stats.bytes,
-            "lines_added": r.stats.lines.map(|l| l.0), "lines_removed": r.stats.lines.map(|l| l.1),
-        },
-    })
-}
-
-pub fn changes_json(changes: &[PathChange]) -> Value {
-    Value::Array(
-        changes
-            .iter()
-            .map(|(p, c)| json!({"path": path_str(p), "status": c.as_str()}))
-            .collect(),
-    )
-}
-
-pub fn report_json(report: &ScanReport) -> Value {
-    json!({
-        "skipped_too_large": report.too_large.iter().map(|(p, s)| json!({"path": path_str(p), "size": s})).collect::<Vec<_>>(),
-        "skipped_special": report.special,
-    })
 }
 
 /// One line per changed path: `A path`, `M path`, `D path`.
@@ -151,30 +106,6 @@ pub fn log_line(e: &LogEntry) -> String {
         "     "
     };
     format!("{tag}{}", snapshot_line(&e.snapshot))
-}
-
-pub fn log_entry_json(e: &LogEntry) -> Value {
-    let mut v = snapshot_json(&e.snapshot);
-    v["is_head"] = json!(e.is_head);
-    v["redoable"] = json!(e.redoable);
-    v["abandoned"] = json!(e.abandoned);
-    v
-}
-
-pub fn move_json(o: &MoveOutcome) -> Value {
-    json!({
-        "op": o.op.as_str(),
-        "dry_run": o.dry_run,
-        "head": if o.dry_run { Value::Null } else { json!(o.target.id.to_hex()) },
-        "target": snapshot_json(&o.target),
-        "created": o.created.as_ref().map(snapshot_json),
-        "auto_saved": o.auto_saved.as_ref().map(snapshot_json),
-        "had_unsaved_changes": o.was_dirty,
-        "passed": o.passed.iter().map(snapshot_json).collect::<Vec<_>>(),
-        "passed_count": o.passed.len(),
-        "changes": changes_json(&o.changes),
-        "kept": o.kept.iter().map(|p| path_str(p)).collect::<Vec<_>>(),
-    })
 }
 
 /// Names each path a move left as it was; never silent, even with `-q`.

@@ -11,10 +11,13 @@ pub(crate) fn cmd_cat(ctx: &Ctx, reference: &str, path: &Path) -> Result<()> {
     let content = ws.read_file(&snap, &rel)?;
     if ctx.json {
         let text = String::from_utf8(content.clone()).ok();
-        println!(
-            "{}",
-            json!({"path": path_str(&rel), "size": content.len(), "binary": text.is_none(), "content": text})
-        );
+        let doc = json::CatDoc {
+            path: path_str(&rel),
+            size: content.len(),
+            binary: text.is_none(),
+            content: text,
+        };
+        println!("{}", json::value(&doc));
         return Ok(());
     }
     std::io::stdout()

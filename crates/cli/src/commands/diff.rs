@@ -4,11 +4,12 @@
 use std::io::IsTerminal;
 
 use anyhow::Result;
-use serde_json::{Value, json};
+use serde_json::Value;
 use snap_tree::{Change, DiffEntry, FileDiff, Side, TreeDiff};
 
 use super::workspace_paths;
 use crate::args::DiffArgs;
+use crate::json;
 use crate::render::path_str;
 use crate::{Ctx, emit, open_reading};
 
@@ -65,39 +66,43 @@ fn diff_json(
     args: &DiffArgs,
     pages: u64,
 ) -> Value {
-    let rows: Vec<Value> = files
-        .iter()
-        .map(|(e, d)| {
-            let mut v = json!({"path": path_str(&e.path), "status": e.change.as_str()});
-            match d {
-                FileDiff::Text {
-                    lines,
-                    added,
-                    removed,
-                } => {
-                    let cut = lines.len().saturating_sub(args.max_lines);
-                    v["binary"] = json!(false);
-                    v["added"] = json!(added);
-                    v["removed"] = json!(removed);
-                    if !args.stat && !args.name_status {
-                        v["lines"] = json!(lines.iter().take(args.max_lines).collect::<Vec<_>>());
-                        v["lines_cut"] = json!(cut);
-                    }
-                }
-                FileDiff::Binary { old_size, new_size } => {
-                    v["binary"] = json!(true);
-                    v["old_size"] = json!(old_size);
-                    v["new_size"] = json!(new_size);
-                }
-            }
-            v
-        })
-        .collect();
-    json!({
-        "from": side_label(&diff.from), "to": side_label(&diff.to),
-        "total_files": diff.entries.len(), "page": args.page, "pages": pages,
-        "files_per_page": args.files_per_page, "files": rows,
+    json::value(&json::DiffDoc {
+        from: side_label(&diff.from),
+        to: side_label(&diff.to),
+        total_files: diff.entries.len(),
+        page: args.page,
+        pages,
+        files_per_page: args.files_per_page,
+        files: files.iter().map(|(e, d)| file_doc(e, d, args)).collect(),
     })
+}
+
+fn file_doc(entry: &DiffEntry, diff: &FileDiff, args: &DiffArgs) -> json::DiffFileDoc {
+    let detail = match diff {
+        FileDiff::Text {
+            lines,
+            added,
+            removed,
+        } => {
+            let full = !args.stat && !args.name_status;
+            json::DiffDetail::Text {
+                added: *added,
+                removed: *removed,
+                lines: full.then(|| lines.iter().take(args.max_lines).cloned().collect()),
+                lines_cut: full.then(|| lines.len().saturating_sub(args.max_lines)),
+            }
+        }
+        FileDiff::Binary { old_size, new_size } => json::DiffDetail::Binary {
+            old_size: *old_size,
+            new_size: *new_size,
+        },
+    };
+    json::DiffFileDoc {
+        path: path_str(&entry.path),
+        status: entry.change.as_str(),
+        binary: matches!(diff, FileDiff::Binary { .. }),
+        detail,
+    }
 }
 
 fn print_human(

@@ -7,10 +7,10 @@ pub(crate) fn cmd_init(ctx: &Ctx, force: bool) -> Result<()> {
     let store = ws.store().dir().display().to_string();
     emit(
         ctx,
-        json!({
-            "root": ws.root().display().to_string(),
-            "store": store,
-            "workspace_id": ws.workspace_id()?,
+        json::value(&json::InitDoc {
+            root: ws.root().display().to_string(),
+            store: store.clone(),
+            workspace_id: ws.workspace_id()?,
         }),
         || println!("initialized snap store in {store}"),
     );

@@ -1,12 +1,12 @@
 //! The store-lifecycle commands: prune, gc, verify, repair, delete --all, and `log --stats`.
 
 use anyhow::{Result, bail};
-use serde_json::{Value, json};
+use serde_json::Value;
 use snap_tree::snap_store::{GcReport, Retention, StoreStats};
 use snap_tree::{Workspace, parse_duration};
 
-use crate::render::{path_str, snapshot_json, snapshot_line};
-use crate::{Ctx, emit, open};
+use crate::render::{path_str, snapshot_line};
+use crate::{Ctx, emit, json, open};
 
 /// `1.2 MiB`-style sizes for people.
 pub fn human_bytes(n: u64) -> String {
@@ -25,10 +25,13 @@ pub fn human_bytes(n: u64) -> String {
 }
 
 pub fn stats_json(s: &StoreStats) -> Value {
-    json!({
-        "snapshots": s.snapshots, "packs": s.packs, "pack_bytes": s.pack_bytes,
-        "catalog_bytes": s.catalog_bytes, "store_bytes": s.pack_bytes + s.catalog_bytes,
-        "reclaimable_bytes": s.reclaimable_bytes,
+    json::value(&json::StoreStatsDoc {
+        snapshots: s.snapshots,
+        packs: s.packs,
+        pack_bytes: s.pack_bytes,
+        catalog_bytes: s.catalog_bytes,
+        store_bytes: s.pack_bytes + s.catalog_bytes,
+        reclaimable_bytes: s.reclaimable_bytes,
     })
 }
 
@@ -43,14 +46,17 @@ pub fn print_stats(s: &StoreStats) {
     );
 }
 
-fn gc_json(g: &GcReport) -> Value {
-    json!({
-        "bytes_before": g.bytes_before, "bytes_after": g.bytes_after,
-        "reclaimed_bytes": g.bytes_before.saturating_sub(g.bytes_after),
-        "packs_deleted": g.packs_deleted, "packs_repacked": g.packs_repacked,
-        "objects_removed": g.objects_removed, "orphan_packs_deleted": g.orphan_packs_deleted,
-        "tmp_files_removed": g.tmp_files_removed,
-    })
+fn gc_doc(g: &GcReport) -> json::GcDoc {
+    json::GcDoc {
+        bytes_before: g.bytes_before,
+        bytes_after: g.bytes_after,
+        reclaimed_bytes: g.bytes_before.saturating_sub(g.bytes_after),
+        packs_deleted: g.packs_deleted,
+        packs_repacked: g.packs_repacked,
+        objects_removed: g.objects_removed,
+        orphan_packs_deleted: g.orphan_packs_deleted,
+        tmp_files_removed: g.tmp_files_removed,
+    }
 }
 
 fn print_gc(g: &GcReport) {
@@ -91,99 +97,99 @@ pub fn prune(
 ) -> Result<()> {
     let ws = open(ctx)?;
     let report = ws.prune(&policy(&ws, keep_last, keep_within)?, dry_run)?;
-    let removed: Vec<Value> = report
-        .removed
-        .iter()
-        .map(|(id, r)| {
-            snapshot_json(&snap_tree::Snapshot {
-                id: *id,
-                record: r.clone(),
-            })
+    let removed = report.removed.iter().map(|(id, r)| {
+        json::SnapshotDoc::from(&snap_tree::Snapshot {
+            id: *id,
+            record: r.clone(),
         })
-        .collect();
-    emit(
-        ctx,
-        json!({"dry_run": dry_run, "removed": removed, "removed_count": report.removed.len(), "kept": report.kept}),
-        || {
-            let verb = if dry_run { "would drop" } else { "dropped" };
-            println!(
-                "{verb} {} snapshot(s), kept {}",
-                report.removed.len(),
-                report.kept
-            );
-            if !ctx.quiet {
-                for (id, r) in &report.removed {
-                    println!(
-                        "  {}",
-                        snapshot_line(&snap_tree::Snapshot {
-                            id: *id,
-                            record: r.clone()
-                        })
-                    );
-                }
+    });
+    let doc = json::PruneDoc {
+        dry_run,
+        removed: removed.collect(),
+        removed_count: report.removed.len(),
+        kept: report.kept,
+    };
+    emit(ctx, json::value(&doc), || {
+        let verb = if dry_run { "would drop" } else { "dropped" };
+        println!(
+            "{verb} {} snapshot(s), kept {}",
+            report.removed.len(),
+            report.kept
+        );
+        if !ctx.quiet {
+            for (id, r) in &report.removed {
+                println!(
+                    "  {}",
+                    snapshot_line(&snap_tree::Snapshot {
+                        id: *id,
+                        record: r.clone()
+                    })
+                );
             }
-            if !dry_run && !report.removed.is_empty() {
-                println!("run `snap gc` to reclaim their space");
-            }
-        },
-    );
+        }
+        if !dry_run && !report.removed.is_empty() {
+            println!("run `snap gc` to reclaim their space");
+        }
+    });
     Ok(())
 }
 
 pub fn gc(ctx: &Ctx) -> Result<()> {
     let ws = open(ctx)?;
     let report = ws.gc()?;
-    emit(ctx, gc_json(&report), || print_gc(&report));
+    emit(ctx, json::value(&gc_doc(&report)), || print_gc(&report));
     Ok(())
 }
 
 pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
     let ws = crate::open_reading(ctx)?;
     let report = ws.verify(read_data)?;
-    let problems: Vec<Value> = report
-        .problems
-        .iter()
-        .map(|p| {
-            json!({
-                "what": p.what, "pack": p.pack.map(|x| x.to_hex()), "object": p.object.map(|x| x.to_hex()),
-                "snapshots": p.snapshots, "paths": p.paths.iter().map(|x| path_str(x)).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
+    let problems = report.problems.iter().map(|p| json::ProblemDoc {
+        what: p.what.clone(),
+        pack: p.pack.map(|x| x.to_hex()),
+        object: p.object.map(|x| x.to_hex()),
+        snapshots: p.snapshots.iter().copied().collect(),
+        paths: p.paths.iter().map(|x| path_str(x)).collect(),
+    });
     let ok = report.problems.is_empty();
-    emit(
-        ctx,
-        json!({"ok": ok, "read_data": read_data, "packs": report.packs, "objects": report.objects, "snapshots": report.snapshots, "bytes_read": report.bytes_read, "problems": problems}),
-        || {
-            println!(
-                "checked {} pack(s), {} object(s), {} snapshot(s), read {}",
-                report.packs,
-                report.objects,
-                report.snapshots,
-                human_bytes(report.bytes_read)
-            );
-            for p in &report.problems {
-                println!("damaged: {}", p.what);
-                if !p.snapshots.is_empty() {
-                    let seqs: Vec<String> = p.snapshots.iter().map(|s| format!("#{s}")).collect();
-                    println!("  snapshots: {}", seqs.join(" "));
-                }
-                for path in &p.paths {
-                    println!(
-                        "  path: {}",
-                        if path.is_empty() {
-                            "/".into()
-                        } else {
-                            path_str(path)
-                        }
-                    );
-                }
+    let doc = json::VerifyDoc {
+        ok,
+        read_data,
+        packs: report.packs,
+        objects: report.objects,
+        snapshots: report.snapshots,
+        bytes_read: report.bytes_read,
+        problems: problems.collect(),
+    };
+    emit(ctx, json::value(&doc), || {
+        println!(
+            "checked {} pack(s), {} object(s), {} snapshot(s), read {}",
+            report.packs,
+            report.objects,
+            report.snapshots,
+            human_bytes(report.bytes_read)
+        );
+        for p in &report.problems {
+            println!("damaged: {}", p.what);
+            if !p.snapshots.is_empty() {
+                let seqs: Vec<String> = p.snapshots.iter().map(|s| format!("#{s}")).collect();
+                println!("  snapshots: {}", seqs.join(" "));
             }
-            if ok {
-                println!("ok");
+            for path in &p.paths {
+                println!(
+                    "  path: {}",
+                    if path.is_empty() {
+                        "/".into()
+                    } else {
+                        path_str(path)
+                    }
+                );
             }
-        },
-    );
+        }
+        if ok {
+            println!("ok");
+        }
+    });
     if !ok {
         bail!(
             "the store is damaged: {} problem(s) found; `snap repair` rebuilds the catalog from the packs",
@@ -202,11 +208,14 @@ pub fn repair(ctx: &Ctx) -> Result<()> {
         .collect();
     emit(
         ctx,
-        json!({
-            "packs": report.packs, "damaged_packs": damaged, "objects": report.objects,
-            "damaged_objects": report.damaged_objects, "snapshots": report.snapshots,
-            "head": report.head.map(|(id, _)| id.to_hex()),
-            "old_catalog": report.old_catalog.as_ref().map(|p| p.display().to_string()),
+        json::value(&json::RepairDoc {
+            packs: report.packs,
+            damaged_packs: damaged.clone(),
+            objects: report.objects,
+            damaged_objects: report.damaged_objects,
+            snapshots: report.snapshots,
+            head: report.head.map(|(id, _)| id.to_hex()),
+            old_catalog: report.old_catalog.as_ref().map(|p| p.display().to_string()),
         }),
         || {
             println!(
@@ -240,9 +249,11 @@ pub fn delete_all(ctx: &Ctx, yes: bool) -> Result<()> {
     }
     let ws = open(ctx)?;
     let (removed, gc) = ws.delete_all()?;
-    let mut value = gc_json(&gc);
-    value["removed_count"] = json!(removed);
-    emit(ctx, value, || {
+    let doc = json::DeleteDoc {
+        gc: gc_doc(&gc),
+        removed_count: removed,
+    };
+    emit(ctx, json::value(&doc), || {
         println!("deleted {removed} snapshot(s)");
         print_gc(&gc);
     });

@@ -35,11 +35,11 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogFilter) -> Result<()> {
         .collect();
     let head = ws.head()?.map(|h| h.id.to_hex());
     let stats = if f.stats { Some(ws.stats()?) } else { None };
-    let mut value =
-        json!({"head": head, "snapshots": entries.iter().map(log_entry_json).collect::<Vec<_>>()});
-    if let Some(s) = &stats {
-        value["stats"] = lifecycle::stats_json(s);
-    }
+    let value = json::value(&json::LogDoc {
+        head,
+        snapshots: entries.iter().map(json::LogEntryDoc::from).collect(),
+        stats: stats.as_ref().map(lifecycle::stats_json),
+    });
     emit(ctx, value, || {
         if let Some(s) = &stats {
             lifecycle::print_stats(s);

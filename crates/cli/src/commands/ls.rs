@@ -19,21 +19,27 @@ pub(crate) fn cmd_ls(ctx: &Ctx, reference: &str, paths: &[PathBuf]) -> Result<()
         .into_iter()
         .filter(|(p, _)| under(p))
         .collect();
-    let rows: Vec<Value> = files.iter().map(|(p, n)| json!({"path": path_str(p), "kind": kind_str(n.kind), "size": n.size, "id": n.id.to_hex()})).collect();
-    emit(
-        ctx,
-        json!({"snapshot": snap.id.to_hex(), "seq": snap.record.seq, "entries": rows}),
-        || {
-            for (p, n) in &files {
-                println!(
-                    "{:<7} {:>10}  {}  {}",
-                    kind_str(n.kind),
-                    n.size,
-                    n.id.short(),
-                    path_str(p)
-                );
-            }
-        },
-    );
+    let entries = files.iter().map(|(p, n)| json::LsEntryDoc {
+        path: path_str(p),
+        kind: kind_str(n.kind),
+        size: n.size,
+        id: n.id.to_hex(),
+    });
+    let doc = json::LsDoc {
+        snapshot: snap.id.to_hex(),
+        seq: snap.record.seq,
+        entries: entries.collect(),
+    };
+    emit(ctx, json::value(&doc), || {
+        for (p, n) in &files {
+            println!(
+                "{:<7} {:>10}  {}  {}",
+                kind_str(n.kind),
+                n.size,
+                n.id.short(),
+                path_str(p)
+            );
+        }
+    });
     Ok(())
 }

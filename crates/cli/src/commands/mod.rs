@@ -29,12 +29,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use serde_json::{Value, json};
 use snap_tree::{Change, SaveOptions, TreeError, Workspace};
 
 use crate::args::{Category, MoveArgs, SaveArgs};
 use crate::render::*;
-use crate::{Ctx, emit, json_only, open, open_reading, progress};
+use crate::{Ctx, emit, json, json_only, open, open_reading, progress};
 
 /// Turns paths given relative to the start directory into workspace-relative path bytes.
 pub(crate) fn workspace_paths(

@@ -9,8 +9,10 @@ pub(crate) fn cmd_move(ctx: &Ctx, args: MoveArgs, redo: bool) -> Result<()> {
     } else {
         ws.undo(args.n, args.dry_run)?
     };
-    emit(ctx, json_only(ctx, || move_json(&out)), || {
-        print_move(&out, ctx.quiet)
-    });
+    emit(
+        ctx,
+        json_only(ctx, || json::value(&json::MoveDoc::from(&out))),
+        || print_move(&out, ctx.quiet),
+    );
     Ok(())
 }

@@ -11,8 +11,10 @@ pub(crate) fn cmd_restore(
     let ws = open(ctx)?;
     let rel = workspace_paths(&ws, &ctx.start, paths)?;
     let out = ws.restore(reference, &rel, dry_run)?;
-    emit(ctx, json_only(ctx, || move_json(&out)), || {
-        print_move(&out, ctx.quiet)
-    });
+    emit(
+        ctx,
+        json_only(ctx, || json::value(&json::MoveDoc::from(&out))),
+        || print_move(&out, ctx.quiet),
+    );
     Ok(())
 }

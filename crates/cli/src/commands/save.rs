@@ -4,7 +4,11 @@ use super::*;
 
 pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
     if std::env::var_os("SNAP_DISABLE").is_some_and(|v| v == "1") {
-        emit(ctx, json!({"created": false, "disabled": true}), || {
+        let doc = json::DisabledDoc {
+            created: false,
+            disabled: true,
+        };
+        emit(ctx, json::value(&doc), || {
             println!("snap is disabled (SNAP_DISABLE=1); nothing saved")
         });
         return Ok(());
@@ -29,18 +33,15 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
     let out = ws.save(&opts)?;
     let head = ws.head()?;
     let value = json_only(ctx, || {
-        let mut value = json!({
-            "created": out.snapshot.is_some(),
-            "id": out.snapshot.as_ref().map(|s| s.id.to_hex()),
-            "seq": out.snapshot.as_ref().map(|s| s.record.seq),
-            "head": head.as_ref().map(|h| h.id.to_hex()),
-            "changes": changes_json(&out.changes),
-        });
-        value["skipped"] = report_json(&out.report);
-        if let Some(s) = &out.snapshot {
-            value["snapshot"] = snapshot_json(s);
-        }
-        value
+        json::value(&json::SaveDoc {
+            created: out.snapshot.is_some(),
+            id: out.snapshot.as_ref().map(|s| s.id.to_hex()),
+            seq: out.snapshot.as_ref().map(|s| s.record.seq),
+            head: head.as_ref().map(|h| h.id.to_hex()),
+            changes: json::changes(&out.changes),
+            skipped: json::SkippedDoc::from(&out.report),
+            snapshot: out.snapshot.as_ref().map(json::SnapshotDoc::from),
+        })
     });
     emit(ctx, value, || {
         match &out.snapshot {

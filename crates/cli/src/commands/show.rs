@@ -6,8 +6,10 @@ pub(crate) fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
     let ws = open_reading(ctx)?;
     let snap = ws.resolve(reference)?;
     let changes = ws.changes_of(&snap)?;
-    let mut value = snapshot_json(&snap);
-    value["changes"] = changes_json(&changes);
+    let value = json::value(&json::ShowDoc {
+        snapshot: json::SnapshotDoc::from(&snap),
+        changes: json::changes(&changes),
+    });
     emit(ctx, value, || {
         println!("{}", snapshot_line(&snap));
         println!("id      {}", snap.id);

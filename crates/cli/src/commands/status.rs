@@ -25,22 +25,24 @@ pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
         .collect();
     // Before the first snapshot nothing is clean: a save would record the tree.
     let clean = status.head.is_some() && status.changes.is_empty() && status.dirs.is_empty();
-    let pending: Vec<Value> = ws
-        .pending()?
-        .iter()
-        .map(|m| json!({"op": m.op.as_str(), "target": m.head.to_hex()}))
-        .collect();
-    let mut value = json!({
-        "head": status.head.as_ref().map(|h| h.id.to_hex()),
-        "clean": clean,
-        "changes": changes_json(&changes),
-        "dirs": changes_json(&dirs),
-        "redo_depth": status.redo_depth,
-        "pending": pending.first(),
-        "root": ws.root().display().to_string(),
-        "workspace_id": ws.workspace_id()?,
+    let pending: Vec<json::PendingDoc> = ws.pending()?.iter().map(Into::into).collect();
+    let workspace_id = ws.workspace_id()?;
+    let value = json_only(ctx, || {
+        json::value(&json::StatusDoc {
+            head: status.head.as_ref().map(|h| h.id.to_hex()),
+            clean,
+            changes: json::changes(&changes),
+            dirs: json::changes(&dirs),
+            redo_depth: status.redo_depth,
+            pending: pending.first().map(|p| json::PendingDoc {
+                op: p.op,
+                target: p.target.clone(),
+            }),
+            root: ws.root().display().to_string(),
+            workspace_id,
+            skipped: json::SkippedDoc::from(&status.report),
+        })
     });
-    value["skipped"] = report_json(&status.report);
     emit(ctx, value, || {
         match &status.head {
             Some(h) => println!("HEAD {}", snapshot_line(h)),
@@ -52,7 +54,7 @@ pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
         for p in &pending {
             println!(
                 "pending: an interrupted {} (run `snap recover` to finish it)",
-                p["op"].as_str().unwrap_or("move")
+                p.op
             );
         }
         print_changes(&changes);

@@ -1,0 +1,426 @@
+//! The `--json` documents of docs/JSON.md as typed structs, so the compiler checks every
+//! field name (as ripgrep's printer does). Each is built from the library's own types and
+//! printed through a `serde_json::Value`, whose maps keep keys sorted, as the examples show.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use snap_tree::{LogEntry, Marker, MoveOutcome, PathChange, Recovered, ScanReport, Snapshot};
+
+use crate::render::{path_str, time_str};
+
+/// A document as a JSON value. Serializing these structs cannot fail: every map key is a
+/// string and every number fits.
+pub fn value(doc: &impl Serialize) -> Value {
+    serde_json::to_value(doc).unwrap_or(Value::Null)
+}
+
+/// Wherever a snapshot appears.
+#[derive(Serialize)]
+pub struct SnapshotDoc {
+    pub id: String,
+    pub short_id: String,
+    pub seq: u64,
+    pub kind: &'static str,
+    pub time: String,
+    pub time_ns: i64,
+    pub message: String,
+    pub step: Option<u64>,
+    pub session: Option<String>,
+    pub meta: BTreeMap<String, String>,
+    pub parent: Option<String>,
+    pub tree: String,
+    pub stats: StatsDoc,
+}
+
+/// A snapshot's `stats`.
+#[derive(Serialize)]
+pub struct StatsDoc {
+    pub added: u64,
+    pub modified: u64,
+    pub deleted: u64,
+    pub files: u64,
+    pub bytes: u64,
+    pub lines_added: Option<u64>,
+    pub lines_removed: Option<u64>,
+}
+
+impl From<&Snapshot> for SnapshotDoc {
+    fn from(s: &Snapshot) -> SnapshotDoc {
+        let r = &s.record;
+        SnapshotDoc {
+            id: s.id.to_hex(),
+            short_id: s.id.short(),
+            seq: r.seq,
+            kind: r.kind.as_str(),
+            time: time_str(r.time_ns),
+            time_ns: r.time_ns,
+            message: r.message.clone(),
+            step: r.step,
+            session: r.session.clone(),
+            meta: r.meta.iter().cloned().collect(),
+            parent: r.parent.map(|p| p.to_hex()),
+            tree: r.root.to_hex(),
+            stats: StatsDoc {
+                added: r.stats.added,
+                modified: r.stats.modified,
+                deleted: r.stats.deleted,
+                files: r.stats.files,
+                bytes: r.stats.bytes,
+                lines_added: r.stats.lines.map(|l| l.0),
+                lines_removed: r.stats.lines.map(|l| l.1),
+            },
+        }
+    }
+}
+
+/// One changed path.
+#[derive(Serialize)]
+pub struct ChangeDoc {
+    pub path: String,
+    pub status: &'static str,
+}
+
+/// Changed paths, in their order.
+pub fn changes(changes: &[PathChange]) -> Vec<ChangeDoc> {
+    changes
+        .iter()
+        .map(|(p, c)| ChangeDoc {
+            path: path_str(p),
+            status: c.as_str(),
+        })
+        .collect()
+}
+
+/// What a scan skipped.
+#[derive(Serialize)]
+pub struct SkippedDoc {
+    pub skipped_too_large: Vec<TooLargeDoc>,
+    pub skipped_special: u64,
+}
+
+/// A file over `max_file_size`.
+#[derive(Serialize)]
+pub struct TooLargeDoc {
+    pub path: String,
+    pub size: u64,
+}
+
+impl From<&ScanReport> for SkippedDoc {
+    fn from(report: &ScanReport) -> SkippedDoc {
+        let too_large = report.too_large.iter().map(|(p, size)| TooLargeDoc {
+            path: path_str(p),
+            size: *size,
+        });
+        SkippedDoc {
+            skipped_too_large: too_large.collect(),
+            skipped_special: report.special,
+        }
+    }
+}
+
+/// `snap init`.
+#[derive(Serialize)]
+pub struct InitDoc {
+    pub root: String,
+    pub store: String,
+    pub workspace_id: Option<String>,
+}
+
+/// `snap show`: the snapshot, with its changed paths.
+#[derive(Serialize)]
+pub struct ShowDoc {
+    #[serde(flatten)]
+    pub snapshot: SnapshotDoc,
+    pub changes: Vec<ChangeDoc>,
+}
+
+/// `snap save`.
+#[derive(Serialize)]
+pub struct SaveDoc {
+    pub created: bool,
+    pub id: Option<String>,
+    pub seq: Option<u64>,
+    pub head: Option<String>,
+    pub changes: Vec<ChangeDoc>,
+    pub skipped: SkippedDoc,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotDoc>,
+}
+
+/// `snap save` with `SNAP_DISABLE=1`.
+#[derive(Serialize)]
+pub struct DisabledDoc {
+    pub created: bool,
+    pub disabled: bool,
+}
+
+/// `snap status`.
+#[derive(Serialize)]
+pub struct StatusDoc {
+    pub head: Option<String>,
+    pub clean: bool,
+    pub changes: Vec<ChangeDoc>,
+    pub dirs: Vec<ChangeDoc>,
+    pub redo_depth: usize,
+    pub pending: Option<PendingDoc>,
+    pub root: String,
+    pub workspace_id: Option<String>,
+    pub skipped: SkippedDoc,
+}
+
+/// An interrupted move waiting for `snap recover`.
+#[derive(Serialize)]
+pub struct PendingDoc {
+    pub op: &'static str,
+    pub target: String,
+}
+
+impl From<&Marker> for PendingDoc {
+    fn from(m: &Marker) -> PendingDoc {
+        PendingDoc {
+            op: m.op.as_str(),
+            target: m.head.to_hex(),
+        }
+    }
+}
+
+/// `snap undo`, `redo`, `restore` and their `--dry-run`.
+#[derive(Serialize)]
+pub struct MoveDoc {
+    pub op: &'static str,
+    pub dry_run: bool,
+    pub head: Option<String>,
+    pub target: SnapshotDoc,
+    pub created: Option<SnapshotDoc>,
+    pub auto_saved: Option<SnapshotDoc>,
+    pub had_unsaved_changes: bool,
+    pub passed: Vec<SnapshotDoc>,
+    pub passed_count: usize,
+    pub changes: Vec<ChangeDoc>,
+    pub kept: Vec<String>,
+}
+
+impl From<&MoveOutcome> for MoveDoc {
+    fn from(o: &MoveOutcome) -> MoveDoc {
+        MoveDoc {
+            op: o.op.as_str(),
+            dry_run: o.dry_run,
+            head: (!o.dry_run).then(|| o.target.id.to_hex()),
+            target: SnapshotDoc::from(&o.target),
+            created: o.created.as_ref().map(SnapshotDoc::from),
+            auto_saved: o.auto_saved.as_ref().map(SnapshotDoc::from),
+            had_unsaved_changes: o.was_dirty,
+            passed: o.passed.iter().map(SnapshotDoc::from).collect(),
+            passed_count: o.passed.len(),
+            changes: changes(&o.changes),
+            kept: o.kept.iter().map(|p| path_str(p)).collect(),
+        }
+    }
+}
+
+/// One row of `snap log`.
+#[derive(Serialize)]
+pub struct LogEntryDoc {
+    #[serde(flatten)]
+    pub snapshot: SnapshotDoc,
+    pub is_head: bool,
+    pub redoable: bool,
+    pub abandoned: bool,
+}
+
+impl From<&LogEntry> for LogEntryDoc {
+    fn from(e: &LogEntry) -> LogEntryDoc {
+        LogEntryDoc {
+            snapshot: SnapshotDoc::from(&e.snapshot),
+            is_head: e.is_head,
+            redoable: e.redoable,
+            abandoned: e.abandoned,
+        }
+    }
+}
+
+/// `snap log` (`stats` only with `--stats`).
+#[derive(Serialize)]
+pub struct LogDoc {
+    pub head: Option<String>,
+    pub snapshots: Vec<LogEntryDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<Value>,
+}
+
+/// `snap recover`.
+#[derive(Serialize)]
+pub struct RecoverDoc {
+    pub recovered: Vec<RecoveredDoc>,
+}
+
+/// One interrupted move finished.
+#[derive(Serialize)]
+pub struct RecoveredDoc {
+    pub op: &'static str,
+    pub head: String,
+    pub paths_touched: usize,
+    pub kept: Vec<String>,
+}
+
+impl From<&Recovered> for RecoveredDoc {
+    fn from(r: &Recovered) -> RecoveredDoc {
+        RecoveredDoc {
+            op: r.op.as_str(),
+            head: r.head.id.to_hex(),
+            paths_touched: r.paths_touched,
+            kept: r.kept.iter().map(|p| path_str(p)).collect(),
+        }
+    }
+}
+
+/// `snap ls`.
+#[derive(Serialize)]
+pub struct LsDoc {
+    pub snapshot: String,
+    pub seq: u64,
+    pub entries: Vec<LsEntryDoc>,
+}
+
+/// One path of `snap ls`.
+#[derive(Serialize)]
+pub struct LsEntryDoc {
+    pub path: String,
+    pub kind: &'static str,
+    pub size: u64,
+    pub id: String,
+}
+
+/// `snap cat`.
+#[derive(Serialize)]
+pub struct CatDoc {
+    pub path: String,
+    pub size: usize,
+    pub binary: bool,
+    pub content: Option<String>,
+}
+
+/// Any command that failed.
+#[derive(Serialize)]
+pub struct ErrorDoc<'a> {
+    pub error: &'a str,
+}
+
+/// `snap diff`.
+#[derive(Serialize)]
+pub struct DiffDoc {
+    pub from: String,
+    pub to: String,
+    pub total_files: usize,
+    pub page: u64,
+    pub pages: u64,
+    pub files_per_page: u64,
+    pub files: Vec<DiffFileDoc>,
+}
+
+/// One file of `snap diff`.
+#[derive(Serialize)]
+pub struct DiffFileDoc {
+    pub path: String,
+    pub status: &'static str,
+    pub binary: bool,
+    #[serde(flatten)]
+    pub detail: DiffDetail,
+}
+
+/// Counts (and, unless `--stat`/`--name-status`, lines) for text; sizes for binary content.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum DiffDetail {
+    /// A text file.
+    Text {
+        added: u64,
+        removed: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        lines: Option<Vec<String>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        lines_cut: Option<usize>,
+    },
+    /// A binary file on either side.
+    Binary {
+        old_size: Option<u64>,
+        new_size: Option<u64>,
+    },
+}
+
+/// The store's size (`log --stats`).
+#[derive(Serialize)]
+pub struct StoreStatsDoc {
+    pub snapshots: u64,
+    pub packs: usize,
+    pub pack_bytes: u64,
+    pub catalog_bytes: u64,
+    pub store_bytes: u64,
+    pub reclaimable_bytes: u64,
+}
+
+/// `snap gc` (and the gc part of `delete --all`).
+#[derive(Serialize)]
+pub struct GcDoc {
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub reclaimed_bytes: u64,
+    pub packs_deleted: usize,
+    pub packs_repacked: usize,
+    pub objects_removed: usize,
+    pub orphan_packs_deleted: usize,
+    pub tmp_files_removed: usize,
+}
+
+/// `snap delete --all --yes`.
+#[derive(Serialize)]
+pub struct DeleteDoc {
+    #[serde(flatten)]
+    pub gc: GcDoc,
+    pub removed_count: usize,
+}
+
+/// `snap prune`.
+#[derive(Serialize)]
+pub struct PruneDoc {
+    pub dry_run: bool,
+    pub removed: Vec<SnapshotDoc>,
+    pub removed_count: usize,
+    pub kept: usize,
+}
+
+/// `snap verify`.
+#[derive(Serialize)]
+pub struct VerifyDoc {
+    pub ok: bool,
+    pub read_data: bool,
+    pub packs: usize,
+    pub objects: usize,
+    pub snapshots: usize,
+    pub bytes_read: u64,
+    pub problems: Vec<ProblemDoc>,
+}
+
+/// One thing `verify` found damaged.
+#[derive(Serialize)]
+pub struct ProblemDoc {
+    pub what: String,
+    pub pack: Option<String>,
+    pub object: Option<String>,
+    pub snapshots: Vec<u64>,
+    pub paths: Vec<String>,
+}
+
+/// `snap repair`.
+#[derive(Serialize)]
+pub struct RepairDoc {
+    pub packs: usize,
+    pub damaged_packs: Vec<String>,
+    pub objects: usize,
+    pub damaged_objects: usize,
+    pub snapshots: usize,
+    pub head: Option<String>,
+    pub old_catalog: Option<String>,
+}

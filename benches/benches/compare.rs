@@ -145,7 +145,7 @@ fn bench_snap(c: &mut Criterion, b: &Bench, first: &mut Vec<(String, Duration)>)
             |()| {
                 Workspace::discover(&b.tree, None)
                     .unwrap()
-                    .undo(1, false)
+                    .undo(1, snap_tree::Run::Apply)
                     .unwrap()
             },
             BatchSize::PerIteration,
@@ -339,7 +339,7 @@ fn whole_restore(b: &Bench) {
     std::fs::create_dir_all(&target).unwrap();
     let restore = || {
         let ws = Workspace::discover(&target, Some(&b.tree.join(".snap"))).unwrap();
-        ws.restore("#1", &[], false).unwrap();
+        ws.restore("#1", &[], snap_tree::Run::Apply).unwrap();
     };
     let snap = once("snap restore of the first snapshot, whole tree", restore);
     let mut peers = Vec::new();

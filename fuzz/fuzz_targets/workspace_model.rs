@@ -133,10 +133,10 @@ fuzz_target!(|data: &[u8]| {
                 continue;
             }
             3 => ws.save(&SaveOptions::default()).map(|_| ()),
-            4 => ws.undo(u64::from(arg % 3) + 1, false).map(|_| ()),
-            5 => ws.redo(u64::from(arg % 3) + 1, false).map(|_| ()),
+            4 => ws.undo(u64::from(arg % 3) + 1, snap_tree::Run::Apply).map(|_| ()),
+            5 => ws.redo(u64::from(arg % 3) + 1, snap_tree::Run::Apply).map(|_| ()),
             6 => match saved.keys().nth(usize::from(arg) % saved.len().max(1)) {
-                Some(seq) => ws.restore(&format!("#{seq}"), &[], false).map(|_| ()),
+                Some(seq) => ws.restore(&format!("#{seq}"), &[], snap_tree::Run::Apply).map(|_| ()),
                 None => continue,
             },
             _ if arg % 4 == 1 => {
@@ -151,7 +151,7 @@ fuzz_target!(|data: &[u8]| {
                         keep_last: u64::from(arg % 5) + 1,
                         keep_within_ns: None,
                     },
-                    false,
+                    snap_tree::Run::Apply,
                 )
                 .map(|_| ()),
         };
@@ -204,7 +204,7 @@ fuzz_target!(|data: &[u8]| {
         eprintln!("faults fired so far: {}", fault::fired());
     }
     for (seq, state) in &saved {
-        ws.restore(&format!("#{seq}"), &[], false).expect("restore");
+        ws.restore(&format!("#{seq}"), &[], snap_tree::Run::Apply).expect("restore");
         assert_eq!(&disk(root), state, "#{seq} did not restore byte for byte");
     }
     assert!(

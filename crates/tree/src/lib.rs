@@ -19,7 +19,7 @@
 //! let saved = ws.save(&SaveOptions { message: "after tool call".into(), ..SaveOptions::default() })?;
 //! assert!(saved.snapshot.is_some());
 //!
-//! ws.undo(1, false)?;
+//! ws.undo(1, snap_tree::Run::Apply)?;
 //! assert_eq!(std::fs::read_to_string(&file)?, "first draft\n");
 //! # Ok(())
 //! # }
@@ -50,6 +50,6 @@ pub use observer::{Event, Observer, Phase};
 pub use scan::ScanReport;
 pub use snap_store::{self, EntryKind, ObjectId, SnapshotKind, SnapshotRecord};
 pub use workspace::{
-    LogEntry, MoveOutcome, PathChange, Recovered, SaveOptions, SaveOutcome, Snapshot, Status,
+    LogEntry, MoveOutcome, PathChange, Recovered, Run, SaveOptions, SaveOutcome, Snapshot, Status,
     Workspace, find_root, repair,
 };

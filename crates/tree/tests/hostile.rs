@@ -34,7 +34,7 @@ fn a_directory_swapped_for_a_symlink_is_replaced_not_followed() {
     std::fs::remove_dir_all(root.join("sub")).unwrap();
     std::os::unix::fs::symlink(outside.path(), root.join("sub")).unwrap();
     // The swap is an unsaved change: undo saves it, then returns to #2 (sub/f = "2").
-    ws.undo(1, false).unwrap();
+    ws.undo(1, snap_tree::Run::Apply).unwrap();
     assert_eq!(
         std::fs::read_to_string(outside.path().join("f")).unwrap(),
         "outside"
@@ -46,7 +46,7 @@ fn a_directory_swapped_for_a_symlink_is_replaced_not_followed() {
             .is_dir()
     );
     assert_eq!(std::fs::read_to_string(root.join("sub/f")).unwrap(), "2");
-    ws.redo(1, false).unwrap();
+    ws.redo(1, snap_tree::Run::Apply).unwrap();
     assert!(
         std::fs::symlink_metadata(root.join("sub"))
             .unwrap()
@@ -150,7 +150,9 @@ fn hostile_entry_names_in_a_damaged_store_are_refused() {
     save(&ws);
     for name in [&b".."[..], b"../escape", b"a/b", b"", b".", b"nul\0"] {
         let seq = commit_hostile_snapshot(&ws, name);
-        let err = ws.restore(&format!("#{seq}"), &[], false).unwrap_err();
+        let err = ws
+            .restore(&format!("#{seq}"), &[], snap_tree::Run::Apply)
+            .unwrap_err();
         assert!(matches!(err, TreeError::Store(_)), "{name:?}: {err}");
         assert!(err.to_string().contains("damaged"), "{err}");
     }
@@ -196,7 +198,7 @@ fn a_version_1_store_still_opens() {
     let first = ws.resolve("#1").unwrap();
     assert_eq!(ws.read_file(&first, b"hello.txt").unwrap(), b"hello\n");
     assert_eq!(ws.resolve("@").unwrap().record.message, "second");
-    ws.restore("#2", &[], false).unwrap();
+    ws.restore("#2", &[], snap_tree::Run::Apply).unwrap();
     assert_eq!(
         std::fs::read_to_string(root.join("hello.txt")).unwrap(),
         "hello again\n"
@@ -262,7 +264,7 @@ fn the_stat_cache_skips_unchanged_files_and_survives_gc() {
             keep_last: 1,
             keep_within_ns: None,
         },
-        false,
+        snap_tree::Run::Apply,
     )
     .unwrap();
     ws.gc().unwrap();
@@ -347,12 +349,12 @@ fn longest_names_and_deep_paths_round_trip() {
     save(&ws);
     write(root, &file, "deep v2");
     save(&ws);
-    ws.undo(1, false).unwrap();
+    ws.undo(1, snap_tree::Run::Apply).unwrap();
     assert_eq!(
         std::fs::read_to_string(root.join(&file)).unwrap(),
         "deep v1"
     );
-    ws.redo(1, false).unwrap();
+    ws.redo(1, snap_tree::Run::Apply).unwrap();
     assert_eq!(
         std::fs::read_to_string(root.join(&file)).unwrap(),
         "deep v2"
@@ -451,7 +453,7 @@ fn a_file_rewritten_during_undo_is_kept_and_undo_refuses() {
             std::fs::write(writer_root.join("f"), "written by another process\n").unwrap();
         }
     }));
-    let err = ws.undo(1, false).unwrap_err();
+    let err = ws.undo(1, snap_tree::Run::Apply).unwrap_err();
     assert!(matches!(err, TreeError::ChangedDuringMove { .. }), "{err}");
     assert_eq!(
         std::fs::read_to_string(root.join("f")).unwrap(),
@@ -516,7 +518,7 @@ fn a_stopped_undo_keeps_its_marker_and_is_finished_by_the_next_open() {
             flag.store(true, Ordering::Relaxed);
         }
     }));
-    let err = ws.undo(1, false).unwrap_err();
+    let err = ws.undo(1, snap_tree::Run::Apply).unwrap_err();
     assert!(matches!(err, TreeError::Interrupted), "{err}");
     let olds = (0..300)
         .filter(|i| std::fs::read_to_string(root.join(format!("f{i:03}"))).unwrap() == "old")

@@ -65,7 +65,7 @@ fn many_small_saves_grow_the_store_by_little_and_gc_gives_it_back() {
         "300 one-line saves grew the store by {} bytes",
         grown - base
     );
-    let pruned = ws.prune(&keep_last(10), false).unwrap();
+    let pruned = ws.prune(&keep_last(10), snap_tree::Run::Apply).unwrap();
     assert_eq!(pruned.removed.len(), 291);
     let gc = ws.gc().unwrap();
     let after = store_bytes(&ws);
@@ -75,7 +75,7 @@ fn many_small_saves_grow_the_store_by_little_and_gc_gives_it_back() {
         "gc left {after} bytes over a base of {base}"
     );
     assert!(ws.verify(true).unwrap().problems.is_empty());
-    ws.undo(9, false).unwrap();
+    ws.undo(9, snap_tree::Run::Apply).unwrap();
     assert_eq!(
         std::fs::read_to_string(root.join("src/m0/f0.rs")).unwrap(),
         "// edit 290\n"
@@ -163,7 +163,7 @@ fn a_flipped_byte_is_named_down_to_snapshot_and_path() {
         report.problems.iter().all(|p| !p.snapshots.contains(&1)),
         "#1 does not use the damaged pack"
     );
-    ws.restore("#1", &[], false).unwrap();
+    ws.restore("#1", &[], snap_tree::Run::Apply).unwrap();
     assert_eq!(
         std::fs::read_to_string(root.join("a")).unwrap(),
         "a".repeat(5000)
@@ -195,7 +195,7 @@ fn a_missing_or_truncated_pack_is_named_and_the_rest_still_restores() {
             report.problems.iter().any(|p| p.snapshots.contains(&2)),
             "{damage}"
         );
-        ws.restore("#1", &[], false).unwrap();
+        ws.restore("#1", &[], snap_tree::Run::Apply).unwrap();
         assert_eq!(
             std::fs::read_to_string(root.join("dir/b")).unwrap(),
             "b".repeat(5000),
@@ -220,7 +220,7 @@ fn repair_rebuilds_a_zero_length_catalog_from_the_packs() {
     let ws = Workspace::discover(root, None).unwrap();
     assert!(ws.verify(true).unwrap().problems.is_empty());
     assert_eq!(ws.status().unwrap().changes, vec![]);
-    ws.undo(1, false).unwrap();
+    ws.undo(1, snap_tree::Run::Apply).unwrap();
     assert!(!root.join("c").exists());
 }
 
@@ -239,8 +239,8 @@ fn repair_keeps_what_a_damaged_pack_still_holds() {
         "the trailer is gone but a forward scan finds the frames"
     );
     let ws = Workspace::discover(root, None).unwrap();
-    ws.restore("#1", &[], false).unwrap();
-    ws.restore("#2", &[], false).unwrap();
+    ws.restore("#1", &[], snap_tree::Run::Apply).unwrap();
+    ws.restore("#2", &[], snap_tree::Run::Apply).unwrap();
     assert_eq!(
         std::fs::read_to_string(root.join("c")).unwrap(),
         "c".repeat(5000)
@@ -277,7 +277,7 @@ fn gc_never_deletes_a_pack_it_rewrote_to_the_same_name() {
     ws.gc().unwrap();
     ws.gc().unwrap();
     assert!(ws.verify(true).unwrap().problems.is_empty());
-    ws.restore("#1", &[], false).unwrap();
+    ws.restore("#1", &[], snap_tree::Run::Apply).unwrap();
     write(root, "f", "x");
     save(&ws);
     ws.gc().unwrap();
@@ -300,7 +300,7 @@ fn gc_and_repair_keep_the_blocks_of_live_small_files() {
         std::fs::remove_file(root.join(format!("src/m{}/f{i}.rs", i % 8))).unwrap();
     }
     save(&ws);
-    ws.prune(&keep_last(1), false).unwrap();
+    ws.prune(&keep_last(1), snap_tree::Run::Apply).unwrap();
     let gc = ws.gc().unwrap();
     assert!(gc.packs_repacked + gc.packs_deleted > 0, "{gc:?}");
     assert!(

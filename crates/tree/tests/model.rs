@@ -278,7 +278,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             Op::Undo(n) => {
                 let ok = model.undo(*n);
-                match ws.undo(*n, false) {
+                match ws.undo(*n, snap_tree::Run::Apply) {
                     Ok(_) => prop_assert!(ok, "undo {n} succeeded, model says nothing to undo"),
                     Err(e @ TreeError::NothingToUndo(_)) => {
                         prop_assert!(!ok, "undo {n} refused: {e}")
@@ -288,7 +288,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             Op::Redo(n) => {
                 let ok = model.redo(*n);
-                match ws.redo(*n, false) {
+                match ws.redo(*n, snap_tree::Run::Apply) {
                     Ok(_) => prop_assert!(ok, "redo {n} succeeded, model says nothing to redo"),
                     Err(e @ TreeError::NothingToRedo(_)) => {
                         prop_assert!(!ok, "redo {n} refused: {e}")
@@ -301,7 +301,8 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     continue;
                 }
                 let seq = (*k as u64 % model.snaps.len() as u64) + 1;
-                ws.restore(&format!("#{seq}"), &[], false).unwrap();
+                ws.restore(&format!("#{seq}"), &[], snap_tree::Run::Apply)
+                    .unwrap();
                 model.restore(seq);
             }
             edit_op => edit(root, &mut model.wt, edit_op),
@@ -339,11 +340,13 @@ fn restore_of_paths_keeps_the_rest() {
     std::fs::write(root.join("src/a"), "2").unwrap();
     std::fs::write(root.join("b"), "2").unwrap();
     ws.save(&SaveOptions::default()).unwrap();
-    let out = ws.restore("#1", &[b"src".to_vec()], false).unwrap();
+    let out = ws
+        .restore("#1", &[b"src".to_vec()], snap_tree::Run::Apply)
+        .unwrap();
     assert_eq!(out.changes.len(), 1);
     assert_eq!(std::fs::read(root.join("src/a")).unwrap(), b"1");
     assert_eq!(std::fs::read(root.join("b")).unwrap(), b"2");
-    ws.undo(1, false).unwrap();
+    ws.undo(1, snap_tree::Run::Apply).unwrap();
     assert_eq!(std::fs::read(root.join("src/a")).unwrap(), b"2");
 }
 

@@ -221,13 +221,13 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 ws.save(&SaveOptions::default()).unwrap();
                 None
             }
-            Op::Undo(n) => Some(ws.undo(*n, false)),
-            Op::Redo(n) => Some(ws.redo(*n, false)),
+            Op::Undo(n) => Some(ws.undo(*n, snap_tree::Run::Apply)),
+            Op::Redo(n) => Some(ws.redo(*n, snap_tree::Run::Apply)),
             Op::Restore(k) => {
                 let log = ws.log(true).unwrap();
                 let reference = |e: &snap_tree::LogEntry| format!("#{}", e.snapshot.record.seq);
                 log.get(*k % log.len().max(1))
-                    .map(|e| ws.restore(&reference(e), &[], false))
+                    .map(|e| ws.restore(&reference(e), &[], snap_tree::Run::Apply))
             }
             edit_op => {
                 edit(root, edit_op);

@@ -96,7 +96,8 @@ pub fn prune(
     dry_run: bool,
 ) -> Result<()> {
     let ws = open(ctx)?;
-    let report = ws.prune(&policy(&ws, keep_last, keep_within)?, dry_run)?;
+    let run = snap_tree::Run::dry_run_if(dry_run);
+    let report = ws.prune(&policy(&ws, keep_last, keep_within)?, run)?;
     let removed = report.removed.iter().map(|(id, r)| {
         json::SnapshotDoc::from(&snap_tree::Snapshot {
             id: *id,

@@ -5,9 +5,9 @@ use super::*;
 pub(crate) fn cmd_move(ctx: &Ctx, args: MoveArgs, redo: bool) -> Result<()> {
     let ws = open(ctx)?;
     let out = if redo {
-        ws.redo(args.n, args.dry_run)?
+        ws.redo(args.n, Run::dry_run_if(args.dry_run))?
     } else {
-        ws.undo(args.n, args.dry_run)?
+        ws.undo(args.n, Run::dry_run_if(args.dry_run))?
     };
     emit(
         ctx,

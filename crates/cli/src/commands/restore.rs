@@ -10,7 +10,7 @@ pub(crate) fn cmd_restore(
 ) -> Result<()> {
     let ws = open(ctx)?;
     let rel = workspace_paths(&ws, &ctx.start, paths)?;
-    let out = ws.restore(reference, &rel, dry_run)?;
+    let out = ws.restore(reference, &rel, Run::dry_run_if(dry_run))?;
     emit(
         ctx,
         json_only(ctx, || json::value(&json::MoveDoc::from(&out))),

@@ -31,8 +31,8 @@ impl Workspace {
     }
 
     /// Drops snapshots outside `policy` (HEAD, the undo chain and the redo stack stay).
-    pub fn prune(&self, policy: &Retention, dry_run: bool) -> Result<PruneReport, TreeError> {
-        Ok(self.store.prune(policy, now_ns(), dry_run)?)
+    pub fn prune(&self, policy: &Retention, run: Run) -> Result<PruneReport, TreeError> {
+        Ok(self.store.prune(policy, now_ns(), run == Run::DryRun)?)
     }
 
     /// Reclaims the space of objects no snapshot references.

@@ -96,6 +96,22 @@ pub fn find_root(start: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// Whether a command changes anything, or only reports what it would change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Run {
+    /// Carry it out.
+    Apply,
+    /// Change nothing; report what would change (`--dry-run`).
+    DryRun,
+}
+
+impl Run {
+    /// `DryRun` when `dry_run`, as a command-line flag gives it.
+    pub fn dry_run_if(dry_run: bool) -> Run {
+        if dry_run { Run::DryRun } else { Run::Apply }
+    }
+}
+
 /// How a command may claim a store recorded for another root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Claim {

@@ -216,8 +216,8 @@ impl Workspace {
 
     /// Moves HEAD `n` snapshots back and makes the working tree match. Unsaved changes are
     /// saved first (as an `auto-before-undo` snapshot, which then counts as the first step).
-    pub fn undo(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
-        self.observed(self.undo_inner(n, dry_run))
+    pub fn undo(&self, n: u64, run: Run) -> Result<MoveOutcome, TreeError> {
+        self.observed(self.undo_inner(n, run == Run::DryRun))
     }
 
     pub(super) fn undo_inner(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
@@ -279,8 +279,8 @@ impl Workspace {
 
     /// Moves HEAD `n` snapshots forward along the redo stack. Unsaved changes are saved first
     /// as an `auto-before-redo` snapshot (kept, shown by `log --all`), leaving the stack whole.
-    pub fn redo(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
-        self.observed(self.redo_inner(n, dry_run))
+    pub fn redo(&self, n: u64, run: Run) -> Result<MoveOutcome, TreeError> {
+        self.observed(self.redo_inner(n, run == Run::DryRun))
     }
 
     pub(super) fn redo_inner(&self, n: u64, dry_run: bool) -> Result<MoveOutcome, TreeError> {
@@ -348,9 +348,9 @@ impl Workspace {
         &self,
         reference: &str,
         paths: &[Vec<u8>],
-        dry_run: bool,
+        run: Run,
     ) -> Result<MoveOutcome, TreeError> {
-        self.observed(self.restore_inner(reference, paths, dry_run))
+        self.observed(self.restore_inner(reference, paths, run == Run::DryRun))
     }
 
     pub(super) fn restore_inner(

@@ -83,8 +83,8 @@ pub enum Command {
         #[arg(long)]
         session: Option<String>,
         /// Only snapshots younger than this (30m, 12h, 7d, 2w).
-        #[arg(long, value_name = "DUR")]
-        since: Option<String>,
+        #[arg(long, value_name = "DUR", value_parser = parse_since)]
+        since: Option<Since>,
         /// Also show the store's size and what gc would reclaim.
         #[arg(long)]
         stats: bool,
@@ -245,4 +245,13 @@ fn parse_meta(s: &str) -> Result<(String, String), String> {
         Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
         _ => Err(format!("expected KEY=VALUE, got {s:?}")),
     }
+}
+
+/// `--since DUR`: nanoseconds back from now, `None` for "0" (no limit).
+#[derive(Clone, Copy, Debug)]
+pub struct Since(pub Option<i64>);
+
+/// Parsed by clap, so a bad duration is a usage error (exit 2), as a bad number is.
+fn parse_since(value: &str) -> Result<Since, String> {
+    snap_tree::parse_duration(value).map(Since)
 }

@@ -126,6 +126,7 @@ pub struct InitDoc {
     pub root: String,
     pub store: String,
     pub workspace_id: Option<String>,
+    pub created: bool,
 }
 
 /// `snap show`: the snapshot, with its changed paths.

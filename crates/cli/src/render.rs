@@ -7,6 +7,25 @@ pub fn path_str(path: &[u8]) -> String {
     String::from_utf8_lossy(path).into_owned()
 }
 
+/// A path for a person's terminal: as [`path_str`], with control characters (a newline, an
+/// escape sequence) written as `\n`, `\t`, `\x1b`, so a hostile name cannot forge lines or
+/// drive the terminal. JSON escapes them itself and uses [`path_str`].
+pub fn path_shown(path: &[u8]) -> String {
+    let text = String::from_utf8_lossy(path);
+    if !text.chars().any(char::is_control) {
+        return text.into_owned();
+    }
+    text.chars()
+        .map(|c| match c {
+            '\n' => "\\n".to_string(),
+            '\t' => "\\t".to_string(),
+            '\r' => "\\r".to_string(),
+            c if c.is_control() => format!("\\x{:02x}", u32::from(c)),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
 /// `YYYY-MM-DD HH:MM:SS` UTC.
 pub fn time_str(time_ns: i64) -> String {
     let secs = time_ns.div_euclid(1_000_000_000);
@@ -50,7 +69,7 @@ pub fn print_changes(changes: &[PathChange]) {
             Change::Modified => 'M',
             Change::Deleted => 'D',
         };
-        println!("{letter} {}", path_str(path));
+        println!("{letter} {}", path_shown(path));
     }
 }
 
@@ -62,16 +81,16 @@ pub fn print_dir_changes(dirs: &[PathChange]) {
             Change::Modified => "M",
             Change::Deleted => "D",
         };
-        println!("{what} {}/", path_str(path));
+        println!("{what} {}/", path_shown(path));
     }
 }
 
 /// `#seq short-id time kind ...`: one snapshot on one line.
 pub fn snapshot_line(s: &Snapshot) -> String {
     let r = &s.record;
-    let files = r.stats.added + r.stats.modified + r.stats.deleted;
+    let changed = r.stats.added + r.stats.modified + r.stats.deleted;
     let mut line = format!(
-        "#{:<4} {}  {}  {:<17} {files} file(s) +{} ~{} -{}",
+        "#{:<4} {}  {}  {:<17} {changed} changed +{} ~{} -{}",
         r.seq,
         s.id.short(),
         time_str(r.time_ns),
@@ -113,7 +132,7 @@ pub fn print_kept(verb: &str, kept: &[Vec<u8>]) {
     for path in kept {
         eprintln!(
             "kept {} as it is: {verb} does not touch ignored, oversize or changed files",
-            path_str(path)
+            path_shown(path)
         );
     }
 }
@@ -130,7 +149,7 @@ pub fn print_move(o: &MoveOutcome, quiet: bool) {
         }
         print_changes(&o.changes);
         for path in &o.kept {
-            println!("  would keep {} (ignored or excluded)", path_str(path));
+            println!("  would keep {} (ignored or excluded)", path_shown(path));
         }
         return;
     }
@@ -159,7 +178,7 @@ pub fn print_skipped(report: &snap_tree::ScanReport, quiet: bool) {
     for (path, size) in &report.too_large {
         eprintln!(
             "skipped {} ({size} bytes, over max_file_size)",
-            path_str(path)
+            path_shown(path)
         );
     }
     if report.special > 0 {

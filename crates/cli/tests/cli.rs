@@ -69,8 +69,8 @@ fn init_creates_the_store_with_its_gitignore() {
         "*\n"
     );
     assert!(
-        ok(dir.path(), &["init"]).contains("initialized"),
-        "init twice is fine"
+        ok(dir.path(), &["init"]).contains("already exists"),
+        "init twice is fine, and says so"
     );
 }
 
@@ -825,7 +825,7 @@ fn completions_since_and_help() {
         1
     );
     let out = snap(d, &["log", "--since", "soon"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a bad value is a usage error");
     let help = ok(d, &["--help"]);
     for cmd in [
         "init",
@@ -2239,4 +2239,36 @@ fn snap_undo_is_the_same_program_under_a_second_name() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("snap "));
+}
+
+#[test]
+fn polish_from_a_new_user_trial() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "src/a", b"1");
+    write(d, "weird\nname\x1b[31m", b"x");
+    assert!(ok(d, &["init"]).contains("initialized"));
+    assert!(ok(d, &["init"]).contains("already exists"));
+    assert_eq!(json(d, &["init"])["created"], false);
+    ok(d, &["save"]);
+    // A bad value is a usage error, as a bad number is.
+    assert_eq!(
+        snap(d, &["log", "--since", "yesterday"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(snap(d, &["log", "-n", "x"]).status.code(), Some(2));
+    assert!(ok(d, &["log", "--since", "2h"]).contains("changed"));
+    // A directory is named as one.
+    let out = snap(d, &["cat", "@", "src"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("is a directory"), "{}", stderr(&out));
+    // Control characters in names never reach the terminal raw.
+    write(d, "weird\nname\x1b[31m", b"y");
+    let shown = ok(d, &["status"]);
+    assert!(shown.contains("M weird\\nname\\x1b[31m"), "{shown}");
+    assert!(!shown.contains('\x1b'));
+    assert_eq!(
+        json(d, &["status"])["changes"][0]["path"],
+        "weird\nname\x1b[31m"
+    );
 }

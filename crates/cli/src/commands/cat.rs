@@ -8,7 +8,24 @@ pub(crate) fn cmd_cat(ctx: &Ctx, reference: &str, path: &Path) -> Result<()> {
     let ws = open_reading(ctx)?;
     let snap = ws.resolve(reference)?;
     let rel = workspace_paths(&ws, &ctx.start, &[path.to_path_buf()])?.remove(0);
-    let content = ws.read_file(&snap, &rel)?;
+    let content = match ws.read_file(&snap, &rel) {
+        Ok(content) => content,
+        Err(e) => {
+            let is_dir = ws
+                .files(&snap)?
+                .get(&rel)
+                .is_some_and(|n| n.kind == snap_tree::EntryKind::Dir);
+            if is_dir {
+                bail!(
+                    "{} is a directory in #{}: `snap ls {reference} -- {}` lists it",
+                    path_shown(&rel),
+                    snap.record.seq,
+                    path_shown(&rel)
+                );
+            }
+            return Err(e.into());
+        }
+    };
     if ctx.json {
         let text = String::from_utf8(content.clone()).ok();
         let doc = json::CatDoc {

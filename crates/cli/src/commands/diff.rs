@@ -10,7 +10,7 @@ use snap_tree::{Change, DiffEntry, FileDiff, Side, TreeDiff};
 use super::workspace_paths;
 use crate::args::DiffArgs;
 use crate::json;
-use crate::render::path_str;
+use crate::render::{path_shown, path_str};
 use crate::{Ctx, emit, open_reading};
 
 /// The page of entries asked for, and how many pages there are.
@@ -122,7 +122,7 @@ fn print_human(
     }
     for (entry, file) in files {
         if args.name_status {
-            println!("{}\t{}", letter(entry.change), path_str(&entry.path));
+            println!("{}\t{}", letter(entry.change), path_shown(&entry.path));
         } else if args.stat {
             print_stat_row(entry, file);
         } else {
@@ -143,12 +143,12 @@ fn print_human(
 fn print_stat_row(entry: &DiffEntry, file: &FileDiff) {
     match file {
         FileDiff::Text { added, removed, .. } => {
-            println!("{} | +{added} -{removed}", path_str(&entry.path))
+            println!("{} | +{added} -{removed}", path_shown(&entry.path))
         }
         FileDiff::Binary { old_size, new_size } => {
             println!(
                 "{} | binary {} -> {} bytes",
-                path_str(&entry.path),
+                path_shown(&entry.path),
                 old_size.unwrap_or(0),
                 new_size.unwrap_or(0)
             )
@@ -157,7 +157,7 @@ fn print_stat_row(entry: &DiffEntry, file: &FileDiff) {
 }
 
 fn print_file(entry: &DiffEntry, file: &FileDiff, max_lines: usize, colour: bool) {
-    let path = path_str(&entry.path);
+    let path = path_shown(&entry.path);
     let (a, b) = match entry.change {
         Change::Added => ("/dev/null".to_string(), format!("b/{path}")),
         Change::Deleted => (format!("a/{path}"), "/dev/null".to_string()),

@@ -182,7 +182,7 @@ pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
                     if path.is_empty() {
                         "/".into()
                     } else {
-                        path_str(path)
+                        crate::render::path_shown(path)
                     }
                 );
             }

@@ -8,16 +8,13 @@ pub(crate) struct LogFilter {
     pub(crate) all: bool,
     pub(crate) step: Option<u64>,
     pub(crate) session: Option<String>,
-    pub(crate) since: Option<String>,
+    pub(crate) since: Option<crate::args::Since>,
     pub(crate) stats: bool,
 }
 
 pub(crate) fn cmd_log(ctx: &Ctx, f: LogFilter) -> Result<()> {
     let ws = open_reading(ctx)?;
-    let since_ns = match &f.since {
-        Some(d) => snap_tree::parse_duration(d).map_err(anyhow::Error::msg)?,
-        None => None,
-    };
+    let since_ns = f.since.and_then(|s| s.0);
     let now_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64);

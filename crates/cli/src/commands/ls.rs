@@ -37,7 +37,7 @@ pub(crate) fn cmd_ls(ctx: &Ctx, reference: &str, paths: &[PathBuf]) -> Result<()
                 kind_str(n.kind),
                 n.size,
                 n.id.short(),
-                path_str(p)
+                path_shown(p)
             );
         }
     });

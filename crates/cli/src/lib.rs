@@ -240,6 +240,16 @@ pub(crate) fn json_only(ctx: &Ctx, value: impl FnOnce() -> Value) -> Value {
     if ctx.json { value() } else { Value::Null }
 }
 
+/// As [`emit`], for a command whose human output only reports what it did: `-q` silences it
+/// (errors and kept paths still go to stderr).
+pub(crate) fn emit_done(ctx: &Ctx, value: Value, human: impl FnOnce()) {
+    emit(ctx, value, || {
+        if !ctx.quiet {
+            human();
+        }
+    });
+}
+
 pub(crate) fn emit(ctx: &Ctx, value: Value, human: impl FnOnce()) {
     if ctx.json {
         println!("{value}");

@@ -153,6 +153,11 @@ pub fn print_move(o: &MoveOutcome, quiet: bool) {
         }
         return;
     }
+    if quiet {
+        // Kept paths are never silent.
+        print_kept(verb, &o.kept);
+        return;
+    }
     if let Some(auto) = &o.auto_saved {
         println!(
             "saved unsaved changes as #{} {}",
@@ -165,9 +170,7 @@ pub fn print_move(o: &MoveOutcome, quiet: bool) {
         return;
     }
     println!("{verb}: now at {}", snapshot_line(&o.target));
-    if !quiet {
-        print_changes(&o.changes);
-    }
+    print_changes(&o.changes);
     print_kept(verb, &o.kept);
 }
 

@@ -2272,3 +2272,33 @@ fn polish_from_a_new_user_trial() {
         "weird\nname\x1b[31m"
     );
 }
+
+#[test]
+fn quiet_commands_print_nothing_on_success_but_kept_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"1");
+    for args in [&["-q", "init"][..], &["-q", "save"]] {
+        assert_eq!(ok(d, args), "", "{args:?}");
+    }
+    write(d, "f", b"2");
+    assert_eq!(ok(d, &["-q", "save"]), "");
+    for args in [
+        &["-q", "undo"][..],
+        &["-q", "redo"],
+        &["-q", "gc"],
+        &["-q", "recover"],
+    ] {
+        let out = snap(d, args);
+        assert!(out.status.success(), "{args:?}");
+        assert!(
+            out.stdout.is_empty() && out.stderr.is_empty(),
+            "{args:?}: {out:?}"
+        );
+    }
+    // A path the move keeps is still named.
+    std::fs::write(d.join(".snap/config.toml"), "max_file_size = 10\n").unwrap();
+    write(d, "f", b"far more than ten bytes");
+    let out = snap(d, &["-q", "undo"]);
+    assert!(stderr(&out).contains("kept f as it is"), "{out:?}");
+}

@@ -7,7 +7,7 @@ pub(crate) fn cmd_init(ctx: &Ctx, force: bool) -> Result<()> {
     let existed = wanted.join("packs").is_dir();
     let ws = Workspace::init(&ctx.start, ctx.store.as_deref(), force)?;
     let store = ws.store().dir().display().to_string();
-    emit(
+    emit_done(
         ctx,
         json::value(&json::InitDoc {
             root: ws.root().display().to_string(),

@@ -6,7 +6,7 @@ use snap_tree::snap_store::{GcReport, Retention, StoreStats};
 use snap_tree::{Workspace, parse_duration};
 
 use crate::render::{path_str, snapshot_line};
-use crate::{Ctx, emit, json, open};
+use crate::{Ctx, emit, emit_done, json, open};
 
 /// `1.2 MiB`-style sizes for people.
 pub fn human_bytes(n: u64) -> String {
@@ -111,6 +111,9 @@ pub fn prune(
         kept: report.kept,
     };
     emit(ctx, json::value(&doc), || {
+        if ctx.quiet && !dry_run {
+            return;
+        }
         let verb = if dry_run { "would drop" } else { "dropped" };
         println!(
             "{verb} {} snapshot(s), kept {}",
@@ -138,7 +141,7 @@ pub fn prune(
 pub fn gc(ctx: &Ctx) -> Result<()> {
     let ws = open(ctx)?;
     let report = ws.gc()?;
-    emit(ctx, json::value(&gc_doc(&report)), || print_gc(&report));
+    emit_done(ctx, json::value(&gc_doc(&report)), || print_gc(&report));
     Ok(())
 }
 
@@ -254,7 +257,7 @@ pub fn delete_all(ctx: &Ctx, yes: bool) -> Result<()> {
         gc: gc_doc(&gc),
         removed_count: removed,
     };
-    emit(ctx, json::value(&doc), || {
+    emit_done(ctx, json::value(&doc), || {
         println!("deleted {removed} snapshot(s)");
         print_gc(&gc);
     });

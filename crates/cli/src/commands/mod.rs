@@ -33,7 +33,7 @@ use snap_tree::{Change, Run, SaveOptions, TreeError, Workspace};
 
 use crate::args::{Category, MoveArgs, SaveArgs};
 use crate::render::*;
-use crate::{Ctx, emit, json, json_only, open, open_reading, progress};
+use crate::{Ctx, emit, emit_done, json, json_only, open, open_reading, progress};
 
 /// Turns paths given relative to the start directory into workspace-relative path bytes.
 pub(crate) fn workspace_paths(

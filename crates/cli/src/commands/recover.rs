@@ -10,16 +10,19 @@ pub(crate) fn cmd_recover(ctx: &Ctx) -> Result<()> {
         ctx,
         json::value(&json::RecoverDoc { recovered: done }),
         || {
-            if ws.recovered().is_empty() {
+            if ws.recovered().is_empty() && !ctx.quiet {
                 println!("nothing to recover");
             }
             for r in ws.recovered() {
-                println!(
-                    "finished an interrupted {}: HEAD is #{} ({} paths touched)",
-                    r.op.as_str(),
-                    r.head.record.seq,
-                    r.paths_touched
-                );
+                if !ctx.quiet {
+                    println!(
+                        "finished an interrupted {}: HEAD is #{} ({} paths touched)",
+                        r.op.as_str(),
+                        r.head.record.seq,
+                        r.paths_touched
+                    );
+                }
+                // Kept paths are never silent.
                 print_kept(r.op.as_str(), &r.kept);
             }
         },

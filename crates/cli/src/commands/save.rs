@@ -43,7 +43,7 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
             snapshot: out.snapshot.as_ref().map(json::SnapshotDoc::from),
         })
     });
-    emit(ctx, value, || {
+    emit_done(ctx, value, || {
         match &out.snapshot {
             Some(s) => println!(
                 "saved #{} {} ({} added, {} modified, {} deleted)",

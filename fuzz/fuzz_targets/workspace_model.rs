@@ -1,6 +1,6 @@
 //! Model-based target: a random sequence of edits, saves, undos, redos, restores, prunes and
 //! gcs on a real workspace in a temp dir, some of them with an injected I/O error (a one-shot
-//! or sticky EIO, ENOSPC or EROFS at any of snap_store::fault::FAULT_POINTS). After every
+//! or sticky EIO, ENOSPC or EROFS at any of snap_store::testing::fault::FAULT_POINTS). After every
 //! command that ran the working tree must match HEAD; a command that failed from the fault
 //! must leave, once the workspace is reopened on a healthy disk, the tree as it was before the
 //! command or matching HEAD. At the end every state that was saved (and not pruned) must
@@ -15,7 +15,7 @@ use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 use snap_tree::snap_store::Retention;
-use snap_tree::snap_store::fault::{self, FAULT_POINTS, Fault};
+use snap_tree::snap_store::testing::fault::{self, FAULT_POINTS, Fault};
 use snap_tree::{SaveOptions, TreeError, Workspace};
 
 const FILES: [&str; 4] = ["a", "d/b", "d/e/c", "f"];

@@ -1095,7 +1095,7 @@ fn every_failpoint_is_driven() {
         .iter()
         .flat_map(|(_, fs)| fs.iter().map(|f| f.split('@').next().unwrap()))
         .collect();
-    for name in snap_tree::snap_store::FAILPOINTS {
+    for name in snap_tree::snap_store::testing::FAILPOINTS {
         assert!(covered.contains(name), "failpoint {name} is not driven");
     }
 }
@@ -1133,7 +1133,7 @@ fn a_power_cut_keeping_renames_but_not_their_data_loses_nothing() {
     crash_cases(&["save", "undo", "redo", "restore", "gc"], cut);
 }
 
-/// Each command, and the I/O faults injected into it (`SNAP_FAULT`, see snap_store::fault).
+/// Each command, and the I/O faults injected into it (`SNAP_FAULT`, see snap_store::testing::fault).
 const FAULT_CASES: &[(&str, &[&str])] = &[
     (
         "save",
@@ -1211,7 +1211,7 @@ fn an_io_error_at_every_fault_point_fails_cleanly_and_loses_nothing() {
         .iter()
         .flat_map(|(_, fs)| fs.iter().map(|f| f.split(['@', ':']).next().unwrap()))
         .collect();
-    for name in snap_tree::snap_store::fault::FAULT_POINTS {
+    for name in snap_tree::snap_store::testing::fault::FAULT_POINTS {
         assert!(covered.contains(name), "fault point {name} is not driven");
     }
     for (op, faults) in FAULT_CASES {

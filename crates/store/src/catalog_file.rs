@@ -38,19 +38,19 @@ impl StorageBackend for ObservedFile {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        crate::fault::inject("catalog-write")?;
+        crate::testing::fault::inject("catalog-write")?;
         self.inner.set_len(len)
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        crate::fault::inject("catalog-write")?;
+        crate::testing::fault::inject("catalog-write")?;
         self.inner.sync_data()?;
-        crate::journal::file_synced(&self.file);
+        crate::testing::journal::file_synced(&self.file);
         Ok(())
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        crate::fault::inject("catalog-write")?;
+        crate::testing::fault::inject("catalog-write")?;
         self.inner.write(offset, data)
     }
 

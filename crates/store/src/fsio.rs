@@ -9,11 +9,11 @@ use crate::StoreError;
 
 /// fsyncs a directory so that renames and creations inside it survive a power loss.
 pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    crate::fault::inject("dir-sync")
+    crate::testing::fault::inject("dir-sync")
         .and_then(|()| File::open(dir))
         .and_then(|f| {
             f.sync_all()?;
-            crate::journal::dir_synced(&f);
+            crate::testing::journal::dir_synced(&f);
             Ok(())
         })
         .map_err(|e| StoreError::io(dir, e))
@@ -26,7 +26,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| StoreError::io(dir, e))?;
     tmp.write_all(bytes)
         .and_then(|()| tmp.as_file().sync_all())
-        .map(|()| crate::journal::file_synced(tmp.as_file()))
+        .map(|()| crate::testing::journal::file_synced(tmp.as_file()))
         .map_err(|e| StoreError::io(path, e))?;
     tmp.persist(path)
         .map_err(|e| StoreError::io(path, e.error))?;

@@ -11,11 +11,9 @@ pub mod delta;
 mod dircache;
 mod error;
 mod failpoint;
-pub mod fault;
 pub mod fsio;
 mod id;
 mod identity;
-pub mod journal;
 mod lifecycle;
 mod lock;
 mod object;
@@ -24,12 +22,16 @@ mod refs;
 pub mod slice;
 mod statcache;
 mod store;
+#[doc(hidden)]
+pub mod testing;
 mod verify;
+
+// The failpoint function beside its module, for the write protocols' `crate::failpoint(...)`.
+use failpoint::failpoint;
 
 pub use catalog::{CATALOG_VERSION, Commit, HistoryState, Location, decode_snapshot_row};
 pub use dircache::{DirCache, DirCacheUpdate, DirHeader, DirRecord, ListedKind, encode_dir_record};
 pub use error::StoreError;
-pub use failpoint::{FAILPOINTS, failpoint};
 pub use id::{ID_LEN, ObjectId};
 pub use identity::{IDENTITY_FILE, WORKSPACE_ID_LEN, WorkspaceIdentity};
 pub use lifecycle::{GcReport, PruneReport, REPACK_LIVE_SHARE, Retention, StoreStats};

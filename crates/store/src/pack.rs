@@ -199,7 +199,7 @@ impl PackWriter {
     fn write_body(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
         self.hasher.update(bytes);
         self.offset += bytes.len() as u64;
-        crate::fault::inject("pack-write")
+        crate::testing::fault::inject("pack-write")
             .and_then(|()| self.file.write_all(bytes))
             .map_err(|e| StoreError::io(&self.tmp_path, e))
     }
@@ -255,7 +255,7 @@ impl PackWriter {
         let tmp = self.file.into_inner().map_err(|e| io(e.into_error()))?;
         crate::failpoint("pack-written");
         tmp.as_file().sync_all().map_err(io)?;
-        crate::journal::file_synced(tmp.as_file());
+        crate::testing::journal::file_synced(tmp.as_file());
         crate::failpoint("pack-synced");
         let final_path = packs_dir.join(pack_file_name(&body_hash));
         tmp.persist(&final_path)
@@ -360,7 +360,7 @@ impl PackReader {
             )));
         }
         let mut buf = vec![0u8; len as usize];
-        crate::fault::inject("pack-read")
+        crate::testing::fault::inject("pack-read")
             .and_then(|()| self.file.read_exact_at(&mut buf, offset))
             .map_err(|e| StoreError::io(&self.path, e))?;
         Ok(buf)

@@ -1,5 +1,5 @@
 //! A power cut, simulated from snap's durability journal (`SNAP_DURABLE_LOG`, see
-//! `snap_store::journal`): copy the tree before a command, let the command run (or die at a
+//! `snap_store::testing::journal`): copy the tree before a command, let the command run (or die at a
 //! failpoint), then rebuild the tree as a power cut at that instant would leave it. Every
 //! directory gets its last fsynced listing (or its listing before the command), every file its
 //! last fsynced bytes (or its bytes before the command, or nothing if it was never synced).

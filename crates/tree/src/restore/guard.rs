@@ -1,0 +1,225 @@
+//! The guard of every step: what a planned path holds just before it is touched, against
+//! what the plan expects there and what the step will leave, hashed only when kind and size
+//! agree (so an oversize file in the way is never read).
+
+use super::*;
+
+/// The guarded steps' shared state: the tree, and the paths left alone so far.
+pub(super) struct Guarded<'a> {
+    pub(super) tree: WorkTree<'a>,
+    pub(super) root_fd: OwnedFd,
+    /// Computes ids of what the working tree holds, storing nothing.
+    pub(super) hasher: ObjectWriter<'a>,
+    pub(super) sides: Sides<'a>,
+    pub(super) kept: std::sync::Mutex<Vec<Vec<u8>>>,
+    /// Kept directories the plan may still write into (reported with `kept`).
+    pub(super) named: std::sync::Mutex<Vec<Vec<u8>>>,
+    pub(super) differs: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+/// What a planned path holds now, against what the plan expects there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Found {
+    /// What the plan expects: the step may be taken.
+    Expected,
+    /// The step's result: nothing to do.
+    Done,
+    /// A file or symlink the store could hold: saved by the caller, then replaced.
+    Differs,
+    /// Anything else (a directory, an oversize or special file): kept as it is.
+    Foreign,
+}
+
+impl Guarded<'_> {
+    pub(super) fn note(&self, list: &std::sync::Mutex<Vec<Vec<u8>>>, path: &[u8]) {
+        list.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(path.to_vec());
+    }
+
+    pub(super) fn keep(&self, path: &[u8]) {
+        self.note(&self.kept, path);
+    }
+
+    /// True when `path` or a directory above it was kept: nothing may be written below.
+    pub(super) fn under_kept(&self, path: &[u8]) -> bool {
+        let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let mut at = path;
+        while !at.is_empty() {
+            if kept.iter().any(|k| k.as_slice() == at) {
+                return true;
+            }
+            at = split(at).0;
+        }
+        false
+    }
+
+    /// What `path` holds against `expected` (the plan's view) and `done` (the step's result).
+    pub(super) fn found(
+        &self,
+        path: &[u8],
+        expected: Option<&Node>,
+        done: Option<&Node>,
+    ) -> Result<Found, TreeError> {
+        let (parent, name) = split(path);
+        let dir = match open_dir_at(&self.root_fd, parent) {
+            Ok(dir) => dir,
+            // No directory there, so nothing at the path either.
+            Err(Errno::NOENT) => return Ok(classify(&OnDisk::Absent, expected, done, u64::MAX)),
+            Err(e) => return Err(fail("open directory", self.tree.root, parent, e)),
+        };
+        let name = OsStr::from_bytes(name);
+        let here =
+            on_disk(&dir, name, &self.hasher).map_err(|e| fail("read", self.tree.root, path, e))?;
+        Ok(classify(&here, expected, done, self.tree.max_file_size))
+    }
+}
+
+/// What a path holding `here` is to a step expecting `expected` and producing `done`.
+pub(super) fn classify(
+    here: &OnDisk<'_>,
+    expected: Option<&Node>,
+    done: Option<&Node>,
+    max: u64,
+) -> Found {
+    {
+        match here {
+            _ if same(here, done) => Found::Done,
+            _ if same(here, expected) => Found::Expected,
+            OnDisk::Entry(kind, size, ..) if *kind != EntryKind::Dir && *size <= max => {
+                Found::Differs
+            }
+            _ => Found::Foreign,
+        }
+    }
+}
+
+impl Guarded<'_> {
+    /// Takes a step if `path` holds what the plan expects; records it otherwise.
+    pub(super) fn guard(
+        &self,
+        path: &[u8],
+        expected: Option<&Node>,
+        done: Option<&Node>,
+        step: impl FnOnce() -> Result<bool, TreeError>,
+    ) -> Result<bool, TreeError> {
+        match self.found(path, expected, done)? {
+            Found::Expected => step(),
+            Found::Done => Ok(false),
+            Found::Differs => {
+                self.note(&self.differs, path);
+                Ok(false)
+            }
+            Found::Foreign => {
+                self.keep(path);
+                Ok(false)
+            }
+        }
+    }
+}
+
+/// What a path holds: nothing, or an entry of a kind, size and content id (the id is
+/// computed only when asked for, see [`same`]).
+#[derive(Debug)]
+pub(super) enum OnDisk<'a> {
+    Absent,
+    /// Kind, size, permission bits, content id.
+    Entry(EntryKind, u64, u16, Lazy<'a>),
+    Special,
+}
+
+/// A path's content id, computed on first use.
+pub(super) struct Lazy<'a> {
+    pub(super) dir: &'a OwnedFd,
+    pub(super) name: &'a OsStr,
+    pub(super) hasher: &'a ObjectWriter<'a>,
+    pub(super) kind: EntryKind,
+    pub(super) id: std::cell::OnceCell<Option<ObjectId>>,
+}
+
+impl std::fmt::Debug for Lazy<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lazy")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lazy<'_> {
+    /// The content id; `None` when the content could not be read.
+    pub(super) fn id(&self) -> Option<ObjectId> {
+        *self.id.get_or_init(|| match self.kind {
+            EntryKind::Symlink => rustix::fs::readlinkat(self.dir, self.name, Vec::new())
+                .ok()
+                .and_then(|t| {
+                    self.hasher
+                        .put(snap_store::ObjectKind::Chunk, t.as_bytes())
+                        .ok()
+                }),
+            _ => read_at(self.dir, self.name)
+                .ok()
+                .and_then(|c| scan::store_content(self.hasher, &c).ok()),
+        })
+    }
+}
+
+/// True when what is on disk is `want` (for `None`: nothing). Kind and size are compared
+/// first; content is read and hashed only when they agree, so an oversize file in the way
+/// is never read.
+pub(super) fn same(here: &OnDisk<'_>, want: Option<&Node>) -> bool {
+    match (here, want) {
+        (OnDisk::Absent, None) => true,
+        (OnDisk::Entry(kind, size, mode, lazy), Some(want)) => {
+            // A directory's mode is set after its contents (`Plan::set_modes`), not here.
+            let mode_ok = *kind == EntryKind::Dir || !modes_differ(Some(*mode), want.mode);
+            *kind == want.kind
+                && mode_ok
+                && (*kind == EntryKind::Dir || (*size == want.size && lazy.id() == Some(want.id)))
+        }
+        _ => false,
+    }
+}
+
+/// What `name` in `dir` is now, without following a symlink.
+pub(super) fn on_disk<'a>(
+    dir: &'a OwnedFd,
+    name: &'a OsStr,
+    hasher: &'a ObjectWriter<'a>,
+) -> Result<OnDisk<'a>, Errno> {
+    use rustix::fs::FileType;
+    let st = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(Errno::NOENT) => return Ok(OnDisk::Absent),
+        Err(e) => return Err(e),
+    };
+    let kind = match FileType::from_raw_mode(st.st_mode) {
+        FileType::Directory => EntryKind::Dir,
+        FileType::Symlink => EntryKind::Symlink,
+        FileType::RegularFile if st.st_mode & 0o100 != 0 => EntryKind::Executable,
+        FileType::RegularFile => EntryKind::File,
+        _ => return Ok(OnDisk::Special),
+    };
+    let lazy = Lazy {
+        dir,
+        name,
+        hasher,
+        kind,
+        id: std::cell::OnceCell::new(),
+    };
+    let mode = crate::flat::permission_bits(st.st_mode);
+    Ok(OnDisk::Entry(kind, st.st_size as u64, mode, lazy))
+}
+
+/// The content of regular file `name` in `dir`, never through a symlink.
+pub(super) fn read_at(dir: &OwnedFd, name: &OsStr) -> Result<Vec<u8>, Errno> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(dir, name, flags, Mode::empty())?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match rustix::io::read(&fd, &mut buf)? {
+            0 => return Ok(out),
+            n => out.extend_from_slice(&buf[..n]),
+        }
+    }
+}

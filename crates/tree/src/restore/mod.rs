@@ -1,0 +1,518 @@
+//! The restore engine: makes the working tree match a target flat tree, writing only what
+//! differs, never following a symlink, never touching an ignored path.
+//!
+//! Every file is written to a temporary name in its own directory, then renamed over its path,
+//! so each path holds its old content or its new, never a mix. Every parent directory is
+//! opened component by component from the workspace root with `O_NOFOLLOW`, so a directory
+//! swapped for a symlink makes the restore fail instead of writing elsewhere.
+//!
+//! Durability: one `syncfs` of the workspace's filesystem, after the last rename and before
+//! the caller commits HEAD, makes every file and directory change durable at once. Until then
+//! the caller's marker is on disk, so after a power cut the next command rolls the operation
+//! forward and rewrites whatever did not reach the disk (the old content is in the store). An
+//! fsync per file cost 10.6 s for a 20,000-file restore; the one `syncfs` costs about as much
+//! as writing the files.
+
+use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rayon::prelude::*;
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+use snap_store::{EntryKind, ObjectId, ObjectWriter, StatKey, Store, StoreError, TreeEntry};
+
+use crate::flat::{
+    Change, FlatTree, Node, Paired, children, flatten, join, modes_differ, pair_by_name, split,
+};
+use crate::{TreeError, scan};
+
+mod guard;
+mod plan;
+
+use guard::*;
+pub use plan::{Plan, check_unchanged};
+
+/// Prefix of the temporary names restores write before renaming; a crash can leave one, and
+/// the roll-forward of the interrupted operation deletes it as an untracked path.
+pub const TEMP_PREFIX: &str = ".snap-tmp-";
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The two states a plan moves between, for at least every path it touches: what each path
+/// held when the plan was made (`before`) and what it is to hold (`after`).
+#[derive(Clone, Copy, Debug)]
+pub struct Sides<'a> {
+    /// The working tree as the plan saw it (absent: nothing tracked was there).
+    pub before: &'a FlatTree,
+    /// The target (absent: the target has nothing there).
+    pub after: &'a FlatTree,
+}
+
+impl Sides<'_> {
+    /// What `path` should hold when a step of the plan touches it: its `before` entry, or
+    /// nothing when that was a directory (the plan removes directories before writing).
+    fn expected(&self, path: &[u8]) -> Option<&Node> {
+        self.before.get(path).filter(|n| n.kind != EntryKind::Dir)
+    }
+}
+
+/// The working tree a plan is carried out in.
+#[derive(Clone, Copy, Debug)]
+pub struct WorkTree<'a> {
+    /// The workspace root.
+    pub root: &'a Path,
+    /// Where content is read from.
+    pub store: &'a Store,
+    /// Files larger than this are never tracked, so never saved before being replaced: a
+    /// planned path holding one is kept.
+    pub max_file_size: u64,
+    /// When set, [`apply`] stops before the next path with [`TreeError::Interrupted`].
+    pub stop: Option<&'a AtomicBool>,
+}
+
+/// What [`apply`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Paths written or removed.
+    pub touched: usize,
+    /// Planned paths left exactly as they were, in path order, because what is there could
+    /// not be saved first: a directory still holding other files, an oversize or special
+    /// file. Nothing under a kept directory is written either.
+    pub kept: Vec<Vec<u8>>,
+    /// Planned paths left as they were because they hold a file or symlink that is neither
+    /// what the plan saw nor its target (changed without a timestamp, torn by a power cut,
+    /// written by another process): the caller saves them, then carries out their steps.
+    pub differs: Vec<Vec<u8>>,
+}
+
+/// Carries out `plan` in the working tree, guarded path by path (DESIGN §14): a path is
+/// written or removed only while it holds what `sides.before` says, and a path already
+/// holding `sides.after` counts as done, so the same call rolls an interrupted plan forward
+/// and rolls a failed one back. Anything else is left untouched and named.
+pub fn apply(tree: WorkTree<'_>, plan: &Plan, sides: Sides<'_>) -> Result<Applied, TreeError> {
+    apply_with(tree, plan, sides, &|| {})
+}
+
+/// As [`apply`], calling `tick` once per path changed (from worker threads too).
+pub fn apply_with(
+    tree: WorkTree<'_>,
+    plan: &Plan,
+    sides: Sides<'_>,
+    tick: &(dyn Fn() + Sync),
+) -> Result<Applied, TreeError> {
+    let root_fd = rustix::fs::open(
+        tree.root,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| TreeError::io(tree.root, e.into()))?;
+    let g = Guarded {
+        tree,
+        root_fd,
+        hasher: tree.store.dry_writer(),
+        sides,
+        kept: std::sync::Mutex::new(Vec::new()),
+        named: std::sync::Mutex::new(Vec::new()),
+        differs: std::sync::Mutex::new(Vec::new()),
+    };
+    let touched = AtomicU64::new(0);
+    let steps = take_steps(&g, plan, &touched, tick);
+    let touched = touched.into_inner() as usize;
+    if touched > 0 {
+        // Also when stopped: what was done is durable before the marker is left behind.
+        sync_restored(tree.root, &g.root_fd)?;
+    }
+    steps?;
+    let sorted = |list: std::sync::Mutex<Vec<Vec<u8>>>| {
+        let mut list = list.into_inner().unwrap_or_else(|p| p.into_inner());
+        list.sort_unstable();
+        list.dedup();
+        list
+    };
+    let mut kept = g.kept.into_inner().unwrap_or_else(|p| p.into_inner());
+    kept.append(&mut g.named.into_inner().unwrap_or_else(|p| p.into_inner()));
+    Ok(Applied {
+        touched,
+        kept: sorted(std::sync::Mutex::new(kept)),
+        differs: sorted(g.differs),
+    })
+}
+
+/// Takes every step of `plan`, each guarded, checking for a stop request before each one.
+fn take_steps(
+    g: &Guarded<'_>,
+    plan: &Plan,
+    touched: &AtomicU64,
+    tick: &(dyn Fn() + Sync),
+) -> Result<(), TreeError> {
+    let step = |changed: Result<bool, TreeError>| {
+        if changed? {
+            touched.fetch_add(1, Ordering::Relaxed);
+            tick();
+        }
+        match g.tree.stop.is_some_and(|stop| stop.load(Ordering::Relaxed)) {
+            true => Err(TreeError::Interrupted),
+            false => Ok(()),
+        }
+    };
+    step(Ok(false))?;
+    for path in &plan.remove_files {
+        step(remove_file(g, path))?;
+    }
+    for path in &plan.remove_dirs {
+        step(remove_dir(g, path))?;
+    }
+    for path in &plan.make_dirs {
+        step(make_dir(g, path))?;
+    }
+    plan.write.par_iter().try_for_each(|(path, node)| {
+        step(write_guarded(g, path, node))?;
+        snap_store::testing::failpoint("restore-file");
+        Ok::<(), TreeError>(())
+    })?;
+    // Last, so that a directory made read-only does not refuse what goes inside it.
+    for (path, mode) in &plan.set_modes {
+        step(set_dir_mode(g, path, *mode))?;
+    }
+    Ok(())
+}
+
+/// Gives directory `path` the permission bits `mode`, if it is still a directory and not
+/// kept; never through a symlink.
+fn set_dir_mode(g: &Guarded<'_>, path: &[u8], mode: u16) -> Result<bool, TreeError> {
+    if g.under_kept(path) {
+        return Ok(false);
+    }
+    let Ok(dir) = open_dir_at(&g.root_fd, path) else {
+        return Ok(false);
+    };
+    let st = rustix::fs::fstat(&dir).map_err(|e| fail("set mode", g.tree.root, path, e))?;
+    if crate::flat::permission_bits(st.st_mode) == mode {
+        return Ok(false);
+    }
+    rustix::fs::fchmod(&dir, Mode::from_raw_mode(u32::from(mode)))
+        .map_err(|e| fail("set mode", g.tree.root, path, e))?;
+    Ok(true)
+}
+
+/// Removes a file or symlink the target lacks, if it still holds what the plan saw.
+fn remove_file(g: &Guarded<'_>, path: &[u8]) -> Result<bool, TreeError> {
+    let done = g.sides.after.get(path).filter(|n| n.kind == EntryKind::Dir);
+    if g.found(path, None, None)? == Found::Done {
+        return Ok(false);
+    }
+    g.guard(path, g.sides.expected(path), done, || {
+        remove(g.tree.root, &g.root_fd, path, AtFlags::empty())
+    })
+}
+
+/// Removes a directory the target lacks. One still holding other files (ignored, or not
+/// yet saved) stays; if the target needs its path for a file, that path is kept.
+fn remove_dir(g: &Guarded<'_>, path: &[u8]) -> Result<bool, TreeError> {
+    let wanted = g.sides.after.get(path);
+    if g.found(path, None, None)? == Found::Done {
+        return Ok(false);
+    }
+    let dir = Node {
+        kind: EntryKind::Dir,
+        size: 0,
+        id: crate::flat::UNBUILT,
+        mode: None,
+    };
+    g.guard(
+        path,
+        Some(&dir),
+        wanted.filter(|n| n.kind != EntryKind::Dir),
+        || {
+            let removed = remove(g.tree.root, &g.root_fd, path, AtFlags::REMOVEDIR)?;
+            if !removed && wanted.is_some_and(|n| n.kind != EntryKind::Dir) {
+                g.keep(path);
+            }
+            Ok(removed)
+        },
+    )
+}
+
+/// Makes a directory the target has; something else in the way is kept, with everything
+/// the plan would write below it.
+fn make_dir(g: &Guarded<'_>, path: &[u8]) -> Result<bool, TreeError> {
+    let (parent, name) = split(path);
+    if g.under_kept(parent) {
+        return Ok(false);
+    }
+    let dir = open_dir(g.tree.root, &g.root_fd, parent)?;
+    match rustix::fs::mkdirat(&dir, OsStr::from_bytes(name), Mode::from_raw_mode(0o777)) {
+        Ok(()) => Ok(true),
+        Err(Errno::EXIST) => {
+            let st = rustix::fs::statat(&dir, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW)
+                .map_err(|e| fail("create directory", g.tree.root, path, e))?;
+            if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
+                g.keep(path);
+            } else if g.sides.before.get(path).is_none() && empty_in(g.sides.after, path) {
+                // A directory holding only what the walk leaves out is not tracked, so it
+                // cannot become the target's empty directory: named, not emptied.
+                g.note(&g.named, path);
+            }
+            Ok(false)
+        }
+        Err(e) => Err(fail("create directory", g.tree.root, path, e)),
+    }
+}
+
+/// True when `flat` holds nothing under directory `dir`.
+fn empty_in(flat: &FlatTree, dir: &[u8]) -> bool {
+    let inside = join(dir, b"");
+    flat.range(inside.clone()..)
+        .next()
+        .is_none_or(|(p, _)| !p.starts_with(&inside))
+}
+
+/// Writes one file or symlink of the target, if the path holds what the plan saw.
+fn write_guarded(g: &Guarded<'_>, path: &[u8], node: &Node) -> Result<bool, TreeError> {
+    if g.under_kept(split(path).0) {
+        return Ok(false);
+    }
+    g.guard(path, g.sides.expected(path), Some(node), || {
+        write_entry(g.tree.root, &g.root_fd, g.tree.store, path, node)?;
+        Ok(true)
+    })
+}
+
+fn fail(action: &'static str, root: &Path, path: &[u8], e: Errno) -> TreeError {
+    let why = match e {
+        Errno::LOOP | Errno::NOTDIR => {
+            "a parent directory was replaced by a symlink or file; refusing to follow it"
+                .to_string()
+        }
+        e => std::io::Error::from(e).to_string(),
+    };
+    TreeError::Restore {
+        action,
+        path: scan::abs(root, path),
+        why,
+    }
+}
+
+/// Opens the directory `rel` under the root, one component at a time, never following links.
+fn open_dir(root: &Path, root_fd: &OwnedFd, rel: &[u8]) -> Result<OwnedFd, TreeError> {
+    open_dir_at(root_fd, rel).map_err(|e| fail("open directory", root, rel, e))
+}
+
+/// As [`open_dir`], with the bare error.
+fn open_dir_at(root_fd: &OwnedFd, rel: &[u8]) -> Result<OwnedFd, Errno> {
+    let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
+    let mut fd = rustix::fs::openat(root_fd, ".", flags, Mode::empty())?;
+    if rel.is_empty() {
+        return Ok(fd);
+    }
+    for component in rel.split(|&c| c == b'/') {
+        fd = rustix::fs::openat(&fd, OsStr::from_bytes(component), flags, Mode::empty())?;
+    }
+    Ok(fd)
+}
+
+fn remove(root: &Path, root_fd: &OwnedFd, path: &[u8], flags: AtFlags) -> Result<bool, TreeError> {
+    let (parent, name) = split(path);
+    let dir = open_dir(root, root_fd, parent)?;
+    match rustix::fs::unlinkat(&dir, OsStr::from_bytes(name), flags) {
+        Ok(()) | Err(Errno::NOENT) => Ok(true),
+        Err(Errno::NOTEMPTY | Errno::EXIST) if flags.contains(AtFlags::REMOVEDIR) => Ok(false),
+        Err(e) => Err(fail("remove", root, path, e)),
+    }
+}
+
+fn temp_name() -> String {
+    format!(
+        "{TEMP_PREFIX}{}-{}",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Writes one file or symlink under a temporary name, fsyncs it, and renames it into place.
+fn write_entry(
+    root: &Path,
+    root_fd: &OwnedFd,
+    store: &Store,
+    path: &[u8],
+    node: &Node,
+) -> Result<(), TreeError> {
+    let (parent, name) = split(path);
+    let dir = open_dir(root, root_fd, parent)?;
+    let content = store.read_file(&node.id)?;
+    let tmp = temp_name();
+    let written = match node.kind {
+        EntryKind::Symlink => {
+            rustix::fs::symlinkat(OsStr::from_bytes(&content), &dir, tmp.as_str())
+        }
+        _ => write_file(&dir, &tmp, &content, node),
+    };
+    if let Err(e) = written {
+        let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
+        return Err(fail("write", root, path, e));
+    }
+    rustix::fs::renameat(&dir, tmp.as_str(), &dir, OsStr::from_bytes(name)).map_err(|e| {
+        let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
+        fail("write", root, path, e)
+    })
+}
+
+fn write_file(dir: &OwnedFd, tmp: &str, content: &[u8], node: &Node) -> Result<(), Errno> {
+    // Without a recorded mode (an old snapshot) the umask applies, as for git checkout.
+    let executable = node.kind == EntryKind::Executable;
+    let mode = Mode::from_raw_mode(if executable { 0o777 } else { 0o666 });
+    let fd = rustix::fs::openat(
+        dir,
+        tmp,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        mode,
+    )?;
+    if let Some(bits) = node.mode {
+        // Exactly the recorded bits, whatever the umask (fchmod ignores it).
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(u32::from(bits)))?;
+    }
+    injected("restore-write")?;
+    let mut rest = content;
+    while !rest.is_empty() {
+        let n = rustix::io::write(&fd, rest)?;
+        rest = &rest[n..];
+    }
+    Ok(())
+}
+
+/// Makes everything the restore wrote durable before HEAD moves: one `syncfs` of the
+/// workspace's filesystem (files, renames and removals alike).
+fn sync_restored(root: &Path, root_fd: &OwnedFd) -> Result<(), TreeError> {
+    injected("dir-sync")
+        .and_then(|()| rustix::fs::syncfs(root_fd))
+        .map_err(|e| fail("sync", root, b"", e))?;
+    snap_store::testing::journal::fs_synced(root_fd);
+    Ok(())
+}
+
+/// A fault a test injected at `point` (debug builds only).
+fn injected(point: &str) -> Result<(), Errno> {
+    snap_store::testing::fault::inject(point)
+        .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))
+}
+
+/// Removes temporary files a killed restore left in `dirs` (workspace-relative). Only the
+/// roll-forward of an interrupted operation calls this: a leftover may sit under an ignore
+/// rule that hides it from the scan, so the plan alone cannot be trusted to delete it.
+pub fn sweep_temp<'a>(
+    root: &Path,
+    dirs: impl Iterator<Item = &'a [u8]>,
+) -> Result<usize, TreeError> {
+    let root_fd = rustix::fs::open(
+        root,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| TreeError::io(root, e.into()))?;
+    let mut removed = 0;
+    for dir in dirs {
+        let Ok(fd) = open_dir(root, &root_fd, dir) else {
+            continue;
+        };
+        let Ok(entries) = std::fs::read_dir(scan::abs(root, dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name.as_bytes().starts_with(TEMP_PREFIX.as_bytes())
+                && rustix::fs::unlinkat(&fd, name.as_os_str(), AtFlags::empty()).is_ok()
+            {
+                removed += 1;
+            }
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flat::build_trees;
+    use proptest::prelude::*;
+
+    /// A flat tree from path components: each path is a file (of one of a few contents, some
+    /// executable) unless another path lies under it; every parent is a directory.
+    fn tree(paths: &std::collections::BTreeSet<Vec<&str>>, contents: &[u8]) -> FlatTree {
+        let mut flat = FlatTree::new();
+        let dir = Node {
+            kind: EntryKind::Dir,
+            size: 0,
+            id: crate::flat::UNBUILT,
+            mode: Some(0o755),
+        };
+        for (i, parts) in paths.iter().enumerate() {
+            for end in 1..parts.len() {
+                flat.insert(parts[..end].join("/").into_bytes(), dir);
+            }
+            let under = paths
+                .iter()
+                .any(|q| q.len() > parts.len() && q[..parts.len()] == parts[..]);
+            let c = contents[i % contents.len()];
+            let kind = if c % 3 == 0 {
+                EntryKind::Executable
+            } else {
+                EntryKind::File
+            };
+            let private = c % 5 == 0;
+            let mode = match (kind, private) {
+                (EntryKind::Executable, false) => 0o755,
+                (EntryKind::Executable, true) => 0o700,
+                (_, false) => 0o644,
+                (_, true) => 0o600,
+            };
+            let node = Node {
+                kind,
+                size: 1,
+                id: ObjectId([c % 4; 32]),
+                mode: Some(mode),
+            };
+            flat.insert(parts.join("/").into_bytes(), if under { dir } else { node });
+        }
+        flat
+    }
+
+    fn paths() -> impl Strategy<Value = std::collections::BTreeSet<Vec<&'static str>>> {
+        proptest::collection::btree_set(
+            proptest::collection::vec(proptest::sample::select(vec!["a", "a.b", "b", "c"]), 1..4),
+            0..16,
+        )
+    }
+
+    proptest! {
+        /// Planning against the stored target by tree ids gives the same plan, and the same
+        /// changes, as comparing the two whole flat trees.
+        #[test]
+        fn a_stored_plan_equals_the_whole_tree_plan(
+            now in paths(),
+            then in paths(),
+            contents in proptest::collection::vec(any::<u8>(), 2..8),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::init(dir.path()).unwrap();
+            let (mut current, mut target) = (tree(&now, &contents), tree(&then, &contents[1..]));
+            let writer = store.writer();
+            build_trees(&writer, &mut current).unwrap();
+            let target_root = build_trees(&writer, &mut target).unwrap();
+            let packs = writer.finish().unwrap();
+            store.commit(&snap_store::Commit { packs, ..Default::default() }).unwrap();
+            let (plan, needed) = Plan::to_stored(&store, &target_root, &current).unwrap();
+            let whole = Plan::new(&current, &target);
+            prop_assert_eq!(&plan, &whole);
+            prop_assert_eq!(plan.changes(&current), crate::flat::diff_files(&current, &target));
+            for (path, node) in &plan.write {
+                prop_assert_eq!(needed.get(path), Some(node));
+            }
+            for path in plan.remove_dirs.iter().filter(|p| target.contains_key(*p)) {
+                prop_assert!(needed.contains_key(path), "{:?} replaced but not given", path);
+            }
+        }
+    }
+}

@@ -1,7 +1,41 @@
-//! Capturing the working tree: the walk, the caches that spare reading it (walk memo, directory
-//! cache, tree cache, stat cache, scan memo, each under the racy rule), and storing what changed.
+//! Capturing the working tree: walking it, and storing what changed. This is the one place
+//! that says what each cache vouches for; every verdict is trusted only under the racy rule
+//! (whatever it rests on was modified and changed, mtime and ctime, strictly before the
+//! filesystem clock of the scan that cached it), and every cached row carries a check.
+//!
+//! The cascade, cheapest first:
+//! 1. **Walk memo** (FORMAT 6.4): the order-free digest of every walked path, kind and stat
+//!    key, with the root tree it built. A walk with the same digest, nothing in it newer than
+//!    the memo's clock, and HEAD at that root, is HEAD: nothing is read, nothing built.
+//! 2. **Directory cache** (6.3): a directory's stat, its ignore files' stats and the entries
+//!    the rules let through. An unchanged directory is not listed nor matched again; its
+//!    entries are still stat-ed.
+//! 3. **Tree cache** (6.5): the walk digest per subtree with the tree id it built. A subtree
+//!    with its digest is that tree: not built, and (for a save) its files not even looked up.
+//! 4. **Stat cache** (6.1): a file's stat key with the content id it hashed to. A file whose
+//!    stat is the key's is that content: not read.
+//! 5. **Scan memo** (6.2): the digest of every scanned entry with the root it built. Entries
+//!    with that digest build that root: no tree is built.
+//!
+//! Anything a cache cannot vouch for is read, hashed and stored.
 
 use super::*;
+
+/// What a capture is for, which decides the shortcuts it may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CaptureMode {
+    /// A save, status or diff against HEAD: when the walk finds the tree as the walk memo
+    /// left it and HEAD is `head`, the tree is HEAD.
+    Save {
+        /// HEAD's root tree, when the shortcut may be taken.
+        head: Option<ObjectId>,
+    },
+    /// Before a move: every file's stat is kept, so the move can refuse files that changed
+    /// after the scan.
+    BeforeMove,
+    /// The whole tree, as it is.
+    Whole,
+}
 
 /// Prints how long each phase of a scan took when `SNAP_TIMING` is set: a measuring aid for
 /// performance work, silent otherwise.
@@ -156,7 +190,7 @@ pub(super) fn build_reusing(
 
 impl Workspace {
     pub(super) fn capture(&self, writer: &ObjectWriter<'_>) -> Result<Capture, TreeError> {
-        self.capture_with(writer, false, None)
+        self.capture_with(writer, CaptureMode::Whole)
     }
 
     /// As [`Self::capture`], also keeping each file's stat when `keep_stats`. With
@@ -166,9 +200,13 @@ impl Workspace {
     pub(super) fn capture_with(
         &self,
         writer: &ObjectWriter<'_>,
-        keep_stats: bool,
-        clean_root: Option<ObjectId>,
+        mode: CaptureMode,
     ) -> Result<Capture, TreeError> {
+        let keep_stats = mode == CaptureMode::BeforeMove;
+        let clean_root = match mode {
+            CaptureMode::Save { head } => head,
+            CaptureMode::BeforeMove | CaptureMode::Whole => None,
+        };
         let timer = PhaseTimer::from_env();
         let fs_now_ns = self.fs_clock();
         let (dir_cache, mut dirs) = self.dir_cache()?;

@@ -226,7 +226,7 @@ impl Workspace {
             .ok_or_else(|| TreeError::NothingToUndo("there are no snapshots yet".into()))?;
         let history = self.store.history()?;
         let writer = self.writer(dry_run);
-        let cap = self.capture_with(&writer, true, None)?;
+        let cap = self.capture_with(&writer, CaptureMode::BeforeMove)?;
         let dirty = cap.root != head.record.root;
         let steps = if dirty { n.saturating_sub(1) } else { n };
         if n == 0 {
@@ -303,7 +303,7 @@ impl Workspace {
             .cloned()
             .ok_or_else(|| TreeError::NothingToRedo("empty".into()))?;
         let writer = self.writer(dry_run);
-        let cap = self.capture_with(&writer, true, None)?;
+        let cap = self.capture_with(&writer, CaptureMode::BeforeMove)?;
         let dirty = cap.root != head.record.root;
         let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
         let changes = plan.changes(&cap.flat);
@@ -362,7 +362,7 @@ impl Workspace {
         let source = self.resolve(reference)?;
         let head = self.head()?;
         let writer = self.writer(dry_run);
-        let cap = self.capture_with(&writer, true, None)?;
+        let cap = self.capture_with(&writer, CaptureMode::BeforeMove)?;
         let dirty = head.as_ref().is_none_or(|h| h.record.root != cap.root);
         let (target_root, target_flat) = if paths.iter().any(|p| p.is_empty()) || paths.is_empty() {
             (source.record.root, self.files(&source)?)

@@ -69,8 +69,12 @@ impl Workspace {
         let head = self.head()?;
         let writer = self.store.writer();
         let clean_root = head.as_ref().map(|h| h.record.root);
-        let mut cap =
-            self.capture_with(&writer, false, clean_root.filter(|_| !opts.allow_empty))?;
+        let mut cap = self.capture_with(
+            &writer,
+            CaptureMode::Save {
+                head: clean_root.filter(|_| !opts.allow_empty),
+            },
+        )?;
         if head.as_ref().is_some_and(|h| h.record.root == cap.root) && !opts.allow_empty {
             self.commit_packs(writer, cap.cache)?;
             return Ok(SaveOutcome {
@@ -124,7 +128,12 @@ impl Workspace {
     /// memo, the pruned scan, a diff by tree ids); writes nothing.
     pub(super) fn against_head(&self, head: Option<&Snapshot>) -> Result<AgainstHead, TreeError> {
         let writer = self.store.dry_writer();
-        let mut cap = self.capture_with(&writer, false, head.map(|h| h.record.root))?;
+        let mut cap = self.capture_with(
+            &writer,
+            CaptureMode::Save {
+                head: head.map(|h| h.record.root),
+            },
+        )?;
         let (changes, old) = match head {
             Some(h) if h.record.root == cap.root => (Vec::new(), FlatTree::new()),
             _ => self.diff_from_head(&writer, head, &mut cap)?,
@@ -160,7 +169,7 @@ impl Workspace {
         {
             return Ok(diff);
         }
-        *cap = self.capture_with(writer, false, None)?;
+        *cap = self.capture_with(writer, CaptureMode::Whole)?;
         Ok(flat::diff_stored(&self.store, &h.record.root, &cap.flat)?)
     }
 

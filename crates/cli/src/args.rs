@@ -17,7 +17,7 @@ pub struct Cli {
     /// Run as if started in DIR.
     #[arg(
         short = 'C',
-        short_alias = 'w',
+        visible_short_alias = 'w',
         long = "dir",
         global = true,
         value_name = "DIR"

@@ -215,9 +215,9 @@ pub struct DiffArgs {
     /// Which page of files to show.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub page: u64,
-    /// Files per page.
-    #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..))]
-    pub files_per_page: u64,
+    /// Files per page (default 25; with --stat or --name-status, every file).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub files_per_page: Option<u64>,
     /// Diff lines shown per file; the rest is cut with a note.
     #[arg(long, default_value_t = 500)]
     pub max_lines: usize,
@@ -254,4 +254,41 @@ pub struct Since(pub Option<i64>);
 /// Parsed by clap, so a bad duration is a usage error (exit 2), as a bad number is.
 fn parse_since(value: &str) -> Result<Since, String> {
     snap_tree::parse_duration(value).map(Since)
+}
+
+impl DiffArgs {
+    /// Files per page: as given, else 25 for full diffs and every file for the one-line forms.
+    pub fn per_page(&self) -> u64 {
+        let one_line = self.stat || self.name_status;
+        self.files_per_page
+            .unwrap_or(if one_line { u64::MAX } else { 25 })
+    }
+
+    /// The command line that shows `page`, with every flag given kept.
+    pub fn page_command(&self, page: u64) -> String {
+        let mut cmd = String::from("snap diff");
+        for side in [&self.from, &self.to].into_iter().flatten() {
+            cmd.push_str(&format!(" '{side}'"));
+        }
+        if self.stat {
+            cmd.push_str(" --stat");
+        }
+        if self.name_status {
+            cmd.push_str(" --name-status");
+        }
+        if let Some(n) = self.files_per_page {
+            cmd.push_str(&format!(" --files-per-page {n}"));
+        }
+        if self.max_lines != 500 {
+            cmd.push_str(&format!(" --max-lines {}", self.max_lines));
+        }
+        cmd.push_str(&format!(" --page {page}"));
+        if !self.paths.is_empty() {
+            cmd.push_str(" --");
+            for p in &self.paths {
+                cmd.push_str(&format!(" '{}'", p.display()));
+            }
+        }
+        cmd
+    }
 }

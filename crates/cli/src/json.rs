@@ -327,6 +327,11 @@ pub struct DiffFileDoc {
     pub path: String,
     pub status: &'static str,
     pub binary: bool,
+    /// The permission bits (octal) on each side, only when they differ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_mode: Option<String>,
     #[serde(flatten)]
     pub detail: DiffDetail,
 }

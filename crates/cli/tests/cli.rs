@@ -2302,3 +2302,44 @@ fn quiet_commands_print_nothing_on_success_but_kept_paths() {
     let out = snap(d, &["-q", "undo"]);
     assert!(stderr(&out).contains("kept f as it is"), "{out:?}");
 }
+
+#[test]
+fn diff_shows_modes_and_links_and_pages_keep_their_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "run.sh", b"echo\n");
+    chmod(d, "run.sh", 0o644);
+    std::os::unix::fs::symlink("run.sh", d.join("link")).unwrap();
+    for i in 0..30 {
+        write(d, &format!("many/f{i:02}"), b"1\n");
+    }
+    ok(d, &["save"]);
+    chmod(d, "run.sh", 0o755);
+    std::fs::remove_file(d.join("link")).unwrap();
+    std::os::unix::fs::symlink("elsewhere", d.join("link")).unwrap();
+    for i in 0..30 {
+        write(d, &format!("many/f{i:02}"), b"2\n");
+    }
+    let full = ok(d, &["diff", "--", "run.sh", "link"]);
+    assert!(full.contains("run.sh mode 644 -> 755"), "{full}");
+    assert!(
+        full.contains("link: symlink to run.sh -> symlink to elsewhere"),
+        "{full}"
+    );
+    let v = json(d, &["diff", "--", "run.sh"]);
+    assert_eq!(v["files"][0]["old_mode"], "644");
+    assert_eq!(v["files"][0]["new_mode"], "755");
+    // --stat shows every file; a full diff pages at 25, and the hint keeps the flags.
+    let stat = ok(d, &["diff", "--stat"]);
+    assert_eq!(
+        stat.lines().filter(|l| l.contains(" | ")).count(),
+        32,
+        "{stat}"
+    );
+    assert!(stat.contains("run.sh | +0 -0 (mode 644 -> 755)"), "{stat}");
+    let paged = ok(d, &["diff", "--max-lines", "3"]);
+    assert!(
+        paged.contains("next: snap diff --max-lines 3 --page 2"),
+        "{paged}"
+    );
+}

@@ -15,7 +15,7 @@ use crate::{Ctx, emit, open_reading};
 
 /// The page of entries asked for, and how many pages there are.
 fn page<'a>(entries: &'a [DiffEntry], args: &DiffArgs) -> (&'a [DiffEntry], u64) {
-    let per = args.files_per_page as usize;
+    let per = args.per_page().min(entries.len().max(1) as u64) as usize;
     let pages = entries.len().div_ceil(per).max(1) as u64;
     let start = ((args.page - 1) as usize)
         .saturating_mul(per)
@@ -72,7 +72,7 @@ fn diff_json(
         total_files: diff.entries.len(),
         page: args.page,
         pages,
-        files_per_page: args.files_per_page,
+        files_per_page: args.per_page().min(diff.entries.len().max(1) as u64),
         files: files.iter().map(|(e, d)| file_doc(e, d, args)).collect(),
     })
 }
@@ -97,10 +97,13 @@ fn file_doc(entry: &DiffEntry, diff: &FileDiff, args: &DiffArgs) -> json::DiffFi
             new_size: *new_size,
         },
     };
+    let mode = mode_change(entry);
     json::DiffFileDoc {
         path: path_str(&entry.path),
         status: entry.change.as_str(),
         binary: matches!(diff, FileDiff::Binary { .. }),
+        old_mode: mode.map(|(old, _)| format!("{old:o}")),
+        new_mode: mode.map(|(_, new)| format!("{new:o}")),
         detail,
     }
 }
@@ -131,19 +134,22 @@ fn print_human(
     }
     if pages > 1 {
         println!(
-            "-- page {} of {} ({} files in all); next: snap diff --page {}",
+            "-- page {} of {} ({} files in all); next: {}",
             args.page,
             pages,
             diff.entries.len(),
-            (args.page + 1).min(pages)
+            args.page_command((args.page + 1).min(pages))
         );
     }
 }
 
 fn print_stat_row(entry: &DiffEntry, file: &FileDiff) {
+    let mode = mode_change(entry).map_or(String::new(), |(old, new)| {
+        format!(" (mode {old:o} -> {new:o})")
+    });
     match file {
         FileDiff::Text { added, removed, .. } => {
-            println!("{} | +{added} -{removed}", path_shown(&entry.path))
+            println!("{} | +{added} -{removed}{mode}", path_shown(&entry.path))
         }
         FileDiff::Binary { old_size, new_size } => {
             println!(
@@ -163,6 +169,11 @@ fn print_file(entry: &DiffEntry, file: &FileDiff, max_lines: usize, colour: bool
         Change::Deleted => (format!("a/{path}"), "/dev/null".to_string()),
         Change::Modified => (format!("a/{path}"), format!("b/{path}")),
     };
+    print_mode_change(entry);
+    if let Some(line) = symlink_line(entry, file) {
+        println!("{line}");
+        return;
+    }
     match file {
         FileDiff::Binary { old_size, new_size } => {
             let size = |s: &Option<u64>| s.map_or("absent".to_string(), |n| format!("{n} bytes"));
@@ -185,6 +196,49 @@ fn print_file(entry: &DiffEntry, file: &FileDiff, max_lines: usize, colour: bool
             }
         }
     }
+}
+
+/// `old mode 644` / `new mode 600` when only (or also) the permission bits changed.
+fn print_mode_change(entry: &DiffEntry) {
+    if let Some((old, new)) = mode_change(entry) {
+        println!("{} mode {old:o} -> {new:o}", path_shown(&entry.path));
+    }
+}
+
+/// The two modes of a file whose permission bits differ between the sides.
+fn mode_change(entry: &DiffEntry) -> Option<(u16, u16)> {
+    let (old, new) = (entry.old?.mode?, entry.new?.mode?);
+    (old != new).then_some((old, new))
+}
+
+/// A symlink is shown as a link with its target, not as a one-line text file.
+fn symlink_line(entry: &DiffEntry, file: &FileDiff) -> Option<String> {
+    let link =
+        |n: Option<snap_tree::Node>| n.is_some_and(|n| n.kind == snap_tree::EntryKind::Symlink);
+    if !link(entry.old) && !link(entry.new) {
+        return None;
+    }
+    let FileDiff::Text { lines, .. } = file else {
+        return None;
+    };
+    let side = |mark: &str, skip: &str| {
+        lines
+            .iter()
+            .find(|l| l.starts_with(mark) && !l.starts_with(skip))
+            .map(|l| l[1..].to_string())
+    };
+    let (old, new) = (side("-", "---"), side("+", "+++"));
+    let path = path_shown(&entry.path);
+    let shown = |kind: Option<snap_tree::Node>, target: Option<String>| match (link(kind), target) {
+        (true, Some(t)) => format!("symlink to {t}"),
+        (_, _) if kind.is_none() => "absent".to_string(),
+        _ => "a file".to_string(),
+    };
+    Some(format!(
+        "{path}: {} -> {}",
+        shown(entry.old, old),
+        shown(entry.new, new)
+    ))
 }
 
 fn paint(line: &str, colour: bool) -> String {

@@ -155,16 +155,18 @@ pub struct Commit {
     pub stat_cache: StatCacheUpdate,
 }
 
-/// Bytes of the check that ends every cache row and memo (FORMAT.md 6): the first 8 bytes of
-/// BLAKE3 over the row's key then its value. redb checks its commits, not each page's bytes
-/// at rest, so without it one flipped bit in a cached id would be trusted and recorded.
+/// Bytes of the check that ends every cache row and memo (FORMAT.md 6): XXH3-64 of the value
+/// seeded with XXH3-64 of the key, little-endian. redb checks its commits, not each page's
+/// bytes at rest, so without it one flipped bit in a cached id would be trusted and recorded.
+/// It guards against damage, not an adversary (whoever can write the catalog can write
+/// anything), so a fast checksum does: an undo at a million files checks a million rows, and
+/// on a stat row (30-byte path, 77-byte value) BLAKE3 took 203 ns against XXH3's 36 ns
+/// (2026-12-01, this project's 2-core machine).
 pub const CACHE_CHECK_LEN: usize = 8;
 
 fn cache_check(key: &[u8], value: &[u8]) -> [u8; CACHE_CHECK_LEN] {
-    let hash = blake3::Hasher::new().update(key).update(value).finalize();
-    let mut check = [0u8; CACHE_CHECK_LEN];
-    check.copy_from_slice(&hash.as_bytes()[..CACHE_CHECK_LEN]);
-    check
+    use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
+    xxh3_64_with_seed(value, xxh3_64(key)).to_le_bytes()
 }
 
 /// A table's row count, as a capacity to reserve: only a hint, since a damaged catalog can

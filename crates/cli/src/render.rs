@@ -61,27 +61,26 @@ pub fn kind_str(kind: EntryKind) -> &'static str {
     }
 }
 
+/// A change's status letter: `A`, `M` or `D`.
+pub fn change_letter(change: Change) -> char {
+    match change {
+        Change::Added => 'A',
+        Change::Modified => 'M',
+        Change::Deleted => 'D',
+    }
+}
+
 /// One line per changed path: `A path`, `M path`, `D path`.
 pub fn print_changes(changes: &[PathChange]) {
     for (path, change) in changes {
-        let letter = match change {
-            Change::Added => 'A',
-            Change::Modified => 'M',
-            Change::Deleted => 'D',
-        };
-        println!("{letter} {}", path_shown(path));
+        println!("{} {}", change_letter(*change), path_shown(path));
     }
 }
 
 /// Directory-level changes, with a trailing `/`: `A empty/`, `D gone/`, `M chmodded/`.
 pub fn print_dir_changes(dirs: &[PathChange]) {
     for (path, change) in dirs {
-        let what = match change {
-            Change::Added => "A",
-            Change::Modified => "M",
-            Change::Deleted => "D",
-        };
-        println!("{what} {}/", path_shown(path));
+        println!("{} {}/", change_letter(*change), path_shown(path));
     }
 }
 

@@ -10,7 +10,7 @@ use snap_tree::{Change, DiffEntry, FileDiff, Side, TreeDiff};
 use super::workspace_paths;
 use crate::args::DiffArgs;
 use crate::json;
-use crate::render::{path_shown, path_str};
+use crate::render::{change_letter, path_shown, path_str};
 use crate::{Ctx, emit, open_reading};
 
 /// The page of entries asked for, and how many pages there are.
@@ -28,14 +28,6 @@ fn side_label(side: &Side) -> String {
         Side::Snapshot(Some(s)) => format!("#{}", s.record.seq),
         Side::Snapshot(None) => "empty".into(),
         Side::WorkingTree => "working tree".into(),
-    }
-}
-
-fn letter(c: Change) -> char {
-    match c {
-        Change::Added => 'A',
-        Change::Modified => 'M',
-        Change::Deleted => 'D',
     }
 }
 
@@ -125,7 +117,11 @@ fn print_human(
     }
     for (entry, file) in files {
         if args.name_status {
-            println!("{}\t{}", letter(entry.change), path_shown(&entry.path));
+            println!(
+                "{}\t{}",
+                change_letter(entry.change),
+                path_shown(&entry.path)
+            );
         } else if args.stat {
             print_stat_row(entry, file);
         } else {

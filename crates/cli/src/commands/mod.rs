@@ -29,7 +29,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use snap_tree::{Change, Run, SaveOptions, TreeError, Workspace};
+use snap_tree::{Change, PathChange, Run, SaveOptions, TreeError, Workspace};
 
 use crate::args::{Category, MoveArgs, SaveArgs};
 use crate::render::*;

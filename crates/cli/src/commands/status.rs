@@ -11,18 +11,10 @@ pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
         Some(Category::Modified) => *c == Change::Modified,
         Some(Category::Deleted) => *c == Change::Deleted,
     };
-    let changes: Vec<_> = status
-        .changes
-        .iter()
-        .filter(|(_, c)| wanted(c))
-        .cloned()
-        .collect();
-    let dirs: Vec<_> = status
-        .dirs
-        .iter()
-        .filter(|(_, c)| wanted(c))
-        .cloned()
-        .collect();
+    let of_category = |all: &[PathChange]| -> Vec<PathChange> {
+        all.iter().filter(|(_, c)| wanted(c)).cloned().collect()
+    };
+    let (changes, dirs) = (of_category(&status.changes), of_category(&status.dirs));
     // Before the first snapshot nothing is clean: a save would record the tree.
     let clean = status.head.is_some() && status.changes.is_empty() && status.dirs.is_empty();
     let pending: Vec<json::PendingDoc> = ws.pending()?.iter().map(Into::into).collect();

@@ -57,6 +57,19 @@ pub enum Command {
     /// Go forward N snapshots along what undo left (`snap redo`).
     Redo(MoveArgs),
     /// Make the directory (or PATHS) match a snapshot, as a new snapshot (`snap restore "#3" -- src`).
+    /// Write a snapshot into another directory, leaving the workspace alone
+    /// (`snap export @~2 /tmp/old -- src`).
+    Export {
+        /// Snapshot: @, @~N, last, #SEQ, step:N or an id prefix.
+        reference: String,
+        /// An empty or absent directory outside the workspace. (Not named `dir`: that is the
+        /// global `-C`'s id, and clap would give this value to it.)
+        #[arg(value_name = "DIR")]
+        into: PathBuf,
+        /// Only these paths.
+        #[arg(last = true)]
+        paths: Vec<PathBuf>,
+    },
     Restore {
         /// Snapshot: @, @~N, last, #SEQ, step:N or an id prefix.
         reference: String,
@@ -164,6 +177,7 @@ impl Command {
         !matches!(
             self,
             Command::Log { .. }
+                | Command::Export { .. }
                 | Command::Show { .. }
                 | Command::Ls { .. }
                 | Command::Cat { .. }

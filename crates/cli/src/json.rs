@@ -277,6 +277,15 @@ impl From<&Recovered> for RecoveredDoc {
     }
 }
 
+/// `snap export`.
+#[derive(Serialize)]
+pub struct ExportDoc {
+    pub snapshot: String,
+    pub seq: u64,
+    pub dir: String,
+    pub files: usize,
+}
+
 /// `snap ls`.
 #[derive(Serialize)]
 pub struct LsDoc {

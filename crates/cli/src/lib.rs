@@ -156,6 +156,11 @@ fn run(cli: Cli) -> Result<()> {
         Command::Save(args) => cmd_save(&ctx, args),
         Command::Undo(args) | Command::Rewind(args) => cmd_move(&ctx, args, false),
         Command::Redo(args) => cmd_move(&ctx, args, true),
+        Command::Export {
+            reference,
+            into,
+            paths,
+        } => cmd_export(&ctx, &reference, &into, &paths),
         Command::Restore {
             reference,
             paths,

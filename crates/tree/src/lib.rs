@@ -50,6 +50,6 @@ pub use observer::{Event, Observer, Phase};
 pub use scan::ScanReport;
 pub use snap_store::{self, EntryKind, ObjectId, SnapshotKind, SnapshotRecord};
 pub use workspace::{
-    LogEntry, MoveOutcome, PathChange, Recovered, Run, SaveOptions, SaveOutcome, Snapshot, Status,
-    Workspace, find_root, repair,
+    ExportOutcome, LogEntry, MoveOutcome, PathChange, Recovered, Run, SaveOptions, SaveOutcome,
+    Snapshot, Status, Workspace, find_root, repair,
 };

@@ -3,6 +3,7 @@
 
 mod cat;
 pub(crate) mod diff;
+mod export;
 mod init;
 pub(crate) mod lifecycle;
 mod log;
@@ -15,6 +16,7 @@ mod show;
 mod status;
 
 pub(crate) use cat::cmd_cat;
+pub(crate) use export::cmd_export;
 pub(crate) use init::cmd_init;
 pub(crate) use log::{LogFilter, cmd_log};
 pub(crate) use ls::cmd_ls;

@@ -4,6 +4,7 @@
 //! accessors; each operation lives in a submodule.
 
 mod capture;
+mod export;
 mod lifecycle;
 mod moves;
 mod query;
@@ -37,6 +38,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use crate::snapshot::{LogEntry, PathChange, Recovered, Snapshot};
 use capture::*;
+pub use export::ExportOutcome;
 pub use moves::MoveOutcome;
 use record::*;
 pub use save::{SaveOptions, SaveOutcome, Status};

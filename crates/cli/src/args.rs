@@ -82,26 +82,7 @@ pub enum Command {
     },
     /// List snapshots, newest first (`snap log -n 10`).
     #[command(alias = "list")]
-    Log {
-        /// At most N rows.
-        #[arg(short = 'n', long = "max-count")]
-        max_count: Option<usize>,
-        /// Include snapshots abandoned by a save after an undo.
-        #[arg(long)]
-        all: bool,
-        /// Only snapshots saved with this step.
-        #[arg(long)]
-        step: Option<u64>,
-        /// Only snapshots saved with this session.
-        #[arg(long)]
-        session: Option<String>,
-        /// Only snapshots younger than this (30m, 12h, 7d, 2w).
-        #[arg(long, value_name = "DUR", value_parser = parse_since)]
-        since: Option<Since>,
-        /// Also show the store's size and what gc would reclaim.
-        #[arg(long)]
-        stats: bool,
-    },
+    Log(LogArgs),
     /// One snapshot's record and changed files (`snap show @`).
     Show {
         /// Snapshot reference.
@@ -176,7 +157,7 @@ impl Command {
     pub fn writes(&self) -> bool {
         !matches!(
             self,
-            Command::Log { .. }
+            Command::Log(_)
                 | Command::Export { .. }
                 | Command::Show { .. }
                 | Command::Ls { .. }
@@ -305,4 +286,27 @@ impl DiffArgs {
         }
         cmd
     }
+}
+
+/// `snap log`'s filters.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// At most N rows.
+    #[arg(short = 'n', long = "max-count")]
+    pub max_count: Option<usize>,
+    /// Include snapshots abandoned by a save after an undo.
+    #[arg(long)]
+    pub all: bool,
+    /// Only snapshots saved with this step.
+    #[arg(long)]
+    pub step: Option<u64>,
+    /// Only snapshots saved with this session.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Only snapshots younger than this (30m, 12h, 7d, 2w).
+    #[arg(long, value_name = "DUR", value_parser = parse_since)]
+    pub since: Option<Since>,
+    /// Also show the store's size and what gc would reclaim.
+    #[arg(long)]
+    pub stats: bool,
 }

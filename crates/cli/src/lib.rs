@@ -166,24 +166,7 @@ fn run(cli: Cli) -> Result<()> {
             paths,
             dry_run,
         } => cmd_restore(&ctx, &reference, &paths, dry_run),
-        Command::Log {
-            max_count,
-            all,
-            step,
-            session,
-            since,
-            stats,
-        } => cmd_log(
-            &ctx,
-            LogFilter {
-                max_count,
-                all,
-                step,
-                session,
-                since,
-                stats,
-            },
-        ),
+        Command::Log(args) => cmd_log(&ctx, args),
         Command::Show { reference } => cmd_show(&ctx, &reference),
         Command::Ls { reference, paths } => {
             cmd_ls(&ctx, reference.as_deref().unwrap_or("@"), &paths)
@@ -215,12 +198,7 @@ pub(crate) fn open(ctx: &Ctx) -> Result<Workspace> {
         ws.set_observer(progress::observer());
     }
     for r in ws.recovered() {
-        eprintln!(
-            "snap: finished an interrupted {} (HEAD is #{}, {} paths touched)",
-            r.op.as_str(),
-            r.head.record.seq,
-            r.paths_touched
-        );
+        eprintln!("snap: {}", recovered_line(r));
         print_kept(r.op.as_str(), &r.kept);
     }
     Ok(ws)

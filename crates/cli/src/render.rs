@@ -126,6 +126,16 @@ pub fn log_line(e: &LogEntry) -> String {
     format!("{tag}{}", snapshot_line(&e.snapshot))
 }
 
+/// `finished an interrupted undo: HEAD is #N (M paths touched)`.
+pub fn recovered_line(r: &snap_tree::Recovered) -> String {
+    format!(
+        "finished an interrupted {}: HEAD is #{} ({} paths touched)",
+        r.op.as_str(),
+        r.head.record.seq,
+        r.paths_touched
+    )
+}
+
 /// Names each path a move left as it was; never silent, even with `-q`.
 pub fn print_kept(verb: &str, kept: &[Vec<u8>]) {
     for path in kept {

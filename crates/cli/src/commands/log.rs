@@ -2,17 +2,7 @@
 
 use super::*;
 
-/// `snap log`'s filters.
-pub(crate) struct LogFilter {
-    pub(crate) max_count: Option<usize>,
-    pub(crate) all: bool,
-    pub(crate) step: Option<u64>,
-    pub(crate) session: Option<String>,
-    pub(crate) since: Option<crate::args::Since>,
-    pub(crate) stats: bool,
-}
-
-pub(crate) fn cmd_log(ctx: &Ctx, f: LogFilter) -> Result<()> {
+pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
     let ws = open_reading(ctx)?;
     let since_ns = f.since.and_then(|s| s.0);
     let now_ns = std::time::SystemTime::now()

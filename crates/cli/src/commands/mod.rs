@@ -18,7 +18,7 @@ mod status;
 pub(crate) use cat::cmd_cat;
 pub(crate) use export::cmd_export;
 pub(crate) use init::cmd_init;
-pub(crate) use log::{LogFilter, cmd_log};
+pub(crate) use log::cmd_log;
 pub(crate) use ls::cmd_ls;
 pub(crate) use moves::cmd_move;
 pub(crate) use recover::cmd_recover;
@@ -33,7 +33,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use snap_tree::{Change, PathChange, Run, SaveOptions, TreeError, Workspace};
 
-use crate::args::{Category, MoveArgs, SaveArgs};
+use crate::args::{Category, LogArgs, MoveArgs, SaveArgs};
 use crate::render::*;
 use crate::{Ctx, emit, emit_done, json, json_only, open, open_reading, progress};
 

@@ -15,12 +15,7 @@ pub(crate) fn cmd_recover(ctx: &Ctx) -> Result<()> {
             }
             for r in ws.recovered() {
                 if !ctx.quiet {
-                    println!(
-                        "finished an interrupted {}: HEAD is #{} ({} paths touched)",
-                        r.op.as_str(),
-                        r.head.record.seq,
-                        r.paths_touched
-                    );
+                    println!("{}", recovered_line(r));
                 }
                 // Kept paths are never silent.
                 print_kept(r.op.as_str(), &r.kept);

@@ -50,8 +50,8 @@ pub struct Status {
 pub(super) struct AgainstHead {
     /// Changed paths in path order.
     pub(super) changes: Vec<PathChange>,
-    /// Directory-level changes (see [`Status::dirs`]).
-    pub(super) dirs: Vec<PathChange>,
+    /// The working tree's root tree id.
+    pub(super) root: ObjectId,
     /// HEAD's entries of at least the changed paths.
     pub(super) old: FlatTree,
     /// The working tree's entries of at least the changed paths.
@@ -115,9 +115,18 @@ impl Workspace {
         let head = self.head()?;
         let against = self.against_head(head.as_ref())?;
         let redo_depth = self.store.history()?.redo.len();
+        // Only status lists directory-level changes, so only status looks for them.
+        let dirs = match &head {
+            Some(h) if h.record.root == against.root => Vec::new(),
+            _ => flat::dir_changes(
+                &self.store,
+                head.as_ref().map(|h| &h.record.root),
+                &against.new,
+            )?,
+        };
         Ok(Status {
             changes: against.changes,
-            dirs: against.dirs,
+            dirs,
             head,
             report: against.report,
             redo_depth,
@@ -138,13 +147,9 @@ impl Workspace {
             Some(h) if h.record.root == cap.root => (Vec::new(), FlatTree::new()),
             _ => self.diff_from_head(&writer, head, &mut cap)?,
         };
-        let dirs = match head {
-            Some(h) if h.record.root == cap.root => Vec::new(),
-            _ => flat::dir_changes(&self.store, head.map(|h| &h.record.root), &cap.flat)?,
-        };
         Ok(AgainstHead {
             changes,
-            dirs,
+            root: cap.root,
             old,
             new: cap.flat,
             report: cap.report,

@@ -29,10 +29,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use crate::dircache::{DirCache, DirCacheUpdate};
-use crate::pack::{Compression, FrameInfo};
-use crate::statcache::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo};
-use crate::{ObjectId, ObjectKind, SnapshotRecord, StoreError};
+use crate::pack::FrameInfo;
+use crate::statcache::StatCacheUpdate;
+use crate::{ObjectId, SnapshotRecord, StoreError};
+
+mod caches;
+mod rows;
+
+pub use rows::{HistoryState, Location, decode_snapshot_row};
 
 /// Catalog format version stored under `meta["format"]`. Version 2 stores may hold delta
 /// frames (compression 2), version 3 stores blocks (kind 5) and slices (compression 3), which
@@ -48,93 +52,6 @@ const SNAP_IDS: TableDefinition<&[u8], u64> = TableDefinition::new("snap_ids");
 const STAT_CACHE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("stat_cache");
 const DIR_CACHE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("dir_cache");
 const TREE_CACHE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("tree_cache");
-
-/// Length of an `objects` value: pack id (32) | offset (8) | kind (1) | compression (1) |
-/// raw_len (4) | stored_len (4).
-const LOCATION_LEN: usize = 50;
-
-/// Where one object lives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Location {
-    /// The pack holding the object, named by its body hash.
-    pub pack: ObjectId,
-    /// The object's frame in that pack.
-    pub frame: FrameInfo,
-}
-
-impl Location {
-    /// The 50-byte `objects` value.
-    pub fn encode(&self) -> [u8; LOCATION_LEN] {
-        let mut v = [0u8; LOCATION_LEN];
-        v[0..32].copy_from_slice(&self.pack.0);
-        v[32..40].copy_from_slice(&self.frame.offset.to_le_bytes());
-        v[40] = self.frame.kind as u8;
-        v[41] = self.frame.compression as u8;
-        v[42..46].copy_from_slice(&self.frame.raw_len.to_le_bytes());
-        v[46..50].copy_from_slice(&self.frame.stored_len.to_le_bytes());
-        v
-    }
-
-    /// Decodes an `objects` value for object `id`; `None` when malformed.
-    pub fn decode(id: ObjectId, v: &[u8]) -> Option<Location> {
-        if v.len() != LOCATION_LEN {
-            return None;
-        }
-        let kind = ObjectKind::from_u8(v[40])?;
-        let compression = match v[41] {
-            0 => Compression::Raw,
-            1 => Compression::Zstd,
-            2 => Compression::Delta,
-            3 => Compression::Slice,
-            _ => return None,
-        };
-        let frame = FrameInfo {
-            id,
-            kind,
-            compression,
-            offset: u64::from_le_bytes(v[32..40].try_into().ok()?),
-            raw_len: u32::from_le_bytes(v[42..46].try_into().ok()?),
-            stored_len: u32::from_le_bytes(v[46..50].try_into().ok()?),
-        };
-        Some(Location {
-            pack: ObjectId::from_slice(&v[0..32])?,
-            frame,
-        })
-    }
-}
-
-/// HEAD and the redo stack (top last).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HistoryState {
-    /// The snapshot the working tree was last saved as or moved to; `None` when there is none yet.
-    pub head: Option<ObjectId>,
-    /// Snapshots undo stepped back over; the next redo target is last.
-    pub redo: Vec<ObjectId>,
-}
-
-impl HistoryState {
-    /// Decodes `meta["head"]` (one id) and `meta["redo"]` (ids, bottom first), either absent.
-    pub fn decode(head: Option<&[u8]>, redo: Option<&[u8]>) -> Result<HistoryState, String> {
-        let head = match head {
-            Some(v) => Some(ObjectId::from_slice(v).ok_or("HEAD record is not 32 bytes")?),
-            None => None,
-        };
-        let redo = redo.unwrap_or_default();
-        if redo.len() % 32 != 0 {
-            return Err("redo record is not a whole number of ids".into());
-        }
-        let redo = redo
-            .chunks_exact(32)
-            .filter_map(ObjectId::from_slice)
-            .collect();
-        Ok(HistoryState { head, redo })
-    }
-
-    /// The `meta["redo"]` value: the ids, bottom of the stack first.
-    pub fn encode_redo(&self) -> Vec<u8> {
-        self.redo.iter().flat_map(|id| id.0).collect()
-    }
-}
 
 /// Everything one command commits at once.
 #[derive(Debug, Default)]
@@ -153,42 +70,6 @@ pub struct Commit {
     pub remove_packs: Vec<ObjectId>,
     /// Stat cache changes.
     pub stat_cache: StatCacheUpdate,
-}
-
-/// Bytes of the check that ends every cache row and memo (FORMAT.md 6): XXH3-64 of the value
-/// seeded with XXH3-64 of the key, little-endian. redb checks its commits, not each page's
-/// bytes at rest, so without it one flipped bit in a cached id would be trusted and recorded.
-/// It guards against damage, not an adversary (whoever can write the catalog can write
-/// anything), so a fast checksum does: an undo at a million files checks a million rows, and
-/// on a stat row (30-byte path, 77-byte value) BLAKE3 took 203 ns against XXH3's 36 ns
-/// (2026-12-01, this project's 2-core machine).
-pub const CACHE_CHECK_LEN: usize = 8;
-
-fn cache_check(key: &[u8], value: &[u8]) -> [u8; CACHE_CHECK_LEN] {
-    use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
-    xxh3_64_with_seed(value, xxh3_64(key)).to_le_bytes()
-}
-
-/// A table's row count, as a capacity to reserve: only a hint, since a damaged catalog can
-/// claim any count, and reserving it would abort the process (an allocation failure is no
-/// panic that `main` could turn into one error line).
-fn capacity_hint(rows: u64) -> usize {
-    rows.min(1 << 20) as usize
-}
-
-/// `value ‖ check`: a cache row as stored.
-fn seal(key: &[u8], value: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(value.len() + CACHE_CHECK_LEN);
-    out.extend_from_slice(value);
-    out.extend_from_slice(&cache_check(key, value));
-    out
-}
-
-/// The value of a stored cache row whose check holds; `None` for a damaged row, or one
-/// written before rows were checked (either is ignored, as if absent).
-fn unseal<'a>(key: &[u8], stored: &'a [u8]) -> Option<&'a [u8]> {
-    let (value, check) = stored.split_at_checked(stored.len().checked_sub(CACHE_CHECK_LEN)?)?;
-    (cache_check(key, value) == check).then_some(value)
 }
 
 /// A read-only view of the `objects` table.
@@ -527,258 +408,6 @@ impl Catalog {
         Ok(())
     }
 
-    fn write_stat_cache(
-        &self,
-        txn: &WriteTransaction,
-        update: &StatCacheUpdate,
-    ) -> Result<(), StoreError> {
-        if update.clear {
-            // Both vouch for objects, which gc may have just dropped.
-            txn.delete_table(STAT_CACHE).map_err(|e| self.err(e))?;
-            txn.delete_table(TREE_CACHE).map_err(|e| self.err(e))?;
-        }
-        if let Some(memo) = update.memo {
-            self.set_meta(txn, "scan", &memo.encode())?;
-        }
-        if let Some(walk) = update.walk {
-            self.set_meta(txn, "walk", &walk.encode())?;
-        }
-        let put = update.put.iter().map(|(p, e)| (p.as_slice(), e.encode()));
-        self.write_rows(
-            txn,
-            STAT_CACHE,
-            update.remove.iter().map(Vec::as_slice),
-            put,
-        )?;
-        // Before the tree cache entries: a new config drops every directory's entries.
-        self.write_dir_cache(txn, &update.dirs)?;
-        let put = update.trees.iter().map(|(p, m)| (p.as_slice(), m.encode()));
-        self.write_rows(txn, TREE_CACHE, [], put)
-    }
-
-    fn write_dir_cache(
-        &self,
-        txn: &WriteTransaction,
-        update: &DirCacheUpdate,
-    ) -> Result<(), StoreError> {
-        if update.clear {
-            txn.delete_table(DIR_CACHE).map_err(|e| self.err(e))?;
-            txn.delete_table(TREE_CACHE).map_err(|e| self.err(e))?;
-        }
-        if let Some(fingerprint) = update.fingerprint {
-            self.set_meta(txn, "dirs", &fingerprint)?;
-        }
-        let gone = || update.remove.iter().map(Vec::as_slice);
-        let put = update.put.iter().map(|(p, r)| (p.as_slice(), r.as_slice()));
-        self.write_rows(txn, DIR_CACHE, gone(), put)?;
-        self.write_rows(
-            txn,
-            TREE_CACHE,
-            gone(),
-            std::iter::empty::<(&[u8], &[u8])>(),
-        )
-    }
-
-    fn set_meta(&self, txn: &WriteTransaction, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-        let sealed = seal(key.as_bytes(), value);
-        meta.insert(key, sealed.as_slice())
-            .map_err(|e| self.err(e))?;
-        Ok(())
-    }
-
-    /// Removes the `remove` keys from `table`, then inserts the `put` rows.
-    fn write_rows<'a, V: AsRef<[u8]>>(
-        &self,
-        txn: &WriteTransaction,
-        table: TableDefinition<&[u8], &[u8]>,
-        remove: impl IntoIterator<Item = &'a [u8]>,
-        put: impl IntoIterator<Item = (&'a [u8], V)>,
-    ) -> Result<(), StoreError> {
-        let mut table = txn.open_table(table).map_err(|e| self.err(e))?;
-        for key in remove {
-            table.remove(key).map_err(|e| self.err(e))?;
-        }
-        // In key order, rows fill redb's leaves; in walk order (threads finishing directories
-        // as they go) they split leaves and leave them about half empty.
-        let mut put: Vec<(&[u8], V)> = put.into_iter().collect();
-        put.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        for (key, value) in put {
-            let sealed = seal(key, value.as_ref());
-            table
-                .insert(key, sealed.as_slice())
-                .map_err(|e| self.err(e))?;
-        }
-        Ok(())
-    }
-
-    /// The directory cache: the fingerprint of the rules it was built under
-    /// (`meta["dirs"]`), and every record by directory path, undecoded. Empty in an old
-    /// catalog opened read-only, which has no such table.
-    pub fn dir_cache(&self) -> Result<DirCache, StoreError> {
-        Ok(DirCache {
-            fingerprint: self.meta_value("dirs", |v| v.try_into().ok())?,
-            records: self.cache_rows(DIR_CACHE, |v| Some(v.to_vec()))?,
-        })
-    }
-
-    /// The memo of the last committed scan, if any (malformed: none).
-    pub fn scan_memo(&self) -> Result<Option<ScanMemo>, StoreError> {
-        self.meta_value("scan", ScanMemo::decode)
-    }
-
-    /// The tree cache: for each directory, the memo of its subtree as the last scan that
-    /// built its tree saw it. Malformed entries are left out; an old catalog opened
-    /// read-only has none.
-    pub fn tree_cache(&self) -> Result<HashMap<Vec<u8>, WalkMemo>, StoreError> {
-        self.cache_rows(TREE_CACHE, WalkMemo::decode)
-    }
-
-    /// The memo of the last exact walk, if any (malformed: none).
-    pub fn walk_memo(&self) -> Result<Option<WalkMemo>, StoreError> {
-        self.meta_value("walk", WalkMemo::decode)
-    }
-
-    /// `meta[key]`, decoded; `None` when absent or malformed.
-    fn meta_value<T>(
-        &self,
-        key: &str,
-        decode: impl Fn(&[u8]) -> Option<T>,
-    ) -> Result<Option<T>, StoreError> {
-        let txn = self.read()?;
-        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
-        let value = meta.get(key).map_err(|e| self.err(e))?;
-        Ok(value.and_then(|v| unseal(key.as_bytes(), v.value()).and_then(&decode)))
-    }
-
-    /// Every row of a cache table whose value decodes; empty when the table does not exist
-    /// (an old catalog opened read-only).
-    fn cache_rows<T>(
-        &self,
-        table: TableDefinition<&[u8], &[u8]>,
-        decode: impl Fn(&[u8]) -> Option<T>,
-    ) -> Result<HashMap<Vec<u8>, T>, StoreError> {
-        let txn = self.read()?;
-        let table = match txn.open_table(table) {
-            Ok(table) => table,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(HashMap::new()),
-            Err(e) => return Err(self.err(e)),
-        };
-        let mut out = HashMap::with_capacity(capacity_hint(table.len().map_err(|e| self.err(e))?));
-        for row in table.iter().map_err(|e| self.err(e))? {
-            let (k, v) = row.map_err(|e| self.err(e))?;
-            if let Some(value) = unseal(k.value(), v.value()).and_then(&decode) {
-                out.insert(k.value().to_vec(), value);
-            }
-        }
-        Ok(out)
-    }
-
-    /// Checks every cache row and memo for `verify`: each must carry a sound check, and each
-    /// object id one vouches for must be `known` (in the catalog). Describes each that fails.
-    pub(crate) fn audit_caches(
-        &self,
-        known: impl Fn(&ObjectId) -> bool,
-    ) -> Result<Vec<String>, StoreError> {
-        let mut faults = Vec::new();
-        let stat = |v: &[u8]| StatEntry::decode(v).map(|e| Some(e.id));
-        let tree = |v: &[u8]| WalkMemo::decode(v).map(|m| Some(m.root));
-        let listing = |_: &[u8]| Some(None);
-        for (table, vouches) in [
-            (
-                STAT_CACHE,
-                &stat as &dyn Fn(&[u8]) -> Option<Option<ObjectId>>,
-            ),
-            (TREE_CACHE, &tree),
-            (DIR_CACHE, &listing),
-        ] {
-            self.audit_table(table, vouches, &known, &mut faults)?;
-        }
-        let txn = self.read()?;
-        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
-        for key in ["scan", "walk", "dirs"] {
-            let Some(v) = meta.get(key).map_err(|e| self.err(e))? else {
-                continue;
-            };
-            let root = unseal(key.as_bytes(), v.value()).map(|v| match key {
-                "scan" => ScanMemo::decode(v).map(|m| m.root),
-                "walk" => WalkMemo::decode(v).map(|m| m.root),
-                _ => None,
-            });
-            match root {
-                None => faults.push(format!("the {key} memo is damaged (its check fails)")),
-                Some(Some(id)) if !known(&id) => faults.push(format!(
-                    "the {key} memo names tree {}, which the store lacks",
-                    id.short()
-                )),
-                Some(_) => {}
-            }
-        }
-        Ok(faults)
-    }
-
-    fn audit_table(
-        &self,
-        table: TableDefinition<&[u8], &[u8]>,
-        vouches: &dyn Fn(&[u8]) -> Option<Option<ObjectId>>,
-        known: &dyn Fn(&ObjectId) -> bool,
-        faults: &mut Vec<String>,
-    ) -> Result<(), StoreError> {
-        let txn = self.read()?;
-        let rows = match txn.open_table(table) {
-            Ok(rows) => rows,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
-            Err(e) => return Err(self.err(e)),
-        };
-        for row in rows.iter().map_err(|e| self.err(e))? {
-            let (k, v) = row.map_err(|e| self.err(e))?;
-            let path = String::from_utf8_lossy(k.value());
-            match unseal(k.value(), v.value()).and_then(vouches) {
-                None => faults.push(format!(
-                    "the {} row of {path:?} is damaged (its check fails); saves ignore it",
-                    table.name()
-                )),
-                Some(Some(id)) if !known(&id) => faults.push(format!(
-                    "the {} row of {path:?} names object {}, which the store lacks",
-                    table.name(),
-                    id.short()
-                )),
-                Some(_) => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// The stat cache entries of `paths` (in their order, those that have one), read one by
-    /// one: for a scan that needs a few, not the whole table.
-    pub fn stat_entries(&self, paths: &[&[u8]]) -> Result<Vec<(Vec<u8>, StatEntry)>, StoreError> {
-        let txn = self.read()?;
-        let table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
-        let mut out = Vec::new();
-        for path in paths {
-            let value = table.get(*path).map_err(|e| self.err(e))?;
-            let entry = value.and_then(|v| unseal(path, v.value()).and_then(StatEntry::decode));
-            if let Some(entry) = entry {
-                out.push((path.to_vec(), entry));
-            }
-        }
-        Ok(out)
-    }
-
-    /// The whole stat cache. Malformed entries are left out (those files are rehashed).
-    pub fn stat_cache(&self) -> Result<Vec<(Vec<u8>, StatEntry)>, StoreError> {
-        let txn = self.read()?;
-        let table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
-        let mut out = Vec::with_capacity(capacity_hint(table.len().map_err(|e| self.err(e))?));
-        for row in table.iter().map_err(|e| self.err(e))? {
-            let (k, v) = row.map_err(|e| self.err(e))?;
-            if let Some(entry) = unseal(k.value(), v.value()).and_then(StatEntry::decode) {
-                out.push((k.value().to_vec(), entry));
-            }
-        }
-        Ok(out)
-    }
-
     fn write_objects(&self, txn: &WriteTransaction, commit: &Commit) -> Result<(), StoreError> {
         let mut objects = txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
         let mut packs = txn.open_table(PACKS).map_err(|e| self.err(e))?;
@@ -899,17 +528,6 @@ impl Catalog {
     }
 }
 
-/// Decodes a `snapshots` value: the snapshot id, then its encoded record.
-pub fn decode_snapshot_row(row: &[u8]) -> Result<(ObjectId, SnapshotRecord), StoreError> {
-    let id = ObjectId::from_slice(row.get(..32).unwrap_or_default()).ok_or_else(|| {
-        StoreError::CorruptObject {
-            id: ObjectId([0; 32]),
-            why: "short snapshot row".into(),
-        }
-    })?;
-    Ok((id, SnapshotRecord::decode(id, &row[32..])?))
-}
-
 /// The error of opening the catalog at `path`.
 fn open_error(path: &Path, e: redb::DatabaseError) -> StoreError {
     match e {
@@ -927,6 +545,9 @@ fn open_error(path: &Path, e: redb::DatabaseError) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ObjectKind;
+    use crate::pack::Compression;
+    use crate::statcache::ScanMemo;
 
     /// A new catalog at `path` whose format record then says `format`.
     fn catalog_of_format(path: &Path, format: u32) {
@@ -985,64 +606,6 @@ mod tests {
         assert_eq!(catalog.locate(&frame.id).unwrap().unwrap().frame, frame);
     }
 
-    /// One flipped bit anywhere in a cache row makes the row absent (the file is read
-    /// again), and the audit names it; a sound row naming a missing object is named too.
-    #[test]
-    fn a_damaged_cache_row_is_never_trusted_and_the_audit_names_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("catalog.redb");
-        drop(Catalog::create(&path).unwrap());
-        let entry = StatEntry {
-            key: crate::StatKey {
-                size: 5,
-                mtime_ns: 1,
-                ctime_ns: 2,
-                ino: 3,
-                mode: 0o100644,
-            },
-            kind: crate::EntryKind::File,
-            id: ObjectId([7; 32]),
-            written_ns: 9,
-        };
-        let update = StatCacheUpdate {
-            put: vec![(b"f".to_vec(), entry)],
-            ..StatCacheUpdate::default()
-        };
-        let catalog = Catalog::open(&path, false).unwrap();
-        catalog
-            .commit(&Commit {
-                stat_cache: update,
-                ..Commit::default()
-            })
-            .unwrap();
-        assert_eq!(catalog.stat_cache().unwrap(), vec![(b"f".to_vec(), entry)]);
-        let faults = catalog.audit_caches(|_| false).unwrap();
-        assert!(faults[0].contains("names object"), "{faults:?}");
-        assert!(catalog.audit_caches(|_| true).unwrap().is_empty());
-        drop(catalog);
-        let sealed = seal(b"f", &entry.encode());
-        for bit in 0..sealed.len() * 8 {
-            let mut bad = sealed.clone();
-            bad[bit / 8] ^= 1 << (bit % 8);
-            let db = Database::open(&path).unwrap();
-            let txn = db.begin_write().unwrap();
-            txn.open_table(STAT_CACHE)
-                .unwrap()
-                .insert(b"f".as_slice(), bad.as_slice())
-                .unwrap();
-            txn.commit().unwrap();
-            drop(db);
-            let catalog = Catalog::open(&path, true).unwrap();
-            assert!(catalog.stat_cache().unwrap().is_empty(), "bit {bit}");
-            assert!(
-                catalog.stat_entries(&[b"f"]).unwrap().is_empty(),
-                "bit {bit}"
-            );
-            let faults = catalog.audit_caches(|_| true).unwrap();
-            assert!(faults[0].contains("damaged"), "bit {bit}: {faults:?}");
-        }
-    }
-
     #[test]
     fn a_missing_or_empty_catalog_is_damage_not_a_fresh_start() {
         let dir = tempfile::tempdir().unwrap();
@@ -1094,23 +657,5 @@ mod tests {
         drop(catalog);
         let catalog = Catalog::open(&path, false).unwrap();
         assert_eq!(catalog.scan_memo().unwrap(), Some(memo));
-    }
-
-    #[test]
-    fn locations_round_trip() {
-        let frame = FrameInfo {
-            id: ObjectId([3; 32]),
-            kind: ObjectKind::Tree,
-            compression: Compression::Delta,
-            offset: 1 << 40,
-            raw_len: 77,
-            stored_len: 55,
-        };
-        let loc = Location {
-            pack: ObjectId([9; 32]),
-            frame,
-        };
-        assert_eq!(Location::decode(frame.id, &loc.encode()), Some(loc));
-        assert_eq!(Location::decode(frame.id, &loc.encode()[..49]), None);
     }
 }

@@ -1,0 +1,333 @@
+//! The cache tables and memos of the catalog: stat, directory and tree caches and the
+//! scan, walk and directory-rule memos. Each row is sealed with its check (`rows::seal`);
+//! a row whose check fails reads as absent, and `audit_caches` names it for `verify`.
+
+use std::collections::HashMap;
+
+use redb::{ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle, WriteTransaction};
+
+use super::rows::{capacity_hint, seal, unseal};
+use super::{Catalog, DIR_CACHE, META, STAT_CACHE, TREE_CACHE};
+use crate::dircache::{DirCache, DirCacheUpdate};
+use crate::statcache::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo};
+use crate::{ObjectId, StoreError};
+
+impl Catalog {
+    pub(super) fn write_stat_cache(
+        &self,
+        txn: &WriteTransaction,
+        update: &StatCacheUpdate,
+    ) -> Result<(), StoreError> {
+        if update.clear {
+            // Both vouch for objects, which gc may have just dropped.
+            txn.delete_table(STAT_CACHE).map_err(|e| self.err(e))?;
+            txn.delete_table(TREE_CACHE).map_err(|e| self.err(e))?;
+        }
+        if let Some(memo) = update.memo {
+            self.set_meta(txn, "scan", &memo.encode())?;
+        }
+        if let Some(walk) = update.walk {
+            self.set_meta(txn, "walk", &walk.encode())?;
+        }
+        let put = update.put.iter().map(|(p, e)| (p.as_slice(), e.encode()));
+        self.write_rows(
+            txn,
+            STAT_CACHE,
+            update.remove.iter().map(Vec::as_slice),
+            put,
+        )?;
+        // Before the tree cache entries: a new config drops every directory's entries.
+        self.write_dir_cache(txn, &update.dirs)?;
+        let put = update.trees.iter().map(|(p, m)| (p.as_slice(), m.encode()));
+        self.write_rows(txn, TREE_CACHE, [], put)
+    }
+
+    fn write_dir_cache(
+        &self,
+        txn: &WriteTransaction,
+        update: &DirCacheUpdate,
+    ) -> Result<(), StoreError> {
+        if update.clear {
+            txn.delete_table(DIR_CACHE).map_err(|e| self.err(e))?;
+            txn.delete_table(TREE_CACHE).map_err(|e| self.err(e))?;
+        }
+        if let Some(fingerprint) = update.fingerprint {
+            self.set_meta(txn, "dirs", &fingerprint)?;
+        }
+        let gone = || update.remove.iter().map(Vec::as_slice);
+        let put = update.put.iter().map(|(p, r)| (p.as_slice(), r.as_slice()));
+        self.write_rows(txn, DIR_CACHE, gone(), put)?;
+        self.write_rows(
+            txn,
+            TREE_CACHE,
+            gone(),
+            std::iter::empty::<(&[u8], &[u8])>(),
+        )
+    }
+
+    fn set_meta(&self, txn: &WriteTransaction, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        let sealed = seal(key.as_bytes(), value);
+        meta.insert(key, sealed.as_slice())
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Removes the `remove` keys from `table`, then inserts the `put` rows.
+    fn write_rows<'a, V: AsRef<[u8]>>(
+        &self,
+        txn: &WriteTransaction,
+        table: TableDefinition<&[u8], &[u8]>,
+        remove: impl IntoIterator<Item = &'a [u8]>,
+        put: impl IntoIterator<Item = (&'a [u8], V)>,
+    ) -> Result<(), StoreError> {
+        let mut table = txn.open_table(table).map_err(|e| self.err(e))?;
+        for key in remove {
+            table.remove(key).map_err(|e| self.err(e))?;
+        }
+        // In key order, rows fill redb's leaves; in walk order (threads finishing directories
+        // as they go) they split leaves and leave them about half empty.
+        let mut put: Vec<(&[u8], V)> = put.into_iter().collect();
+        put.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (key, value) in put {
+            let sealed = seal(key, value.as_ref());
+            table
+                .insert(key, sealed.as_slice())
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    /// The directory cache: the fingerprint of the rules it was built under
+    /// (`meta["dirs"]`), and every record by directory path, undecoded. Empty in an old
+    /// catalog opened read-only, which has no such table.
+    pub fn dir_cache(&self) -> Result<DirCache, StoreError> {
+        Ok(DirCache {
+            fingerprint: self.meta_value("dirs", |v| v.try_into().ok())?,
+            records: self.cache_rows(DIR_CACHE, |v| Some(v.to_vec()))?,
+        })
+    }
+
+    /// The memo of the last committed scan, if any (malformed: none).
+    pub fn scan_memo(&self) -> Result<Option<ScanMemo>, StoreError> {
+        self.meta_value("scan", ScanMemo::decode)
+    }
+
+    /// The tree cache: for each directory, the memo of its subtree as the last scan that
+    /// built its tree saw it. Malformed entries are left out; an old catalog opened
+    /// read-only has none.
+    pub fn tree_cache(&self) -> Result<HashMap<Vec<u8>, WalkMemo>, StoreError> {
+        self.cache_rows(TREE_CACHE, WalkMemo::decode)
+    }
+
+    /// The memo of the last exact walk, if any (malformed: none).
+    pub fn walk_memo(&self) -> Result<Option<WalkMemo>, StoreError> {
+        self.meta_value("walk", WalkMemo::decode)
+    }
+
+    /// `meta[key]`, decoded; `None` when absent or malformed.
+    fn meta_value<T>(
+        &self,
+        key: &str,
+        decode: impl Fn(&[u8]) -> Option<T>,
+    ) -> Result<Option<T>, StoreError> {
+        let txn = self.read()?;
+        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        let value = meta.get(key).map_err(|e| self.err(e))?;
+        Ok(value.and_then(|v| unseal(key.as_bytes(), v.value()).and_then(&decode)))
+    }
+
+    /// Every row of a cache table whose value decodes; empty when the table does not exist
+    /// (an old catalog opened read-only).
+    fn cache_rows<T>(
+        &self,
+        table: TableDefinition<&[u8], &[u8]>,
+        decode: impl Fn(&[u8]) -> Option<T>,
+    ) -> Result<HashMap<Vec<u8>, T>, StoreError> {
+        let txn = self.read()?;
+        let table = match txn.open_table(table) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(HashMap::new()),
+            Err(e) => return Err(self.err(e)),
+        };
+        let mut out = HashMap::with_capacity(capacity_hint(table.len().map_err(|e| self.err(e))?));
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (k, v) = row.map_err(|e| self.err(e))?;
+            if let Some(value) = unseal(k.value(), v.value()).and_then(&decode) {
+                out.insert(k.value().to_vec(), value);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Checks every cache row and memo for `verify`: each must carry a sound check, and each
+    /// object id one vouches for must be `known` (in the catalog). Describes each that fails.
+    pub(crate) fn audit_caches(
+        &self,
+        known: impl Fn(&ObjectId) -> bool,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut faults = Vec::new();
+        let stat = |v: &[u8]| StatEntry::decode(v).map(|e| Some(e.id));
+        let tree = |v: &[u8]| WalkMemo::decode(v).map(|m| Some(m.root));
+        let listing = |_: &[u8]| Some(None);
+        for (table, vouches) in [
+            (
+                STAT_CACHE,
+                &stat as &dyn Fn(&[u8]) -> Option<Option<ObjectId>>,
+            ),
+            (TREE_CACHE, &tree),
+            (DIR_CACHE, &listing),
+        ] {
+            self.audit_table(table, vouches, &known, &mut faults)?;
+        }
+        let txn = self.read()?;
+        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        for key in ["scan", "walk", "dirs"] {
+            let Some(v) = meta.get(key).map_err(|e| self.err(e))? else {
+                continue;
+            };
+            let root = unseal(key.as_bytes(), v.value()).map(|v| match key {
+                "scan" => ScanMemo::decode(v).map(|m| m.root),
+                "walk" => WalkMemo::decode(v).map(|m| m.root),
+                _ => None,
+            });
+            match root {
+                None => faults.push(format!("the {key} memo is damaged (its check fails)")),
+                Some(Some(id)) if !known(&id) => faults.push(format!(
+                    "the {key} memo names tree {}, which the store lacks",
+                    id.short()
+                )),
+                Some(_) => {}
+            }
+        }
+        Ok(faults)
+    }
+
+    fn audit_table(
+        &self,
+        table: TableDefinition<&[u8], &[u8]>,
+        vouches: &dyn Fn(&[u8]) -> Option<Option<ObjectId>>,
+        known: &dyn Fn(&ObjectId) -> bool,
+        faults: &mut Vec<String>,
+    ) -> Result<(), StoreError> {
+        let txn = self.read()?;
+        let rows = match txn.open_table(table) {
+            Ok(rows) => rows,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(e) => return Err(self.err(e)),
+        };
+        for row in rows.iter().map_err(|e| self.err(e))? {
+            let (k, v) = row.map_err(|e| self.err(e))?;
+            let path = String::from_utf8_lossy(k.value());
+            match unseal(k.value(), v.value()).and_then(vouches) {
+                None => faults.push(format!(
+                    "the {} row of {path:?} is damaged (its check fails); saves ignore it",
+                    table.name()
+                )),
+                Some(Some(id)) if !known(&id) => faults.push(format!(
+                    "the {} row of {path:?} names object {}, which the store lacks",
+                    table.name(),
+                    id.short()
+                )),
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The stat cache entries of `paths` (in their order, those that have one), read one by
+    /// one: for a scan that needs a few, not the whole table.
+    pub fn stat_entries(&self, paths: &[&[u8]]) -> Result<Vec<(Vec<u8>, StatEntry)>, StoreError> {
+        let txn = self.read()?;
+        let table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for path in paths {
+            let value = table.get(*path).map_err(|e| self.err(e))?;
+            let entry = value.and_then(|v| unseal(path, v.value()).and_then(StatEntry::decode));
+            if let Some(entry) = entry {
+                out.push((path.to_vec(), entry));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The whole stat cache. Malformed entries are left out (those files are rehashed).
+    pub fn stat_cache(&self) -> Result<Vec<(Vec<u8>, StatEntry)>, StoreError> {
+        let txn = self.read()?;
+        let table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
+        let mut out = Vec::with_capacity(capacity_hint(table.len().map_err(|e| self.err(e))?));
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (k, v) = row.map_err(|e| self.err(e))?;
+            if let Some(entry) = unseal(k.value(), v.value()).and_then(StatEntry::decode) {
+                out.push((k.value().to_vec(), entry));
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::Database;
+
+    use super::*;
+    use crate::Commit;
+
+    /// One flipped bit anywhere in a cache row makes the row absent (the file is read
+    /// again), and the audit names it; a sound row naming a missing object is named too.
+    #[test]
+    fn a_damaged_cache_row_is_never_trusted_and_the_audit_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        drop(Catalog::create(&path).unwrap());
+        let entry = StatEntry {
+            key: crate::StatKey {
+                size: 5,
+                mtime_ns: 1,
+                ctime_ns: 2,
+                ino: 3,
+                mode: 0o100644,
+            },
+            kind: crate::EntryKind::File,
+            id: ObjectId([7; 32]),
+            written_ns: 9,
+        };
+        let update = StatCacheUpdate {
+            put: vec![(b"f".to_vec(), entry)],
+            ..StatCacheUpdate::default()
+        };
+        let catalog = Catalog::open(&path, false).unwrap();
+        catalog
+            .commit(&Commit {
+                stat_cache: update,
+                ..Commit::default()
+            })
+            .unwrap();
+        assert_eq!(catalog.stat_cache().unwrap(), vec![(b"f".to_vec(), entry)]);
+        let faults = catalog.audit_caches(|_| false).unwrap();
+        assert!(faults[0].contains("names object"), "{faults:?}");
+        assert!(catalog.audit_caches(|_| true).unwrap().is_empty());
+        drop(catalog);
+        let sealed = seal(b"f", &entry.encode());
+        for bit in 0..sealed.len() * 8 {
+            let mut bad = sealed.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            let db = Database::open(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(STAT_CACHE)
+                .unwrap()
+                .insert(b"f".as_slice(), bad.as_slice())
+                .unwrap();
+            txn.commit().unwrap();
+            drop(db);
+            let catalog = Catalog::open(&path, true).unwrap();
+            assert!(catalog.stat_cache().unwrap().is_empty(), "bit {bit}");
+            assert!(
+                catalog.stat_entries(&[b"f"]).unwrap().is_empty(),
+                "bit {bit}"
+            );
+            let faults = catalog.audit_caches(|_| true).unwrap();
+            assert!(faults[0].contains("damaged"), "bit {bit}: {faults:?}");
+        }
+    }
+}

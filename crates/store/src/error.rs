@@ -67,6 +67,15 @@ pub enum StoreError {
         /// Which check failed.
         why: String,
     },
+    /// An object stored as a delta whose base cannot be read; `base` is the first failure
+    /// down the chain (a chain names what broke once, not every link above it).
+    #[error("object {id} is damaged: its delta base: {base}")]
+    BrokenBase {
+        /// The object read.
+        id: ObjectId,
+        /// Why its base (or a base further down its chain) could not be read.
+        base: Box<StoreError>,
+    },
     /// The catalog has no location, or no snapshot record, for this id.
     #[error("object {id} is missing from the store")]
     MissingObject {

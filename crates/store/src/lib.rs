@@ -25,6 +25,7 @@ mod store;
 #[doc(hidden)]
 pub mod testing;
 mod verify;
+mod writer;
 
 // The failpoint function beside its module, for the write protocols' `crate::failpoint(...)`.
 use failpoint::failpoint;
@@ -44,5 +45,6 @@ pub use object::{
 pub use statcache::{
     STAT_ENTRY_LEN, STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey, WalkMemo,
 };
-pub use store::{ObjectWriter, Store};
+pub use store::Store;
 pub use verify::{Problem, RepairReport, VerifyReport};
+pub use writer::ObjectWriter;

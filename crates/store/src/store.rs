@@ -1,4 +1,5 @@
-//! `Store`: the `.snap/` directory as a whole: layout, lock, catalog, object reads and writes.
+//! `Store`: the `.snap/` directory as a whole: layout, lock, catalog and object reads (writes
+//! go through [`ObjectWriter`], in `writer.rs`).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -7,10 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::catalog::{Catalog, Commit, HistoryState};
 use crate::delta::{DeltaHeader, MAX_DELTA_DEPTH};
 use crate::lock::{StoreLock, lock_timeout};
-use crate::pack::{
-    Compression, EncodedObject, FrameInfo, PACK_TARGET_SIZE, PackReader, PackWriter, pack_file_name,
-};
-use crate::slice::{PendingBlock, SLICE_MAX};
+use crate::pack::{Compression, PackReader, pack_file_name};
+use crate::writer::ObjectWriter;
 use crate::{ChunkList, ObjectId, ObjectKind, SnapshotRecord, StoreError, Tree};
 
 /// An open store. Holding one means holding the store lock.
@@ -34,7 +33,7 @@ struct Remembered {
 /// An object's raw bytes as a read gives them: its own, or shared with the remembered
 /// objects (a block is read once for all its slices, without copying it for each).
 #[derive(Debug)]
-enum RawBytes {
+pub(crate) enum RawBytes {
     Owned(Vec<u8>),
     Shared(Arc<[u8]>),
 }
@@ -65,15 +64,13 @@ impl std::ops::Deref for RawBytes {
     }
 }
 
-/// How a delta names the read of its base that failed.
-const DELTA_BASE: &str = "its delta base: ";
 /// How a slice names the read of its block that failed.
 const BLOCK: &str = "its block: ";
 
 /// `Store::remember` forgets everything once it holds this many bytes.
 const REMEMBERED_BYTES: usize = 8 << 20;
 
-fn lock_poisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock_poisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these maps leaves it consistent (inserts are atomic).
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -215,7 +212,7 @@ impl Store {
     /// Reads an object and how deep a delta it is stored as (0: whole), resolving a chain of
     /// at most `depth_left` deltas: each delta must be shallower than the last, so a damaged
     /// or hostile chain ends within [`MAX_DELTA_DEPTH`] reads.
-    fn read_within(
+    pub(crate) fn read_within(
         &self,
         id: &ObjectId,
         depth_left: u8,
@@ -230,6 +227,7 @@ impl Store {
         let (info, payload) = self.reader(&loc.pack)?.read_frame(loc.frame.offset, *id)?;
         let mut depth = 0;
         let slice = info.compression == Compression::Slice;
+        let mut broken_base = None;
         let mut base_raw = |h: &DeltaHeader| {
             if h.depth > depth_left {
                 return Err(format!("its delta chain is deeper than {depth_left}"));
@@ -240,15 +238,26 @@ impl Store {
                 Ok((kind, _, _)) if slice => Err(format!("{BLOCK}{} is a {kind:?}", h.base)),
                 Ok((_, raw, _)) => Ok(raw.into_shared()),
                 Err(e) if slice => Err(format!("{BLOCK}{e}")),
-                // Down a chain, name what broke once, not every link above it.
-                Err(StoreError::CorruptObject { why, .. }) if why.starts_with(DELTA_BASE) => {
+                Err(e) => {
+                    let why = e.to_string();
+                    broken_base = Some(e);
                     Err(why)
                 }
-                Err(e) => Err(format!("{DELTA_BASE}{e}")),
             }
         };
-        let raw = crate::pack::decode_payload(&info, payload, &mut base_raw)
-            .map_err(|why| StoreError::CorruptObject { id: *id, why })?;
+        let raw = crate::pack::decode_payload(&info, payload, &mut base_raw).map_err(|why| {
+            match broken_base {
+                // Down a chain, name what broke once, not every link above it.
+                Some(StoreError::BrokenBase { base, .. }) => {
+                    StoreError::BrokenBase { id: *id, base }
+                }
+                Some(base) => StoreError::BrokenBase {
+                    id: *id,
+                    base: Box::new(base),
+                },
+                None => StoreError::CorruptObject { id: *id, why },
+            }
+        })?;
         if matches!(info.kind, ObjectKind::Tree | ObjectKind::Block) {
             let shared: Arc<[u8]> = raw.into();
             self.remember(*id, info.kind, &shared, depth);
@@ -345,218 +354,13 @@ impl Store {
     }
 }
 
-/// Writes new objects into packs, skipping those the store or this writer already has.
-///
-/// Threads append to one of a few open packs ("lanes"), each under its own lock, so that
-/// hashing and copying a frame into one pack never makes another thread wait. A thread takes
-/// the first lane it finds free, so a writer used by one thread at a time fills lane 0 only
-/// and a small save still makes one pack.
-#[derive(Debug)]
-pub struct ObjectWriter<'s> {
-    store: &'s Store,
-    /// Ids this writer stored or is storing: an object met twice in one save is written once.
-    seen: Mutex<HashSet<ObjectId>>,
-    lanes: Vec<Mutex<Option<PackWriter>>>,
-    /// Full packs sealed so far, with their frames.
-    sealed: Mutex<Vec<(ObjectId, Vec<FrameInfo>)>>,
-    /// Small chunks gathered for the next blocks (see [`crate::slice`]), one block per
-    /// thread (by a hash of its id), so that a block holds files stored one after another:
-    /// a restore, which reads in the same order, then needs each block on one thread only.
-    blocks: Vec<Mutex<PendingBlock>>,
-    dry_run: bool,
-}
-
-thread_local! {
-    /// A number per thread, in the order threads first write: the worker threads of one
-    /// process get consecutive numbers, so their pending blocks differ.
-    static THREAD_NUMBER: usize = {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    };
-}
-
-/// At most this many packs are open at once. A lane no thread needed stays empty and costs
-/// nothing, so this is not sized from the CPU count (asking the kernel for it costs more than
-/// a small save's hashing).
-const MAX_LANES: usize = 4;
-
-impl<'s> ObjectWriter<'s> {
-    fn new(store: &'s Store, dry_run: bool) -> ObjectWriter<'s> {
-        ObjectWriter {
-            store,
-            seen: Mutex::default(),
-            lanes: (0..MAX_LANES).map(|_| Mutex::default()).collect(),
-            sealed: Mutex::default(),
-            blocks: (0..MAX_LANES).map(|_| Mutex::default()).collect(),
-            dry_run,
-        }
-    }
-
-    /// Stores `raw` as an object of `kind` unless it is already there; returns its id.
-    pub fn put(&self, kind: ObjectKind, raw: &[u8]) -> Result<ObjectId, StoreError> {
-        self.put_against(kind, raw, None)
-    }
-
-    /// As [`ObjectWriter::put`], storing `raw` as a delta against `base` (an object already
-    /// in the catalog, typically the version it replaces) when that is much smaller. A base
-    /// that cannot be read, or is at the end of a chain as long as allowed, is not used.
-    pub fn put_against(
-        &self,
-        kind: ObjectKind,
-        raw: &[u8],
-        base: Option<ObjectId>,
-    ) -> Result<ObjectId, StoreError> {
-        let id = ObjectId::of(kind, raw);
-        if self.dry_run || !lock_poisoned(&self.seen).insert(id) || self.store.contains(&id)? {
-            return Ok(id);
-        }
-        if kind == ObjectKind::Chunk && base.is_none() && raw.len() <= SLICE_MAX {
-            self.gather(id, raw)?;
-            return Ok(id);
-        }
-        // Compression runs outside any lock so that callers on several threads overlap.
-        let plain = EncodedObject::encode_with_id(kind, id, raw)?;
-        let delta = base
-            .and_then(|base| Some((base, self.store.read_within(&base, MAX_DELTA_DEPTH).ok()?)))
-            .filter(|(_, (_, _, depth))| *depth < MAX_DELTA_DEPTH)
-            .and_then(|(base, (_, base_raw, depth))| {
-                let header = DeltaHeader {
-                    base,
-                    depth: depth + 1,
-                };
-                EncodedObject::encode_delta(kind, id, raw, header, (&base_raw, plain.payload.len()))
-            });
-        self.append(delta.as_ref().unwrap_or(&plain))?;
-        Ok(id)
-    }
-
-    /// Adds a small chunk to the pending block; the thread that fills the block stores it.
-    fn gather(&self, id: ObjectId, raw: &[u8]) -> Result<(), StoreError> {
-        let full = {
-            let mut block = lock_poisoned(self.thread_block());
-            if !block.push(id, raw) {
-                return Ok(());
-            }
-            std::mem::take(&mut *block)
-        };
-        self.store_block(full)
-    }
-
-    /// The pending block of the calling thread.
-    fn thread_block(&self) -> &Mutex<PendingBlock> {
-        &self.blocks[THREAD_NUMBER.with(|n| *n) % self.blocks.len()]
-    }
-
-    /// Stores a gathered block, then a slice of it per chunk. A block of one chunk is stored
-    /// as that chunk: a save that changed one small file reads and writes it as before.
-    fn store_block(&self, block: PendingBlock) -> Result<(), StoreError> {
-        match block.members[..] {
-            [] => return Ok(()),
-            [(id, _, _)] => {
-                let plain = EncodedObject::encode_with_id(ObjectKind::Chunk, id, &block.raw)?;
-                return self.append(&plain);
-            }
-            _ => {}
-        }
-        let block_id = ObjectId::of(ObjectKind::Block, &block.raw);
-        if lock_poisoned(&self.seen).insert(block_id) && !self.store.contains(&block_id)? {
-            let encoded = EncodedObject::encode_with_id(ObjectKind::Block, block_id, &block.raw)?;
-            self.append(&encoded)?;
-        }
-        for (id, offset, len) in block.members {
-            self.append(&EncodedObject::encode_slice(id, len, block_id, offset))?;
-        }
-        Ok(())
-    }
-
-    /// Appends an already-encoded object as it is (gc copying live objects out of a pack).
-    pub fn copy(&self, encoded: &EncodedObject) -> Result<(), StoreError> {
-        if lock_poisoned(&self.seen).insert(encoded.id) {
-            self.append(encoded)?;
-        }
-        Ok(())
-    }
-
-    fn append(&self, encoded: &EncodedObject) -> Result<(), StoreError> {
-        let mut lane = self.free_lane();
-        let mut current = match lane.take() {
-            Some(w) => w,
-            None if self.store.catalog.is_read_only() => {
-                return Err(StoreError::ReadOnly(self.store.dir.clone()));
-            }
-            None => PackWriter::create(&self.store.dir.join("tmp"))?,
-        };
-        current.add(encoded)?;
-        if current.len() < PACK_TARGET_SIZE {
-            *lane = Some(current);
-            return Ok(());
-        }
-        // Sealing fsyncs a full pack (tens of milliseconds); the lane is free meanwhile.
-        drop(lane);
-        let sealed = current.finish(&self.store.dir.join("packs"))?;
-        lock_poisoned(&self.sealed).push(sealed);
-        Ok(())
-    }
-
-    /// The first lane no other thread holds, or lane 0 once all are busy.
-    fn free_lane(&self) -> MutexGuard<'_, Option<PackWriter>> {
-        for lane in &self.lanes {
-            match lane.try_lock() {
-                Ok(guard) => return guard,
-                Err(std::sync::TryLockError::Poisoned(p)) => return p.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => {}
-            }
-        }
-        lock_poisoned(&self.lanes[0])
-    }
-
-    /// True for a writer that only computes ids.
-    pub fn is_dry_run(&self) -> bool {
-        self.dry_run
-    }
-
-    /// Seals the open packs. The returned packs are durable in `packs/` and must now be named
-    /// in a catalog commit; until then they are garbage that gc may sweep.
-    ///
-    /// The catalog is opened for that commit meanwhile, on this thread: its open syncs the
-    /// catalog file while another thread fsyncs the packs, instead of one sync after the other
-    /// (a save after a small change spends most of what it adds to the walk on syncs).
-    pub fn finish(self) -> Result<Vec<(ObjectId, Vec<FrameInfo>)>, StoreError> {
-        for block in &self.blocks {
-            self.store_block(std::mem::take(&mut *lock_poisoned(block)))?;
-        }
-        let mut sealed = self.sealed.into_inner().unwrap_or_else(|p| p.into_inner());
-        let open: Vec<PackWriter> = (self.lanes.into_iter())
-            .filter_map(|lane| lane.into_inner().unwrap_or_else(|p| p.into_inner()))
-            .filter(|w| !w.is_empty())
-            .collect();
-        if open.is_empty() {
-            return Ok(sealed);
-        }
-        let packs = self.store.dir.join("packs");
-        let (sealing, prepared) = std::thread::scope(|s| {
-            let sealing = s.spawn(|| {
-                (open.into_iter())
-                    .map(|w| w.finish(&packs))
-                    .collect::<Result<Vec<_>, _>>()
-            });
-            let prepared = self.store.catalog.prepare_write();
-            let sealing = sealing
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (sealing, prepared)
-        });
-        sealed.extend(sealing?);
-        prepared?;
-        Ok(sealed)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::Location;
     use crate::pack::Compression;
+    use crate::pack::EncodedObject;
+    use crate::writer::MAX_LANES;
 
     fn blob(i: u32) -> Vec<u8> {
         format!("object {i} ")

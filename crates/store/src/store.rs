@@ -1,7 +1,7 @@
 //! `Store`: the `.snap/` directory as a whole: layout, lock, catalog and object reads (writes
 //! go through [`ObjectWriter`], in `writer.rs`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -34,6 +34,7 @@ mod marker;
 mod observer;
 mod paths;
 pub mod restore;
+mod rules;
 pub mod scan;
 mod snapshot;
 mod walk;

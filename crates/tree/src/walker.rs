@@ -6,69 +6,26 @@
 //! files, no ancestor's ignore file changed: see `snap_store::DirRecord`) is not read: its
 //! recorded entries are stat-ed as they are. Either way the walk yields the same entries.
 //!
-//! Ignore rules are applied as git applies them, with `ignore`'s gitignore matcher per file:
-//! for each entry the deepest `.snapignore` with an opinion decides, else the deepest
-//! `.gitignore` with one; an ignored directory is never entered, so nothing below it can be
-//! re-included (git's rule). The store, `.git`, `.hg`, `.svn`, `.jj` and the configured
-//! default excludes are left out before any rule is consulted.
+//! Which entries are left out is decided in `rules.rs` (ignore files, default excludes, the
+//! store and version-control directories).
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ignore::Match;
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 use snap_store::{DirHeader, DirRecord, EntryKind, ListedKind, StatKey, encode_dir_record};
 
 use crate::TreeError;
 use crate::config::Config;
-use crate::paths::{SNAPIGNORE, STORE_DIR, VCS_DIRS, abs};
+use crate::paths::{SNAPIGNORE, abs};
+use crate::rules::{GITIGNORE, Rules, always_left_out, read_rules, ruled_out};
 use crate::walk::{Walk, WalkSum};
-
-/// The ignore files of one directory and of every directory above it.
-struct Rules {
-    parent: Option<Arc<Rules>>,
-    git: Option<Gitignore>,
-    snap: Option<Gitignore>,
-    /// True when this level or one above has an ignore file: when false, nothing is matched.
-    any: bool,
-}
-
-impl Rules {
-    /// True when `abs` is ignored: `.snapignore` files first, then `.gitignore` files, each
-    /// from the deepest directory up, the first with an opinion deciding.
-    fn ignores(&self, abs: &Path, is_dir: bool) -> bool {
-        let snap: fn(&Rules) -> Option<&Gitignore> = |r| r.snap.as_ref();
-        let git: fn(&Rules) -> Option<&Gitignore> = |r| r.git.as_ref();
-        self.opinion(snap, abs, is_dir)
-            .or_else(|| self.opinion(git, abs, is_dir))
-            .unwrap_or(false)
-    }
-
-    fn opinion(
-        &self,
-        pick: fn(&Rules) -> Option<&Gitignore>,
-        abs: &Path,
-        is_dir: bool,
-    ) -> Option<bool> {
-        let mut level = Some(self);
-        while let Some(rules) = level {
-            match pick(rules).map(|g| g.matched(abs, is_dir)) {
-                Some(Match::Ignore(_)) => return Some(true),
-                Some(Match::Whitelist(_)) => return Some(false),
-                _ => level = rules.parent.as_deref(),
-            }
-        }
-        None
-    }
-}
 
 /// One directory waiting to be read.
 struct Job {
@@ -119,12 +76,7 @@ pub fn walk(
 ) -> Result<Walk, TreeError> {
     let fd = rustix::fs::open(root, DIR_FLAGS.difference(OFlags::NOFOLLOW), Mode::empty())
         .map_err(|e| TreeError::io(root, e.into()))?;
-    let parent_rules = Arc::new(Rules {
-        parent: None,
-        git: None,
-        snap: None,
-        any: false,
-    });
+    let parent_rules = Arc::new(Rules::none());
     let shared = Shared {
         root,
         config,
@@ -221,63 +173,6 @@ fn read_dir(fd: &OwnedFd, abs: &Path) -> Result<Vec<(Vec<u8>, FileType)>, TreeEr
         }
     }
     Ok(out)
-}
-
-/// The rules for a directory: its own `.gitignore` and `.snapignore` (where present) over
-/// its parent's.
-fn read_rules(abs: &Path, has_git: bool, has_snap: bool, parent: &Arc<Rules>) -> Rules {
-    let load = |present: bool, file: &str| {
-        if !present {
-            return None;
-        }
-        let path = abs.join(file);
-        let bytes = read_rule_file(&path)?;
-        let mut builder = GitignoreBuilder::new(abs);
-        for line in rule_lines(&bytes) {
-            // A malformed line is skipped, as git skips it; the file's other lines still apply.
-            let _ = builder.add_line(Some(path.clone()), line);
-        }
-        builder.build().ok()
-    };
-    let (git, snap) = (load(has_git, GITIGNORE), load(has_snap, SNAPIGNORE));
-    let any = parent.any || git.is_some() || snap.is_some();
-    Rules {
-        parent: Some(Arc::clone(parent)),
-        git,
-        snap,
-        any,
-    }
-}
-
-const GITIGNORE: &str = ".gitignore";
-
-/// The bytes of an ignore file, never read through a symlink: as git does since 2.32, a
-/// symlinked `.gitignore` (or `.snapignore`) is not read at all. The directory cache keys an
-/// ignore file on its own lstat, so following a link would let the target change unseen.
-fn read_rule_file(path: &Path) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(snap_store::fsio::O_NOFOLLOW)
-        .open(path)
-        .ok()?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
-    Some(bytes)
-}
-
-/// The lines of an ignore file as the `ignore` crate reads them from a path: a leading
-/// UTF-8 byte-order mark dropped, `\n` or `\r\n` ending each line, reading stopped at the
-/// first line that is not UTF-8.
-fn rule_lines(bytes: &[u8]) -> impl Iterator<Item = &str> {
-    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
-    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    let lines = (!bytes.is_empty()).then(|| bytes.split(|b| *b == b'\n'));
-    lines
-        .into_iter()
-        .flatten()
-        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
-        .map_while(|line| std::str::from_utf8(line).ok())
 }
 
 /// What visiting one directory adds: its items, its subdirectories to visit, and its new
@@ -669,103 +564,6 @@ fn visit_entry(
     }
 }
 
-/// The store (at the root) and the version-control directories (at any depth): left out
-/// before any rule is consulted.
-fn always_left_out(parent: &[u8], name: &[u8]) -> bool {
-    VCS_DIRS.iter().any(|d| d.as_bytes() == name)
-        || (parent.is_empty() && name == STORE_DIR.as_bytes())
-}
-
-/// True when the default excludes or the ignore `rules` leave out the entry `name` at `abs`.
-fn ruled_out(config: &Config, rules: &Rules, name: &[u8], abs: &Path, is_dir: bool) -> bool {
-    let excluded = match is_dir {
-        true => config.excludes_dir(name),
-        false => config.excludes_file(name),
-    };
-    excluded || (rules.any && rules.ignores(abs, is_dir))
-}
-
-/// Answers for single paths what the walk answers for the whole tree: whether the rules as
-/// they are on disk now leave a path out (it, or a directory above it). A move asks this of
-/// the paths it would create, before it changes anything, so that it never writes where an
-/// ignored or excluded file belongs (DESIGN §14). Each directory's rules are read once.
-pub struct IgnoreJudge<'a> {
-    root: &'a Path,
-    config: &'a Config,
-    skip: Option<&'a Path>,
-    /// Each directory asked about: its rules, or `None` when the directory is left out.
-    dirs: HashMap<Vec<u8>, Option<Arc<Rules>>>,
-}
-
-impl std::fmt::Debug for IgnoreJudge<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IgnoreJudge")
-            .field("root", &self.root)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<'a> IgnoreJudge<'a> {
-    /// A judge of `root` under `config`, `skip` (the store) left out as the walk leaves it.
-    pub fn new(root: &'a Path, config: &'a Config, skip: Option<&'a Path>) -> IgnoreJudge<'a> {
-        IgnoreJudge {
-            root,
-            config,
-            skip,
-            dirs: HashMap::new(),
-        }
-    }
-
-    /// True when a scan would leave out `rel` (as a directory when `is_dir`) or one of the
-    /// directories above it.
-    pub fn leaves_out(&mut self, rel: &[u8], is_dir: bool) -> bool {
-        let (parent, name) = crate::flat::split(rel);
-        match self.rules_of(parent) {
-            Some(rules) => self.rules_leave_out(&rules, parent, name, is_dir),
-            None => true,
-        }
-    }
-
-    fn rules_leave_out(&self, rules: &Rules, parent: &[u8], name: &[u8], is_dir: bool) -> bool {
-        let abs = abs(self.root, &crate::flat::join(parent, name));
-        always_left_out(parent, name)
-            || self.skip.is_some_and(|skip| skip == abs)
-            || ruled_out(self.config, rules, name, &abs, is_dir)
-    }
-
-    /// The rules in force inside directory `dir`; `None` when `dir` itself is left out.
-    fn rules_of(&mut self, dir: &[u8]) -> Option<Arc<Rules>> {
-        if let Some(known) = self.dirs.get(dir) {
-            return known.clone();
-        }
-        let parent = match dir.is_empty() {
-            true => Some(Arc::new(Rules {
-                parent: None,
-                git: None,
-                snap: None,
-                any: false,
-            })),
-            false => {
-                let (up, name) = crate::flat::split(dir);
-                self.rules_of(up)
-                    .filter(|rules| !self.rules_leave_out(rules, up, name, true))
-            }
-        };
-        let rules = parent.map(|parent| {
-            let abs = abs(self.root, dir);
-            let present = |file: &str| std::fs::symlink_metadata(abs.join(file)).is_ok();
-            Arc::new(read_rules(
-                &abs,
-                present(GITIGNORE),
-                present(SNAPIGNORE),
-                &parent,
-            ))
-        });
-        self.dirs.insert(dir.to_vec(), rules.clone());
-        rules
-    }
-}
-
 fn file_item(rel: Vec<u8>, st: &rustix::fs::Stat, max: u64) -> Item {
     let key = stat_key(st);
     if key.size > max {
@@ -793,37 +591,5 @@ pub fn stat_key(st: &rustix::fs::Stat) -> StatKey {
             .saturating_add(st.st_ctime_nsec as i64),
         ino: st.st_ino,
         mode: st.st_mode,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    /// Reading the bytes ourselves (to refuse links) splits them as the `ignore` crate's
-    /// own reader does.
-    #[test]
-    fn rule_lines_split_as_the_ignore_crate_reads_a_file() {
-        let cases: [(&[u8], &[&str]); 6] = [
-            (b"", &[]),
-            (b"a\n", &["a"]),
-            (b"a\r\n\nb", &["a", "", "b"]),
-            ("\u{feff}*.log\n!k\n".as_bytes(), &["*.log", "!k"]),
-            (b"x\n\xff\ny\n", &["x"]),
-            (b"\n\n", &["", ""]),
-        ];
-        for (bytes, want) in cases {
-            assert_eq!(rule_lines(bytes).collect::<Vec<_>>(), want, "{bytes:?}");
-        }
-    }
-
-    #[test]
-    fn a_symlink_is_never_read_as_an_ignore_file() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("real"), b"*.log\n").unwrap();
-        std::os::unix::fs::symlink("real", dir.path().join(".gitignore")).unwrap();
-        assert!(read_rule_file(&dir.path().join(".gitignore")).is_none());
-        assert!(read_rule_file(&dir.path().join("real")).is_some());
     }
 }

@@ -567,7 +567,7 @@ impl Workspace {
     /// returns them.
     pub(super) fn keep_ruled_out(&self, plan: &mut Plan, current: &FlatTree) -> Vec<Vec<u8>> {
         let mut judge =
-            crate::walker::IgnoreJudge::new(&self.root, &self.config, Some(self.store.dir()));
+            crate::rules::IgnoreJudge::new(&self.root, &self.config, Some(self.store.dir()));
         let new_dirs = plan.make_dirs.iter().map(|p| (p, true));
         let new_files = plan.write.iter().map(|(p, _)| (p, false));
         let mut kept: Vec<Vec<u8>> = Vec::new();

@@ -93,9 +93,10 @@ pub(crate) fn open_database(
     create: bool,
 ) -> Result<redb::Database, redb::DatabaseError> {
     if !cfg!(debug_assertions) {
-        return match create {
-            true => redb::Database::create(path),
-            false => redb::Database::open(path),
+        return if create {
+            redb::Database::create(path)
+        } else {
+            redb::Database::open(path)
         };
     }
     let file = std::fs::OpenOptions::new()

@@ -47,9 +47,10 @@ impl StoreLock {
             }
             Err(e) => return Err(crate::fsio::no_follow_error(path, e)),
         };
-        let op = match read_only {
-            true => FlockOperation::NonBlockingLockShared,
-            false => FlockOperation::NonBlockingLockExclusive,
+        let op = if read_only {
+            FlockOperation::NonBlockingLockShared
+        } else {
+            FlockOperation::NonBlockingLockExclusive
         };
         wait_for(&mut file, op, path, timeout)?;
         if !read_only {

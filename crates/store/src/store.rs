@@ -361,6 +361,7 @@ mod tests {
     use crate::pack::Compression;
     use crate::pack::EncodedObject;
     use crate::writer::MAX_LANES;
+    use std::collections::HashSet;
 
     fn blob(i: u32) -> Vec<u8> {
         format!("object {i} ")

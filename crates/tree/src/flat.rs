@@ -181,9 +181,10 @@ pub fn is_within(path: &[u8], dir: &[u8]) -> bool {
 /// flat tree has one.
 fn open_down_to(open: &mut Vec<OpenDir<'_>>, parent: &[u8]) {
     while let Some(top) = open.last_mut().filter(|top| *top.path != *parent) {
-        let below = match top.path.is_empty() {
-            true => parent,
-            false => &parent[top.path.len() + 1..],
+        let below = if top.path.is_empty() {
+            parent
+        } else {
+            &parent[top.path.len() + 1..]
         };
         let name = &below[..below.iter().position(|&c| c == b'/').unwrap_or(below.len())];
         let path = parent[..parent.len() - below.len() + name.len()].to_vec();

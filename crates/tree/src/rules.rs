@@ -136,9 +136,10 @@ pub(crate) fn ruled_out(
     abs: &Path,
     is_dir: bool,
 ) -> bool {
-    let excluded = match is_dir {
-        true => config.excludes_dir(name),
-        false => config.excludes_file(name),
+    let excluded = if is_dir {
+        config.excludes_dir(name)
+    } else {
+        config.excludes_file(name)
     };
     excluded || (rules.any && rules.ignores(abs, is_dir))
 }
@@ -196,13 +197,12 @@ impl<'a> IgnoreJudge<'a> {
         if let Some(known) = self.dirs.get(dir) {
             return known.clone();
         }
-        let parent = match dir.is_empty() {
-            true => Some(Arc::new(Rules::none())),
-            false => {
-                let (up, name) = crate::flat::split(dir);
-                self.rules_of(up)
-                    .filter(|rules| !self.rules_leave_out(rules, up, name, true))
-            }
+        let parent = if dir.is_empty() {
+            Some(Arc::new(Rules::none()))
+        } else {
+            let (up, name) = crate::flat::split(dir);
+            self.rules_of(up)
+                .filter(|rules| !self.rules_leave_out(rules, up, name, true))
         };
         let rules = parent.map(|parent| {
             let abs = abs(self.root, dir);

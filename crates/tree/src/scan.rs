@@ -322,9 +322,10 @@ fn drop_orphans(nodes: &mut Vec<(Vec<u8>, Node)>) {
 pub fn store_path(root: &Path, rel: &[u8], writer: &ObjectWriter<'_>) -> Result<Node, TreeError> {
     let path = abs(root, rel);
     let meta = std::fs::symlink_metadata(&path).map_err(|e| TreeError::io(&path, e))?;
-    let kind = match meta.file_type().is_symlink() {
-        true => EntryKind::Symlink,
-        false => EntryKind::File,
+    let kind = if meta.file_type().is_symlink() {
+        EntryKind::Symlink
+    } else {
+        EntryKind::File
     };
     match store_entry(root, rel.to_vec(), kind, writer, u64::MAX, i64::MIN)? {
         Some((_, node, _, _)) => Ok(node),

@@ -124,15 +124,11 @@ fn drop_hollow(walk: &mut Walk) {
     for (path, kind, _) in walk.entries.iter().rev() {
         let (parent, _) = crate::flat::split(path);
         let hollow = *kind == EntryKind::Dir && !occupied.contains(path) && left_out.contains(path);
-        match hollow {
-            true => {
-                left_out.insert(parent.to_vec());
-            }
+        if hollow {
+            left_out.insert(parent.to_vec());
+        } else if !occupied.contains(parent) {
             // Most entries share their parent with the one before: allocate once per directory.
-            false if !occupied.contains(parent) => {
-                occupied.insert(parent.to_vec());
-            }
-            false => {}
+            occupied.insert(parent.to_vec());
         }
         keep.push(!hollow);
     }

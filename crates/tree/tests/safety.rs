@@ -75,11 +75,10 @@ fn disk(root: &Path) -> Disk {
             if rel == ".snap" {
                 continue;
             }
-            match e.file_type().unwrap().is_dir() {
-                true => stack.push(e.path()),
-                false => {
-                    out.insert(rel, std::fs::read(e.path()).unwrap());
-                }
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path())
+            } else {
+                out.insert(rel, std::fs::read(e.path()).unwrap());
             }
         }
     }
@@ -118,9 +117,10 @@ fn edit(root: &Path, op: &Op) {
         Op::Chmod(i, m) => {
             use std::os::unix::fs::PermissionsExt;
             let path = root.join(PATHS[*i]);
-            let mode = match path.is_dir() {
-                true => MODES[*m] | 0o700,
-                false => MODES[*m],
+            let mode = if path.is_dir() {
+                MODES[*m] | 0o700
+            } else {
+                MODES[*m]
             };
             let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
         }

@@ -192,9 +192,10 @@ impl Catalog {
     /// Opens the catalog for writing now, ahead of a commit that will follow. A store that
     /// cannot be written is left as it is: the commit then names the problem.
     pub fn prepare_write(&self) -> Result<(), StoreError> {
-        match self.read_only {
-            true => Ok(()),
-            false => self.upgrade(),
+        if self.read_only {
+            Ok(())
+        } else {
+            self.upgrade()
         }
     }
 

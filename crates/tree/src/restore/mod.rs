@@ -153,9 +153,10 @@ fn take_steps(
             touched.fetch_add(1, Ordering::Relaxed);
             tick();
         }
-        match g.tree.stop.is_some_and(|stop| stop.load(Ordering::Relaxed)) {
-            true => Err(TreeError::Interrupted),
-            false => Ok(()),
+        if g.tree.stop.is_some_and(|stop| stop.load(Ordering::Relaxed)) {
+            Err(TreeError::Interrupted)
+        } else {
+            Ok(())
         }
     };
     step(Ok(false))?;

@@ -227,9 +227,10 @@ pub(super) fn plan_entry(
     match (target.kind == EntryKind::Dir, node.kind == EntryKind::Dir) {
         (true, true) => {
             out.0.dir_mode(path, Some(node.mode), target.mode);
-            match target.id != node.id {
-                true => plan_dir(store, &target.id, current, path, out),
-                false => Ok(()),
+            if target.id != node.id {
+                plan_dir(store, &target.id, current, path, out)
+            } else {
+                Ok(())
             }
         }
         (false, false) if target.kind == node.kind && target.id == node.id && same_mode => Ok(()),

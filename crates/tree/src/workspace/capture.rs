@@ -100,12 +100,13 @@ pub(super) fn unchanged_capture(
     dirs: DirCacheUpdate,
     dry: bool,
 ) -> Capture {
-    let cache = match dry {
-        true => StatCacheUpdate::default(),
-        false => StatCacheUpdate {
+    let cache = if dry {
+        StatCacheUpdate::default()
+    } else {
+        StatCacheUpdate {
             dirs,
             ..StatCacheUpdate::default()
-        },
+        }
     };
     Capture {
         flat: FlatTree::new(),
@@ -173,9 +174,10 @@ pub(super) fn build_reusing(
         .iter()
         .filter(|(path, _)| !clean.contains_key(*path))
         .filter_map(|(path, (sum, _))| {
-            let id = match path.is_empty() {
-                true => root,
-                false => flat.get(path)?.id,
+            let id = if path.is_empty() {
+                root
+            } else {
+                flat.get(path)?.id
             };
             let memo = WalkMemo {
                 digest: sum.to_bytes(),
@@ -264,9 +266,10 @@ impl Workspace {
         };
         // A save leaves out what lies under directories whose trees the tree cache vouches
         // for: it needs their ids, not their files (its diff falls back if HEAD differs there).
-        let pruned = match start.clean_root.is_some() && !start.keep_stats {
-            true => scan::prune_under(&mut walk, |dir| clean.contains_key(dir)),
-            false => 0,
+        let pruned = if start.clean_root.is_some() && !start.keep_stats {
+            scan::prune_under(&mut walk, |dir| clean.contains_key(dir))
+        } else {
+            0
         };
         let cached = match (preloaded, pruned) {
             (Some(cached), _) => cached?,
@@ -301,9 +304,10 @@ impl Workspace {
                 written_ns: start.fs_now_ns,
             })
             .filter(|m| start.old_walk != Some(*m));
-        let cache = match writer.is_dry_run() {
-            true => StatCacheUpdate::default(),
-            false => StatCacheUpdate {
+        let cache = if writer.is_dry_run() {
+            StatCacheUpdate::default()
+        } else {
+            StatCacheUpdate {
                 put: stored.hashed,
                 remove: stored.gone,
                 clear: false,
@@ -312,7 +316,7 @@ impl Workspace {
                 walk: walk_memo,
                 trees,
                 dirs: start.dirs,
-            },
+            }
         };
         Ok(Capture {
             flat: stored.flat,

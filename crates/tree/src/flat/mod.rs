@@ -1,0 +1,346 @@
+//! Flat views of a tree: every path (relative, `/`-separated bytes) mapped to its entry.
+//!
+//! Snapshots are stored as nested trees; saving, diffing and restoring work on this flat form.
+//! Directories appear as entries of kind `Dir` (their id is the subtree's, or zero before the
+//! trees are built), so empty directories survive.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+mod changes;
+
+pub use changes::{
+    Change, StoredDiff, children, count_changes, diff_files, diff_stored, diff_stored_pruned,
+    dir_changes,
+};
+pub(crate) use changes::{Paired, pair_by_name};
+
+use snap_store::{
+    EntryKind, ObjectId, ObjectKind, ObjectWriter, Store, StoreError, Tree, TreeEntry,
+};
+
+/// One path's entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Node {
+    /// What is at the path.
+    pub kind: EntryKind,
+    /// File length, or link target length; 0 for directories.
+    pub size: u64,
+    /// Content (file), target chunk (symlink) or tree (directory; [`UNBUILT`] until built).
+    pub id: ObjectId,
+    /// Permission bits of a file or directory (`st_mode & 0o777`); `None` for a symlink and
+    /// for entries of trees recorded before modes were.
+    pub mode: Option<u16>,
+}
+
+/// True when two modes are both known and differ. A mode not recorded (an old snapshot)
+/// differs from nothing, so upgrading snap does not make every file look changed.
+pub fn modes_differ(a: Option<u16>, b: Option<u16>) -> bool {
+    matches!((a, b), (Some(a), Some(b)) if a != b)
+}
+
+/// The permission bits of an `st_mode`, as trees record them.
+pub fn permission_bits(st_mode: u32) -> u16 {
+    (st_mode & u32::from(snap_store::PERMISSION_BITS)) as u16
+}
+
+/// Every path of a tree, sorted by path bytes. The root itself is not an entry.
+pub type FlatTree = BTreeMap<Vec<u8>, Node>;
+
+/// The id used for directories whose tree has not been built yet.
+pub const UNBUILT: ObjectId = ObjectId([0; 32]);
+
+/// Reads a whole snapshot tree into flat form.
+pub fn flatten(store: &Store, root: &ObjectId) -> Result<FlatTree, StoreError> {
+    let mut out = FlatTree::new();
+    let mut stack = vec![(Vec::new(), *root)];
+    while let Some((prefix, id)) = stack.pop() {
+        for entry in store.read_tree(&id)?.entries {
+            let path = join(&prefix, &entry.name);
+            if entry.kind == EntryKind::Dir {
+                stack.push((path.clone(), entry.id));
+            }
+            out.insert(
+                path,
+                Node {
+                    kind: entry.kind,
+                    size: entry.size,
+                    id: entry.id,
+                    mode: entry.mode,
+                },
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// `prefix/name`, or `name` at the root.
+pub fn join(prefix: &[u8], name: &[u8]) -> Vec<u8> {
+    if prefix.is_empty() {
+        return name.to_vec();
+    }
+    let mut p = Vec::with_capacity(prefix.len() + 1 + name.len());
+    p.extend_from_slice(prefix);
+    p.push(b'/');
+    p.extend_from_slice(name);
+    p
+}
+
+/// Splits a path into its parent (empty at the root) and its last component.
+pub fn split(path: &[u8]) -> (&[u8], &[u8]) {
+    match path.iter().rposition(|&c| c == b'/') {
+        Some(i) => (&path[..i], &path[i + 1..]),
+        None => (&[], path),
+    }
+}
+
+/// Writes the trees of `flat` bottom-up and returns the root tree id. Directory nodes in
+/// `flat` get their built ids. Unchanged trees dedupe against the store.
+///
+/// One pass, no map of every path. In path byte order everything under a directory `d` is
+/// contiguous (the `d/` range), but siblings such as `d-x` and `d.txt` sort between `d` and
+/// `d/`: so a directory is only *opened* (pushed on the stack) when its first child arrives,
+/// and a directory with no children is sealed as an empty tree when its parent closes. A path
+/// whose parent directory is missing from `flat` gets that directory implicitly.
+pub fn build_trees(writer: &ObjectWriter<'_>, flat: &mut FlatTree) -> Result<ObjectId, StoreError> {
+    build(writer, flat, false, &|_| None)
+}
+
+/// As [`build_trees`], except that a directory node whose id is already set (not
+/// [`UNBUILT`]) is taken as built, with everything under it: the caller vouches that the
+/// whole subtree is unchanged and its trees are in the store (the tree cache). `previous`
+/// names a directory's tree before this change, if the store has it: a rebuilt tree is
+/// stored as a delta against it (see `snap_store::delta`).
+pub fn build_trees_reusing(
+    writer: &ObjectWriter<'_>,
+    flat: &mut FlatTree,
+    previous: &dyn Fn(&[u8]) -> Option<ObjectId>,
+) -> Result<ObjectId, StoreError> {
+    build(writer, flat, true, previous)
+}
+
+fn build(
+    writer: &ObjectWriter<'_>,
+    flat: &mut FlatTree,
+    reuse: bool,
+    previous: &dyn Fn(&[u8]) -> Option<ObjectId>,
+) -> Result<ObjectId, StoreError> {
+    let mut open = vec![OpenDir::new(Cow::Borrowed(&[][..]), None)];
+    for (path, node) in flat.iter_mut() {
+        let (parent, name) = split(path);
+        while !is_within(parent, &open[open.len() - 1].path) {
+            close(writer, &mut open, reuse, previous)?;
+        }
+        open_down_to(&mut open, parent);
+        let Some(top) = open.last_mut() else { break };
+        if node.kind == EntryKind::Dir {
+            top.unopened.insert(name, node);
+        } else {
+            top.entries.push(TreeEntry {
+                name: name.to_vec(),
+                kind: node.kind,
+                size: node.size,
+                id: node.id,
+                mode: node.mode.filter(|_| node.kind != EntryKind::Symlink),
+            });
+        }
+    }
+    while open.len() > 1 {
+        close(writer, &mut open, reuse, previous)?;
+    }
+    let Some(mut root) = open.pop() else {
+        return seal(writer, Vec::new(), None);
+    };
+    seal_empty_children(writer, &mut root, reuse)?;
+    seal(writer, root.entries, previous(b""))
+}
+
+/// A directory whose entries are still being collected.
+struct OpenDir<'a> {
+    path: Cow<'a, [u8]>,
+    /// Its node in the flat tree, to receive the built id; `None` for the root and for
+    /// directories implied by a deeper path.
+    node: Option<&'a mut Node>,
+    entries: Vec<TreeEntry>,
+    /// Child directories seen but not opened yet (no child of theirs has come yet).
+    unopened: BTreeMap<&'a [u8], &'a mut Node>,
+}
+
+impl<'a> OpenDir<'a> {
+    fn new(path: Cow<'a, [u8]>, node: Option<&'a mut Node>) -> OpenDir<'a> {
+        OpenDir {
+            path,
+            node,
+            entries: Vec::new(),
+            unopened: BTreeMap::new(),
+        }
+    }
+}
+
+/// Whether `path` is `dir` or lies under it (everything lies under the root, `""`).
+pub fn is_within(path: &[u8], dir: &[u8]) -> bool {
+    dir.is_empty()
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
+}
+
+/// Opens each directory from the innermost open one down to `parent`, with its node if the
+/// flat tree has one.
+fn open_down_to(open: &mut Vec<OpenDir<'_>>, parent: &[u8]) {
+    while let Some(top) = open.last_mut().filter(|top| *top.path != *parent) {
+        let below = if top.path.is_empty() {
+            parent
+        } else {
+            &parent[top.path.len() + 1..]
+        };
+        let name = &below[..below.iter().position(|&c| c == b'/').unwrap_or(below.len())];
+        let path = parent[..parent.len() - below.len() + name.len()].to_vec();
+        let node = top.unopened.remove(name);
+        open.push(OpenDir::new(Cow::Owned(path), node));
+    }
+}
+
+/// Seals the innermost open directory and adds it to its parent; with `reuse`, a directory
+/// that has its id already is not sealed again.
+fn close(
+    writer: &ObjectWriter<'_>,
+    open: &mut Vec<OpenDir<'_>>,
+    reuse: bool,
+    previous: &dyn Fn(&[u8]) -> Option<ObjectId>,
+) -> Result<(), StoreError> {
+    let Some(mut dir) = open.pop() else {
+        return Ok(());
+    };
+    let known = dir
+        .node
+        .as_ref()
+        .map(|n| n.id)
+        .filter(|id| reuse && *id != UNBUILT);
+    let mode = dir.node.as_ref().and_then(|n| n.mode);
+    let id = match known {
+        Some(id) => id,
+        None => {
+            seal_empty_children(writer, &mut dir, reuse)?;
+            let id = seal(writer, dir.entries, previous(&dir.path))?;
+            if let Some(node) = dir.node {
+                node.id = id;
+            }
+            id
+        }
+    };
+    if let Some(parent) = open.last_mut() {
+        parent.entries.push(TreeEntry {
+            name: split(&dir.path).1.to_vec(),
+            kind: EntryKind::Dir,
+            size: 0,
+            id,
+            mode,
+        });
+    }
+    Ok(())
+}
+
+/// Child directories never opened have no entries: each is an empty tree.
+fn seal_empty_children(
+    writer: &ObjectWriter<'_>,
+    dir: &mut OpenDir<'_>,
+    reuse: bool,
+) -> Result<(), StoreError> {
+    for (name, node) in std::mem::take(&mut dir.unopened) {
+        if !reuse || node.id == UNBUILT {
+            node.id = seal(writer, Vec::new(), None)?;
+        }
+        dir.entries.push(TreeEntry {
+            name: name.to_vec(),
+            kind: EntryKind::Dir,
+            size: 0,
+            id: node.id,
+            mode: node.mode,
+        });
+    }
+    Ok(())
+}
+
+fn seal(
+    writer: &ObjectWriter<'_>,
+    mut entries: Vec<TreeEntry>,
+    previous: Option<ObjectId>,
+) -> Result<ObjectId, StoreError> {
+    // Mostly sorted already: only a subdirectory can land after a sibling like `x.txt`.
+    entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    writer.put_against(ObjectKind::Tree, &Tree { entries }.encode(), previous)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(kind: EntryKind, b: u8) -> Node {
+        Node {
+            kind,
+            size: 1,
+            id: ObjectId([b; 32]),
+            mode: (kind != EntryKind::Symlink).then_some(0o644),
+        }
+    }
+
+    #[test]
+    fn split_and_join() {
+        assert_eq!(split(b"a/b/c"), (&b"a/b"[..], &b"c"[..]));
+        assert_eq!(split(b"c"), (&b""[..], &b"c"[..]));
+        assert_eq!(join(b"", b"c"), b"c");
+        assert_eq!(join(b"a", b"c"), b"a/c");
+    }
+
+    proptest::proptest! {
+        /// Whatever paths a flat tree holds (names that sort around `/`, missing parents),
+        /// the built trees read back as that tree plus the implied directories.
+        #[test]
+        fn built_trees_flatten_back(
+            paths in proptest::collection::btree_set(
+                proptest::collection::vec(
+                    proptest::sample::select(vec!["a", "a.b", "a-", "b", "a0"]), 1..4),
+                0..24),
+            dirs in proptest::collection::vec(proptest::bool::ANY, 24),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::init(dir.path()).unwrap();
+            let mut flat = FlatTree::new();
+            let mut want = FlatTree::new();
+            for (i, parts) in paths.iter().enumerate() {
+                let path = parts.join("/").into_bytes();
+                let file = node(EntryKind::File, i as u8);
+                // A path is a file unless another path lies under it.
+                let is_dir = flat.keys().chain(want.keys()).any(|p: &Vec<u8>| is_within(p, &path))
+                    || paths.iter().any(|q| q.len() > parts.len() && q[..parts.len()] == parts[..]);
+                for end in 1..parts.len() {
+                    want.insert(parts[..end].join("/").into_bytes(), node(EntryKind::Dir, 0));
+                }
+                if is_dir {
+                    want.insert(path.clone(), node(EntryKind::Dir, 0));
+                    if dirs[i] {
+                        flat.insert(path, node(EntryKind::Dir, 0));
+                    }
+                } else {
+                    want.insert(path.clone(), file);
+                    flat.insert(path, file);
+                }
+            }
+            let writer = store.writer();
+            let root = build_trees(&writer, &mut flat).unwrap();
+            let packs = writer.finish().unwrap();
+            store.commit(&snap_store::Commit { packs, ..Default::default() }).unwrap();
+            let back = flatten(&store, &root).unwrap();
+            let shape = |t: &FlatTree| -> Vec<(Vec<u8>, EntryKind, Option<ObjectId>)> {
+                t.iter()
+                    .map(|(p, n)| (p.clone(), n.kind, (n.kind != EntryKind::Dir).then_some(n.id)))
+                    .collect()
+            };
+            proptest::prop_assert_eq!(shape(&back), shape(&want));
+            for (path, n) in &flat {
+                proptest::prop_assert_eq!(n.id, back[path].id, "built id of {:?}", path);
+            }
+        }
+    }
+}

@@ -20,7 +20,7 @@ struct Entry {
 }
 
 /// Directory listings by absolute path, and file modes and bytes by inode.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Durable {
     dirs: HashMap<PathBuf, Vec<Entry>>,
     files: HashMap<u64, (u32, Vec<u8>)>,

@@ -1,0 +1,251 @@
+//! The harness of the end-to-end suites: runs the `snap` binary built from this checkout in
+//! temp directories, reads trees back, and checks the conservation oracle (docs/SAFETY.md).
+//!
+//! The binaries belong to another package, so Cargo gives these tests no `CARGO_BIN_EXE_*`:
+//! [`bin`] builds them once per test process (`cargo build -p snap-undo --bins`, in the same
+//! profile and target directory as the tests), or takes `SNAP_E2E_BIN_DIR` to test binaries
+//! built or installed elsewhere.
+
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+pub mod powerloss;
+
+/// The path of binary `name` (`snap` or `snap-undo`) of this checkout, built on first use.
+pub fn bin(name: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("SNAP_E2E_BIN_DIR") {
+            return PathBuf::from(dir);
+        }
+        // The test executable is `<target>/<profile>/deps/<test>-<hash>`.
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+        let target = profile_dir.parent().unwrap();
+        let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()));
+        cargo
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "snap-undo",
+                "--bins",
+                "--target-dir",
+            ])
+            .arg(target)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => {}
+            Some(profile) => {
+                cargo.args(["--profile", profile]);
+            }
+            None => panic!("no profile directory above {}", exe.display()),
+        }
+        let status = cargo
+            .status()
+            .expect("run cargo to build the snap binaries");
+        assert!(status.success(), "building the snap binaries failed");
+        profile_dir
+    })
+    .join(name)
+}
+
+/// The repository's `docs/` directory.
+pub fn docs_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs")
+}
+
+pub fn snap_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin("snap"));
+    cmd.arg("-C")
+        .arg(dir)
+        .args(args)
+        .env_remove("SNAP_STORE")
+        .env_remove("SNAP_DISABLE")
+        .env("HOME", "/nonexistent-home");
+    cmd
+}
+
+pub fn snap(dir: &Path, args: &[&str]) -> Output {
+    snap_cmd(dir, args).output().expect("run snap")
+}
+
+/// Runs snap and insists on success; returns stdout.
+pub fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = snap(dir, args);
+    assert!(
+        out.status.success(),
+        "snap {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+pub fn json(dir: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&ok(dir, &all)).unwrap()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn write(root: &Path, path: &str, content: &[u8]) {
+    let p = root.join(path);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, content).unwrap();
+}
+
+pub fn read(root: &Path, path: &str) -> String {
+    std::fs::read_to_string(root.join(path)).unwrap()
+}
+
+/// A digest of every tracked path in the tree: path, kind and content.
+pub fn tree_digest(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    on_disk(root, true)
+}
+
+/// Every entry under `root` but the store: files with their bytes, symlinks with their
+/// targets, and directories as `<dir>` when `dirs`.
+pub fn on_disk(root: &Path, dirs: bool) -> Tree {
+    let mut out = Tree::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            let rel = e
+                .path()
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let t = e.file_type().unwrap();
+            if rel == ".snap" {
+                continue;
+            } else if t.is_dir() {
+                stack.push(e.path());
+                if dirs {
+                    out.insert(rel, b"<dir>".to_vec());
+                }
+            } else if t.is_symlink() {
+                let target = std::fs::read_link(e.path()).unwrap();
+                out.insert(rel, target.to_string_lossy().as_bytes().to_vec());
+            } else {
+                out.insert(rel, std::fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Two states of a small tree: A is saved as #1, B as #2 (B's save is left to the caller).
+pub fn two_states(d: &Path) -> (BTreeMap<String, Vec<u8>>, BTreeMap<String, Vec<u8>>) {
+    for i in 0..40 {
+        write(
+            d,
+            &format!("dir{}/f{i}", i % 4),
+            format!("A {i}\n").repeat(50).as_bytes(),
+        );
+    }
+    ok(d, &["save"]);
+    let a = tree_digest(d);
+    for i in 0..40 {
+        if i % 5 == 0 {
+            std::fs::remove_file(d.join(format!("dir{}/f{i}", i % 4))).unwrap();
+        } else {
+            write(
+                d,
+                &format!("dir{}/f{i}", i % 4),
+                format!("B {i}\n").repeat(60).as_bytes(),
+            );
+        }
+    }
+    write(d, "newdir/added", b"B only");
+    (a, tree_digest(d))
+}
+
+pub type Tree = BTreeMap<String, Vec<u8>>;
+
+pub fn seqs(d: &Path) -> Vec<Value> {
+    json(d, &["log", "--all"])["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["seq"].clone())
+        .collect()
+}
+
+/// The store verifies, every snapshot the log lists reads back, and so after a gc.
+pub fn check_store(d: &Path, at: &str) {
+    assert_eq!(json(d, &["verify", "--read-data"])["ok"], true, "{at}");
+    for s in json(d, &["log", "--all"])["snapshots"].as_array().unwrap() {
+        let seq = format!("#{}", s["seq"]);
+        for e in json(d, &["ls", &seq])["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "file")
+        {
+            ok(d, &["cat", &seq, e["path"].as_str().unwrap()]);
+        }
+    }
+    ok(d, &["gc"]);
+    assert_eq!(
+        json(d, &["verify", "--read-data"])["ok"],
+        true,
+        "{at}, after gc"
+    );
+}
+
+// ---- The safety invariant (DESIGN §14, docs/SAFETY.md) ----
+
+/// Every file and symlink under `root` (the store aside), ignored ones included, with its
+/// bytes (a symlink's target for a link).
+pub fn everything(root: &Path) -> Tree {
+    on_disk(root, false)
+}
+
+/// The conservation oracle: every file that was in `before` is still at its path with its
+/// bytes, or some snapshot that `log --all` lists holds those bytes at that path.
+pub fn assert_conserved(d: &Path, before: &Tree, what: &str) {
+    let now = everything(d);
+    let seqs = seqs(d);
+    for (path, bytes) in before {
+        if now.get(path) == Some(bytes) {
+            continue;
+        }
+        let saved = seqs.iter().any(|seq| {
+            let out = snap(d, &["cat", &format!("#{seq}"), path]);
+            out.status.success() && &out.stdout == bytes
+        });
+        assert!(saved, "{what}: {path} ({} bytes) was lost", bytes.len());
+    }
+}
+
+/// `snap --store STORE ARGS` run in `dir` (which need not be a workspace root).
+pub fn with_store(dir: &Path, store: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["--store", store.to_str().unwrap()];
+    all.extend_from_slice(args);
+    snap(dir, &all)
+}
+
+pub fn mode_of(d: &Path, path: &str) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(d.join(path))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+pub fn chmod(d: &Path, path: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(d.join(path), std::fs::Permissions::from_mode(mode)).unwrap();
+}

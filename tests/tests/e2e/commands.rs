@@ -1,0 +1,950 @@
+//! Every command as a user runs it: output, JSON, exit codes and usage errors.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use snap_e2e::*;
+
+#[test]
+fn init_creates_the_store_with_its_gitignore() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = json(dir.path(), &["init"]);
+    assert!(v["store"].as_str().unwrap().ends_with(".snap"));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".snap/.gitignore")).unwrap(),
+        "*\n"
+    );
+    assert!(
+        ok(dir.path(), &["init"]).contains("already exists"),
+        "init twice is fine, and says so"
+    );
+}
+
+#[test]
+fn save_reports_ids_and_nothing_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a.txt", b"one");
+    let v = json(
+        d,
+        &[
+            "save",
+            "-m",
+            "first",
+            "--step",
+            "1",
+            "--session",
+            "s1",
+            "--meta",
+            "turn=12",
+            "--meta",
+            "tool=edit",
+        ],
+    );
+    assert_eq!(v["created"], true);
+    assert_eq!(v["seq"], 1);
+    assert_eq!(v["id"].as_str().unwrap().len(), 64);
+    assert_eq!(v["head"], v["id"]);
+    assert_eq!(v["snapshot"]["meta"]["turn"], "12");
+    assert_eq!(v["changes"][0]["path"], "a.txt");
+    assert_eq!(v["changes"][0]["status"], "added");
+    let again = json(d, &["save"]);
+    assert_eq!(again["created"], false);
+    assert_eq!(again["head"], v["id"]);
+    assert!(ok(d, &["save"]).contains("nothing changed"));
+    let empty = json(d, &["save", "--allow-empty"]);
+    assert_eq!(empty["created"], true);
+    assert_eq!(empty["seq"], 2);
+}
+
+#[test]
+fn save_refuses_home_without_force_and_honours_snap_disable() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = snap_cmd(d, &["save"]).env("HOME", d).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("error: refusing"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!d.join(".snap").exists());
+    let out = snap_cmd(d, &["save"])
+        .env("SNAP_DISABLE", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        !d.join(".snap").exists(),
+        "SNAP_DISABLE=1 makes save a no-op"
+    );
+    let out = snap_cmd(d, &["save", "--force"])
+        .env("HOME", d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn undo_redo_and_their_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"1");
+    ok(d, &["save"]);
+    let out = snap(d, &["undo"]);
+    assert_eq!(out.status.code(), Some(3), "nothing to undo");
+    assert!(stderr(&out).starts_with("error: nothing to undo"));
+    let out = snap(d, &["--json", "redo"]);
+    assert_eq!(out.status.code(), Some(3), "nothing to redo");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("nothing to redo"));
+    write(d, "f", b"2");
+    ok(d, &["save"]);
+    write(d, "f", b"3");
+    ok(d, &["save"]);
+    let v = json(d, &["undo", "2"]);
+    assert_eq!(v["target"]["seq"], 1);
+    assert_eq!(v["passed_count"], 2);
+    assert_eq!(read(d, "f"), "1");
+    ok(d, &["redo"]);
+    assert_eq!(read(d, "f"), "2");
+    ok(d, &["rewind"]);
+    assert_eq!(read(d, "f"), "1");
+    let v = json(d, &["redo", "2"]);
+    assert_eq!(v["head"], v["target"]["id"]);
+    assert_eq!(read(d, "f"), "3");
+    assert_eq!(snap(d, &["redo"]).status.code(), Some(3));
+    assert_eq!(
+        snap(d, &["undo", "0"]).status.code(),
+        Some(2),
+        "0 steps is a usage error"
+    );
+}
+
+#[test]
+fn undo_saves_hand_edits_first_so_redo_brings_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"saved");
+    ok(d, &["save"]);
+    write(d, "f", b"hand edit");
+    write(d, "new", b"new file");
+    let v = json(d, &["undo"]);
+    assert_eq!(v["auto_saved"]["kind"], "auto-before-undo");
+    assert_eq!(read(d, "f"), "saved");
+    assert!(!d.join("new").exists());
+    ok(d, &["redo"]);
+    assert_eq!(read(d, "f"), "hand edit");
+    assert_eq!(read(d, "new"), "new file");
+}
+
+#[test]
+fn dry_run_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"1");
+    ok(d, &["save", "--meta", "turn=1"]);
+    write(d, "f", b"2");
+    ok(d, &["save", "--meta", "turn=2"]);
+    let v = json(d, &["undo", "--dry-run"]);
+    assert_eq!(v["dry_run"], true);
+    assert_eq!(v["target"]["meta"]["turn"], "1");
+    assert_eq!(v["passed"][0]["meta"]["turn"], "2");
+    assert_eq!(v["changes"][0]["status"], "modified");
+    assert_eq!(read(d, "f"), "2");
+    let v = json(d, &["restore", "#1", "--dry-run"]);
+    assert_eq!(v["changes"][0]["path"], "f");
+    assert_eq!(read(d, "f"), "2");
+    assert_eq!(json(d, &["log"])["snapshots"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn restore_is_a_new_snapshot_that_undo_reverts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "src/a", b"1");
+    write(d, "b", b"1");
+    let first = json(d, &["save"]);
+    write(d, "src/a", b"2");
+    write(d, "b", b"2");
+    ok(d, &["save"]);
+    let v = json(d, &["restore", &first["id"].as_str().unwrap()[..8]]);
+    assert_eq!(v["created"]["kind"], "restore");
+    assert_eq!(v["created"]["seq"], 3);
+    assert_eq!((read(d, "src/a"), read(d, "b")), ("1".into(), "1".into()));
+    ok(d, &["undo"]);
+    assert_eq!((read(d, "src/a"), read(d, "b")), ("2".into(), "2".into()));
+    // Only some paths, given relative to -C.
+    ok(&d.join("src"), &["restore", "#1", "--", "a"]);
+    assert_eq!((read(d, "src/a"), read(d, "b")), ("1".into(), "2".into()));
+    let out = snap(d, &["restore", "#1", "--", "../outside"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("outside the workspace"));
+}
+
+#[test]
+fn references_resolve_and_bad_ones_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (i, step) in ["1", "2", "2"].iter().enumerate() {
+        write(d, "f", i.to_string().as_bytes());
+        ok(d, &["save", "--step", step]);
+    }
+    assert_eq!(json(d, &["show", "@"])["seq"], 3);
+    assert_eq!(json(d, &["show", "@~2"])["seq"], 1);
+    assert_eq!(json(d, &["show", "last"])["seq"], 3);
+    assert_eq!(json(d, &["show", "#2"])["seq"], 2);
+    assert_eq!(json(d, &["show", "step:2"])["seq"], 3);
+    assert_eq!(json(d, &["show", "step:1"])["seq"], 1);
+    for bad in ["nope", "#99", "@~9", "step:x", "abc"] {
+        let out = snap(d, &["show", bad]);
+        assert_eq!(out.status.code(), Some(1), "{bad}");
+        let err = stderr(&out);
+        assert!(
+            err.starts_with("error: ") && err.lines().count() == 1,
+            "{bad}: {err}"
+        );
+    }
+}
+
+#[test]
+fn log_filters_and_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for i in 1..=3 {
+        write(d, "f", i.to_string().as_bytes());
+        ok(
+            d,
+            &[
+                "save",
+                "--step",
+                &i.to_string(),
+                "--session",
+                if i == 2 { "b" } else { "a" },
+            ],
+        );
+    }
+    ok(d, &["undo"]);
+    write(d, "g", b"branch");
+    ok(d, &["save"]);
+    let rows = |v: Value| {
+        v["snapshots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["seq"].as_u64().unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        rows(json(d, &["log"])),
+        vec![4, 2, 1],
+        "the abandoned #3 is hidden"
+    );
+    assert_eq!(rows(json(d, &["log", "--all"])), vec![4, 3, 2, 1]);
+    assert_eq!(rows(json(d, &["list", "-n", "1"])), vec![4]);
+    assert_eq!(rows(json(d, &["log", "--step", "2"])), vec![2]);
+    assert_eq!(
+        rows(json(d, &["log", "--all", "--session", "a"])),
+        vec![3, 1]
+    );
+    assert!(ok(d, &["log"]).starts_with("HEAD #4"));
+}
+
+#[test]
+fn ls_cat_show_status_and_recover() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary: Vec<u8> = (0..=255u8).cycle().take(5000).collect();
+    write(d, "bin/data", &binary);
+    write(d, "text", b"hello\n");
+    std::os::unix::fs::symlink("text", d.join("link")).unwrap();
+    std::fs::create_dir(d.join("empty")).unwrap();
+    ok(d, &["save"]);
+    let out = snap(d, &["cat", "@", "bin/data"]);
+    assert_eq!(out.stdout, binary);
+    assert_eq!(ok(d, &["cat", "@", "link"]), "text");
+    let ls = json(d, &["ls"]);
+    let kinds: BTreeMap<String, String> = ls["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["path"].as_str().unwrap().into(),
+                e["kind"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(kinds["empty"], "dir");
+    assert_eq!(kinds["link"], "symlink");
+    assert_eq!(
+        json(d, &["ls", "@", "--", "bin"])["entries"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(snap(d, &["cat", "@", "missing"]).status.code(), Some(1));
+    assert_eq!(json(d, &["status"])["clean"], true);
+    write(d, "text", b"changed\n");
+    write(d, "added", b"x");
+    let st = json(d, &["status"]);
+    assert_eq!(st["clean"], false);
+    assert_eq!(st["changes"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        json(d, &["status", "--category", "added"])["changes"][0]["path"],
+        "added"
+    );
+    assert!(ok(d, &["status"]).contains("M text"));
+    let show = json(d, &["show", "@"]);
+    assert_eq!(show["stats"]["files"], 3);
+    assert!(ok(d, &["recover"]).contains("nothing to recover"));
+    assert_eq!(
+        json(d, &["recover"])["recovered"].as_array().unwrap().len(),
+        0
+    );
+}
+
+#[test]
+fn commands_outside_a_workspace_and_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for args in [&["log"][..], &["undo"], &["status"], &["show", "@"]] {
+        let out = snap(d, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&out).starts_with("error: no snap store"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(snap(d, &["frobnicate"]).status.code(), Some(2));
+    assert_eq!(
+        snap(d, &["save", "--meta", "novalue"]).status.code(),
+        Some(2)
+    );
+    assert!(ok(d, &["--help"]).contains("undo"));
+}
+
+#[test]
+fn store_elsewhere_and_w_alias() {
+    let ws = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let d = ws.path();
+    write(d, "f", b"1");
+    let s = store.path().join("st");
+    let out = Command::new(bin("snap"))
+        .arg("-w")
+        .arg(d)
+        .arg("save")
+        .env("SNAP_STORE", &s)
+        .env("HOME", "/nonexistent-home")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!d.join(".snap").exists());
+    assert!(s.join("catalog.redb").exists());
+    write(d, "f", b"2");
+    ok(d, &["--store", s.to_str().unwrap(), "undo"]);
+    assert_eq!(read(d, "f"), "1");
+}
+
+#[test]
+fn ignored_files_are_never_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, ".gitignore", b"*.log\n");
+    write(d, "f", b"1");
+    write(d, "debug.log", b"log 1");
+    write(d, "node_modules/m.js", b"m");
+    ok(d, &["save"]);
+    write(d, "f", b"2");
+    write(d, "debug.log", b"log 2");
+    ok(d, &["save"]);
+    ok(d, &["undo"]);
+    assert_eq!(read(d, "f"), "1");
+    assert_eq!(read(d, "debug.log"), "log 2");
+    assert_eq!(read(d, "node_modules/m.js"), "m");
+    ok(d, &["restore", "#1"]);
+    assert_eq!(read(d, "debug.log"), "log 2");
+}
+
+#[test]
+fn the_workspace_git_directory_is_never_read_or_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, ".git/HEAD", b"ref: refs/heads/main\n");
+    write(d, ".git/index", b"index bytes");
+    write(d, "f", b"1");
+    ok(d, &["save"]);
+    write(d, "f", b"2");
+    ok(d, &["save"]);
+    ok(d, &["undo"]);
+    ok(d, &["restore", "#2"]);
+    assert_eq!(read(d, ".git/index"), "index bytes");
+    assert!(
+        json(d, &["ls"])["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| !e["path"].as_str().unwrap().starts_with(".git/"))
+    );
+}
+
+#[test]
+fn lifecycle_commands_and_their_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for i in 0..6 {
+        write(d, "f", i.to_string().as_bytes());
+        ok(d, &["save"]);
+    }
+    let v = json(d, &["prune", "--keep-last", "2", "--dry-run"]);
+    assert_eq!(v["removed_count"], 4);
+    assert_eq!(
+        json(d, &["log"])["snapshots"].as_array().unwrap().len(),
+        6,
+        "a dry run drops nothing"
+    );
+    assert_eq!(json(d, &["prune", "--keep-last", "2"])["kept"], 2);
+    let gc = json(d, &["gc"]);
+    assert!(gc["reclaimed_bytes"].as_u64().unwrap() > 0);
+    let stats = json(d, &["log", "--stats"]);
+    assert_eq!(stats["stats"]["snapshots"], 2);
+    assert_eq!(stats["stats"]["reclaimable_bytes"], 0);
+    assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
+    // Damage: a missing pack makes verify fail with exit 1 and name it.
+    let packs: Vec<_> = std::fs::read_dir(d.join(".snap/packs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let saved = std::fs::read(&packs[0]).unwrap();
+    std::fs::remove_file(&packs[0]).unwrap();
+    let out = snap(d, &["verify"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("damaged"));
+    assert!(stderr(&out).starts_with("error: the store is damaged"));
+    std::fs::write(&packs[0], saved).unwrap();
+    // A lost catalog: every command points at repair, and repair brings the snapshots back.
+    std::fs::remove_file(d.join(".snap/catalog.redb")).unwrap();
+    let out = snap(d, &["log"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("snap repair"));
+    assert_eq!(json(d, &["repair"])["snapshots"], 2);
+    assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
+    assert_eq!(
+        snap(d, &["delete", "--all"]).status.code(),
+        Some(1),
+        "needs --yes"
+    );
+    assert_eq!(json(d, &["delete", "--all", "--yes"])["removed_count"], 2);
+    assert_eq!(read(d, "f"), "5");
+    assert_eq!(json(d, &["save"])["seq"], 1);
+}
+
+#[test]
+fn gc_running_beside_saves_loses_no_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    write(&d, "base", b"base");
+    ok(&d, &["save"]);
+    let savers: Vec<_> = (0..2)
+        .map(|w| {
+            let d = d.clone();
+            std::thread::spawn(move || {
+                for i in 0..12 {
+                    write(
+                        &d,
+                        &format!("w{w}/f{i}"),
+                        format!("writer {w} step {i}").as_bytes(),
+                    );
+                    ok(&d, &["save", "--session", &format!("w{w}")]);
+                }
+            })
+        })
+        .collect();
+    let gcs = {
+        let d = d.clone();
+        std::thread::spawn(move || {
+            for _ in 0..8 {
+                ok(&d, &["gc"]);
+                ok(&d, &["prune", "--keep-last", "1000"]);
+            }
+        })
+    };
+    for t in savers {
+        t.join().unwrap();
+    }
+    gcs.join().unwrap();
+    assert_eq!(json(&d, &["verify", "--read-data"])["ok"], true);
+    let log = json(&d, &["log", "--all"]);
+    let seqs: Vec<u64> = log["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["seq"].as_u64().unwrap())
+        .collect();
+    for seq in &seqs {
+        ok(&d, &["ls", &format!("#{seq}")]);
+    }
+    // Every snapshot's files read back: restore the newest, then check a file from each writer.
+    ok(&d, &["restore", &format!("#{}", seqs[0])]);
+    assert_eq!(read(&d, "w0/f11"), "writer 0 step 11");
+    assert_eq!(read(&d, "w1/f11"), "writer 1 step 11");
+}
+
+/// Every key path of a JSON value (`a.b`, `list[].c`), arrays judged by their first element.
+fn shape(v: &Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        Value::Object(map) => {
+            for (k, x) in map {
+                let p = format!("{prefix}.{k}");
+                out.insert(p.clone());
+                shape(x, &p, out);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(first) = items.first() {
+                shape(first, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The `## \`snap ...\`` sections of docs/JSON.md with their example documents, in order.
+fn documented_examples() -> Vec<(String, Value)> {
+    let doc = std::fs::read_to_string(docs_dir().join("JSON.md")).unwrap();
+    let mut out = Vec::new();
+    let mut title = None;
+    let mut block: Option<String> = None;
+    for line in doc.lines() {
+        if let Some(t) = line
+            .strip_prefix("## `snap ")
+            .and_then(|t| t.strip_suffix('`'))
+        {
+            title = Some(t.to_string());
+        } else if line == "```json" {
+            block = Some(String::new());
+        } else if line == "```" {
+            if let (Some(t), Some(b)) = (title.take(), block.take()) {
+                out.push((t, serde_json::from_str(&b).unwrap()));
+            }
+        } else if let Some(b) = block.as_mut() {
+            b.push_str(line);
+            b.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn docs_json_md_matches_what_the_binary_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    // In a subdirectory, so that `export` writes `../exported` inside this test's own dir.
+    let d = &dir.path().join("w");
+    std::fs::create_dir(d).unwrap();
+    write(d, "a.txt", b"one\n");
+    write(d, "src/main.rs", b"fn main() {}\n");
+    let examples = documented_examples();
+    assert!(
+        examples.len() >= 18,
+        "docs/JSON.md documents {} commands",
+        examples.len()
+    );
+    for (title, documented) in examples {
+        if title == "status" {
+            write(d, "a.txt", b"one\ntwo\n");
+            ok(
+                d,
+                &["save", "-m", "second", "--step", "2", "--meta", "turn=2"],
+            );
+            write(d, "a.txt", b"one\ntwo\nthree\n");
+        }
+        let mut args = vec!["--json".to_string()];
+        args.extend(
+            title
+                .split_whitespace()
+                .map(|a| a.trim_matches('\'').to_string()),
+        );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = snap(d, &args);
+        let actual: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("snap {title}: {e}"));
+        let (mut want, mut got) = (Default::default(), Default::default());
+        shape(&documented, "", &mut want);
+        shape(&actual, "", &mut got);
+        assert_eq!(
+            want, got,
+            "docs/JSON.md's example for `snap {title}` differs from the output"
+        );
+    }
+}
+
+#[test]
+fn diff_pages_cuts_and_summarizes_binaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "t.txt", b"a\nb\nc\n");
+    write(d, "bin", &[0u8, 1, 2, 3]);
+    write(d, "long.txt", b"");
+    ok(d, &["save"]);
+    write(d, "t.txt", b"a\nB\nc\nd\n");
+    write(d, "bin", &[0u8, 9]);
+    let body: String = (0..50).map(|i| format!("line {i}\n")).collect();
+    write(d, "long.txt", body.as_bytes());
+    write(d, "new.txt", b"new\n");
+    let human = ok(d, &["diff"]);
+    assert!(
+        human.contains("--- a/t.txt\n+++ b/t.txt\n@@ -1,3 +1,4 @@\n a\n-b\n+B\n c\n+d\n"),
+        "{human}"
+    );
+    assert!(human.contains("Binary file bin differs (4 bytes -> 2 bytes)"));
+    assert!(human.contains("--- /dev/null\n+++ b/new.txt"));
+    assert!(
+        !human.contains("\x1b["),
+        "no colour when stdout is not a terminal"
+    );
+    let v = json(d, &["diff", "--max-lines", "5"]);
+    assert_eq!(v["total_files"], 4);
+    assert_eq!(v["to"], "working tree");
+    let long = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "long.txt")
+        .unwrap()
+        .clone();
+    assert_eq!(long["added"], 50);
+    assert_eq!(long["lines"].as_array().unwrap().len(), 5);
+    assert_eq!(long["lines_cut"], 46);
+    assert!(ok(d, &["diff", "--max-lines", "5"]).contains("46 more diff lines cut"));
+    let page2 = json(d, &["diff", "--files-per-page", "3", "--page", "2"]);
+    assert_eq!(
+        (
+            page2["pages"].as_u64(),
+            page2["files"].as_array().unwrap().len()
+        ),
+        (Some(2), 1)
+    );
+    assert!(ok(d, &["diff", "--files-per-page", "3"]).contains("page 1 of 2"));
+    assert_eq!(
+        ok(d, &["diff", "--name-status", "--", "t.txt", "new.txt"]),
+        "A\tnew.txt\nM\tt.txt\n"
+    );
+    assert!(ok(d, &["diff", "--stat"]).contains("t.txt | +2 -1"));
+    ok(d, &["save"]);
+    assert_eq!(json(d, &["diff", "#1", "#2"])["total_files"], 4);
+    assert!(ok(d, &["diff"]).contains("no differences"));
+    let log = json(d, &["log", "-n", "1"]);
+    assert_eq!(log["snapshots"][0]["stats"]["lines_added"], 53);
+}
+
+#[test]
+fn completions_since_and_help() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert!(ok(d, &["completions", "bash"]).contains("_snap()"));
+    assert!(ok(d, &["completions", "zsh"]).contains("#compdef snap"));
+    assert!(ok(d, &["completions", "fish"]).contains("complete -c snap"));
+    write(d, "f", b"1");
+    ok(d, &["save"]);
+    assert_eq!(
+        json(d, &["log", "--since", "1h"])["snapshots"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let out = snap(d, &["log", "--since", "soon"]);
+    assert_eq!(out.status.code(), Some(2), "a bad value is a usage error");
+    let help = ok(d, &["--help"]);
+    for cmd in [
+        "init",
+        "save",
+        "undo",
+        "rewind",
+        "redo",
+        "restore",
+        "log",
+        "show",
+        "ls",
+        "cat",
+        "diff",
+        "status",
+        "recover",
+        "prune",
+        "gc",
+        "verify",
+        "repair",
+        "delete",
+        "completions",
+    ] {
+        assert!(
+            help.contains(&format!("\n  {cmd} ")),
+            "`snap --help` does not list {cmd}"
+        );
+    }
+}
+
+#[test]
+fn previews_of_redo_and_rewind_and_the_quiet_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"1");
+    ok(d, &["save", "--step", "1"]);
+    write(d, "f", b"2");
+    ok(d, &["save", "--step", "2"]);
+    let rewind = json(d, &["rewind", "--dry-run"]);
+    assert_eq!(
+        (rewind["op"].as_str(), rewind["target"]["step"].as_u64()),
+        (Some("undo"), Some(1))
+    );
+    ok(d, &["undo", "-q", "--no-progress"]);
+    let redo = json(d, &["redo", "--dry-run"]);
+    assert_eq!(
+        (
+            redo["dry_run"].as_bool(),
+            redo["target"]["step"].as_u64(),
+            redo["passed_count"].as_u64()
+        ),
+        (Some(true), Some(2), Some(1))
+    );
+    assert_eq!(read(d, "f"), "1", "a preview changes nothing");
+    let human = ok(d, &["redo", "--dry-run"]);
+    assert!(human.starts_with("redo would move to #2"), "{human}");
+    assert!(
+        !ok(d, &["redo", "-q"]).contains("M f"),
+        "-q leaves out the file list"
+    );
+    assert_eq!(read(d, "f"), "2");
+}
+
+#[test]
+fn bad_lock_timeouts_are_one_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a", b"a");
+    ok(d, &["save"]);
+    for value in ["-1", "inf", "NaN", "1e400", "soon"] {
+        let out = snap_cmd(d, &["status"])
+            .env("SNAP_LOCK_TIMEOUT", value)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{value}");
+        let err = stderr(&out);
+        assert!(
+            err.starts_with("error: SNAP_LOCK_TIMEOUT"),
+            "{value}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{value}: {err}");
+    }
+}
+
+#[test]
+fn usage_errors_under_json_print_an_error_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = snap(dir.path(), &["--json", "undo", "--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(2));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["error"].as_str().unwrap().contains("--no-such-flag"),
+        "{v}"
+    );
+}
+
+#[test]
+fn store_files_that_are_symlinks_are_refused_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a", b"a");
+    ok(d, &["save"]);
+    let victim = outside.path().join("victim");
+    for name in ["clock", "lock"] {
+        std::fs::write(&victim, b"keep me").unwrap();
+        let _ = std::fs::remove_file(d.join(".snap").join(name));
+        std::os::unix::fs::symlink(&victim, d.join(".snap").join(name)).unwrap();
+        let out = snap(d, &["status"]);
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert!(
+            stderr(&out).contains("is a symlink"),
+            "{name}: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            b"keep me",
+            "{name} followed"
+        );
+        std::fs::remove_file(d.join(".snap").join(name)).unwrap();
+    }
+    ok(d, &["status"]);
+}
+
+#[test]
+fn snap_undo_is_the_same_program_under_a_second_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"1");
+    ok(d, &["save"]);
+    write(d, "f", b"2");
+    let out = Command::new(bin("snap-undo"))
+        .arg("-C")
+        .arg(d)
+        .args(["--json", "undo"])
+        .env_remove("SNAP_STORE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(d, "f"), "1");
+    let version = Command::new(bin("snap-undo"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("snap "));
+}
+
+#[test]
+fn polish_from_a_new_user_trial() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "src/a", b"1");
+    write(d, "weird\nname\x1b[31m", b"x");
+    assert!(ok(d, &["init"]).contains("initialized"));
+    assert!(ok(d, &["init"]).contains("already exists"));
+    assert_eq!(json(d, &["init"])["created"], false);
+    ok(d, &["save"]);
+    // A bad value is a usage error, as a bad number is.
+    assert_eq!(
+        snap(d, &["log", "--since", "yesterday"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(snap(d, &["log", "-n", "x"]).status.code(), Some(2));
+    assert!(ok(d, &["log", "--since", "2h"]).contains("changed"));
+    // A directory is named as one.
+    let out = snap(d, &["cat", "@", "src"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("is a directory"), "{}", stderr(&out));
+    // Control characters in names never reach the terminal raw.
+    write(d, "weird\nname\x1b[31m", b"y");
+    let shown = ok(d, &["status"]);
+    assert!(shown.contains("M weird\\nname\\x1b[31m"), "{shown}");
+    assert!(!shown.contains('\x1b'));
+    assert_eq!(
+        json(d, &["status"])["changes"][0]["path"],
+        "weird\nname\x1b[31m"
+    );
+}
+
+#[test]
+fn quiet_commands_print_nothing_on_success_but_kept_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"1");
+    for args in [&["-q", "init"][..], &["-q", "save"]] {
+        assert_eq!(ok(d, args), "", "{args:?}");
+    }
+    write(d, "f", b"2");
+    assert_eq!(ok(d, &["-q", "save"]), "");
+    for args in [
+        &["-q", "undo"][..],
+        &["-q", "redo"],
+        &["-q", "gc"],
+        &["-q", "recover"],
+    ] {
+        let out = snap(d, args);
+        assert!(out.status.success(), "{args:?}");
+        assert!(
+            out.stdout.is_empty() && out.stderr.is_empty(),
+            "{args:?}: {out:?}"
+        );
+    }
+    // A path the move keeps is still named.
+    std::fs::write(d.join(".snap/config.toml"), "max_file_size = 10\n").unwrap();
+    write(d, "f", b"far more than ten bytes");
+    let out = snap(d, &["-q", "undo"]);
+    assert!(stderr(&out).contains("kept f as it is"), "{out:?}");
+}
+
+#[test]
+fn diff_shows_modes_and_links_and_pages_keep_their_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "run.sh", b"echo\n");
+    chmod(d, "run.sh", 0o644);
+    std::os::unix::fs::symlink("run.sh", d.join("link")).unwrap();
+    for i in 0..30 {
+        write(d, &format!("many/f{i:02}"), b"1\n");
+    }
+    ok(d, &["save"]);
+    chmod(d, "run.sh", 0o755);
+    std::fs::remove_file(d.join("link")).unwrap();
+    std::os::unix::fs::symlink("elsewhere", d.join("link")).unwrap();
+    for i in 0..30 {
+        write(d, &format!("many/f{i:02}"), b"2\n");
+    }
+    let full = ok(d, &["diff", "--", "run.sh", "link"]);
+    assert!(full.contains("run.sh mode 644 -> 755"), "{full}");
+    assert!(
+        full.contains("link: symlink to run.sh -> symlink to elsewhere"),
+        "{full}"
+    );
+    let v = json(d, &["diff", "--", "run.sh"]);
+    assert_eq!(v["files"][0]["old_mode"], "644");
+    assert_eq!(v["files"][0]["new_mode"], "755");
+    // --stat shows every file; a full diff pages at 25, and the hint keeps the flags.
+    let stat = ok(d, &["diff", "--stat"]);
+    assert_eq!(
+        stat.lines().filter(|l| l.contains(" | ")).count(),
+        32,
+        "{stat}"
+    );
+    assert!(stat.contains("run.sh | +0 -0 (mode 644 -> 755)"), "{stat}");
+    let paged = ok(d, &["diff", "--max-lines", "3"]);
+    assert!(
+        paged.contains("next: snap diff --max-lines 3 --page 2"),
+        "{paged}"
+    );
+}
+
+#[test]
+fn export_writes_a_snapshot_elsewhere_and_touches_nothing() {
+    let top = tempfile::tempdir().unwrap();
+    let d = &top.path().join("w");
+    write(d, "src/a", b"one");
+    write(d, "src/b", b"two");
+    write(d, "doc/c", b"three");
+    chmod(d, "src/a", 0o600);
+    std::os::unix::fs::symlink("src/a", d.join("link")).unwrap();
+    ok(d, &["save"]);
+    write(d, "src/a", b"changed");
+    let before = everything(d);
+    let out = top.path().join("out");
+    let v = json(d, &["export", "#1", out.to_str().unwrap()]);
+    assert_eq!(v["files"], 4);
+    assert_eq!(read(&out, "src/a"), "one");
+    assert_eq!(mode_of(&out, "src/a"), 0o600);
+    assert_eq!(
+        std::fs::read_link(out.join("link")).unwrap(),
+        Path::new("src/a")
+    );
+    assert_eq!(everything(d), before, "the workspace is untouched");
+    assert_eq!(json(d, &["log"])["snapshots"].as_array().unwrap().len(), 1);
+    // Only some paths; a non-empty or in-workspace target is refused, changing nothing.
+    let part = top.path().join("part");
+    ok(d, &["export", "@", part.to_str().unwrap(), "--", "src"]);
+    assert!(part.join("src/b").exists() && !part.join("doc").exists());
+    for target in [out.to_str().unwrap(), "inside"] {
+        let res = snap(d, &["export", "@", target]);
+        assert_eq!(res.status.code(), Some(1), "{target}");
+        assert!(stderr(&res).starts_with("error: "), "{}", stderr(&res));
+    }
+    assert!(
+        !d.join("inside").exists(),
+        "nothing created inside the workspace"
+    );
+    assert_eq!(everything(d), before);
+}

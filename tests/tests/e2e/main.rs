@@ -1,0 +1,12 @@
+//! End-to-end tests of the `snap` binary (one test binary, a module per concern): every
+//! command, its exit codes, JSON and human output, crashes and power cuts at every failpoint,
+//! concurrency, and the safety invariant. Real filesystem, temp directories.
+
+#![allow(clippy::unwrap_used)]
+
+mod commands;
+mod concurrency;
+mod crash;
+mod damage;
+mod identity;
+mod safety;

@@ -1,0 +1,327 @@
+//! The safety invariant (DESIGN §14, docs/SAFETY.md): every byte that was there is still somewhere; signals and permission bits.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::Value;
+use snap_e2e::*;
+
+/// Runs snap with `args`, checks the oracle around it, and returns the output.
+fn conserving(d: &Path, args: &[&str]) -> Output {
+    let before = everything(d);
+    let out = snap(d, args);
+    assert_ne!(
+        out.status.code(),
+        Some(101),
+        "{args:?} panicked: {}",
+        stderr(&out)
+    );
+    assert_conserved(d, &before, &format!("snap {args:?}"));
+    out
+}
+
+#[test]
+fn undo_keeps_a_tracked_file_that_grew_past_max_file_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "data.bin", b"small\n");
+    write(d, "k", b"k\n");
+    ok(d, &["save"]);
+    std::fs::write(d.join(".snap/config.toml"), "max_file_size = 1000\n").unwrap();
+    write(d, "k", b"k2\n");
+    ok(d, &["save"]);
+    let big = vec![7u8; 5000];
+    write(d, "data.bin", &big);
+    // The unsaved state (data.bin gone from the tracked tree) is saved first and is one step.
+    let out = conserving(d, &["--json", "undo", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read(d.join("data.bin")).unwrap(), big);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kept"], serde_json::json!(["data.bin"]));
+    assert_eq!(read(d, "k"), "k\n", "the rest of the undo is carried out");
+}
+
+#[test]
+fn undo_never_overwrites_an_ignored_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "out.log", b"v1\n");
+    ok(d, &["save"]);
+    write(d, ".gitignore", b"out.log\n");
+    ok(d, &["save"]);
+    write(d, "out.log", b"IMPORTANT\n");
+    let out = conserving(d, &["undo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(d, "out.log"), "IMPORTANT\n");
+    assert!(stderr(&out).contains("kept out.log"), "{}", stderr(&out));
+    assert!(
+        !d.join(".gitignore").exists(),
+        "the rest of the undo is carried out"
+    );
+}
+
+#[test]
+fn undo_never_creates_a_path_the_ignore_rules_leave_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "keep.txt", b"1\n");
+    write(d, "gen/out.o", b"obj\n");
+    ok(d, &["save"]);
+    std::fs::remove_file(d.join("gen/out.o")).unwrap();
+    ok(d, &["save"]);
+    write(d, ".snapignore", b"*.o\n");
+    let v = json(d, &["undo", "2", "--dry-run"]);
+    assert_eq!(v["kept"], serde_json::json!(["gen/out.o"]));
+    let out = conserving(d, &["undo", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!d.join("gen/out.o").exists());
+}
+
+#[test]
+fn a_move_meeting_an_ignored_directory_where_it_would_write_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "thing", b"file\n");
+    ok(d, &["save"]);
+    std::fs::remove_file(d.join("thing")).unwrap();
+    write(d, "thing/x", b"DEEP\n");
+    write(d, ".gitignore", b"thing/\n");
+    ok(d, &["save"]);
+    let out = conserving(d, &["undo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(d, "thing/x"), "DEEP\n");
+    assert!(stderr(&out).contains("kept thing"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_failed_undo_puts_back_only_what_it_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for i in 0..6 {
+        write(d, &format!("f{i}"), format!("one {i}\n").as_bytes());
+    }
+    write(d, "keep/data.log", b"ignored, never to be touched\n");
+    ok(d, &["save"]);
+    for i in 0..6 {
+        write(d, &format!("f{i}"), format!("two {i}\n").as_bytes());
+    }
+    write(d, ".gitignore", b"*.log\n");
+    ok(d, &["save"]);
+    let before = everything(d);
+    let out = snap_cmd(d, &["undo"])
+        .env("SNAP_FAULT", "restore-write@3:ENOSPC")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        everything(d),
+        before,
+        "the rollback restores exactly the state before"
+    );
+    assert!(!d.join(".snap/.undoing").exists());
+    assert_eq!(json(d, &["status"])["clean"], true);
+}
+
+#[test]
+fn finishing_an_interrupted_undo_touches_only_its_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    two_states(d);
+    ok(d, &["save"]);
+    let out = snap_cmd(d, &["undo"])
+        .env("SNAP_FAILPOINT", "restore-file@5")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "{}", stderr(&out));
+    // After the kill: an agent writes a new file, a build writes an ignored directory.
+    write(d, "agent.txt", b"new work\n");
+    write(d, ".snapignore", b"target/\n");
+    write(d, "target/debug/out", b"build output\n");
+    let pending = everything(d);
+    for args in [
+        &["status"][..],
+        &["log"],
+        &["diff"],
+        &["show", "@"],
+        &["verify"],
+    ] {
+        let out = snap(d, args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("pending"),
+            "{args:?} names the pending undo"
+        );
+        assert_eq!(everything(d), pending, "{args:?} only reads");
+    }
+    assert_eq!(json(d, &["status"])["pending"]["op"], "undo");
+    let out = conserving(d, &["save"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("finished an interrupted undo"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(read(d, "agent.txt"), "new work\n");
+    assert_eq!(read(d, "target/debug/out"), "build output\n");
+    assert!(!d.join(".snap/.undoing").exists());
+}
+
+#[test]
+fn a_roll_forward_saves_a_planned_file_changed_since_the_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a", b"one\n");
+    write(d, "b", b"one\n");
+    ok(d, &["save"]);
+    write(d, "a", b"two\n");
+    write(d, "b", b"two\n");
+    ok(d, &["save"]);
+    let out = snap_cmd(d, &["undo"])
+        .env("SNAP_FAILPOINT", "marker-written")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "{}", stderr(&out));
+    write(d, "b", b"edited after the kill\n");
+    let out = conserving(d, &["recover"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        (read(d, "a"), read(d, "b")),
+        ("one\n".into(), "one\n".into())
+    );
+}
+
+#[test]
+fn sigterm_during_undo_stops_between_files_and_recover_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for i in 0..200 {
+        write(d, &format!("f{i:03}"), b"old");
+    }
+    ok(d, &["save"]);
+    for i in 0..200 {
+        write(d, &format!("f{i:03}"), b"new");
+    }
+    ok(d, &["save"]);
+    let before = everything(d);
+    let out = snap_cmd(d, &["undo"])
+        .env("SNAP_FAILPOINT", "restore-file@50:term")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("error: stopped by a signal") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(d.join(".snap/.undoing").exists(), "the marker stays");
+    let olds = (0..200)
+        .filter(|i| read(d, &format!("f{i:03}")) == "old")
+        .count();
+    assert!((50..200).contains(&olds), "{olds} files undone");
+    assert_conserved(d, &before, "the stopped undo");
+    assert_eq!(json(d, &["status"])["pending"]["op"], "undo");
+    let out = conserving(d, &["recover"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!((0..200).all(|i| read(d, &format!("f{i:03}")) == "old"));
+    assert_eq!(json(d, &["status"])["clean"], true);
+    assert!(!d.join(".snap/.undoing").exists());
+}
+
+#[test]
+fn permission_bits_are_kept_by_undo_redo_and_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "secret", b"one");
+    write(d, "private/key", b"k");
+    write(d, "ro/file", b"r");
+    chmod(d, "secret", 0o600);
+    chmod(d, "private", 0o700);
+    chmod(d, "ro", 0o555);
+    ok(d, &["save"]);
+    // An edit, a deleted directory, and a mode-only change are each undone exactly.
+    write(d, "secret", b"two");
+    chmod(d, "secret", 0o644);
+    std::fs::remove_dir_all(d.join("private")).unwrap();
+    ok(d, &["save"]);
+    let status = json(d, &["status"]);
+    assert_eq!(status["clean"], true);
+    chmod(d, "ro/file", 0o640);
+    let status = json(d, &["status"]);
+    assert_eq!(
+        status["changes"][0]["path"], "ro/file",
+        "a mode change is a change"
+    );
+    ok(d, &["save"]);
+    ok(d, &["undo", "2"]);
+    assert_eq!(read(d, "secret"), "one");
+    assert_eq!(mode_of(d, "secret"), 0o600);
+    assert_eq!(mode_of(d, "private"), 0o700);
+    assert_eq!(
+        mode_of(d, "ro"),
+        0o555,
+        "set after its contents were written"
+    );
+    assert_eq!(mode_of(d, "ro/file"), 0o644);
+    assert_eq!(json(d, &["status"])["clean"], true);
+    ok(d, &["redo", "2"]);
+    assert_eq!(mode_of(d, "secret"), 0o644);
+    assert_eq!(mode_of(d, "ro/file"), 0o640);
+    ok(d, &["restore", "#1", "--", "secret"]);
+    assert_eq!(mode_of(d, "secret"), 0o600);
+    chmod(d, "ro", 0o755);
+}
+
+#[test]
+fn setuid_setgid_and_sticky_bits_are_never_recorded_or_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "tool", b"#!/bin/sh\n");
+    write(d, "shared/x", b"x");
+    chmod(d, "tool", 0o4755);
+    chmod(d, "shared", 0o1777);
+    ok(d, &["save"]);
+    write(d, "tool", b"changed");
+    ok(d, &["save"]);
+    ok(d, &["undo"]);
+    assert_eq!(mode_of(d, "tool"), 0o755);
+    let ls = json(d, &["ls", "@"]);
+    assert!(ls["entries"].as_array().unwrap().len() >= 3);
+}
+
+#[test]
+fn status_names_every_directory_change_a_save_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"1");
+    write(d, "sub/g", b"2");
+    ok(d, &["save"]);
+    std::fs::create_dir_all(d.join("empty/inner")).unwrap();
+    let v = json(d, &["status"]);
+    assert_eq!(
+        v["clean"], false,
+        "an empty directory is tracked, so not clean"
+    );
+    assert_eq!(
+        v["dirs"],
+        serde_json::json!([{"path": "empty/inner", "status": "added"}])
+    );
+    assert!(ok(d, &["status"]).contains("A empty/inner/"));
+    assert_eq!(json(d, &["save"])["created"], true);
+    assert_eq!(json(d, &["status"])["clean"], true);
+    chmod(d, "sub", 0o700);
+    let v = json(d, &["status"]);
+    assert_eq!(
+        v["dirs"],
+        serde_json::json!([{"path": "sub", "status": "modified"}])
+    );
+    assert_eq!(json(d, &["save"])["created"], true);
+    std::fs::remove_dir_all(d.join("empty")).unwrap();
+    let v = json(d, &["status"]);
+    assert_eq!(
+        v["dirs"],
+        serde_json::json!([{"path": "empty/inner", "status": "deleted"}])
+    );
+    assert_eq!(json(d, &["save"])["created"], true);
+    assert_eq!(json(d, &["status"])["clean"], true);
+    assert_eq!(json(d, &["save"])["created"], false);
+}

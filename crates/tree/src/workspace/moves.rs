@@ -412,12 +412,17 @@ impl Workspace {
         let created = self.record_snapshot(
             self.store.writer(),
             StatCacheUpdate::default(),
-            SnapshotKind::Restore,
-            &opts,
-            (target_root, &target_flat, flat_totals(&target_flat)),
-            (parent.as_ref(), &cap.flat),
-            &outcome.changes,
-            After::Detached,
+            NewSnapshot {
+                kind: SnapshotKind::Restore,
+                opts: &opts,
+                root: target_root,
+                flat: &target_flat,
+                totals: flat_totals(&target_flat),
+                parent: parent.as_ref(),
+                parent_flat: &cap.flat,
+                changes: &outcome.changes,
+                after: After::Detached,
+            },
         )?;
         let plan = Plan::new(&cap.flat, &target_flat);
         let scanned = Scanned {

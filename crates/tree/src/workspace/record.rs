@@ -46,6 +46,24 @@ pub(super) fn totals_after(
     (files, bytes)
 }
 
+/// What a new snapshot records, beside the objects and stat cache entries its commit carries.
+pub(super) struct NewSnapshot<'a> {
+    pub kind: SnapshotKind,
+    pub opts: &'a SaveOptions,
+    /// The root tree, and the flat tree it was built from.
+    pub root: ObjectId,
+    pub flat: &'a FlatTree,
+    /// Files and bytes in the whole tree.
+    pub totals: (u64, u64),
+    /// The parent snapshot (`None` for the first), and as much of its flat tree as the
+    /// changed paths need for line counts.
+    pub parent: Option<&'a Snapshot>,
+    pub parent_flat: &'a FlatTree,
+    pub changes: &'a [PathChange],
+    /// Whether HEAD moves to the new snapshot.
+    pub after: After,
+}
+
 impl Workspace {
     /// Saves what `paths` hold now, over `base`, as a snapshot of kind auto-before-`op`
     /// (detached: HEAD does not move); returns `base` with their new entries.
@@ -95,12 +113,17 @@ impl Workspace {
         self.record_snapshot(
             writer,
             StatCacheUpdate::default(),
-            kind,
-            &opts,
-            (root, &built, flat_totals(&built)),
-            (parent, parent_flat),
-            &changes,
-            After::Detached,
+            NewSnapshot {
+                kind,
+                opts: &opts,
+                root,
+                flat: &built,
+                totals: flat_totals(&built),
+                parent,
+                parent_flat,
+                changes: &changes,
+                after: After::Detached,
+            },
         )?;
         Ok(flat)
     }
@@ -151,18 +174,23 @@ impl Workspace {
         Some(total)
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn record_snapshot(
         &self,
         writer: ObjectWriter<'_>,
         stat_cache: StatCacheUpdate,
-        kind: SnapshotKind,
-        opts: &SaveOptions,
-        (root, flat, (files, bytes)): (ObjectId, &FlatTree, (u64, u64)),
-        (parent, parent_flat): (Option<&Snapshot>, &FlatTree),
-        changes: &[PathChange],
-        after: After,
+        new: NewSnapshot<'_>,
     ) -> Result<Snapshot, TreeError> {
+        let NewSnapshot {
+            kind,
+            opts,
+            root,
+            flat,
+            totals: (files, bytes),
+            parent,
+            parent_flat,
+            changes,
+            after,
+        } = new;
         let (added, modified, deleted) = count_changes(changes);
         let stats = ChangeStats {
             added,
@@ -231,12 +259,17 @@ impl Workspace {
         let snapshot = self.record_snapshot(
             writer,
             unsaved.cache,
-            kind,
-            &opts,
-            (unsaved.root, unsaved.flat, flat_totals(unsaved.flat)),
-            (parent, &parent_flat),
-            &changes,
-            after,
+            NewSnapshot {
+                kind,
+                opts: &opts,
+                root: unsaved.root,
+                flat: unsaved.flat,
+                totals: flat_totals(unsaved.flat),
+                parent,
+                parent_flat: &parent_flat,
+                changes: &changes,
+                after,
+            },
         )?;
         Ok(Some(snapshot))
     }

@@ -94,12 +94,17 @@ impl Workspace {
         let snapshot = self.record_snapshot(
             writer,
             cap.cache,
-            SnapshotKind::Save,
-            opts,
-            (cap.root, &cap.flat, totals),
-            (head.as_ref(), &head_flat),
-            &changes,
-            After::Advance,
+            NewSnapshot {
+                kind: SnapshotKind::Save,
+                opts,
+                root: cap.root,
+                flat: &cap.flat,
+                totals,
+                parent: head.as_ref(),
+                parent_flat: &head_flat,
+                changes: &changes,
+                after: After::Advance,
+            },
         )?;
         let retention = self.auto_retention()?;
         Ok(SaveOutcome {

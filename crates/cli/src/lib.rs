@@ -132,6 +132,8 @@ pub(crate) struct Ctx {
     pub(crate) json: bool,
     pub(crate) quiet: bool,
     pub(crate) progress: bool,
+    /// `SNAP_TIMING` is set: print how long each step of a capture took (a measuring aid).
+    pub(crate) timing: bool,
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -150,6 +152,7 @@ fn run(cli: Cli) -> Result<()> {
         json: cli.json,
         quiet: cli.quiet,
         progress: progress::wanted(cli.json, cli.quiet, cli.no_progress),
+        timing: std::env::var_os("SNAP_TIMING").is_some(),
     };
     match cli.command {
         Command::Init { force } => cmd_init(&ctx, force),
@@ -194,8 +197,8 @@ fn run(cli: Cli) -> Result<()> {
 
 pub(crate) fn open(ctx: &Ctx) -> Result<Workspace> {
     let mut ws = Workspace::discover(&ctx.start, ctx.store.as_deref())?;
-    if ctx.progress {
-        ws.set_observer(progress::observer());
+    if let Some(observer) = progress::observer(ctx) {
+        ws.set_observer(observer);
     }
     for r in ws.recovered() {
         eprintln!("snap: {}", recovered_line(r));

@@ -1,5 +1,6 @@
 //! Progress bars on a terminal, fed by the workspace observer. Never in `--json`, with
-//! `--no-progress` or `-q`, or when stderr is not a terminal; never coloured.
+//! `--no-progress` or `-q`, or when stderr is not a terminal; never coloured. With
+//! `SNAP_TIMING` set, the same observer prints each capture step's time and peak memory.
 
 use std::io::IsTerminal;
 use std::sync::Mutex;
@@ -24,8 +25,38 @@ fn label(phase: Phase) -> &'static str {
     }
 }
 
+/// The observer this run wants: bars, timing lines, both or neither (`None`).
+pub fn observer(ctx: &crate::Ctx) -> Option<Observer> {
+    let bars = ctx.progress.then(bars);
+    if !ctx.timing {
+        return bars;
+    }
+    Some(Box::new(move |event| match *event {
+        Event::Timing { step, elapsed } => eprintln!(
+            "snap timing: {step} at {:.1} ms{}",
+            elapsed.as_secs_f64() * 1e3,
+            peak_memory()
+        ),
+        _ => {
+            if let Some(bars) = &bars {
+                bars(event);
+            }
+        }
+    }))
+}
+
+/// `, VmHWM: N kB`: the peak resident size so far, where the kernel reports it.
+fn peak_memory() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_owned))
+        .map_or(String::new(), |l| {
+            format!(", {}", l.split_whitespace().collect::<Vec<_>>().join(" "))
+        })
+}
+
 /// An observer that draws one bar per long phase on stderr.
-pub fn observer() -> Observer {
+fn bars() -> Observer {
     let current: Mutex<Option<(Phase, ProgressBar)>> = Mutex::new(None);
     Box::new(move |event| {
         let Event::Progress { phase, done, total } = *event else {

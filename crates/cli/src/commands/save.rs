@@ -16,8 +16,8 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
     let ws = match open(ctx) {
         Err(e) if is_missing_store(&e) => {
             let mut ws = Workspace::init(&ctx.start, ctx.store.as_deref(), args.force)?;
-            if ctx.progress {
-                ws.set_observer(progress::observer());
+            if let Some(observer) = progress::observer(ctx) {
+                ws.set_observer(observer);
             }
             ws
         }

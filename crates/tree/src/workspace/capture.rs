@@ -37,32 +37,27 @@ pub(super) enum CaptureMode {
     Whole,
 }
 
-/// Prints how long each phase of a scan took when `SNAP_TIMING` is set: a measuring aid for
-/// performance work, silent otherwise.
-pub(super) struct PhaseTimer(Option<std::time::Instant>);
+/// Reports how long each step of a capture took to the observer ([`Event::Timing`]); does
+/// nothing, not even format its message, without one.
+pub(super) struct PhaseTimer<'a> {
+    start: std::time::Instant,
+    observer: Option<&'a Observer>,
+}
 
-impl PhaseTimer {
-    pub(super) fn from_env() -> PhaseTimer {
-        PhaseTimer(std::env::var_os("SNAP_TIMING").map(|_| std::time::Instant::now()))
+impl<'a> PhaseTimer<'a> {
+    pub(super) fn new(observer: Option<&'a Observer>) -> PhaseTimer<'a> {
+        PhaseTimer {
+            start: std::time::Instant::now(),
+            observer,
+        }
     }
 
-    pub(super) fn mark(&self, phase: &str) {
-        if let Some(start) = self.0 {
-            // The peak resident size so far, where the kernel reports it.
-            let peak = std::fs::read_to_string("/proc/self/status")
-                .ok()
-                .and_then(|s| {
-                    s.lines()
-                        .find(|l| l.starts_with("VmHWM:"))
-                        .map(str::to_owned)
-                })
-                .map_or(String::new(), |l| {
-                    format!(", {}", l.split_whitespace().collect::<Vec<_>>().join(" "))
-                });
-            eprintln!(
-                "snap timing: {phase} at {:.1} ms{peak}",
-                start.elapsed().as_secs_f64() * 1e3
-            );
+    pub(super) fn mark(&self, step: impl FnOnce() -> String) {
+        if let Some(observe) = self.observer {
+            observe(&Event::Timing {
+                step: &step(),
+                elapsed: self.start.elapsed(),
+            });
         }
     }
 }
@@ -209,7 +204,7 @@ impl Workspace {
             CaptureMode::Save { head } => head,
             CaptureMode::BeforeMove | CaptureMode::Whole => None,
         };
-        let timer = PhaseTimer::from_env();
+        let timer = PhaseTimer::new(self.observer.0.as_ref());
         let fs_now_ns = self.fs_clock();
         let (dir_cache, mut dirs) = self.dir_cache()?;
         let old_walk = self.store.walk_memo()?;
@@ -218,7 +213,7 @@ impl Workspace {
         let memo = old_walk.filter(|m| Some(m.root) == clean_root);
         let (preloaded, walk) = self.walk_loading(&dir_cache.records, fs_now_ns, memo.is_none());
         let mut walk = walk?;
-        timer.mark(&format!(
+        timer.mark(|| format!(
             "tree walked ({} directories cached, {} read)",
             walk.dirs_cached,
             walk.dirs.len()
@@ -251,7 +246,7 @@ impl Workspace {
         mut walk: scan::Walk,
         preloaded: Option<LoadedStatCache>,
         start: ScanStart,
-        timer: &PhaseTimer,
+        timer: &PhaseTimer<'_>,
     ) -> Result<Capture, TreeError> {
         let exact = !walk.inexact;
         let sum = walk.sum().to_bytes();
@@ -281,7 +276,7 @@ impl Workspace {
         stored
             .gone
             .retain(|path| !clean.contains_key(flat::split(path).0));
-        timer.mark(&format!(
+        timer.mark(|| format!(
             "files stored ({} hashed, {} gone from the cache, {pruned} left out)",
             stored.hashed.len(),
             stored.gone.len()
@@ -296,7 +291,7 @@ impl Workspace {
             (subtrees.as_ref(), &clean, &previous),
             start.fs_now_ns,
         )?;
-        timer.mark(&format!("trees built ({} rebuilt)", trees.len()));
+        timer.mark(|| format!("trees built ({} rebuilt)", trees.len()));
         let walk_memo = pinned
             .then_some(WalkMemo {
                 digest: sum,

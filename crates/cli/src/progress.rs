@@ -49,7 +49,11 @@ pub fn observer(ctx: &crate::Ctx) -> Option<Observer> {
 fn peak_memory() -> String {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_owned))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(str::to_owned)
+        })
         .map_or(String::new(), |l| {
             format!(", {}", l.split_whitespace().collect::<Vec<_>>().join(" "))
         })

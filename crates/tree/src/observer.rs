@@ -147,7 +147,10 @@ mod tests {
                 });
             }
             let seen = seen.lock().unwrap();
-            assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{ticks}: {seen:?}");
+            assert!(
+                seen.windows(2).all(|w| w[0].0 < w[1].0),
+                "{ticks}: {seen:?}"
+            );
             assert_eq!(seen.first(), Some(&(0, 5000)));
             assert_eq!(seen.last(), Some(&(5000, 5000)), "{ticks} ticks");
         }

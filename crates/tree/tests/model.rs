@@ -134,10 +134,12 @@ impl Model {
 
     fn restore(&mut self, seq: u64) {
         let source = self.snaps[&seq].0.clone();
+        // Unsaved changes are saved first; a tree that already matches the source then
+        // needs nothing more (HEAD names it: the snapshot of those changes, if any).
+        self.save();
         if source == self.wt {
             return;
         }
-        self.save();
         self.head = Some(self.add(source.clone(), self.head));
         self.redo.clear();
         self.wt = source;

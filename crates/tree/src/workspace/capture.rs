@@ -213,11 +213,13 @@ impl Workspace {
         let memo = old_walk.filter(|m| Some(m.root) == clean_root);
         let (preloaded, walk) = self.walk_loading(&dir_cache.records, fs_now_ns, memo.is_none());
         let mut walk = walk?;
-        timer.mark(|| format!(
-            "tree walked ({} directories cached, {} read)",
-            walk.dirs_cached,
-            walk.dirs.len()
-        ));
+        timer.mark(|| {
+            format!(
+                "tree walked ({} directories cached, {} read)",
+                walk.dirs_cached,
+                walk.dirs.len()
+            )
+        });
         dirs.remove = scan::gone_dirs(&dir_cache.records, &walk);
         dirs.put = std::mem::take(&mut walk.dirs);
         if let Some(memo) = memo.filter(|m| walk.unchanged_since(m)) {
@@ -276,11 +278,13 @@ impl Workspace {
         stored
             .gone
             .retain(|path| !clean.contains_key(flat::split(path).0));
-        timer.mark(|| format!(
-            "files stored ({} hashed, {} gone from the cache, {pruned} left out)",
-            stored.hashed.len(),
-            stored.gone.len()
-        ));
+        timer.mark(|| {
+            format!(
+                "files stored ({} hashed, {} gone from the cache, {pruned} left out)",
+                stored.hashed.len(),
+                stored.gone.len()
+            )
+        });
         // Only a walk whose every entry is in the tree pins trees down.
         let pinned = exact && stored.report.vanished == 0;
         let subtrees = subtrees.filter(|_| pinned);

@@ -28,6 +28,23 @@ pub struct MoveOutcome {
     pub kept: Vec<Vec<u8>>,
 }
 
+/// An undo or redo planned but not yet written (see `Workspace::prepare_move`).
+struct PreparedMove<'s> {
+    writer: ObjectWriter<'s>,
+    cap: Capture,
+    plan: Plan,
+    /// The parts of the target the plan needs (`Plan::to_stored`).
+    target_part: FlatTree,
+    outcome: MoveOutcome,
+}
+
+/// How a move records unsaved changes: the automatic snapshot's kind, and whether HEAD moves
+/// to it (undo: it is the first step back) or not (redo: the stack stays whole).
+struct MoveSteps {
+    kind: SnapshotKind,
+    after: After,
+}
+
 impl MoveOutcome {
     /// The outcome as planned, before anything is saved or written.
     pub(super) fn planned(
@@ -224,57 +241,30 @@ impl Workspace {
         let head = self
             .head()?
             .ok_or_else(|| TreeError::NothingToUndo("there are no snapshots yet".into()))?;
-        let history = self.store.history()?;
-        let writer = self.writer(dry_run);
-        let cap = self.capture_with(&writer, CaptureMode::BeforeMove)?;
-        let dirty = cap.root != head.record.root;
-        let steps = if dirty { n.saturating_sub(1) } else { n };
         if n == 0 {
             return Err(TreeError::NothingToUndo(
                 "the number of steps must be at least 1".into(),
             ));
         }
-        let (passed, target) = self.walk_back(&head, steps)?;
-        let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
-        let changes = plan.changes(&cap.flat);
-        let mut outcome = MoveOutcome::planned(Op::Undo, dry_run, dirty, target, passed, changes);
-        if dry_run {
-            outcome.kept = self.keep_ruled_out(&mut plan.clone(), &cap.flat);
-            return Ok(outcome);
-        }
-        let mut redo = history.redo;
-        let unsaved = Unsaved {
-            dirty,
-            root: cap.root,
-            flat: &cap.flat,
-            cache: cap.cache,
+        let history = self.store.history()?;
+        // Unsaved changes count as the first step back.
+        let prepared = self.prepare_move(Op::Undo, dry_run, &head, |dirty| {
+            self.walk_back(&head, if dirty { n - 1 } else { n })
+        })?;
+        let steps = MoveSteps {
+            kind: SnapshotKind::AutoBeforeUndo,
+            after: After::Advance,
         };
-        if let Some(auto) = self.keep_unsaved(
-            writer,
-            unsaved,
-            Some(&head),
-            SnapshotKind::AutoBeforeUndo,
-            After::Advance,
-        )? {
-            redo.clear();
-            outcome.passed.insert(0, auto.clone());
-            outcome.auto_saved = Some(auto);
-        }
-        redo.extend(outcome.passed.iter().map(|s| s.id));
-        let scanned = Scanned {
-            flat: &cap.flat,
-            stats: &cap.stats,
-            root: cap.root,
-            parent: Some(outcome.auto_saved.as_ref().unwrap_or(&head)),
-        };
-        outcome.kept = self.move_to(
-            Op::Undo,
-            &outcome.target,
-            redo,
-            scanned,
-            (&plan, &target_part),
-        )?;
-        Ok(outcome)
+        self.finish_move(&head, prepared, steps, |outcome| {
+            // Saved unsaved changes start a new line of history: the old redo stack goes.
+            let mut redo = history.redo;
+            if let Some(auto) = &outcome.auto_saved {
+                redo.clear();
+                outcome.passed.insert(0, auto.clone());
+            }
+            redo.extend(outcome.passed.iter().map(|s| s.id));
+            redo
+        })
     }
 
     /// Moves HEAD `n` snapshots forward along the redo stack. Unsaved changes are saved first
@@ -302,38 +292,78 @@ impl Workspace {
             .last()
             .cloned()
             .ok_or_else(|| TreeError::NothingToRedo("empty".into()))?;
+        let prepared = self.prepare_move(Op::Redo, dry_run, &head, |_| Ok((passed, target)))?;
+        let steps = MoveSteps {
+            kind: SnapshotKind::AutoBeforeRedo,
+            after: After::Detached,
+        };
+        self.finish_move(&head, prepared, steps, |_| history.redo[..keep].to_vec())
+    }
+
+    /// What undo and redo share up to the point where they write: the capture, whether it
+    /// differs from HEAD, the target `choose` picks given that (snapshots passed, target),
+    /// and the plan from the tree to it.
+    fn prepare_move(
+        &self,
+        op: Op,
+        dry_run: bool,
+        head: &Snapshot,
+        choose: impl FnOnce(bool) -> Result<(Vec<Snapshot>, Snapshot), TreeError>,
+    ) -> Result<PreparedMove<'_>, TreeError> {
         let writer = self.writer(dry_run);
         let cap = self.capture_with(&writer, CaptureMode::BeforeMove)?;
         let dirty = cap.root != head.record.root;
+        let (passed, target) = choose(dirty)?;
         let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
         let changes = plan.changes(&cap.flat);
-        let mut outcome = MoveOutcome::planned(Op::Redo, dry_run, dirty, target, passed, changes);
-        if dry_run {
+        let outcome = MoveOutcome::planned(op, dry_run, dirty, target, passed, changes);
+        Ok(PreparedMove {
+            writer,
+            cap,
+            plan,
+            target_part,
+            outcome,
+        })
+    }
+
+    /// The rest of an undo or redo: a preview names what the ignore rules would keep;
+    /// otherwise unsaved changes are saved (`steps`), `redo` gives the new redo stack, and
+    /// the tree is moved.
+    fn finish_move(
+        &self,
+        head: &Snapshot,
+        prepared: PreparedMove<'_>,
+        steps: MoveSteps,
+        redo: impl FnOnce(&mut MoveOutcome) -> Vec<ObjectId>,
+    ) -> Result<MoveOutcome, TreeError> {
+        let PreparedMove {
+            writer,
+            cap,
+            plan,
+            target_part,
+            mut outcome,
+        } = prepared;
+        if outcome.dry_run {
             outcome.kept = self.keep_ruled_out(&mut plan.clone(), &cap.flat);
             return Ok(outcome);
         }
         let unsaved = Unsaved {
-            dirty,
+            dirty: outcome.was_dirty,
             root: cap.root,
             flat: &cap.flat,
             cache: cap.cache,
         };
-        outcome.auto_saved = self.keep_unsaved(
-            writer,
-            unsaved,
-            Some(&head),
-            SnapshotKind::AutoBeforeRedo,
-            After::Detached,
-        )?;
+        outcome.auto_saved =
+            self.keep_unsaved(writer, unsaved, Some(head), steps.kind, steps.after)?;
+        let redo = redo(&mut outcome);
         let scanned = Scanned {
             flat: &cap.flat,
             stats: &cap.stats,
             root: cap.root,
-            parent: Some(outcome.auto_saved.as_ref().unwrap_or(&head)),
+            parent: Some(outcome.auto_saved.as_ref().unwrap_or(head)),
         };
-        let redo = history.redo[..keep].to_vec();
         outcome.kept = self.move_to(
-            Op::Redo,
+            outcome.op,
             &outcome.target,
             redo,
             scanned,

@@ -56,7 +56,6 @@ pub enum Command {
     Rewind(MoveArgs),
     /// Go forward N snapshots along what undo left (`snap redo`).
     Redo(MoveArgs),
-    /// Make the directory (or PATHS) match a snapshot, as a new snapshot (`snap restore "#3" -- src`).
     /// Write a snapshot into another directory, leaving the workspace alone
     /// (`snap export @~2 /tmp/old -- src`).
     Export {
@@ -70,6 +69,14 @@ pub enum Command {
         #[arg(last = true)]
         paths: Vec<PathBuf>,
     },
+    /// Save a snapshot for an agent's hook event, read as JSON on stdin; always exits 0
+    /// (`snap-undo hook --agent claude`, run by the agent; see docs/AGENTS.md).
+    Hook {
+        /// The agent sending the event: claude, codex, gemini, cursor or cline.
+        #[arg(long, value_name = "AGENT")]
+        agent: String,
+    },
+    /// Make the directory (or PATHS) match a snapshot, as a new snapshot (`snap restore "#3" -- src`).
     Restore {
         /// Snapshot: @, @~N, last, #SEQ, step:N or an id prefix.
         reference: String,

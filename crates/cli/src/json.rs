@@ -168,7 +168,15 @@ pub struct StatusDoc {
     pub pending: Option<PendingDoc>,
     pub root: String,
     pub workspace_id: Option<String>,
+    pub hook_failure: Option<HookFailureDoc>,
     pub skipped: SkippedDoc,
+}
+
+/// The last failed `snap hook` call, when no hook save has succeeded since.
+#[derive(Serialize)]
+pub struct HookFailureDoc {
+    pub time: String,
+    pub error: String,
 }
 
 /// An interrupted move waiting for `snap recover`.

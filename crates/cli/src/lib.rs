@@ -5,6 +5,7 @@
 
 mod args;
 mod commands;
+mod hook;
 mod json;
 mod progress;
 mod render;
@@ -30,8 +31,21 @@ pub fn main() -> ExitCode {
     restore_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if hook::invoked() && !is_help(&e) => {
+            hook::log::failure(None, "", "", &format!("snap hook: {}", first_line(&e)));
+            return ExitCode::SUCCESS;
+        }
         Err(e) => return usage_error(&e),
     };
+    if let Command::Hook { agent } = &cli.command {
+        // Never fail the agent, not even on a panic: log it, exit 0 (hook::log).
+        let agent = agent.clone();
+        std::panic::set_hook(Box::new(|_| {}));
+        if let Err(payload) = std::panic::catch_unwind(|| run(cli)) {
+            hook::log::failure(None, &agent, "", &panic_message(&payload));
+        }
+        return ExitCode::SUCCESS;
+    }
     let json_mode = cli.json;
     // A panic (a bug, or a library meeting damage it did not expect) still ends in one
     // `error:` line and exit 1, never a backtrace: the hook stays silent, the payload is said.
@@ -68,15 +82,26 @@ fn usage_error(e: &clap::Error) -> ExitCode {
     }
     let _ = e.print();
     if wants_json() {
-        let text = e.render().to_string();
-        let first = text
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("usage error");
-        let message = first.trim().trim_start_matches("error: ");
-        println!("{}", json::value(&json::ErrorDoc { error: message }));
+        let message = first_line(e);
+        println!("{}", json::value(&json::ErrorDoc { error: &message }));
     }
     ExitCode::from(2)
+}
+
+/// `--help` or `--version`, which clap reports as errors.
+fn is_help(e: &clap::Error) -> bool {
+    use clap::error::ErrorKind;
+    matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+}
+
+/// The first line of clap's message, without its `error: `.
+fn first_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("usage error");
+    first.trim().trim_start_matches("error: ").to_string()
 }
 
 /// True when `--json` is among the arguments (read by hand: clap refused the line).
@@ -111,7 +136,7 @@ fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
 
 /// The error and its causes on one line. Library errors already name their source in their
 /// own message (`path: os error`), so a cause already said is not said twice.
-fn one_line(e: &anyhow::Error) -> String {
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
     let mut message = String::new();
     for cause in e.chain() {
         let text = cause.to_string();
@@ -140,7 +165,8 @@ fn run(cli: Cli) -> Result<()> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let start = cli.dir.as_ref().map_or(cwd.clone(), |d| cwd.join(d));
     let store = cli.store.as_ref().map(|s| cwd.join(s));
-    if !cli.quiet {
+    let hook = matches!(cli.command, Command::Hook { .. });
+    if !cli.quiet && !hook {
         snap_tree::snap_store::on_lock_wait(|m| eprintln!("snap: {m}"));
     }
     if cli.command.writes() {
@@ -151,12 +177,13 @@ fn run(cli: Cli) -> Result<()> {
         store,
         json: cli.json,
         quiet: cli.quiet,
-        progress: progress::wanted(cli.json, cli.quiet, cli.no_progress),
+        progress: !hook && progress::wanted(cli.json, cli.quiet, cli.no_progress),
         timing: std::env::var_os("SNAP_TIMING").is_some(),
     };
     match cli.command {
         Command::Init { force } => cmd_init(&ctx, force),
         Command::Save(args) => cmd_save(&ctx, args),
+        Command::Hook { agent } => hook::cmd_hook(&ctx, &agent),
         Command::Undo(args) | Command::Rewind(args) => cmd_move(&ctx, args, false),
         Command::Redo(args) => cmd_move(&ctx, args, true),
         Command::Export {

@@ -87,6 +87,17 @@ pub fn on_lock_wait(hook: fn(&str)) {
     let _ = WAIT_HOOK.set(hook);
 }
 
+/// The longest wait [`lock_timeout`] may give, in milliseconds (`u64::MAX`: no cap).
+static WAIT_CAP_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(u64::MAX);
+
+/// Caps the lock wait of this process at `max`, whatever `SNAP_LOCK_TIMEOUT` says: an agent
+/// hook must not hold up the agent (Codex runs matching hooks at once), and the next hook's
+/// save captures whatever this one could not.
+pub fn cap_lock_wait(max: Duration) {
+    let ms = u64::try_from(max.as_millis()).unwrap_or(u64::MAX);
+    WAIT_CAP_MS.store(ms, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Retries `op` until it succeeds or `timeout` passes, then names the holder. A wait longer
 /// than [`WAIT_NOTICE_AFTER`] is reported once to the [`on_lock_wait`] hook.
 fn wait_for(
@@ -137,9 +148,15 @@ fn read_holder(file: &mut File) -> String {
     }
 }
 
-/// The lock timeout: `SNAP_LOCK_TIMEOUT` seconds, or [`DEFAULT_LOCK_TIMEOUT`]. A value that is
+/// The lock timeout: `SNAP_LOCK_TIMEOUT` seconds, or [`DEFAULT_LOCK_TIMEOUT`], at most the
+/// [`cap_lock_wait`] cap. A value that is
 /// not a finite, non-negative number of seconds is refused rather than guessed at.
 pub fn lock_timeout() -> Result<Duration, StoreError> {
+    let cap = Duration::from_millis(WAIT_CAP_MS.load(std::sync::atomic::Ordering::Relaxed));
+    Ok(configured_lock_timeout()?.min(cap))
+}
+
+fn configured_lock_timeout() -> Result<Duration, StoreError> {
     let Some(value) = std::env::var_os("SNAP_LOCK_TIMEOUT") else {
         return Ok(DEFAULT_LOCK_TIMEOUT);
     };

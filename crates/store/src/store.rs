@@ -203,6 +203,16 @@ impl Store {
         Ok(self.catalog.locate(id)?.is_some())
     }
 
+    /// The current turn of agent session `session` (0 before its first prompt).
+    pub fn turn(&self, session: &str) -> Result<u64, StoreError> {
+        self.catalog.turn(session)
+    }
+
+    /// Counts a new turn of `session`, durably, and returns its number.
+    pub fn start_turn(&self, session: &str) -> Result<u64, StoreError> {
+        self.catalog.start_turn(session)
+    }
+
     /// Reads an object, checking its hash.
     pub fn read(&self, id: &ObjectId) -> Result<(ObjectKind, Vec<u8>), StoreError> {
         let (kind, raw, _) = self.read_within(id, MAX_DELTA_DEPTH)?;

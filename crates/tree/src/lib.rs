@@ -48,6 +48,7 @@ pub use flat::{Change, FlatTree, Node};
 pub use interrupt::stop_moves_on;
 pub use marker::{Marker, Op};
 pub use observer::{Event, Observer, Phase};
+pub use paths::STORE_DIR;
 pub use scan::ScanReport;
 pub use snap_store::{self, EntryKind, ObjectId, SnapshotKind, SnapshotRecord};
 pub use workspace::{

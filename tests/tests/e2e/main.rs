@@ -8,5 +8,6 @@ mod commands;
 mod concurrency;
 mod crash;
 mod damage;
+mod hooks;
 mod identity;
 mod safety;

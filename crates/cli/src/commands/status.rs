@@ -1,4 +1,5 @@
-//! `snap status`: the working tree against HEAD, and what waits to be finished.
+//! `snap status`: the working tree against HEAD, what waits to be finished, and whether
+//! agent hook saves are failing.
 
 use super::*;
 
@@ -19,6 +20,7 @@ pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
     let clean = status.head.is_some() && status.changes.is_empty() && status.dirs.is_empty();
     let pending: Vec<json::PendingDoc> = ws.pending()?.iter().map(Into::into).collect();
     let workspace_id = ws.workspace_id()?;
+    let hook_failure = crate::hook::log::last_failure(ws.store().dir());
     let value = json_only(ctx, || {
         json::value(&json::StatusDoc {
             head: status.head.as_ref().map(|h| h.id.to_hex()),
@@ -32,6 +34,12 @@ pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
             }),
             root: ws.root().display().to_string(),
             workspace_id,
+            hook_failure: hook_failure
+                .as_ref()
+                .map(|(time, error)| json::HookFailureDoc {
+                    time: time.clone(),
+                    error: error.clone(),
+                }),
             skipped: json::SkippedDoc::from(&status.report),
         })
     });
@@ -48,6 +56,9 @@ pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
                 "pending: an interrupted {} (run `snap recover` to finish it)",
                 p.op
             );
+        }
+        if let Some((time, error)) = &hook_failure {
+            println!("hook saves are failing: the last at {time}: {error} (see .snap/hook.log)");
         }
         print_changes(&changes);
         print_dir_changes(&dirs);

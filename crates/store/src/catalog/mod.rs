@@ -35,6 +35,7 @@ use crate::{ObjectId, SnapshotRecord, StoreError};
 
 mod caches;
 mod rows;
+mod turns;
 
 pub use rows::{HistoryState, Location, decode_snapshot_row};
 

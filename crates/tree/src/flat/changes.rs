@@ -371,15 +371,7 @@ impl StoredDiffer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn node(kind: EntryKind, b: u8) -> Node {
-        Node {
-            kind,
-            size: 1,
-            id: ObjectId([b; 32]),
-            mode: (kind != EntryKind::Symlink).then_some(0o644),
-        }
-    }
+    use crate::flat::tests::node;
 
     #[test]
     fn diff_sees_every_kind_of_change() {

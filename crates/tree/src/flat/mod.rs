@@ -276,7 +276,8 @@ fn seal(
 mod tests {
     use super::*;
 
-    fn node(kind: EntryKind, b: u8) -> Node {
+    /// A node of `kind` whose id is `b` repeated.
+    pub(super) fn node(kind: EntryKind, b: u8) -> Node {
         Node {
             kind,
             size: 1,

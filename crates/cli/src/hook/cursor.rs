@@ -1,0 +1,34 @@
+//! Cursor's hook payloads: `hook_event_name` (`afterFileEdit`, `afterShellExecution`, ...),
+//! `conversation_id` as the session, `generation_id` per turn, and `workspace_roots` (every
+//! root with a store is saved). Its `after*` events want `{}` back.
+
+use serde_json::Value;
+
+use super::{EventKind, PayloadFormat, text};
+
+pub(super) const FORMAT: PayloadFormat = PayloadFormat {
+    event_key: "hook_event_name",
+    kinds: &[
+        ("sessionStart", EventKind::SessionStart),
+        ("beforeSubmitPrompt", EventKind::Prompt),
+        ("afterFileEdit", EventKind::ToolDone),
+        ("afterShellExecution", EventKind::ToolDone),
+        ("afterMCPExecution", EventKind::ToolDone),
+        ("postToolUse", EventKind::ToolDone),
+    ],
+    session_key: "conversation_id",
+    root_env: None,
+    root_keys: &["workspace_roots", "cwd"],
+    tool,
+    id_keys: &["generation_id"],
+    reply: "{}",
+};
+
+/// Cursor names the tool only in `postToolUse`; its older events are one tool each.
+fn tool(payload: &Value, event: &str) -> Option<String> {
+    match event {
+        "afterFileEdit" => Some("edit".into()),
+        "afterShellExecution" => Some("shell".into()),
+        _ => text(payload, "tool_name"),
+    }
+}

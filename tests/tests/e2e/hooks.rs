@@ -1,0 +1,356 @@
+//! `snap-undo hook --agent A` fed the payloads each agent sends (shared/agent-protocols.md):
+//! the snapshots and their metadata, a session's turns undone, and every way a hook can go
+//! wrong ending in exit 0 with nothing lost.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+use snap_e2e::*;
+
+/// Runs `snap-undo hook --agent AGENT` with `payload` on stdin, as an agent does: from the
+/// workspace, with no project-dir variables unless `env` sets them, and the user's state
+/// directory in `state`.
+fn hook_with(d: &Path, state: &Path, agent: &str, payload: &[u8], env: &[(&str, &Path)]) -> Output {
+    let mut cmd = Command::new(bin("snap-undo"));
+    cmd.args(["hook", "--agent", agent])
+        .current_dir(d)
+        .env_remove("SNAP_STORE")
+        .env_remove("SNAP_DISABLE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("GEMINI_PROJECT_DIR")
+        .env("HOME", "/nonexistent-home")
+        .env("XDG_STATE_HOME", state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let payload = payload.to_vec();
+    // Written from a thread: a hook that stopped reading must not block the test.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&payload);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(
+        out.status.success(),
+        "hook exit {:?}: {}",
+        out.status,
+        stderr(&out)
+    );
+    out
+}
+
+fn hook(d: &Path, agent: &str, payload: Value) -> Output {
+    let state = d.join(".snap-test-state");
+    hook_with(d, &state, agent, payload.to_string().as_bytes(), &[])
+}
+
+fn head(d: &Path) -> Value {
+    json(d, &["show", "@"])
+}
+
+#[test]
+fn a_claude_session_is_saved_turn_by_turn_and_a_turn_undoes_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["init"]);
+    let cwd = d.to_str().unwrap();
+    write(d, "notes.md", b"before the session\n");
+    let ev = |name: &str, extra: Value| {
+        let mut p = json!({"session_id": "sess-1", "cwd": cwd, "hook_event_name": name,
+                           "transcript_path": "/tmp/t.jsonl", "permission_mode": "default"});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        p
+    };
+    hook(
+        d,
+        "claude",
+        ev("SessionStart", json!({"source": "startup"})),
+    );
+    assert_eq!(head(d)["message"], "session start");
+    // Turn 1: a Bash call and an Edit.
+    hook(
+        d,
+        "claude",
+        ev(
+            "UserPromptSubmit",
+            json!({"prompt": "add a build", "prompt_id": "p1"}),
+        ),
+    );
+    write(d, "build.sh", b"make\n");
+    hook(
+        d,
+        "claude",
+        ev(
+            "PostToolUse",
+            json!({"tool_name": "Bash", "tool_use_id": "tu1",
+        "tool_input": {"command": "echo make > build.sh"}, "tool_response": {}, "prompt_id": "p1"}),
+        ),
+    );
+    let after_bash = head(d);
+    assert_eq!(after_bash["message"], "after Bash");
+    assert_eq!(after_bash["step"], 1);
+    assert_eq!(after_bash["session"], "sess-1");
+    assert_eq!(after_bash["meta"]["tool_use_id"], "tu1");
+    assert_eq!(after_bash["meta"]["prompt_id"], "p1");
+    assert_eq!(after_bash["meta"]["agent"], "claude");
+    let end_of_turn_1 = everything(d);
+    // A hand edit between turns is saved by the next prompt, as its own snapshot.
+    write(d, "notes.md", b"edited by hand\n");
+    hook(
+        d,
+        "claude",
+        ev(
+            "UserPromptSubmit",
+            json!({"prompt": "now break it", "prompt_id": "p2"}),
+        ),
+    );
+    let turn_2_start = head(d);
+    assert_eq!(
+        (
+            turn_2_start["message"].as_str(),
+            turn_2_start["step"].as_u64()
+        ),
+        (Some("before prompt"), Some(2))
+    );
+    let start_of_turn_2 = everything(d);
+    std::fs::remove_file(d.join("build.sh")).unwrap();
+    write(d, "notes.md", b"clobbered\n");
+    hook(
+        d,
+        "claude",
+        ev(
+            "PostToolUseFailure",
+            json!({"tool_name": "Edit", "tool_use_id": "tu2",
+        "tool_input": {"file_path": d.join("notes.md")}, "error": "failed"}),
+        ),
+    );
+    assert_eq!(head(d)["step"], 2);
+    // The person undoes the agent's last turn: back to where turn 2 began, exactly.
+    ok(d, &["restore", turn_2_start["id"].as_str().unwrap()]);
+    assert_eq!(everything(d), start_of_turn_2);
+    ok(d, &["restore", after_bash["id"].as_str().unwrap()]);
+    assert_eq!(everything(d), end_of_turn_1);
+    // Every step is in the log, with its session and turn.
+    let log = json(d, &["log", "--all"]);
+    let steps: Vec<u64> = log["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["session"] == "sess-1")
+        .filter_map(|s| s["step"].as_u64())
+        .collect();
+    assert!(
+        steps.contains(&0) && steps.contains(&1) && steps.contains(&2),
+        "{steps:?}"
+    );
+    ok(d, &["verify"]);
+}
+
+#[test]
+fn every_agent_s_payloads_save_and_get_the_reply_the_agent_expects() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["init"]);
+    let cwd = d.to_str().unwrap();
+    let cases = [
+        (
+            "codex",
+            json!({"session_id": "c1", "turn_id": "t1", "cwd": cwd, "hook_event_name": "PostToolUse",
+            "model": "gpt-5", "permission_mode": "default", "transcript_path": null, "tool_name": "apply_patch",
+            "tool_input": {}, "tool_response": {}, "tool_use_id": "call_1"}),
+            "",
+            "apply_patch",
+        ),
+        (
+            "gemini",
+            json!({"session_id": "g1", "cwd": cwd, "hook_event_name": "AfterTool",
+            "timestamp": "2026-12-01T00:00:00Z", "tool_name": "write_file", "tool_input": {}, "tool_response": {}}),
+            "{}",
+            "write_file",
+        ),
+        (
+            "cursor",
+            json!({"hook_event_name": "afterFileEdit", "conversation_id": "cv1", "generation_id": "gen1",
+            "workspace_roots": [cwd], "file_path": d.join("x").to_str(), "edits": []}),
+            "{}",
+            "edit",
+        ),
+        (
+            "cline",
+            json!({"clineVersion": "3.40", "hookName": "PostToolUse", "timestamp": "1",
+            "taskId": "task1", "workspaceRoots": [cwd],
+            "postToolUse": {"toolName": "write_to_file", "parameters": {}}}),
+            "{\"cancel\":false}",
+            "write_to_file",
+        ),
+    ];
+    for (i, (agent, payload, reply, tool)) in cases.into_iter().enumerate() {
+        write(d, &format!("file{i}"), agent.as_bytes());
+        let out = hook(d, agent, payload);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            reply,
+            "{agent}"
+        );
+        let h = head(d);
+        assert_eq!(h["meta"]["tool"], tool, "{agent}: {h}");
+        assert_eq!(h["meta"]["agent"], agent);
+        assert_eq!(h["message"], format!("after {tool}"));
+        assert!(
+            h["changes"].to_string().contains(&format!("file{i}")),
+            "{agent}: {h}"
+        );
+    }
+    // Gemini's project directory wins over the payload's cwd.
+    let other = tempfile::tempdir().unwrap();
+    ok(other.path(), &["init"]);
+    write(other.path(), "g", b"gemini project");
+    let state = d.join(".snap-test-state");
+    let payload = json!({"session_id": "g1", "cwd": cwd, "hook_event_name": "AfterTool", "tool_name": "replace"});
+    hook_with(
+        d,
+        &state,
+        "gemini",
+        payload.to_string().as_bytes(),
+        &[("GEMINI_PROJECT_DIR", other.path())],
+    );
+    assert_eq!(head(other.path())["meta"]["tool"], "replace");
+}
+
+#[test]
+fn a_hook_that_cannot_save_exits_0_logs_why_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let state = tempfile::tempdir().unwrap();
+    write(d, "a", b"one");
+    // No store: nothing is created, the user's log says why.
+    let start = json!({"session_id": "s", "cwd": d, "hook_event_name": "SessionStart"}).to_string();
+    hook_with(d, state.path(), "claude", start.as_bytes(), &[]);
+    assert!(!d.join(".snap").exists(), "a hook never creates a store");
+    let user_log = std::fs::read_to_string(state.path().join("snap-undo/hook.log")).unwrap();
+    assert!(user_log.contains("no snap store"), "{user_log}");
+    ok(d, &["init"]);
+    ok(d, &["save"]);
+    let before = everything(d);
+    // Garbage, a JSON array, empty input, a huge payload, an unknown agent and flag.
+    let huge = format!(
+        "{{\"hook_event_name\": \"PostToolUse\", \"cwd\": {:?}, \"tool_response\": \"{}\"}}",
+        d,
+        "x".repeat(40 << 20)
+    );
+    for (agent, payload) in [
+        ("claude", b"not json".to_vec()),
+        ("codex", b"[1, 2]".to_vec()),
+        ("gemini", Vec::new()),
+        ("claude", huge.into_bytes()),
+        ("vim", b"{}".to_vec()),
+    ] {
+        hook_with(d, state.path(), agent, &payload, &[]);
+    }
+    let out = Command::new(bin("snap-undo"))
+        .args(["hook", "--agnet", "claude"])
+        .current_dir(d)
+        .env("XDG_STATE_HOME", state.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty(),
+        "{}",
+        stderr(&out)
+    );
+    let status = json(d, &["status"]);
+    assert!(
+        status["hook_failure"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("larger than"),
+        "{status}"
+    );
+    assert!(ok(d, &["status"]).contains("hook saves are failing"));
+    assert_eq!(everything(d), before);
+    ok(d, &["verify"]);
+    // The next good call saves, and status no longer reports failures.
+    write(d, "a", b"two");
+    hook(
+        d,
+        "claude",
+        json!({"session_id": "s", "cwd": d, "hook_event_name": "PostToolUse", "tool_name": "Write"}),
+    );
+    assert_eq!(json(d, &["status"])["hook_failure"], Value::Null);
+    assert_eq!(head(d)["message"], "after Write");
+}
+
+#[test]
+fn a_hook_waits_briefly_for_a_held_lock_then_gives_up_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["init"]);
+    write(d, "a", b"one");
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(d.join(".snap/lock"))
+        .unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let started = std::time::Instant::now();
+    hook(
+        d,
+        "codex",
+        json!({"session_id": "c", "cwd": d, "hook_event_name": "PostToolUse", "tool_name": "Bash"}),
+    );
+    let waited = started.elapsed();
+    assert!(
+        waited < std::time::Duration::from_secs(30),
+        "the hook waited {waited:?}"
+    );
+    drop(lock);
+    let status = json(d, &["status"]);
+    assert!(
+        status["hook_failure"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("locked"),
+        "{status}"
+    );
+    // Hooks run at once (as Codex runs them) all exit 0, and the store stays whole.
+    let payload =
+        json!({"session_id": "c", "cwd": d, "hook_event_name": "PostToolUse", "tool_name": "Bash"});
+    let children: Vec<_> = (0..6)
+        .map(|i| {
+            write(d, &format!("f{i}"), b"x");
+            let mut child = Command::new(bin("snap-undo"))
+                .args(["hook", "--agent", "codex"])
+                .current_dir(d)
+                .env("XDG_STATE_HOME", d.join(".snap-test-state"))
+                .env("HOME", "/nonexistent-home")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(payload.to_string().as_bytes())
+                .unwrap();
+            child
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success() && out.stdout.is_empty());
+    }
+    ok(d, &["save"]);
+    ok(d, &["verify"]);
+    let files = json(d, &["ls", "@"]).to_string();
+    assert!((0..6).all(|i| files.contains(&format!("f{i}"))), "{files}");
+}

@@ -19,6 +19,10 @@ pub struct Config {
     pub exclude_dirs: Vec<String>,
     /// File name endings (with the dot) never snapshotted.
     pub exclude_extensions: Vec<String>,
+    /// Workspace-relative paths (`/`-separated) left out with everything under them: never
+    /// snapshotted, never touched by a move. `snap hook install` lists an agent's own
+    /// config directory here, so that an undo can never remove the hook.
+    pub exclude_paths: Vec<String>,
     /// Which snapshots `prune` keeps, and whether `save` applies it by itself.
     pub retention: RetentionConfig,
 }
@@ -104,6 +108,7 @@ impl Default for Config {
                 ".pyc", ".pyo", ".pyd", ".so", ".dll", ".dylib", ".exe", ".db", ".sqlite",
                 ".sqlite3", ".db-wal", ".db-shm",
             ]),
+            exclude_paths: Vec::new(),
             retention: RetentionConfig::default(),
         }
     }
@@ -150,10 +155,27 @@ impl Config {
                 h.update(item.as_bytes());
             }
         }
+        // Only when set, so that stores without it keep their directory caches.
+        if !self.exclude_paths.is_empty() {
+            h.update(b"paths\0");
+            h.update(&(self.exclude_paths.len() as u64).to_le_bytes());
+            for item in &self.exclude_paths {
+                h.update(&(item.len() as u64).to_le_bytes());
+                h.update(item.as_bytes());
+            }
+        }
         let store = store_dir.map_or(&[][..], |d| d.as_os_str().as_encoded_bytes());
         h.update(&(store.len() as u64).to_le_bytes());
         h.update(store);
         *h.finalize().as_bytes()
+    }
+
+    /// True if `rel` is one of the `exclude_paths` or lies under one.
+    pub fn excludes_path(&self, rel: &[u8]) -> bool {
+        self.exclude_paths.iter().any(|p| {
+            let p = p.trim_start_matches("./").trim_end_matches('/').as_bytes();
+            !p.is_empty() && rel.starts_with(p) && (rel.len() == p.len() || rel[p.len()] == b'/')
+        })
     }
 
     /// True if a file with this name is excluded by its ending.
@@ -179,6 +201,23 @@ fn glob_match(pat: &[u8], name: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exclude_paths_cover_a_path_and_what_lies_under_it() {
+        let c = Config {
+            exclude_paths: vec![".claude".into(), "./tools/hooks/".into()],
+            ..Config::default()
+        };
+        assert!(c.excludes_path(b".claude"));
+        assert!(c.excludes_path(b".claude/settings.local.json"));
+        assert!(c.excludes_path(b"tools/hooks/post"));
+        assert!(!c.excludes_path(b".claude-notes"));
+        assert!(!c.excludes_path(b"tools"));
+        assert_ne!(
+            c.walk_fingerprint(None),
+            Config::default().walk_fingerprint(None)
+        );
+    }
 
     #[test]
     fn default_excludes() {

@@ -128,19 +128,22 @@ pub(crate) fn always_left_out(parent: &[u8], name: &[u8]) -> bool {
         || (parent.is_empty() && name == STORE_DIR.as_bytes())
 }
 
-/// True when the default excludes or the ignore `rules` leave out the entry `name` at `abs`.
+/// True when the config's excludes or the ignore `rules` leave out the entry at `rel`
+/// (workspace-relative; `abs` on disk).
 pub(crate) fn ruled_out(
     config: &Config,
     rules: &Rules,
-    name: &[u8],
+    rel: &[u8],
     abs: &Path,
     is_dir: bool,
 ) -> bool {
-    let excluded = if is_dir {
-        config.excludes_dir(name)
-    } else {
-        config.excludes_file(name)
-    };
+    let name = crate::flat::split(rel).1;
+    let excluded = config.excludes_path(rel)
+        || if is_dir {
+            config.excludes_dir(name)
+        } else {
+            config.excludes_file(name)
+        };
     excluded || (rules.any && rules.ignores(abs, is_dir))
 }
 
@@ -186,10 +189,11 @@ impl<'a> IgnoreJudge<'a> {
     }
 
     fn rules_leave_out(&self, rules: &Rules, parent: &[u8], name: &[u8], is_dir: bool) -> bool {
-        let abs = abs(self.root, &crate::flat::join(parent, name));
+        let rel = crate::flat::join(parent, name);
+        let abs = abs(self.root, &rel);
         always_left_out(parent, name)
             || self.skip.is_some_and(|skip| skip == abs)
-            || ruled_out(self.config, rules, name, &abs, is_dir)
+            || ruled_out(self.config, rules, &rel, &abs, is_dir)
     }
 
     /// The rules in force inside directory `dir`; `None` when `dir` itself is left out.

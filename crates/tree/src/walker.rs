@@ -535,7 +535,7 @@ fn visit_entry(
         .as_ref()
         .map_or(d_type, |st| FileType::from_raw_mode(st.st_mode));
     let is_dir = file_type == FileType::Directory;
-    if ruled_out(shared.config, rules, &name, &abs(), is_dir) {
+    if ruled_out(shared.config, rules, &rel, &abs(), is_dir) {
         return Ok(Some(Item::LeftOut));
     }
     match (file_type, stat) {

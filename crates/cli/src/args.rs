@@ -71,11 +71,7 @@ pub enum Command {
     },
     /// Save a snapshot for an agent's hook event, read as JSON on stdin; always exits 0
     /// (`snap-undo hook --agent claude`, run by the agent; see docs/AGENTS.md).
-    Hook {
-        /// The agent sending the event: claude, codex, gemini, cursor or cline.
-        #[arg(long, value_name = "AGENT")]
-        agent: String,
-    },
+    Hook(HookArgs),
     /// Make the directory (or PATHS) match a snapshot, as a new snapshot (`snap restore "#3" -- src`).
     Restore {
         /// Snapshot: @, @~N, last, #SEQ, step:N or an id prefix.
@@ -227,12 +223,55 @@ pub struct DiffArgs {
 
 #[derive(Debug, Args)]
 pub struct MoveArgs {
-    /// How many snapshots to move.
+    /// How many snapshots (with --turn: agent turns) to move.
     #[arg(default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub n: u64,
+    /// Whole agent turns, as `snap hook` recorded them: undo goes back to the start of the
+    /// Nth last turn of HEAD's session (hand edits made before it kept); redo brings back
+    /// the N turns an undo passed.
+    #[arg(long)]
+    pub turn: bool,
     /// Show what would change, change nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// `snap hook`: run for one event (by the agent), or install and uninstall (by you).
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct HookArgs {
+    /// The agent sending the event: claude, codex, gemini, cursor or cline.
+    #[arg(long, value_name = "AGENT")]
+    pub agent: Option<String>,
+    #[command(subcommand)]
+    pub action: Option<HookAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookAction {
+    /// Add snap's hook to the agent's config, exclude that config from snapshots, and
+    /// create the store if needed (`snap-undo hook install --agent claude`).
+    Install(HookInstallArgs),
+    /// Remove exactly snap's hook from the agent's config (`snap-undo hook uninstall --agent claude`).
+    Uninstall(HookInstallArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HookInstallArgs {
+    /// claude, codex, gemini, cursor or cline.
+    #[arg(long, value_name = "AGENT")]
+    pub agent: String,
+    /// Where the config goes: local (Claude Code's settings.local.json, the default for
+    /// claude), project (the default for the others) or user (your home directory).
+    #[arg(long, value_enum)]
+    pub scope: Option<HookScope>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum HookScope {
+    Local,
+    Project,
+    User,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -19,7 +19,7 @@ use clap::Parser;
 use serde_json::{Value, json};
 use snap_tree::{TreeError, Workspace};
 
-use crate::args::{Cli, Command};
+use crate::args::{Cli, Command, HookAction, HookArgs};
 use crate::commands::*;
 use crate::render::*;
 
@@ -37,9 +37,14 @@ pub fn main() -> ExitCode {
         }
         Err(e) => return usage_error(&e),
     };
-    if let Command::Hook { agent } = &cli.command {
+    if let Command::Hook(HookArgs {
+        agent,
+        action: None,
+        ..
+    }) = &cli.command
+    {
         // Never fail the agent, not even on a panic: log it, exit 0 (hook::log).
-        let agent = agent.clone();
+        let agent = agent.clone().unwrap_or_default();
         std::panic::set_hook(Box::new(|_| {}));
         if let Err(payload) = std::panic::catch_unwind(|| run(cli)) {
             hook::log::failure(None, &agent, "", &panic_message(&payload));
@@ -165,7 +170,7 @@ fn run(cli: Cli) -> Result<()> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let start = cli.dir.as_ref().map_or(cwd.clone(), |d| cwd.join(d));
     let store = cli.store.as_ref().map(|s| cwd.join(s));
-    let hook = matches!(cli.command, Command::Hook { .. });
+    let hook = matches!(cli.command, Command::Hook(HookArgs { action: None, .. }));
     if !cli.quiet && !hook {
         snap_tree::snap_store::on_lock_wait(|m| eprintln!("snap: {m}"));
     }
@@ -183,7 +188,11 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Init { force } => cmd_init(&ctx, force),
         Command::Save(args) => cmd_save(&ctx, args),
-        Command::Hook { agent } => hook::cmd_hook(&ctx, &agent),
+        Command::Hook(args) => match args.action {
+            None => hook::cmd_hook(&ctx, args.agent.as_deref().unwrap_or_default()),
+            Some(HookAction::Install(a)) => hook::install::cmd_install(&ctx, &a.agent, a.scope),
+            Some(HookAction::Uninstall(a)) => hook::install::cmd_uninstall(&ctx, &a.agent, a.scope),
+        },
         Command::Undo(args) | Command::Rewind(args) => cmd_move(&ctx, args, false),
         Command::Redo(args) => cmd_move(&ctx, args, true),
         Command::Export {

@@ -1,4 +1,5 @@
-//! Snapshot references: `@` (HEAD), `@~N`, `last`, `#SEQ`, `step:N`, and id prefixes.
+//! Snapshot references: `@` (HEAD), `@~N`, `last`, `#SEQ`, `step:N` (the newest snapshot of
+//! that step in HEAD's session, or in any when HEAD has none), and id prefixes.
 
 use crate::{ObjectId, SnapshotRecord, Store, StoreError};
 
@@ -36,7 +37,14 @@ impl Store {
             let step: u64 = step
                 .parse()
                 .map_err(|_| bad("expected step:N with N a number"))?;
-            all.into_iter().rev().find(|(_, r)| r.step == Some(step))
+            // Steps count turns within one agent session: HEAD's, when it has one.
+            let session = match self.head_record() {
+                Some(head) => head?.1.session,
+                None => None,
+            };
+            all.into_iter()
+                .rev()
+                .find(|(_, r)| r.step == Some(step) && (session.is_none() || r.session == session))
         } else {
             return resolve_prefix(reference, all);
         };

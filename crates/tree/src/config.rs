@@ -186,6 +186,61 @@ impl Config {
     }
 }
 
+/// Adds `path` to `exclude_paths` in the store's `config.toml` (creating the file), keeping
+/// the file's comments and layout. Returns false when it was there already. The new config
+/// is checked as [`Config::load`] checks it before it replaces the old, by rename.
+pub fn add_exclude_path(store_dir: &Path, path: &str) -> Result<bool, TreeError> {
+    edit_exclude_paths(store_dir, |paths| {
+        if paths.iter().any(|p| p.as_str() == Some(path)) {
+            return false;
+        }
+        paths.push(path);
+        true
+    })
+}
+
+/// Removes `path` from `exclude_paths` in the store's `config.toml`. Returns false when it
+/// was not there.
+pub fn remove_exclude_path(store_dir: &Path, path: &str) -> Result<bool, TreeError> {
+    edit_exclude_paths(store_dir, |paths| {
+        let before = paths.len();
+        paths.retain(|p| p.as_str() != Some(path));
+        paths.len() != before
+    })
+}
+
+fn edit_exclude_paths(
+    store_dir: &Path,
+    edit: impl FnOnce(&mut toml_edit::Array) -> bool,
+) -> Result<bool, TreeError> {
+    let path = store_dir.join("config.toml");
+    let bad = |why: String| TreeError::Config {
+        path: path.clone(),
+        why,
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(TreeError::io(&path, e)),
+    };
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| bad(format!("{e}")))?;
+    let entry = doc
+        .entry("exclude_paths")
+        .or_insert_with(|| toml_edit::value(toml_edit::Array::new()));
+    let paths = entry
+        .as_array_mut()
+        .ok_or_else(|| bad("exclude_paths is not an array of strings".into()))?;
+    if !edit(paths) {
+        return Ok(false);
+    }
+    let text = doc.to_string();
+    toml::from_str::<Config>(&text).map_err(|e| bad(e.to_string().trim().to_string()))?;
+    let tmp = store_dir.join("config.toml.tmp");
+    std::fs::write(&tmp, text).map_err(|e| TreeError::io(&tmp, e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| TreeError::io(&path, e))?;
+    Ok(true)
+}
+
 /// Matches `*` (any run of bytes) and literal bytes; enough for names like `*.egg-info`.
 fn glob_match(pat: &[u8], name: &[u8]) -> bool {
     match pat.iter().position(|&c| c == b'*') {
@@ -217,6 +272,27 @@ mod tests {
             c.walk_fingerprint(None),
             Config::default().walk_fingerprint(None)
         );
+    }
+
+    #[test]
+    fn exclude_paths_are_added_once_and_removed_keeping_the_file_s_comments() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "# mine\nmax_file_size = 10 # small\n\n[retention]\nkeep_last = 5\n";
+        std::fs::write(dir.path().join("config.toml"), text).unwrap();
+        assert!(add_exclude_path(dir.path(), ".claude").unwrap());
+        assert!(!add_exclude_path(dir.path(), ".claude").unwrap());
+        let c = Config::load(dir.path()).unwrap();
+        assert_eq!(
+            (c.exclude_paths, c.max_file_size),
+            (vec![".claude".to_string()], 10)
+        );
+        let now = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
+        assert!(now.contains("# mine") && now.contains("# small"), "{now}");
+        assert!(remove_exclude_path(dir.path(), ".claude").unwrap());
+        assert!(!remove_exclude_path(dir.path(), ".claude").unwrap());
+        assert!(Config::load(dir.path()).unwrap().exclude_paths.is_empty());
+        std::fs::write(dir.path().join("config.toml"), "exclude_paths = 3\n").unwrap();
+        assert!(add_exclude_path(dir.path(), ".claude").is_err());
     }
 
     #[test]

@@ -41,7 +41,10 @@ mod walk;
 mod walker;
 mod workspace;
 
-pub use config::{Config, DEFAULT_MAX_FILE_SIZE, RetentionConfig, parse_duration};
+pub use config::{
+    Config, DEFAULT_MAX_FILE_SIZE, RetentionConfig, add_exclude_path, parse_duration,
+    remove_exclude_path,
+};
 pub use diff::{DiffEntry, FileDiff, Side, TreeDiff};
 pub use error::TreeError;
 pub use flat::{Change, FlatTree, Node};

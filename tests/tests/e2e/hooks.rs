@@ -134,11 +134,20 @@ fn a_claude_session_is_saved_turn_by_turn_and_a_turn_undoes_exactly() {
         ),
     );
     assert_eq!(head(d)["step"], 2);
-    // The person undoes the agent's last turn: back to where turn 2 began, exactly.
-    ok(d, &["restore", turn_2_start["id"].as_str().unwrap()]);
+    let end_of_turn_2 = everything(d);
+    // The person undoes the agent's last turn: back to where turn 2 began, exactly (the
+    // hand edit made before it kept); redo brings the turn back; two turns go back further.
+    ok(d, &["undo", "--turn"]);
     assert_eq!(everything(d), start_of_turn_2);
-    ok(d, &["restore", after_bash["id"].as_str().unwrap()]);
+    assert_eq!(head(d)["id"], turn_2_start["id"]);
+    ok(d, &["redo", "--turn"]);
+    assert_eq!(everything(d), end_of_turn_2);
+    ok(d, &["undo", "--turn", "2"]);
+    assert_ne!(everything(d), end_of_turn_1, "turn 1 is undone too");
+    assert!(!d.join("build.sh").exists());
+    ok(d, &["redo", "--turn"]);
     assert_eq!(everything(d), end_of_turn_1);
+    assert_eq!(head(d)["id"], after_bash["id"]);
     // Every step is in the log, with its session and turn.
     let log = json(d, &["log", "--all"]);
     let steps: Vec<u64> = log["snapshots"]
@@ -353,4 +362,75 @@ fn a_hook_waits_briefly_for_a_held_lock_then_gives_up_cleanly() {
     ok(d, &["verify"]);
     let files = json(d, &["ls", "@"]).to_string();
     assert!((0..6).all(|i| files.contains(&format!("f{i}"))), "{files}");
+}
+
+#[test]
+fn install_wires_claude_in_one_command_and_an_undo_never_removes_the_hook() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "app.py", b"print(1)\n");
+    std::fs::create_dir_all(d.join(".claude")).unwrap();
+    let theirs = r#"{"permissions": {"allow": ["Bash(ls)"]}}"#;
+    std::fs::write(d.join(".claude/settings.local.json"), theirs).unwrap();
+    let out = ok(d, &["hook", "install", "--agent", "claude"]);
+    assert!(out.contains("installed"), "{out}");
+    assert!(d.join(".snap").is_dir(), "install creates the store");
+    let settings: Value = serde_json::from_str(
+        &std::fs::read_to_string(d.join(".claude/settings.local.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(settings["permissions"]["allow"][0], "Bash(ls)");
+    let command = settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        command.starts_with('/') && command.contains("snap-undo hook --agent claude"),
+        "{command}"
+    );
+    assert!(ok(d, &["hook", "install", "--agent", "claude"]).contains("already"));
+    assert!(d.join(".claude/commands/snap-undo.md").is_file());
+    // The installed command is what the agent runs.
+    write(d, "app.py", b"print(2)\n");
+    let mut parts = command.splitn(2, ' ');
+    let (program, rest) = (parts.next().unwrap(), parts.next().unwrap());
+    let mut child = Command::new(program)
+        .args(rest.split(' '))
+        .current_dir(d)
+        .env("CLAUDE_PROJECT_DIR", d)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let payload = json!({"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Edit"});
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(head(d)["message"], "after Edit");
+    // The agent's config is never in a snapshot, so no undo can touch it.
+    let files = json(d, &["ls", "@"]).to_string();
+    assert!(!files.contains(".claude"), "{files}");
+    let hook_config = std::fs::read(d.join(".claude/settings.local.json")).unwrap();
+    ok(d, &["undo"]);
+    assert_eq!(read(d, "app.py"), "print(1)\n", "the install's baseline");
+    assert!(d.join(".claude/commands/snap-undo.md").is_file());
+    assert_eq!(
+        std::fs::read(d.join(".claude/settings.local.json")).unwrap(),
+        hook_config
+    );
+    assert!(ok(d, &["hook", "uninstall", "--agent", "claude"]).contains("removed"));
+    let back: Value = serde_json::from_str(
+        &std::fs::read_to_string(d.join(".claude/settings.local.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(back, serde_json::from_str::<Value>(theirs).unwrap());
+    // A person's mistakes in install are errors as usual.
+    assert_eq!(
+        snap(d, &["hook", "install", "--agent", "vim"])
+            .status
+            .code(),
+        Some(1)
+    );
 }

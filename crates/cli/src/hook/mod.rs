@@ -10,8 +10,10 @@
 mod claude;
 mod cline;
 mod codex;
+mod commands;
 mod cursor;
 mod gemini;
+pub(crate) mod install;
 pub(crate) mod log;
 
 use std::io::{IsTerminal, Read};
@@ -60,6 +62,21 @@ pub(crate) enum EventKind {
     #[default]
     Other,
 }
+
+impl EventKind {
+    /// The `hook` meta value of a snapshot saved for this event.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            EventKind::SessionStart => "session-start",
+            EventKind::Prompt => PROMPT,
+            EventKind::ToolDone => "tool",
+            EventKind::Other => "other",
+        }
+    }
+}
+
+/// The `hook` meta value of a prompt's save: where a turn starts.
+pub(crate) const PROMPT: &str = "prompt";
 
 /// How one agent's payloads read; each agent module has one.
 #[derive(Debug)]
@@ -268,9 +285,13 @@ fn message(event: &HookEvent) -> String {
     }
 }
 
-/// `agent`, `event` and `tool`, then the agent's ids, in that order.
+/// `agent`, `hook` (what snap made of the event: `undo --turn` finds a turn's start by its
+/// `prompt`), `event` and `tool`, then the agent's ids, in that order.
 fn meta(agent: &str, event: &HookEvent) -> Vec<(String, String)> {
-    let mut meta = vec![("agent".to_string(), agent.to_string())];
+    let mut meta = vec![
+        ("agent".to_string(), agent.to_string()),
+        ("hook".to_string(), event.kind.as_str().to_string()),
+    ];
     if !event.name.is_empty() {
         meta.push(("event".into(), event.name.clone()));
     }
@@ -281,18 +302,29 @@ fn meta(agent: &str, event: &HookEvent) -> Vec<(String, String)> {
     meta
 }
 
-/// True when the command line asks for `snap hook`: read by hand, for a line clap refused
-/// (an unknown flag must still exit 0).
+/// True when the command line asks for `snap hook` run by an agent: read by hand, for a
+/// line clap refused (an unknown flag must still exit 0).
+/// (`hook install` and `hook uninstall` are run by people, and report errors as usual.)
 pub(crate) fn invoked() -> bool {
-    let mut args = std::env::args_os().skip(1);
-    while let Some(arg) = args.next() {
-        if ["-C", "-w", "--dir", "--store"].iter().any(|f| arg == *f) {
-            args.next();
-        } else if !arg.to_string_lossy().starts_with('-') {
-            return arg == "hook";
+    let positionals: Vec<_> = {
+        let mut args = std::env::args_os().skip(1);
+        let mut out = Vec::new();
+        while let Some(arg) = args.next() {
+            if ["-C", "-w", "--dir", "--store", "--agent"]
+                .iter()
+                .any(|f| arg == *f)
+            {
+                args.next();
+            } else if !arg.to_string_lossy().starts_with('-') {
+                out.push(arg);
+            }
         }
-    }
-    false
+        out
+    };
+    positionals.first().is_some_and(|a| a == "hook")
+        && !positionals
+            .get(1)
+            .is_some_and(|a| a == "install" || a == "uninstall")
 }
 
 #[cfg(test)]

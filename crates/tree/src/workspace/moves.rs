@@ -28,6 +28,17 @@ pub struct MoveOutcome {
     pub kept: Vec<Vec<u8>>,
 }
 
+/// The redo stack after an undo that passed `outcome.passed`: saved unsaved changes start a
+/// new line of history (the old stack goes) and are the first snapshot passed.
+fn stack_after_undo(mut redo: Vec<ObjectId>, outcome: &mut MoveOutcome) -> Vec<ObjectId> {
+    if let Some(auto) = &outcome.auto_saved {
+        redo.clear();
+        outcome.passed.insert(0, auto.clone());
+    }
+    redo.extend(outcome.passed.iter().map(|s| s.id));
+    redo
+}
+
 /// An undo or redo planned but not yet written (see `Workspace::prepare_move`).
 struct PreparedMove<'s> {
     writer: ObjectWriter<'s>,
@@ -256,15 +267,52 @@ impl Workspace {
             after: After::Advance,
         };
         self.finish_move(&head, prepared, steps, |outcome| {
-            // Saved unsaved changes start a new line of history: the old redo stack goes.
-            let mut redo = history.redo;
-            if let Some(auto) = &outcome.auto_saved {
-                redo.clear();
-                outcome.passed.insert(0, auto.clone());
-            }
-            redo.extend(outcome.passed.iter().map(|s| s.id));
-            redo
+            stack_after_undo(history.redo, outcome)
         })
+    }
+
+    /// Moves HEAD back to `target`, an ancestor of HEAD (or HEAD itself, which then only
+    /// puts aside unsaved changes), as an undo of that many steps: unsaved changes are saved
+    /// first, and redo comes back the same way.
+    pub fn undo_to(&self, target: &ObjectId, run: Run) -> Result<MoveOutcome, TreeError> {
+        self.observed(self.undo_to_inner(target, run == Run::DryRun))
+    }
+
+    fn undo_to_inner(&self, target: &ObjectId, dry_run: bool) -> Result<MoveOutcome, TreeError> {
+        let head = self
+            .head()?
+            .ok_or_else(|| TreeError::NothingToUndo("there are no snapshots yet".into()))?;
+        let steps = self.steps_back_to(&head, target)?;
+        let history = self.store.history()?;
+        let prepared = self.prepare_move(Op::Undo, dry_run, &head, |dirty| {
+            if steps == 0 && !dirty {
+                let why = format!("HEAD is already #{}", head.record.seq);
+                return Err(TreeError::NothingToUndo(why));
+            }
+            self.walk_back(&head, steps)
+        })?;
+        let steps = MoveSteps {
+            kind: SnapshotKind::AutoBeforeUndo,
+            after: After::Advance,
+        };
+        self.finish_move(&head, prepared, steps, |outcome| {
+            stack_after_undo(history.redo, outcome)
+        })
+    }
+
+    /// How many parents back from `head` the snapshot `target` is.
+    fn steps_back_to(&self, head: &Snapshot, target: &ObjectId) -> Result<u64, TreeError> {
+        let mut current = head.clone();
+        let mut steps = 0;
+        while current.id != *target {
+            let Some(parent) = self.parent_of(&current)? else {
+                let why = format!("{} is not before HEAD #{}", target.short(), head.record.seq);
+                return Err(TreeError::NothingToUndo(why));
+            };
+            current = parent;
+            steps += 1;
+        }
+        Ok(steps)
     }
 
     /// Moves HEAD `n` snapshots forward along the redo stack. Unsaved changes are saved first

@@ -1,0 +1,506 @@
+//! `snap hook install|uninstall --agent A [--scope S]`: snap's entries merged into the
+//! agent's own hook config, or removed from it, keeping every other key and hook.
+//!
+//! Install is idempotent (snap's entries are replaced, never doubled) and names the binary
+//! by absolute path (`snap-undo`, never the `snap` that snapd also installs). It creates the
+//! store if the project has none, and lists the agent's config directory in the store's
+//! `exclude_paths`, so that no undo ever removes or rewrites the hook. A config that is not
+//! plain JSON (comments, or not JSON at all) is left untouched, with one line saying why.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Map, Value, json};
+use snap_tree::{SaveOptions, Workspace};
+
+use crate::Ctx;
+use crate::args::HookScope;
+
+/// How an agent reads its hooks.
+enum Layout {
+    /// `{"hooks": {EVENT: [{"matcher"?: M, "hooks": [HANDLER]}]}}` (Claude Code, Codex,
+    /// Gemini CLI); `timeout` is the handler's timeout field and its value.
+    Grouped {
+        events: &'static [(&'static str, Option<&'static str>)],
+        timeout: (&'static str, u64),
+    },
+    /// `{"version": 1, "hooks": {EVENT: [{"command": C}]}}` (Cursor).
+    Flat { events: &'static [&'static str] },
+    /// One executable per event, named after it, in a directory (Cline).
+    Scripts { events: &'static [&'static str] },
+}
+
+/// The tools whose calls can change files, for agents whose hooks take a matcher.
+const CLAUDE_TOOLS: &str = "Edit|Write|MultiEdit|NotebookEdit|Bash|mcp__.*";
+const GEMINI_TOOLS: &str = "write_file|replace|run_shell_command|mcp__.*";
+
+/// Where an agent keeps its hooks, for one scope, and the directory to exclude.
+struct Target {
+    /// The config file, or the scripts directory.
+    path: PathBuf,
+    layout: Layout,
+    /// Workspace-relative directory of the agent's own files (project scopes only).
+    exclude: Option<&'static str>,
+}
+
+fn target(agent: &str, scope: HookScope, root: &Path) -> Result<Target> {
+    let home = || -> Result<PathBuf> {
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .context("HOME is not set, so the user scope has no config file")
+    };
+    let (dir, file) = match agent {
+        "claude" => (
+            ".claude",
+            if scope == HookScope::Local {
+                "settings.local.json"
+            } else {
+                "settings.json"
+            },
+        ),
+        "codex" => (".codex", "hooks.json"),
+        "gemini" => (".gemini", "settings.json"),
+        "cursor" => (".cursor", "hooks.json"),
+        "cline" => (".clinerules/hooks", ""),
+        other => bail!(
+            "unknown agent {other:?} (expected one of {})",
+            super::AGENTS
+        ),
+    };
+    let base = if scope == HookScope::User {
+        home()?
+    } else {
+        root.to_path_buf()
+    };
+    let (dir, exclude) = match (agent, scope) {
+        // Cline's user hooks live in its own documents directory.
+        ("cline", HookScope::User) => (base.join("Documents/Cline/Hooks"), None),
+        (_, HookScope::User) => (base.join(dir), None),
+        _ => (base.join(dir), Some(dir)),
+    };
+    let layout = match agent {
+        "claude" => Layout::Grouped {
+            events: &[
+                ("SessionStart", None),
+                ("UserPromptSubmit", None),
+                ("PostToolUse", Some(CLAUDE_TOOLS)),
+                ("PostToolUseFailure", Some(CLAUDE_TOOLS)),
+            ],
+            timeout: ("timeout", 30),
+        },
+        "codex" => Layout::Grouped {
+            events: &[
+                ("SessionStart", None),
+                ("UserPromptSubmit", None),
+                ("PostToolUse", None),
+            ],
+            timeout: ("timeout_sec", 30),
+        },
+        "gemini" => Layout::Grouped {
+            events: &[
+                ("SessionStart", None),
+                ("BeforeAgent", None),
+                ("AfterTool", Some(GEMINI_TOOLS)),
+            ],
+            timeout: ("timeout", 30_000),
+        },
+        "cursor" => Layout::Flat {
+            events: &["beforeSubmitPrompt", "afterFileEdit", "afterShellExecution"],
+        },
+        _ => Layout::Scripts {
+            events: &["TaskStart", "TaskResume", "UserPromptSubmit", "PostToolUse"],
+        },
+    };
+    let path = if file.is_empty() { dir } else { dir.join(file) };
+    Ok(Target {
+        path,
+        layout,
+        exclude,
+    })
+}
+
+/// The scope used when none is given: Claude Code's local settings (an absolute path to one
+/// person's binary does not belong in a shared file), the project's config for the others.
+fn default_scope(agent: &str) -> HookScope {
+    if agent == "claude" {
+        HookScope::Local
+    } else {
+        HookScope::Project
+    }
+}
+
+/// The command an agent runs: this binary as `snap-undo`, by absolute path.
+fn hook_command(agent: &str) -> Result<String> {
+    let exe = std::env::current_exe().context("cannot find the snap-undo binary")?;
+    let exe = exe.canonicalize().unwrap_or(exe);
+    let sibling = exe.with_file_name("snap-undo");
+    let bin = if sibling.is_file() { sibling } else { exe };
+    Ok(format!(
+        "{} hook --agent {agent}",
+        shell_quote(&bin.to_string_lossy())
+    ))
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// True for a command snap installed for `agent`: `<…/snap-undo or …/snap> hook --agent A`.
+fn is_ours(command: &str, agent: &str) -> bool {
+    let Some((program, rest)) = command.trim().split_once(" hook --agent ") else {
+        return false;
+    };
+    let name = program.trim_matches('\'').rsplit('/').next().unwrap_or("");
+    (name == "snap-undo" || name == "snap") && rest.trim() == agent
+}
+
+pub(crate) fn cmd_install(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> Result<()> {
+    let scope = scope.unwrap_or_else(|| default_scope(agent));
+    let command = hook_command(agent)?;
+    let ws = match Workspace::discover(&ctx.start, ctx.store.as_deref()) {
+        Ok(ws) => ws,
+        Err(_) => Workspace::init(&ctx.start, ctx.store.as_deref(), false)
+            .context("cannot create the store for the hook")?,
+    };
+    let target = target(agent, scope, ws.root())?;
+    if let Some(dir) = target.exclude {
+        if snap_tree::add_exclude_path(ws.store().dir(), dir)? {
+            say(
+                ctx,
+                &format!("excluded {dir}/ from snapshots and moves (.snap/config.toml)"),
+            );
+        }
+    }
+    // A baseline, so that the first edit is undoable even before the agent next starts a
+    // session (the hook fires from the next event on).
+    let baseline = SaveOptions {
+        message: format!("baseline at hook install ({agent})"),
+        ..SaveOptions::default()
+    };
+    ws.save(&baseline)?;
+    let changed = apply(&target, agent, Some(&command))?;
+    let what = target.path.display();
+    say(
+        ctx,
+        &if changed {
+            format!("installed the snap hook in {what}")
+        } else {
+            format!("the snap hook is already in {what}")
+        },
+    );
+    after_install(ctx, agent, ws.root(), &command)
+}
+
+pub(crate) fn cmd_uninstall(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> Result<()> {
+    let scope = scope.unwrap_or_else(|| default_scope(agent));
+    let root = snap_tree::find_root(&ctx.start.canonicalize()?).unwrap_or(ctx.start.clone());
+    let target = target(agent, scope, &root)?;
+    let changed = apply(&target, agent, None)?;
+    let what = target.path.display();
+    say(
+        ctx,
+        &if changed {
+            format!("removed the snap hook from {what}")
+        } else {
+            format!("no snap hook in {what}")
+        },
+    );
+    Ok(())
+}
+
+fn say(ctx: &Ctx, line: &str) {
+    if !ctx.quiet {
+        println!("{line}");
+    }
+}
+
+/// What the agent needs after an install: Codex's trust step, Claude's slash commands.
+fn after_install(ctx: &Ctx, agent: &str, root: &Path, command: &str) -> Result<()> {
+    match agent {
+        "codex" => say(
+            ctx,
+            "Codex skips a new hook until you trust it: run /hooks in Codex and trust snap-undo's",
+        ),
+        "gemini" => say(
+            ctx,
+            "Gemini CLI runs hooks when tools.enableHooks is true (set in that file)",
+        ),
+        "claude" => {
+            let bin = command.trim_end_matches(" hook --agent claude");
+            for (name, text) in super::commands::claude(bin) {
+                let path = root.join(".claude/commands").join(name);
+                write_new(&path, &text)?;
+            }
+            say(
+                ctx,
+                "slash commands: /snap-undo (the last turn), /snap-redo, /snap-log",
+            );
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Installs (`command` given) or removes snap's entries; true when the config changed.
+fn apply(target: &Target, agent: &str, command: Option<&str>) -> Result<bool> {
+    if let Layout::Scripts { events } = &target.layout {
+        return apply_scripts(&target.path, events, agent, command);
+    }
+    let path = &target.path;
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mut config: Value = if text.trim().is_empty() {
+        json!({})
+    } else {
+        serde_json::from_str(&text).map_err(|e| not_plain_json(path, &text, e))?
+    };
+    let Some(root) = config.as_object_mut() else {
+        bail!("{} is not a JSON object; left untouched", path.display());
+    };
+    let before = root.clone();
+    remove_ours(root, agent);
+    if let Some(command) = command {
+        add_ours(root, &target.layout, command);
+    }
+    if *root == before {
+        return Ok(false);
+    }
+    let text = serde_json::to_string_pretty(&config)? + "\n";
+    write_atomically(path, &text)?;
+    Ok(true)
+}
+
+fn not_plain_json(path: &Path, text: &str, e: serde_json::Error) -> anyhow::Error {
+    let has_comments =
+        text.lines().any(|l| l.trim_start().starts_with("//")) || text.contains("/*");
+    if has_comments {
+        anyhow::anyhow!(
+            "{} has comments, which rewriting it would drop; left untouched (add the hook by hand: docs/AGENTS.md)",
+            path.display()
+        )
+    } else {
+        anyhow::anyhow!("{} is not valid JSON ({e}); left untouched", path.display())
+    }
+}
+
+/// Drops snap's handlers for `agent`, then groups and events left empty.
+fn remove_ours(root: &mut Map<String, Value>, agent: &str) {
+    let Some(Value::Object(hooks)) = root.get_mut("hooks") else {
+        return;
+    };
+    for groups in hooks.values_mut() {
+        let Value::Array(groups) = groups else {
+            continue;
+        };
+        groups.retain_mut(|group| {
+            if group["command"].as_str().is_some_and(|c| is_ours(c, agent)) {
+                return false;
+            }
+            if let Some(Value::Array(handlers)) = group.get_mut("hooks") {
+                let before = handlers.len();
+                handlers.retain(|h| !h["command"].as_str().is_some_and(|c| is_ours(c, agent)));
+                return !(handlers.is_empty() && before > 0);
+            }
+            true
+        });
+    }
+    hooks.retain(|_, groups| !groups.as_array().is_some_and(Vec::is_empty));
+    if hooks.is_empty() {
+        root.remove("hooks");
+    }
+}
+
+fn add_ours(root: &mut Map<String, Value>, layout: &Layout, command: &str) {
+    let hooks = root.entry("hooks").or_insert_with(|| json!({}));
+    if !hooks.is_object() {
+        *hooks = json!({});
+    }
+    let Value::Object(hooks) = hooks else { return };
+    let mut push = |event: &str, group: Value| {
+        let groups = hooks.entry(event).or_insert_with(|| json!([]));
+        if let Value::Array(groups) = groups {
+            groups.push(group);
+        }
+    };
+    match layout {
+        Layout::Grouped {
+            events,
+            timeout: (key, secs),
+        } => {
+            for (event, matcher) in *events {
+                let mut handler = json!({"type": "command", "command": command});
+                handler[*key] = json!(secs);
+                let mut group = json!({"hooks": [handler]});
+                if let Some(m) = matcher {
+                    group["matcher"] = json!(m);
+                }
+                push(event, group);
+            }
+        }
+        Layout::Flat { events } => {
+            for event in *events {
+                push(event, json!({"command": command}));
+            }
+        }
+        Layout::Scripts { .. } => {}
+    }
+    if matches!(layout, Layout::Flat { .. }) {
+        root.entry("version").or_insert(json!(1));
+    }
+    if matches!(
+        layout,
+        Layout::Grouped {
+            timeout: ("timeout", 30_000),
+            ..
+        }
+    ) {
+        let tools = root.entry("tools").or_insert_with(|| json!({}));
+        if let Value::Object(tools) = tools {
+            tools.insert("enableHooks".into(), json!(true));
+        }
+    }
+}
+
+/// Cline: one script per event. A script snap did not write is never replaced or removed.
+fn apply_scripts(dir: &Path, events: &[&str], agent: &str, command: Option<&str>) -> Result<bool> {
+    let mut changed = false;
+    for event in events {
+        let path = dir.join(event);
+        let existing = std::fs::read_to_string(&path).ok();
+        let ours = existing.as_deref().is_some_and(|t| {
+            t.lines()
+                .any(|l| is_ours(l.trim_start_matches("exec "), agent))
+        });
+        if existing.is_some() && !ours {
+            bail!(
+                "{} exists and is not snap's; left untouched",
+                path.display()
+            );
+        }
+        match command {
+            Some(command) => {
+                let script = format!(
+                    "#!/bin/sh\n# Saves a snap snapshot for Cline's {event} hook.\nexec {command}\n"
+                );
+                if existing.as_deref() != Some(script.as_str()) {
+                    write_atomically(&path, &script)?;
+                    set_executable(&path)?;
+                    changed = true;
+                }
+            }
+            None if ours => {
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("cannot remove {}", path.display()))?;
+                changed = true;
+            }
+            None => {}
+        }
+    }
+    Ok(changed)
+}
+
+fn set_executable(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot make {} executable", path.display()))
+}
+
+/// Writes `text` to `path` (creating its directory) through a temporary file and a rename,
+/// so that an agent never reads half a config.
+fn write_atomically(path: &Path, text: &str) -> Result<()> {
+    let dir = path.parent().context("a config path has a directory")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// Writes a file snap owns (a slash command), replacing an older version of it.
+fn write_new(path: &Path, text: &str) -> Result<()> {
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+        write_atomically(path, text)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn claude(dir: &Path) -> Target {
+        target("claude", HookScope::Project, dir).unwrap()
+    }
+
+    #[test]
+    fn install_keeps_other_hooks_is_idempotent_and_uninstall_removes_exactly_snap_s() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = claude(dir.path());
+        let theirs = json!({"model": "opus", "hooks": {"PostToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "/usr/bin/lint"}]}]}});
+        std::fs::create_dir_all(t.path.parent().unwrap()).unwrap();
+        std::fs::write(&t.path, theirs.to_string()).unwrap();
+        let cmd = "/opt/bin/snap-undo hook --agent claude";
+        assert!(apply(&t, "claude", Some(cmd)).unwrap());
+        let once = std::fs::read_to_string(&t.path).unwrap();
+        assert!(!apply(&t, "claude", Some(cmd)).unwrap(), "twice is once");
+        assert_eq!(std::fs::read_to_string(&t.path).unwrap(), once);
+        let v: Value = serde_json::from_str(&once).unwrap();
+        assert_eq!(v["model"], "opus");
+        assert_eq!(v["hooks"]["PostToolUse"].as_array().unwrap().len(), 2);
+        assert_eq!(v["hooks"]["SessionStart"][0]["hooks"][0]["command"], cmd);
+        assert!(apply(&t, "claude", None).unwrap());
+        let back: Value = serde_json::from_str(&std::fs::read_to_string(&t.path).unwrap()).unwrap();
+        assert_eq!(back, theirs);
+    }
+
+    #[test]
+    fn a_config_with_comments_or_broken_json_is_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = target("gemini", HookScope::Project, dir.path()).unwrap();
+        std::fs::create_dir_all(t.path.parent().unwrap()).unwrap();
+        for text in ["// mine\n{\"a\": 1}\n", "{\"a\": "] {
+            std::fs::write(&t.path, text).unwrap();
+            let err = apply(&t, "gemini", Some("snap-undo hook --agent gemini")).unwrap_err();
+            assert!(err.to_string().contains("left untouched"), "{err}");
+            assert_eq!(std::fs::read_to_string(&t.path).unwrap(), text);
+        }
+    }
+
+    #[test]
+    fn cline_scripts_are_written_once_and_only_snap_s_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = target("cline", HookScope::Project, dir.path()).unwrap();
+        let cmd = "/x/snap-undo hook --agent cline";
+        assert!(apply(&t, "cline", Some(cmd)).unwrap());
+        assert!(!apply(&t, "cline", Some(cmd)).unwrap());
+        assert!(t.path.join("PostToolUse").is_file());
+        assert!(apply(&t, "cline", None).unwrap());
+        assert!(!t.path.join("PostToolUse").exists());
+        std::fs::write(t.path.join("TaskStart"), "#!/bin/sh\necho mine\n").unwrap();
+        assert!(apply(&t, "cline", Some(cmd)).is_err());
+        assert!(apply(&t, "cline", None).is_ok());
+        assert!(t.path.join("TaskStart").is_file(), "not snap's: kept");
+    }
+
+    #[test]
+    fn only_snap_s_own_commands_count_as_ours() {
+        assert!(is_ours("/a/b/snap-undo hook --agent claude", "claude"));
+        assert!(is_ours("'/my dir/snap' hook --agent codex", "codex"));
+        assert!(!is_ours("/a/snap-undo hook --agent codex", "claude"));
+        assert!(!is_ours("/usr/bin/other hook --agent claude", "claude"));
+    }
+}

@@ -381,7 +381,7 @@ fn apply_scripts(dir: &Path, events: &[&str], agent: &str, command: Option<&str>
             t.lines()
                 .any(|l| is_ours(l.trim_start_matches("exec "), agent))
         });
-        if existing.is_some() && !ours {
+        if existing.is_some() && !ours && command.is_some() {
             bail!(
                 "{} exists and is not snap's; left untouched",
                 path.display()

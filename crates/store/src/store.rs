@@ -213,6 +213,22 @@ impl Store {
         self.catalog.start_turn(session)
     }
 
+    /// What the hook last told agent session `session` the tree was: `(the session's newest
+    /// snapshot then, tree)`.
+    pub fn told(&self, session: &str) -> Result<Option<(ObjectId, ObjectId)>, StoreError> {
+        self.catalog.told(session)
+    }
+
+    /// Records that `session` (newest snapshot `snapshot`) was told the tree is `tree`.
+    pub fn set_told(
+        &self,
+        session: &str,
+        snapshot: &ObjectId,
+        tree: &ObjectId,
+    ) -> Result<(), StoreError> {
+        self.catalog.set_told(session, snapshot, tree)
+    }
+
     /// Reads an object, checking its hash.
     pub fn read(&self, id: &ObjectId) -> Result<(ObjectKind, Vec<u8>), StoreError> {
         let (kind, raw, _) = self.read_within(id, MAX_DELTA_DEPTH)?;

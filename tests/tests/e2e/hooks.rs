@@ -148,6 +148,29 @@ fn a_claude_session_is_saved_turn_by_turn_and_a_turn_undoes_exactly() {
     ok(d, &["redo", "--turn"]);
     assert_eq!(everything(d), end_of_turn_1);
     assert_eq!(head(d)["id"], after_bash["id"]);
+    // The next prompt tells Claude which files changed under it.
+    ok(d, &["undo", "--turn"]);
+    let out = hook(
+        d,
+        "claude",
+        ev("UserPromptSubmit", json!({"prompt": "go on"})),
+    );
+    let reply: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let context = reply["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        reply["hookSpecificOutput"]["hookEventName"],
+        "UserPromptSubmit"
+    );
+    // The agent last saw turn 2's end (notes.md clobbered, build.sh gone).
+    assert!(context.ends_with("notes.md (modified)."), "{context}");
+    let quiet = hook(
+        d,
+        "claude",
+        ev("UserPromptSubmit", json!({"prompt": "and again"})),
+    );
+    assert!(quiet.stdout.is_empty(), "nothing changed since: no context");
     // Every step is in the log, with its session and turn.
     let log = json(d, &["log", "--all"]);
     let steps: Vec<u64> = log["snapshots"]

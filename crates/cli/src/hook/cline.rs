@@ -19,6 +19,7 @@ pub(super) const FORMAT: PayloadFormat = PayloadFormat {
     root_keys: &["workspaceRoots"],
     tool,
     id_keys: &[],
+    prompt_context: false,
     reply: r#"{"cancel":false}"#,
 };
 

@@ -15,5 +15,6 @@ pub(super) const FORMAT: PayloadFormat = PayloadFormat {
     root_keys: &["cwd"],
     tool: |payload, _| text(payload, "tool_name"),
     id_keys: &["tool_use_id", "turn_id", "agent_id"],
+    prompt_context: false,
     reply: "",
 };

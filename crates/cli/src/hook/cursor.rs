@@ -21,6 +21,7 @@ pub(super) const FORMAT: PayloadFormat = PayloadFormat {
     root_keys: &["workspace_roots", "cwd"],
     tool,
     id_keys: &["generation_id"],
+    prompt_context: false,
     reply: "{}",
 };
 

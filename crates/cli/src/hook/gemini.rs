@@ -16,5 +16,6 @@ pub(super) const FORMAT: PayloadFormat = PayloadFormat {
     root_keys: &["cwd"],
     tool: |payload, _| text(payload, "tool_name"),
     id_keys: &[],
+    prompt_context: false,
     reply: "{}",
 };

@@ -95,6 +95,9 @@ pub(crate) struct PayloadFormat {
     pub id_keys: &'static [&'static str],
     /// What the agent wants on stdout after the hook (nothing, or an empty JSON object).
     pub reply: &'static str,
+    /// The agent takes context for the model from a prompt event's reply (Claude Code's
+    /// `additionalContext`): snap then names the files that changed outside its tool calls.
+    pub prompt_context: bool,
 }
 
 impl PayloadFormat {
@@ -186,8 +189,13 @@ pub(crate) fn cmd_hook(ctx: &Ctx, agent: &str) -> Result<()> {
             if event.roots.is_empty() {
                 event.roots.push(ctx.start.clone());
             }
+            let mut context = Vec::new();
             for root in &event.roots {
-                save_root(ctx, root, agent, &event);
+                context.extend(save_root(ctx, root, agent, &event, format));
+            }
+            if !context.is_empty() {
+                print_context(&event, &context.join("\n"));
+                return Ok(());
             }
         }
         Err(why) => {
@@ -240,25 +248,113 @@ fn find_store(ctx: &Ctx, start: &Path) -> Option<PathBuf> {
     }
 }
 
+/// Claude Code's answer to a prompt event: context the model reads with the prompt.
+fn print_context(event: &HookEvent, context: &str) {
+    let reply = serde_json::json!({"hookSpecificOutput": {
+        "hookEventName": event.name,
+        "additionalContext": context,
+    }});
+    println!("{reply}");
+}
+
 /// Saves `root` for `event`, logging the outcome; without a store, only says so in the
-/// user's log (a hook never creates a store).
-fn save_root(ctx: &Ctx, root: &Path, agent: &str, event: &HookEvent) {
+/// user's log (a hook never creates a store). Returns context for the model, if any.
+fn save_root(
+    ctx: &Ctx,
+    root: &Path,
+    agent: &str,
+    event: &HookEvent,
+    format: &PayloadFormat,
+) -> Option<String> {
     let Some(store) = find_store(ctx, root).filter(|s| s.is_dir()) else {
         let why = format!(
             "no snap store for {}; run `snap-undo hook install --agent {agent}` or `snap-undo init` there",
             root.display()
         );
         log::failure(None, agent, &event.name, &why);
-        return;
+        return None;
     };
-    match save(ctx, root, agent, event) {
-        Ok(_) => log::success(&store),
-        Err(e) => log::failure(Some(&store), agent, &event.name, &crate::one_line(&e)),
+    match save(ctx, root, agent, event, format) {
+        Ok(context) => {
+            log::success(&store);
+            context
+        }
+        Err(e) => {
+            log::failure(Some(&store), agent, &event.name, &crate::one_line(&e));
+            None
+        }
     }
 }
 
-fn save(ctx: &Ctx, root: &Path, agent: &str, event: &HookEvent) -> Result<Option<Snapshot>> {
+/// Most paths named to the model; the rest are counted.
+const CONTEXT_PATHS: usize = 40;
+
+/// What changed between the tree the agent last knew and the tree now saved: an undo, redo
+/// or restore made outside its tool calls, or hand edits. The agent knew its session's
+/// newest snapshot, or what the last prompt's context told it, if no snapshot came since.
+fn changed_under_agent(
+    ws: &Workspace,
+    session: &str,
+    newest: Option<Snapshot>,
+) -> Result<Option<String>> {
+    let (Some(newest), Some(now)) = (newest, ws.head()?) else {
+        return Ok(None);
+    };
+    let known = match ws.store().told(session)? {
+        Some((snapshot, tree)) if snapshot == newest.id => tree,
+        _ => newest.record.root,
+    };
+    if known == now.record.root {
+        return Ok(None);
+    }
+    let newest_now = last_of_session(ws, session)?.map_or(newest.id, |s| s.id);
+    ws.store()
+        .set_told(session, &newest_now, &now.record.root)?;
+    let changes = snap_tree::flat::diff_files(
+        &snap_tree::flat::flatten(ws.store(), &known)?,
+        &ws.files(&now)?,
+    );
+    let mut named: Vec<String> = changes
+        .iter()
+        .take(CONTEXT_PATHS)
+        .map(|(path, change)| format!("{} ({})", crate::render::path_shown(path), change.as_str()))
+        .collect();
+    if changes.len() > CONTEXT_PATHS {
+        named.push(format!("and {} more", changes.len() - CONTEXT_PATHS));
+    }
+    Ok(Some(format!(
+        "snap: files in {} changed outside your tool calls since your last one (an undo, \
+         redo or restore, or edits by hand). Read them again before relying on what you \
+         remember of them: {}.",
+        ws.root().display(),
+        named.join(", ")
+    )))
+}
+
+/// The newest snapshot of `session`, made before this event's save.
+fn last_of_session(ws: &Workspace, session: &str) -> Result<Option<Snapshot>> {
+    let newest = ws
+        .store()
+        .snapshots()?
+        .into_iter()
+        .rev()
+        .find(|(_, r)| r.session.as_deref() == Some(session));
+    Ok(newest.map(|(id, _)| ws.snapshot(id)).transpose()?)
+}
+
+fn save(
+    ctx: &Ctx,
+    root: &Path,
+    agent: &str,
+    event: &HookEvent,
+    format: &PayloadFormat,
+) -> Result<Option<String>> {
     let ws = Workspace::discover(root, ctx.store.as_deref())?;
+    let wants_context = format.prompt_context && event.kind == EventKind::Prompt;
+    let seen = match (&event.session, wants_context) {
+        (Some(session), true) => last_of_session(&ws, session)?,
+        _ => None,
+    };
     let step = match event.session.as_deref() {
         Some(session) if event.kind == EventKind::Prompt => Some(ws.store().start_turn(session)?),
         Some(session) => Some(ws.store().turn(session)?),
@@ -271,7 +367,11 @@ fn save(ctx: &Ctx, root: &Path, agent: &str, event: &HookEvent) -> Result<Option
         meta: meta(agent, event),
         allow_empty: false,
     };
-    Ok(ws.save(&opts)?.snapshot)
+    ws.save(&opts)?;
+    match &event.session {
+        Some(session) if wants_context => changed_under_agent(&ws, session, seen),
+        _ => Ok(None),
+    }
 }
 
 /// The snapshot's message: what happened just before it.

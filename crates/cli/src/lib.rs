@@ -35,6 +35,16 @@ pub fn main() -> ExitCode {
             hook::log::failure(None, "", "", &format!("snap hook: {}", first_line(&e)));
             return ExitCode::SUCCESS;
         }
+        Err(e) if e.kind() == clap::error::ErrorKind::InvalidSubcommand => {
+            if let Some(verb) = snapd_verb() {
+                eprintln!(
+                    "error: `{verb}` is a command of snapd's `snap` (at /usr/bin/snap); this is \
+                     snap-undo, undo and redo for directories (README: the name)"
+                );
+                return ExitCode::from(2);
+            }
+            return usage_error(&e);
+        }
         Err(e) => return usage_error(&e),
     };
     if let Command::Hook(HookArgs {
@@ -107,6 +117,23 @@ fn first_line(e: &clap::Error) -> String {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("usage error");
     first.trim().trim_start_matches("error: ").to_string()
+}
+
+/// Commands of snapd's `snap` that snap-undo does not have: a person who meant snapd (which
+/// also has `save` and `restore`) gets told where it is.
+const SNAPD_VERBS: &[&str] = &[
+    "install", "remove", "refresh", "revert", "find", "info", "list", "connections", "connect",
+    "disconnect", "interfaces", "services", "start", "stop", "logs", "enable", "disable",
+    "download", "ack", "known", "changes", "tasks", "abort", "snap", "run", "aliases", "alias",
+    "unalias", "prefer", "switch", "saved", "forget", "check-snapshot", "login", "logout",
+    "whoami", "buy", "version", "model", "warnings", "okay", "set", "get", "unset", "try",
+    "pack", "debug", "routine",
+];
+
+/// The first argument, when it is one of [`SNAPD_VERBS`].
+fn snapd_verb() -> Option<String> {
+    let first = std::env::args().nth(1)?;
+    SNAPD_VERBS.contains(&first.as_str()).then_some(first)
 }
 
 /// True when `--json` is among the arguments (read by hand: clap refused the line).

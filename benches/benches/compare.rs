@@ -293,6 +293,7 @@ fn bench_per_call(c: &mut Criterion, b: &Bench) {
                 BatchSize::PerIteration,
             )
         });
+        bench_hook_call(&mut g, &bin.with_file_name("snap-undo"), b, &mut round);
     } else {
         eprintln!(
             "{} is not built (cargo build --release -p snap-undo): skipping snap-per-call-save",
@@ -329,6 +330,43 @@ fn bench_per_call(c: &mut Criterion, b: &Bench) {
         });
     }
     g.finish();
+}
+
+/// What an agent pays per tool call through `snap-undo hook --agent claude` (the payload on
+/// stdin, one save), and the binary's bare start-up (`--version`), which any feature added to
+/// the per-call binary must not slow.
+fn bench_hook_call(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    bin: &Path,
+    b: &Bench,
+    round: &mut u64,
+) {
+    use std::io::Write;
+    use std::process::Stdio;
+    let payload = serde_json::json!({"session_id": "bench", "hook_event_name": "PostToolUse",
+        "tool_name": "Edit", "tool_use_id": "t", "cwd": b.small});
+    let payload = payload.to_string();
+    g.bench_function("snap-per-call-hook", |bch| {
+        bch.iter_batched(
+            || touch_files(&b.small, 1, round),
+            |()| {
+                let mut child = Command::new(bin)
+                    .args(["hook", "--agent", "claude"])
+                    .env_remove("CLAUDE_PROJECT_DIR")
+                    .stdin(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let mut stdin = child.stdin.take().unwrap();
+                stdin.write_all(payload.as_bytes()).unwrap();
+                drop(stdin);
+                assert!(child.wait().unwrap().success());
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("snap-version-start", |bch| {
+        bch.iter(|| run(Command::new(bin).arg("--version").stdout(Stdio::null())))
+    });
 }
 
 /// Restore of a whole old snapshot into an empty directory: every file is written. Timed
@@ -470,18 +508,22 @@ fn print_ratios(b: &Bench, first: &[(String, Duration)]) {
             _ => println!("{ours:<24} / {theirs:<28} =   n/a (not run)"),
         }
     }
-    if let (Some(a), Some(t)) = (
-        median("3000-files", "snap-per-call-save"),
-        median("3000-files", "git-per-call-add-commit"),
-    ) {
-        println!(
-            "{:<24} / {:<28} = {:>6.2}  ({:.1} ms / {:.1} ms)",
-            "snap-per-call-save",
-            "git-per-call-add-commit",
-            a / t,
-            a / 1e6,
-            t / 1e6
-        );
+    for ours in ["snap-per-call-save", "snap-per-call-hook"] {
+        if let (Some(a), Some(t)) = (
+            median("3000-files", ours),
+            median("3000-files", "git-per-call-add-commit"),
+        ) {
+            println!(
+                "{ours:<24} / {:<28} = {:>6.2}  ({:.1} ms / {:.1} ms)",
+                "git-per-call-add-commit",
+                a / t,
+                a / 1e6,
+                t / 1e6
+            );
+        }
+    }
+    if let Some(start) = median("3000-files", "snap-version-start") {
+        println!("snap-undo --version start-up: {:.2} ms", start / 1e6);
     }
     let snap_first = first
         .iter()

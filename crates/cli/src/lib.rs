@@ -121,6 +121,7 @@ fn first_line(e: &clap::Error) -> String {
 
 /// Commands of snapd's `snap` that snap-undo does not have: a person who meant snapd (which
 /// also has `save` and `restore`) gets told where it is.
+#[rustfmt::skip]
 const SNAPD_VERBS: &[&str] = &[
     "install", "remove", "refresh", "revert", "find", "info", "list", "connections", "connect",
     "disconnect", "interfaces", "services", "start", "stop", "logs", "enable", "disable",

@@ -10,4 +10,5 @@ mod crash;
 mod damage;
 mod hooks;
 mod identity;
+mod output;
 mod safety;

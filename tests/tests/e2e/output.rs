@@ -1,0 +1,302 @@
+//! What the commands print: the documented JSON against the real output, diffs and their
+//! pages, help, completions, quiet and escaped output.
+
+use serde_json::Value;
+use snap_e2e::*;
+
+/// Every key path of a JSON value (`a.b`, `list[].c`), arrays judged by their first element.
+fn shape(v: &Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        Value::Object(map) => {
+            for (k, x) in map {
+                let p = format!("{prefix}.{k}");
+                out.insert(p.clone());
+                shape(x, &p, out);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(first) = items.first() {
+                shape(first, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The `## \`snap ...\`` sections of docs/JSON.md with their example documents, in order.
+fn documented_examples() -> Vec<(String, Value)> {
+    let doc = std::fs::read_to_string(docs_dir().join("JSON.md")).unwrap();
+    let mut out = Vec::new();
+    let mut title = None;
+    let mut block: Option<String> = None;
+    for line in doc.lines() {
+        if let Some(t) = line
+            .strip_prefix("## `snap ")
+            .and_then(|t| t.strip_suffix('`'))
+        {
+            title = Some(t.to_string());
+        } else if line == "```json" {
+            block = Some(String::new());
+        } else if line == "```" {
+            if let (Some(t), Some(b)) = (title.take(), block.take()) {
+                out.push((t, serde_json::from_str(&b).unwrap()));
+            }
+        } else if let Some(b) = block.as_mut() {
+            b.push_str(line);
+            b.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn docs_json_md_matches_what_the_binary_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    // In a subdirectory, so that `export` writes `../exported` inside this test's own dir.
+    let d = &dir.path().join("w");
+    std::fs::create_dir(d).unwrap();
+    write(d, "a.txt", b"one\n");
+    write(d, "src/main.rs", b"fn main() {}\n");
+    let examples = documented_examples();
+    assert!(
+        examples.len() >= 18,
+        "docs/JSON.md documents {} commands",
+        examples.len()
+    );
+    for (title, documented) in examples {
+        if title == "status" {
+            write(d, "a.txt", b"one\ntwo\n");
+            ok(
+                d,
+                &["save", "-m", "second", "--step", "2", "--meta", "turn=2"],
+            );
+            write(d, "a.txt", b"one\ntwo\nthree\n");
+        }
+        let mut args = vec!["--json".to_string()];
+        args.extend(
+            title
+                .split_whitespace()
+                .map(|a| a.trim_matches('\'').to_string()),
+        );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = snap(d, &args);
+        let actual: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("snap {title}: {e}"));
+        let (mut want, mut got) = (Default::default(), Default::default());
+        shape(&documented, "", &mut want);
+        shape(&actual, "", &mut got);
+        assert_eq!(
+            want, got,
+            "docs/JSON.md's example for `snap {title}` differs from the output"
+        );
+    }
+}
+
+#[test]
+fn diff_pages_cuts_and_summarizes_binaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "t.txt", b"a\nb\nc\n");
+    write(d, "bin", &[0u8, 1, 2, 3]);
+    write(d, "long.txt", b"");
+    ok(d, &["save"]);
+    write(d, "t.txt", b"a\nB\nc\nd\n");
+    write(d, "bin", &[0u8, 9]);
+    let body: String = (0..50).map(|i| format!("line {i}\n")).collect();
+    write(d, "long.txt", body.as_bytes());
+    write(d, "new.txt", b"new\n");
+    let human = ok(d, &["diff"]);
+    assert!(
+        human.contains("--- a/t.txt\n+++ b/t.txt\n@@ -1,3 +1,4 @@\n a\n-b\n+B\n c\n+d\n"),
+        "{human}"
+    );
+    assert!(human.contains("Binary file bin differs (4 bytes -> 2 bytes)"));
+    assert!(human.contains("--- /dev/null\n+++ b/new.txt"));
+    assert!(
+        !human.contains("\x1b["),
+        "no colour when stdout is not a terminal"
+    );
+    let v = json(d, &["diff", "--max-lines", "5"]);
+    assert_eq!(v["total_files"], 4);
+    assert_eq!(v["to"], "working tree");
+    let long = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "long.txt")
+        .unwrap()
+        .clone();
+    assert_eq!(long["added"], 50);
+    assert_eq!(long["lines"].as_array().unwrap().len(), 5);
+    assert_eq!(long["lines_cut"], 46);
+    assert!(ok(d, &["diff", "--max-lines", "5"]).contains("46 more diff lines cut"));
+    let page2 = json(d, &["diff", "--files-per-page", "3", "--page", "2"]);
+    assert_eq!(
+        (
+            page2["pages"].as_u64(),
+            page2["files"].as_array().unwrap().len()
+        ),
+        (Some(2), 1)
+    );
+    assert!(ok(d, &["diff", "--files-per-page", "3"]).contains("page 1 of 2"));
+    assert_eq!(
+        ok(d, &["diff", "--name-status", "--", "t.txt", "new.txt"]),
+        "A\tnew.txt\nM\tt.txt\n"
+    );
+    assert!(ok(d, &["diff", "--stat"]).contains("t.txt | +2 -1"));
+    ok(d, &["save"]);
+    assert_eq!(json(d, &["diff", "#1", "#2"])["total_files"], 4);
+    assert!(ok(d, &["diff"]).contains("no differences"));
+    let log = json(d, &["log", "-n", "1"]);
+    assert_eq!(log["snapshots"][0]["stats"]["lines_added"], 53);
+}
+
+#[test]
+fn completions_since_and_help() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    assert!(ok(d, &["completions", "bash"]).contains("_snap()"));
+    assert!(ok(d, &["completions", "zsh"]).contains("#compdef snap"));
+    assert!(ok(d, &["completions", "fish"]).contains("complete -c snap"));
+    write(d, "f", b"1");
+    ok(d, &["save"]);
+    assert_eq!(
+        json(d, &["log", "--since", "1h"])["snapshots"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let out = snap(d, &["log", "--since", "soon"]);
+    assert_eq!(out.status.code(), Some(2), "a bad value is a usage error");
+    let help = ok(d, &["--help"]);
+    for cmd in [
+        "init",
+        "save",
+        "undo",
+        "rewind",
+        "redo",
+        "restore",
+        "log",
+        "show",
+        "ls",
+        "cat",
+        "diff",
+        "status",
+        "recover",
+        "prune",
+        "gc",
+        "verify",
+        "repair",
+        "delete",
+        "completions",
+    ] {
+        assert!(
+            help.contains(&format!("\n  {cmd} ")),
+            "`snap --help` does not list {cmd}"
+        );
+    }
+}
+
+#[test]
+fn polish_from_a_new_user_trial() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "src/a", b"1");
+    write(d, "weird\nname\x1b[31m", b"x");
+    assert!(ok(d, &["init"]).contains("initialized"));
+    assert!(ok(d, &["init"]).contains("already exists"));
+    assert_eq!(json(d, &["init"])["created"], false);
+    ok(d, &["save"]);
+    // A bad value is a usage error, as a bad number is.
+    assert_eq!(
+        snap(d, &["log", "--since", "yesterday"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(snap(d, &["log", "-n", "x"]).status.code(), Some(2));
+    assert!(ok(d, &["log", "--since", "2h"]).contains("changed"));
+    // A directory is named as one.
+    let out = snap(d, &["cat", "@", "src"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("is a directory"), "{}", stderr(&out));
+    // Control characters in names never reach the terminal raw.
+    write(d, "weird\nname\x1b[31m", b"y");
+    let shown = ok(d, &["status"]);
+    assert!(shown.contains("M weird\\nname\\x1b[31m"), "{shown}");
+    assert!(!shown.contains('\x1b'));
+    assert_eq!(
+        json(d, &["status"])["changes"][0]["path"],
+        "weird\nname\x1b[31m"
+    );
+}
+
+#[test]
+fn quiet_commands_print_nothing_on_success_but_kept_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"1");
+    for args in [&["-q", "init"][..], &["-q", "save"]] {
+        assert_eq!(ok(d, args), "", "{args:?}");
+    }
+    write(d, "f", b"2");
+    assert_eq!(ok(d, &["-q", "save"]), "");
+    for args in [
+        &["-q", "undo"][..],
+        &["-q", "redo"],
+        &["-q", "gc"],
+        &["-q", "recover"],
+    ] {
+        let out = snap(d, args);
+        assert!(out.status.success(), "{args:?}");
+        assert!(
+            out.stdout.is_empty() && out.stderr.is_empty(),
+            "{args:?}: {out:?}"
+        );
+    }
+    // A path the move keeps is still named.
+    std::fs::write(d.join(".snap/config.toml"), "max_file_size = 10\n").unwrap();
+    write(d, "f", b"far more than ten bytes");
+    let out = snap(d, &["-q", "undo"]);
+    assert!(stderr(&out).contains("kept f as it is"), "{out:?}");
+}
+
+#[test]
+fn diff_shows_modes_and_links_and_pages_keep_their_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "run.sh", b"echo\n");
+    chmod(d, "run.sh", 0o644);
+    std::os::unix::fs::symlink("run.sh", d.join("link")).unwrap();
+    for i in 0..30 {
+        write(d, &format!("many/f{i:02}"), b"1\n");
+    }
+    ok(d, &["save"]);
+    chmod(d, "run.sh", 0o755);
+    std::fs::remove_file(d.join("link")).unwrap();
+    std::os::unix::fs::symlink("elsewhere", d.join("link")).unwrap();
+    for i in 0..30 {
+        write(d, &format!("many/f{i:02}"), b"2\n");
+    }
+    let full = ok(d, &["diff", "--", "run.sh", "link"]);
+    assert!(full.contains("run.sh mode 644 -> 755"), "{full}");
+    assert!(
+        full.contains("link: symlink to run.sh -> symlink to elsewhere"),
+        "{full}"
+    );
+    let v = json(d, &["diff", "--", "run.sh"]);
+    assert_eq!(v["files"][0]["old_mode"], "644");
+    assert_eq!(v["files"][0]["new_mode"], "755");
+    // --stat shows every file; a full diff pages at 25, and the hint keeps the flags.
+    let stat = ok(d, &["diff", "--stat"]);
+    assert_eq!(
+        stat.lines().filter(|l| l.contains(" | ")).count(),
+        32,
+        "{stat}"
+    );
+    assert!(stat.contains("run.sh | +0 -0 (mode 644 -> 755)"), "{stat}");
+    let paged = ok(d, &["diff", "--max-lines", "3"]);
+    assert!(
+        paged.contains("next: snap diff --max-lines 3 --page 2"),
+        "{paged}"
+    );
+}

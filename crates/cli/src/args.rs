@@ -72,6 +72,9 @@ pub enum Command {
     /// Save a snapshot for an agent's hook event, read as JSON on stdin; always exits 0
     /// (`snap-undo hook --agent claude`, run by the agent; see docs/AGENTS.md).
     Hook(HookArgs),
+    /// Serve MCP on stdin and stdout for this workspace (`claude mcp add snap -- snap-undo mcp -C DIR`).
+    #[cfg(feature = "mcp")]
+    Mcp,
     /// Make the directory (or PATHS) match a snapshot, as a new snapshot (`snap restore "#3" -- src`).
     Restore {
         /// Snapshot: @, @~N, last, #SEQ, step:N or an id prefix.
@@ -169,7 +172,17 @@ impl Command {
                 | Command::Completions { .. }
                 | Command::Status { .. }
                 | Command::Verify { .. }
-        )
+        ) && !self.serves()
+    }
+
+    /// A long-running server, which stops on a signal like any program (each tool call is a
+    /// process of its own, with its own signal handling).
+    fn serves(&self) -> bool {
+        #[cfg(feature = "mcp")]
+        if matches!(self, Command::Mcp) {
+            return true;
+        }
+        false
     }
 }
 

@@ -7,6 +7,8 @@ mod args;
 mod commands;
 mod hook;
 mod json;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod progress;
 mod render;
 mod signals;
@@ -216,6 +218,8 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Init { force } => cmd_init(&ctx, force),
         Command::Save(args) => cmd_save(&ctx, args),
+        #[cfg(feature = "mcp")]
+        Command::Mcp => mcp::cmd_mcp(&ctx),
         Command::Hook(args) => match args.action {
             None => hook::cmd_hook(&ctx, args.agent.as_deref().unwrap_or_default()),
             Some(HookAction::Install(a)) => hook::install::cmd_install(&ctx, &a.agent, a.scope),

@@ -90,7 +90,7 @@ impl<'a> Ticker<'a> {
 
     pub(crate) fn tick(&self) {
         let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
-        if done % 64 == 0 || done == self.total {
+        if done.is_multiple_of(64) || done == self.total {
             self.report(done);
         }
     }

@@ -10,5 +10,6 @@ mod crash;
 mod damage;
 mod hooks;
 mod identity;
+mod mcp;
 mod output;
 mod safety;

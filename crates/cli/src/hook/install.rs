@@ -170,13 +170,13 @@ pub(crate) fn cmd_install(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> R
             .context("cannot create the store for the hook")?,
     };
     let target = target(agent, scope, ws.root())?;
-    if let Some(dir) = target.exclude {
-        if snap_tree::add_exclude_path(ws.store().dir(), dir)? {
-            say(
-                ctx,
-                &format!("excluded {dir}/ from snapshots and moves (.snap/config.toml)"),
-            );
-        }
+    if let Some(dir) = target.exclude
+        && snap_tree::add_exclude_path(ws.store().dir(), dir)?
+    {
+        say(
+            ctx,
+            &format!("excluded {dir}/ from snapshots and moves (.snap/config.toml)"),
+        );
     }
     // A baseline, so that the first edit is undoable even before the agent next starts a
     // session (the hook fires from the next event on).

@@ -75,7 +75,7 @@ impl HistoryState {
             None => None,
         };
         let redo = redo.unwrap_or_default();
-        if redo.len() % 32 != 0 {
+        if !redo.len().is_multiple_of(32) {
             return Err("redo record is not a whole number of ids".into());
         }
         let redo = redo

@@ -457,12 +457,12 @@ mod tests {
                 .iter()
                 .any(|q| q.len() > parts.len() && q[..parts.len()] == parts[..]);
             let c = contents[i % contents.len()];
-            let kind = if c % 3 == 0 {
+            let kind = if c.is_multiple_of(3) {
                 EntryKind::Executable
             } else {
                 EntryKind::File
             };
-            let private = c % 5 == 0;
+            let private = c.is_multiple_of(5);
             let mode = match (kind, private) {
                 (EntryKind::Executable, false) => 0o755,
                 (EntryKind::Executable, true) => 0o700,

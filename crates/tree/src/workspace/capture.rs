@@ -429,10 +429,10 @@ impl Workspace {
     /// clock is only the fallback, then the system clock (a read-only workspace and store).
     pub(super) fn fs_clock(&self) -> i64 {
         let flags = OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC;
-        if let Ok(fd) = rustix::fs::openat(rustix::fs::CWD, &self.root, flags, Mode::RUSR) {
-            if let Ok(st) = rustix::fs::fstat(&fd) {
-                return crate::walker::stat_key(&st).mtime_ns;
-            }
+        if let Ok(fd) = rustix::fs::openat(rustix::fs::CWD, &self.root, flags, Mode::RUSR)
+            && let Ok(st) = rustix::fs::fstat(&fd)
+        {
+            return crate::walker::stat_key(&st).mtime_ns;
         }
         let path = self.store.dir().join("clock");
         let written = std::fs::OpenOptions::new()

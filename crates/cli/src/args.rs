@@ -253,7 +253,7 @@ pub struct MoveArgs {
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct HookArgs {
-    /// The agent sending the event: claude, codex, gemini, cursor or cline.
+    /// The agent sending the event: claude, codex, gemini, cursor, cline or opencode.
     #[arg(long, value_name = "AGENT")]
     pub agent: Option<String>,
     #[command(subcommand)]
@@ -271,7 +271,7 @@ pub enum HookAction {
 
 #[derive(Debug, Args)]
 pub struct HookInstallArgs {
-    /// claude, codex, gemini, cursor or cline.
+    /// claude, codex, gemini, cursor, cline or opencode.
     #[arg(long, value_name = "AGENT")]
     pub agent: String,
     /// Where the config goes: local (Claude Code's settings.local.json, the default for

@@ -457,3 +457,142 @@ fn install_wires_claude_in_one_command_and_an_undo_never_removes_the_hook() {
         Some(1)
     );
 }
+
+/// Each agent's own event names and fields for: a session start, a prompt, a tool call.
+fn agent_event(agent: &str, d: &Path, kind: &str, session: &str) -> Value {
+    let cwd = d.to_str().unwrap();
+    match (agent, kind) {
+        ("claude" | "codex", "start") => {
+            json!({"hook_event_name": "SessionStart", "session_id": session, "cwd": cwd})
+        }
+        ("claude" | "codex", "prompt") => {
+            json!({"hook_event_name": "UserPromptSubmit", "session_id": session, "cwd": cwd, "prompt": "go"})
+        }
+        ("claude" | "codex", _) => {
+            json!({"hook_event_name": "PostToolUse", "session_id": session, "cwd": cwd, "tool_name": "Bash", "tool_use_id": "t"})
+        }
+        ("gemini", "start") => {
+            json!({"hook_event_name": "SessionStart", "session_id": session, "cwd": cwd})
+        }
+        ("gemini", "prompt") => {
+            json!({"hook_event_name": "BeforeAgent", "session_id": session, "cwd": cwd, "prompt": "go"})
+        }
+        ("gemini", _) => {
+            json!({"hook_event_name": "AfterTool", "session_id": session, "cwd": cwd, "tool_name": "write_file"})
+        }
+        ("cursor", "start") => {
+            json!({"hook_event_name": "sessionStart", "conversation_id": session, "workspace_roots": [cwd]})
+        }
+        ("cursor", "prompt") => {
+            json!({"hook_event_name": "beforeSubmitPrompt", "conversation_id": session, "generation_id": "g", "workspace_roots": [cwd], "prompt": "go"})
+        }
+        ("cursor", _) => {
+            json!({"hook_event_name": "afterShellExecution", "conversation_id": session, "generation_id": "g", "workspace_roots": [cwd], "command": "make"})
+        }
+        ("cline", "start") => {
+            json!({"hookName": "TaskStart", "taskId": session, "workspaceRoots": [cwd]})
+        }
+        ("cline", "prompt") => {
+            json!({"hookName": "UserPromptSubmit", "taskId": session, "workspaceRoots": [cwd]})
+        }
+        ("cline", _) => {
+            json!({"hookName": "PostToolUse", "taskId": session, "workspaceRoots": [cwd], "postToolUse": {"toolName": "execute_command"}})
+        }
+        (_, "start") => json!({"event": "session.created", "sessionID": session, "directory": cwd}),
+        (_, "prompt") => {
+            json!({"event": "chat.message", "sessionID": session, "messageID": "m", "directory": cwd})
+        }
+        _ => {
+            json!({"event": "tool.execute.after", "sessionID": session, "tool": "bash", "callID": "c", "directory": cwd})
+        }
+    }
+}
+
+/// A session's worth of each agent's payloads: two turns of tool calls, a hand edit between
+/// them; `undo --turn` then brings back exactly the start of the second turn, and the log
+/// shows the turns.
+#[test]
+fn every_agent_s_session_undoes_by_turn() {
+    for agent in ["claude", "codex", "gemini", "cursor", "cline", "opencode"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        ok(d, &["init"]);
+        write(d, "f", b"0");
+        let session = format!("{agent}-session");
+        hook(d, agent, agent_event(agent, d, "start", &session));
+        hook(d, agent, agent_event(agent, d, "prompt", &session));
+        write(d, "f", b"turn 1");
+        hook(d, agent, agent_event(agent, d, "tool", &session));
+        write(d, "hand", b"by hand");
+        hook(d, agent, agent_event(agent, d, "prompt", &session));
+        let start_of_turn_2 = everything(d);
+        write(d, "f", b"turn 2, call 1");
+        hook(d, agent, agent_event(agent, d, "tool", &session));
+        write(d, "g", b"turn 2, call 2");
+        hook(d, agent, agent_event(agent, d, "tool", &session));
+        let h = head(d);
+        assert_eq!(
+            (h["session"].as_str(), h["step"].as_u64()),
+            (Some(session.as_str()), Some(2)),
+            "{agent}: {h}"
+        );
+        assert_eq!(h["meta"]["agent"], agent);
+        ok(d, &["undo", "--turn"]);
+        assert_eq!(everything(d), start_of_turn_2, "{agent}");
+        ok(d, &["redo", "--turn"]);
+        assert_eq!(read(d, "g"), "turn 2, call 2", "{agent}");
+    }
+}
+
+/// The opencode plugin file install writes, run by node as opencode would run it (opencode
+/// itself is not installed here): its hooks reach `snap-undo hook` and save.
+#[test]
+fn the_opencode_plugin_saves_through_the_hook() {
+    if std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: node is not installed, so the opencode plugin is not run");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "app.txt", b"before\n");
+    ok(d, &["hook", "install", "--agent", "opencode"]);
+    let plugin = d.join(".opencode/plugins/snap-undo.js");
+    let module = dir.path().join(".opencode/plugin.mjs");
+    std::fs::copy(&plugin, &module).unwrap();
+    let script = r#"
+        const [module, dir] = process.argv.slice(1);
+        const fs = await import("node:fs");
+        const { pathToFileURL } = await import("node:url");
+        const { SnapUndo } = await import(pathToFileURL(module).href);
+        const hooks = await SnapUndo({ directory: dir });
+        await hooks.event({ event: { type: "session.created", properties: { info: { id: "ses_1" } } } });
+        await hooks["chat.message"]({ sessionID: "ses_1", messageID: "msg_1" });
+        fs.writeFileSync(dir + "/app.txt", "edited by the agent\n");
+        await hooks["tool.execute.after"]({ tool: "edit", sessionID: "ses_1", callID: "call_1" }, {});
+    "#;
+    let out = std::process::Command::new("node")
+        .args(["--input-type=module", "-e", script])
+        .arg(&module)
+        .arg(d)
+        .env("XDG_STATE_HOME", d.join(".snap-test-state"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let h = head(d);
+    assert_eq!(h["message"], "after edit", "{h}");
+    assert_eq!(
+        (h["session"].as_str(), h["step"].as_u64()),
+        (Some("ses_1"), Some(1))
+    );
+    assert_eq!(h["meta"]["callID"], "call_1");
+    ok(d, &["undo", "--turn"]);
+    assert_eq!(read(d, "app.txt"), "before\n");
+    assert!(
+        plugin.is_file(),
+        "the plugin is excluded: no undo removes it"
+    );
+}

@@ -28,7 +28,16 @@ enum Layout {
     Flat { events: &'static [&'static str] },
     /// One executable per event, named after it, in a directory (Cline).
     Scripts { events: &'static [&'static str] },
+    /// A plugin file of snap's own that calls the hook (opencode, whose hooks are
+    /// in-process JavaScript).
+    Plugin,
 }
+
+/// opencode's plugin, with `__SNAP_UNDO__` standing for the binary's path (a JS string).
+const OPENCODE_PLUGIN: &str = include_str!("opencode_plugin.js");
+
+/// The first line of every plugin file snap writes: how uninstall knows its own.
+const PLUGIN_MARK: &str = "// snap-undo's opencode plugin";
 
 /// The tools whose calls can change files, for agents whose hooks take a matcher.
 const CLAUDE_TOOLS: &str = "Edit|Write|MultiEdit|NotebookEdit|Bash|mcp__.*";
@@ -63,6 +72,7 @@ fn target(agent: &str, scope: HookScope, root: &Path) -> Result<Target> {
         "gemini" => (".gemini", "settings.json"),
         "cursor" => (".cursor", "hooks.json"),
         "cline" => (".clinerules/hooks", ""),
+        "opencode" => (".opencode", "plugins/snap-undo.js"),
         other => bail!(
             "unknown agent {other:?} (expected one of {})",
             super::AGENTS
@@ -76,6 +86,7 @@ fn target(agent: &str, scope: HookScope, root: &Path) -> Result<Target> {
     let (dir, exclude) = match (agent, scope) {
         // Cline's user hooks live in its own documents directory.
         ("cline", HookScope::User) => (base.join("Documents/Cline/Hooks"), None),
+        ("opencode", HookScope::User) => (base.join(".config/opencode"), None),
         (_, HookScope::User) => (base.join(dir), None),
         _ => (base.join(dir), Some(dir)),
     };
@@ -108,6 +119,7 @@ fn target(agent: &str, scope: HookScope, root: &Path) -> Result<Target> {
         "cursor" => Layout::Flat {
             events: &["beforeSubmitPrompt", "afterFileEdit", "afterShellExecution"],
         },
+        "opencode" => Layout::Plugin,
         _ => Layout::Scripts {
             events: &["TaskStart", "TaskResume", "UserPromptSubmit", "PostToolUse"],
         },
@@ -149,6 +161,14 @@ fn shell_quote(s: &str) -> String {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The inverse of [`shell_quote`].
+fn shell_unquote(s: &str) -> String {
+    match s.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')) {
+        Some(inner) => inner.replace(r"'\''", "'"),
+        None => s.to_string(),
     }
 }
 
@@ -250,8 +270,10 @@ fn after_install(ctx: &Ctx, agent: &str, root: &Path, command: &str) -> Result<(
 
 /// Installs (`command` given) or removes snap's entries; true when the config changed.
 fn apply(target: &Target, agent: &str, command: Option<&str>) -> Result<bool> {
-    if let Layout::Scripts { events } = &target.layout {
-        return apply_scripts(&target.path, events, agent, command);
+    match &target.layout {
+        Layout::Scripts { events } => return apply_scripts(&target.path, events, agent, command),
+        Layout::Plugin => return apply_plugin(&target.path, command),
+        Layout::Grouped { .. } | Layout::Flat { .. } => {}
     }
     let path = &target.path;
     let text = match std::fs::read_to_string(path) {
@@ -352,7 +374,7 @@ fn add_ours(root: &mut Map<String, Value>, layout: &Layout, command: &str) {
                 push(event, json!({"command": command}));
             }
         }
-        Layout::Scripts { .. } => {}
+        Layout::Scripts { .. } | Layout::Plugin => {}
     }
     if matches!(layout, Layout::Flat { .. }) {
         root.entry("version").or_insert(json!(1));
@@ -407,6 +429,38 @@ fn apply_scripts(dir: &Path, events: &[&str], agent: &str, command: Option<&str>
         }
     }
     Ok(changed)
+}
+
+/// opencode: snap's plugin file, written with the binary's path, or removed. A file of that
+/// name snap did not write is never replaced or removed.
+fn apply_plugin(path: &Path, command: Option<&str>) -> Result<bool> {
+    let existing = std::fs::read_to_string(path).ok();
+    let ours = existing
+        .as_deref()
+        .is_some_and(|t| t.starts_with(PLUGIN_MARK));
+    match command {
+        Some(_) if existing.is_some() && !ours => {
+            bail!(
+                "{} exists and is not snap's; left untouched",
+                path.display()
+            )
+        }
+        Some(command) => {
+            let bin = shell_unquote(command.trim_end_matches(" hook --agent opencode"));
+            let plugin = OPENCODE_PLUGIN.replace("__SNAP_UNDO__", &serde_json::to_string(&bin)?);
+            let changed = existing.as_deref() != Some(plugin.as_str());
+            if changed {
+                write_atomically(path, &plugin)?;
+            }
+            Ok(changed)
+        }
+        None if ours => {
+            std::fs::remove_file(path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
 }
 
 fn set_executable(path: &Path) -> Result<()> {
@@ -494,6 +548,26 @@ mod tests {
         assert!(apply(&t, "cline", Some(cmd)).is_err());
         assert!(apply(&t, "cline", None).is_ok());
         assert!(t.path.join("TaskStart").is_file(), "not snap's: kept");
+    }
+
+    #[test]
+    fn the_opencode_plugin_names_the_binary_as_a_js_string_and_is_removed_only_if_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = target("opencode", HookScope::Project, dir.path()).unwrap();
+        let bin = "/opt/it's here/snap-undo";
+        let cmd = format!("{} hook --agent opencode", shell_quote(bin));
+        assert!(apply(&t, "opencode", Some(&cmd)).unwrap());
+        assert!(!apply(&t, "opencode", Some(&cmd)).unwrap());
+        let js = std::fs::read_to_string(&t.path).unwrap();
+        assert!(
+            js.contains(r#"const SNAP_UNDO = "/opt/it's here/snap-undo";"#),
+            "{js}"
+        );
+        assert!(apply(&t, "opencode", None).unwrap());
+        std::fs::write(&t.path, "export const Mine = 1;\n").unwrap();
+        assert!(apply(&t, "opencode", Some(&cmd)).is_err());
+        assert!(!apply(&t, "opencode", None).unwrap());
+        assert!(t.path.exists());
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod cursor;
 mod gemini;
 pub(crate) mod install;
 pub(crate) mod log;
+mod opencode;
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -164,12 +165,13 @@ pub(crate) fn format_of(agent: &str) -> Option<&'static PayloadFormat> {
         "gemini" => Some(&gemini::FORMAT),
         "cursor" => Some(&cursor::FORMAT),
         "cline" => Some(&cline::FORMAT),
+        "opencode" => Some(&opencode::FORMAT),
         _ => None,
     }
 }
 
 /// The agents `--agent` knows, for messages.
-pub(crate) const AGENTS: &str = "claude, codex, gemini, cursor, cline";
+pub(crate) const AGENTS: &str = "claude, codex, gemini, cursor, cline, opencode";
 
 /// Runs the hook; every failure is logged, never returned (see the module doc).
 pub(crate) fn cmd_hook(ctx: &Ctx, agent: &str) -> Result<()> {

@@ -72,6 +72,9 @@ pub enum Command {
     /// Save a snapshot for an agent's hook event, read as JSON on stdin; always exits 0
     /// (`snap-undo hook --agent claude`, run by the agent; see docs/AGENTS.md).
     Hook(HookArgs),
+    /// Check the wiring: agent hooks installed, the last hook save and any failures, the
+    /// store's health, and which `snap` is on PATH (`snap doctor`).
+    Doctor,
     /// Serve MCP on stdin and stdout for this workspace (`claude mcp add snap -- snap-undo mcp -C DIR`).
     #[cfg(feature = "mcp")]
     Mcp,
@@ -172,6 +175,7 @@ impl Command {
                 | Command::Completions { .. }
                 | Command::Status { .. }
                 | Command::Verify { .. }
+                | Command::Doctor
         ) && !self.serves()
     }
 

@@ -172,6 +172,28 @@ pub struct StatusDoc {
     pub skipped: SkippedDoc,
 }
 
+/// `snap doctor`.
+#[derive(Serialize)]
+pub struct DoctorDoc {
+    pub root: String,
+    pub hooks: Vec<HookPlaceDoc>,
+    pub last_hook_save: Option<SnapshotDoc>,
+    pub hook_failure: Option<HookFailureDoc>,
+    pub store_ok: bool,
+    pub store_problems: Vec<String>,
+    pub pending: Vec<String>,
+    pub snap_on_path: Option<String>,
+}
+
+/// Where one agent's hook is, or would go.
+#[derive(Serialize)]
+pub struct HookPlaceDoc {
+    pub agent: &'static str,
+    pub installed: bool,
+    pub scope: &'static str,
+    pub path: String,
+}
+
 /// The last failed `snap hook` call, when no hook save has succeeded since.
 #[derive(Serialize)]
 pub struct HookFailureDoc {

@@ -218,6 +218,7 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Init { force } => cmd_init(&ctx, force),
         Command::Save(args) => cmd_save(&ctx, args),
+        Command::Doctor => cmd_doctor(&ctx),
         #[cfg(feature = "mcp")]
         Command::Mcp => mcp::cmd_mcp(&ctx),
         Command::Hook(args) => match args.action {

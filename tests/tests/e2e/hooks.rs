@@ -432,6 +432,16 @@ fn install_wires_claude_in_one_command_and_an_undo_never_removes_the_hook() {
         .unwrap();
     assert!(child.wait().unwrap().success());
     assert_eq!(head(d)["message"], "after Edit");
+    let doctor = json(d, &["doctor"]);
+    let claude = &doctor["hooks"][0];
+    assert_eq!(
+        (claude["agent"].as_str(), claude["installed"].as_bool()),
+        (Some("claude"), Some(true))
+    );
+    assert_eq!(claude["scope"], "local");
+    assert_eq!(doctor["hooks"][1]["installed"], false, "codex is not");
+    assert_eq!(doctor["last_hook_save"]["message"], "after Edit");
+    assert_eq!(doctor["store_ok"], true);
     // The agent's config is never in a snapshot, so no undo can touch it.
     let files = json(d, &["ls", "@"]).to_string();
     assert!(!files.contains(".claude"), "{files}");

@@ -3,6 +3,7 @@
 
 mod cat;
 pub(crate) mod diff;
+mod doctor;
 mod export;
 mod init;
 pub(crate) mod lifecycle;
@@ -16,6 +17,7 @@ mod show;
 mod status;
 
 pub(crate) use cat::cmd_cat;
+pub(crate) use doctor::cmd_doctor;
 pub(crate) use export::cmd_export;
 pub(crate) use init::cmd_init;
 pub(crate) use log::cmd_log;

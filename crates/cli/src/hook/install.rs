@@ -181,6 +181,78 @@ fn is_ours(command: &str, agent: &str) -> bool {
     (name == "snap-undo" || name == "snap") && rest.trim() == agent
 }
 
+/// Where snap's hook for one agent is installed, for `snap doctor`.
+#[derive(Debug)]
+pub(crate) struct HookPlace {
+    pub agent: &'static str,
+    /// The scope it was found in, or the default scope when it is not installed.
+    pub scope: HookScope,
+    pub path: PathBuf,
+    pub installed: bool,
+}
+
+/// Every agent, with the first scope (local, project, user) whose config holds snap's hook.
+pub(crate) fn installed(root: &Path) -> Vec<HookPlace> {
+    let agents = ["claude", "codex", "gemini", "cursor", "cline", "opencode"];
+    agents
+        .into_iter()
+        .filter_map(|agent| place(agent, root))
+        .collect()
+}
+
+fn place(agent: &'static str, root: &Path) -> Option<HookPlace> {
+    let scopes = [HookScope::Local, HookScope::Project, HookScope::User];
+    let scopes = scopes
+        .iter()
+        .filter(|s| **s != HookScope::Local || agent == "claude");
+    let mut found = scopes.filter_map(|scope| Some((*scope, target(agent, *scope, root).ok()?)));
+    let found = found.find(|(_, t)| holds_ours(t, agent));
+    let (scope, target) = match found {
+        Some(found) => found,
+        None => (
+            default_scope(agent),
+            target(agent, default_scope(agent), root).ok()?,
+        ),
+    };
+    Some(HookPlace {
+        agent,
+        scope,
+        installed: holds_ours(&target, agent),
+        path: target.path,
+    })
+}
+
+/// True when `target` holds a hook snap installed for `agent`.
+fn holds_ours(target: &Target, agent: &str) -> bool {
+    match &target.layout {
+        Layout::Scripts { events } => events.iter().any(|event| {
+            std::fs::read_to_string(target.path.join(event)).is_ok_and(|t| {
+                t.lines()
+                    .any(|l| is_ours(l.trim_start_matches("exec "), agent))
+            })
+        }),
+        Layout::Plugin => {
+            std::fs::read_to_string(&target.path).is_ok_and(|t| t.starts_with(PLUGIN_MARK))
+        }
+        Layout::Grouped { .. } | Layout::Flat { .. } => std::fs::read_to_string(&target.path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .is_some_and(|v| commands_in(&v).any(|c| is_ours(c, agent))),
+    }
+}
+
+/// Every `command` string anywhere in a JSON config.
+fn commands_in(v: &Value) -> Box<dyn Iterator<Item = &str> + '_> {
+    match v {
+        Value::Object(map) => Box::new(map.iter().flat_map(|(k, v)| {
+            let own = (k == "command").then(|| v.as_str()).flatten();
+            own.into_iter().chain(commands_in(v))
+        })),
+        Value::Array(items) => Box::new(items.iter().flat_map(commands_in)),
+        _ => Box::new(std::iter::empty()),
+    }
+}
+
 pub(crate) fn cmd_install(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> Result<()> {
     let scope = scope.unwrap_or_else(|| default_scope(agent));
     let command = hook_command(agent)?;

@@ -1,0 +1,113 @@
+//! `snap doctor`: is snap wired into the agents, are hook saves working, is the store whole,
+//! and does `snap` on PATH name this program or snapd's.
+
+use super::*;
+use crate::hook::install::{HookPlace, installed};
+
+pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
+    let ws = crate::open_reading(ctx)?;
+    let hooks = installed(ws.root());
+    let last_save = last_hook_save(&ws)?;
+    let failure = crate::hook::log::last_failure(ws.store().dir());
+    let report = ws.verify(false)?;
+    let pending: Vec<String> = ws
+        .pending()?
+        .iter()
+        .map(|m| m.op.as_str().to_string())
+        .collect();
+    let on_path = snap_on_path();
+    let doc = json::DoctorDoc {
+        root: ws.root().display().to_string(),
+        hooks: hooks.iter().map(hook_doc).collect(),
+        last_hook_save: last_save.as_ref().map(json::SnapshotDoc::from),
+        hook_failure: failure.as_ref().map(|(time, error)| json::HookFailureDoc {
+            time: time.clone(),
+            error: error.clone(),
+        }),
+        store_ok: report.problems.is_empty(),
+        store_problems: report.problems.iter().map(|p| p.what.clone()).collect(),
+        pending,
+        snap_on_path: on_path.as_ref().map(|p| p.display().to_string()),
+    };
+    emit(ctx, json::value(&doc), || print_doctor(&doc, &hooks));
+    Ok(())
+}
+
+fn hook_doc(h: &HookPlace) -> json::HookPlaceDoc {
+    json::HookPlaceDoc {
+        agent: h.agent,
+        installed: h.installed,
+        scope: match h.scope {
+            crate::args::HookScope::Local => "local",
+            crate::args::HookScope::Project => "project",
+            crate::args::HookScope::User => "user",
+        },
+        path: h.path.display().to_string(),
+    }
+}
+
+/// The newest snapshot a `snap hook` call made (its meta names the hook event).
+fn last_hook_save(ws: &Workspace) -> Result<Option<snap_tree::Snapshot>> {
+    let newest = ws
+        .store()
+        .snapshots()?
+        .into_iter()
+        .rev()
+        .find(|(_, r)| r.meta.iter().any(|(k, _)| k == "hook"));
+    Ok(newest.map(|(id, _)| ws.snapshot(id)).transpose()?)
+}
+
+/// The first `snap` on PATH, when it is not this program (snapd's, most likely).
+fn snap_on_path() -> Option<PathBuf> {
+    let me = std::env::current_exe().ok()?.canonicalize().ok()?;
+    let path = std::env::var_os("PATH")?;
+    let first = std::env::split_paths(&path)
+        .map(|dir| dir.join("snap"))
+        .find(|p| p.is_file())?;
+    let resolved = first.canonicalize().ok()?;
+    (resolved != me && resolved != me.with_file_name("snap")).then_some(first)
+}
+
+fn print_doctor(doc: &json::DoctorDoc, hooks: &[HookPlace]) {
+    println!("workspace {}", doc.root);
+    for h in hooks {
+        if h.installed {
+            println!("hook: {} installed ({})", h.agent, h.path.display());
+            if h.agent == "codex" {
+                println!("      Codex runs it only once you trust it in /hooks");
+            }
+        }
+    }
+    if !hooks.iter().any(|h| h.installed) {
+        println!(
+            "hook: none installed (snap-undo hook install --agent claude|codex|gemini|cursor|cline|opencode)"
+        );
+    }
+    match &doc.last_hook_save {
+        Some(s) => println!(
+            "last hook snapshot: #{} at {} ({})",
+            s.seq, s.time, s.message
+        ),
+        None => println!("last hook snapshot: none yet"),
+    }
+    if let Some(f) = &doc.hook_failure {
+        println!(
+            "hook saves are failing: the last at {}: {}",
+            f.time, f.error
+        );
+    }
+    if doc.store_ok {
+        println!("store: ok");
+    }
+    for problem in &doc.store_problems {
+        println!("store: damaged: {problem} (snap verify, then snap repair)");
+    }
+    for op in &doc.pending {
+        println!("pending: an interrupted {op} (snap recover finishes it)");
+    }
+    if let Some(other) = &doc.snap_on_path {
+        println!(
+            "PATH: `snap` is {other}, not this program (snapd's?): type snap-undo, or put this one first"
+        );
+    }
+}

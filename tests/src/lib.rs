@@ -249,3 +249,34 @@ pub fn chmod(d: &Path, path: &str, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(d.join(path), std::fs::Permissions::from_mode(mode)).unwrap();
 }
+
+/// A read-only bind mount of `src` at a new temp dir, unmounted on drop. `None` where
+/// mounting is not allowed (not root).
+#[derive(Debug)]
+pub struct ReadOnlyMount(pub tempfile::TempDir);
+
+impl ReadOnlyMount {
+    pub fn of(src: &Path) -> Option<ReadOnlyMount> {
+        let dir = tempfile::tempdir().ok()?;
+        let at = dir.path().to_path_buf();
+        let run = |args: &[&str]| {
+            Command::new("mount")
+                .args(args)
+                .arg(&at)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        let src = src.to_str()?;
+        if !run(&["--bind", src]) {
+            return None;
+        }
+        let mount = ReadOnlyMount(dir);
+        run(&["-o", "remount,ro,bind"]).then_some(mount)
+    }
+}
+
+impl Drop for ReadOnlyMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).output();
+    }
+}

@@ -1,7 +1,6 @@
 //! Many processes at once, killed at random; a store on a read-only mount.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -81,36 +80,6 @@ fn concurrent_saves_all_land_and_lock_waits_are_reported() {
         listed["snapshots"].as_array().unwrap().len(),
         messages.len()
     );
-}
-
-/// A read-only bind mount of `src` at a new temp dir, unmounted on drop. `None` where
-/// mounting is not allowed (not root).
-struct ReadOnlyMount(tempfile::TempDir);
-
-impl ReadOnlyMount {
-    fn of(src: &Path) -> Option<ReadOnlyMount> {
-        let dir = tempfile::tempdir().ok()?;
-        let at = dir.path().to_path_buf();
-        let run = |args: &[&str]| {
-            Command::new("mount")
-                .args(args)
-                .arg(&at)
-                .output()
-                .is_ok_and(|o| o.status.success())
-        };
-        let src = src.to_str()?;
-        if !run(&["--bind", src]) {
-            return None;
-        }
-        let mount = ReadOnlyMount(dir);
-        run(&["-o", "remount,ro,bind"]).then_some(mount)
-    }
-}
-
-impl Drop for ReadOnlyMount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.0.path()).output();
-    }
 }
 
 /// A store on a read-only mount: reading commands work; writing ones fail with one error line

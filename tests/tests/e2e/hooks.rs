@@ -606,3 +606,35 @@ fn the_opencode_plugin_saves_through_the_hook() {
         "the plugin is excluded: no undo removes it"
     );
 }
+
+/// A workspace on a read-only mount: the hook exits 0 with nothing on stdout, changes
+/// nothing, and says why in the user's log (the store's cannot be written).
+#[test]
+fn a_hook_on_a_read_only_workspace_exits_0_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a", b"one");
+    ok(dir.path(), &["save"]);
+    write(dir.path(), "a", b"two");
+    let Some(mount) = ReadOnlyMount::of(dir.path()) else {
+        eprintln!("SKIPPED: mounting needs root");
+        return;
+    };
+    let d = mount.0.path();
+    let before = everything(d);
+    let state = tempfile::tempdir().unwrap();
+    let payload =
+        json!({"session_id": "s", "cwd": d, "hook_event_name": "PostToolUse", "tool_name": "Bash"});
+    let out = hook_with(
+        d,
+        state.path(),
+        "codex",
+        payload.to_string().as_bytes(),
+        &[],
+    );
+    assert!(out.stdout.is_empty());
+    assert_eq!(everything(d), before);
+    let log = std::fs::read_to_string(state.path().join("snap-undo/hook.log")).unwrap();
+    assert!(log.contains("read-only"), "{log}");
+    drop(mount);
+    ok(dir.path(), &["verify"]);
+}

@@ -25,11 +25,9 @@ pub(crate) fn failure(store: Option<&Path>, agent: &str, event: &str, why: &str)
         now(),
         why.replace('\n', " ")
     );
-    let path = match store {
-        Some(store) => Some(store.join(LOG_FILE)),
-        None => user_log(),
-    };
-    if let Some(path) = path {
+    // A store that cannot be written (a read-only mount) still gets its failure said.
+    let logged = store.is_some_and(|store| append(&store.join(LOG_FILE), &line));
+    if let Some(path) = user_log().filter(|_| !logged) {
         append(&path, &line);
     }
 }
@@ -73,7 +71,8 @@ fn user_log() -> Option<PathBuf> {
     Some(state.join("snap-undo").join(LOG_FILE))
 }
 
-fn append(path: &Path, line: &str) {
+/// Appends `line`; false when the log cannot be written.
+fn append(path: &Path, line: &str) -> bool {
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
@@ -84,9 +83,7 @@ fn append(path: &Path, line: &str) {
         .create(true)
         .append(true)
         .open(path);
-    if let Ok(mut file) = file {
-        let _ = writeln!(file, "{line}");
-    }
+    file.and_then(|mut f| writeln!(f, "{line}")).is_ok()
 }
 
 /// The last line of the file at `path`, read from its end.

@@ -1,5 +1,6 @@
 //! Snapshot references: `@` (HEAD), `@~N`, `last`, `#SEQ`, `step:N` (the newest snapshot of
-//! that step in HEAD's session, or in any when HEAD has none), and id prefixes.
+//! that step in HEAD's session, or in any when HEAD has none), `step:N@SESSION`, and id
+//! prefixes.
 
 use crate::{ObjectId, SnapshotRecord, Store, StoreError};
 
@@ -34,13 +35,19 @@ impl Store {
                 .map_err(|_| bad("expected #SEQ with SEQ a number"))?;
             all.into_iter().find(|(_, r)| r.seq == seq)
         } else if let Some(step) = reference.strip_prefix("step:") {
+            // `step:N@SESSION` names another session's turn.
+            let (step, named) = match step.split_once('@') {
+                Some((step, session)) => (step, Some(session.to_string())),
+                None => (step, None),
+            };
             let step: u64 = step
                 .parse()
-                .map_err(|_| bad("expected step:N with N a number"))?;
+                .map_err(|_| bad("expected step:N or step:N@SESSION with N a number"))?;
             // Steps count turns within one agent session: HEAD's, when it has one.
-            let session = match self.head_record() {
-                Some(head) => head?.1.session,
-                None => None,
+            let session = match (named, self.head_record()) {
+                (Some(named), _) => Some(named),
+                (None, Some(head)) => head?.1.session,
+                (None, None) => None,
             };
             all.into_iter()
                 .rev()

@@ -148,6 +148,24 @@ fn a_claude_session_is_saved_turn_by_turn_and_a_turn_undoes_exactly() {
     ok(d, &["redo", "--turn"]);
     assert_eq!(everything(d), end_of_turn_1);
     assert_eq!(head(d)["id"], after_bash["id"]);
+    // step:N names this session's turn N; another session's with step:N@SESSION.
+    ok(
+        d,
+        &[
+            "save",
+            "--session",
+            "other",
+            "--step",
+            "1",
+            "-m",
+            "elsewhere",
+            "--allow-empty",
+        ],
+    );
+    assert_eq!(json(d, &["show", "step:1"])["message"], "elsewhere");
+    assert_eq!(json(d, &["show", "step:1@sess-1"])["id"], after_bash["id"]);
+    ok(d, &["undo"]);
+    assert_eq!(json(d, &["show", "step:1"])["id"], after_bash["id"]);
     // The next prompt tells Claude which files changed under it.
     ok(d, &["undo", "--turn"]);
     let out = hook(

@@ -262,13 +262,7 @@ impl Workspace {
         let prepared = self.prepare_move(Op::Undo, dry_run, &head, |dirty| {
             self.walk_back(&head, if dirty { n - 1 } else { n })
         })?;
-        let steps = MoveSteps {
-            kind: SnapshotKind::AutoBeforeUndo,
-            after: After::Advance,
-        };
-        self.finish_move(&head, prepared, steps, |outcome| {
-            stack_after_undo(history.redo, outcome)
-        })
+        self.finish_undo(&head, prepared, history.redo)
     }
 
     /// Moves HEAD back to `target`, an ancestor of HEAD (or HEAD itself, which then only
@@ -291,13 +285,7 @@ impl Workspace {
             }
             self.walk_back(&head, steps)
         })?;
-        let steps = MoveSteps {
-            kind: SnapshotKind::AutoBeforeUndo,
-            after: After::Advance,
-        };
-        self.finish_move(&head, prepared, steps, |outcome| {
-            stack_after_undo(history.redo, outcome)
-        })
+        self.finish_undo(&head, prepared, history.redo)
     }
 
     /// How many parents back from `head` the snapshot `target` is.
@@ -371,6 +359,23 @@ impl Workspace {
             plan,
             target_part,
             outcome,
+        })
+    }
+
+    /// The rest of an undo: unsaved changes are saved as the first step back (HEAD moves to
+    /// them), and the redo stack is as [`stack_after_undo`] leaves it.
+    fn finish_undo(
+        &self,
+        head: &Snapshot,
+        prepared: PreparedMove<'_>,
+        redo: Vec<ObjectId>,
+    ) -> Result<MoveOutcome, TreeError> {
+        let steps = MoveSteps {
+            kind: SnapshotKind::AutoBeforeUndo,
+            after: After::Advance,
+        };
+        self.finish_move(head, prepared, steps, |outcome| {
+            stack_after_undo(redo, outcome)
         })
     }
 

@@ -1,0 +1,132 @@
+"""``snap_undo.checkpoints`` used as PraisonAI's ``CheckpointService`` is used."""
+
+import asyncio
+import os
+
+import pytest
+
+from snap_undo.checkpoints import (
+    Checkpoint,
+    CheckpointConfig,
+    CheckpointEvent,
+    CheckpointResult,
+    CheckpointService,
+)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def service(workspace, tmp_path):
+    return CheckpointService(workspace_dir=str(workspace), storage_dir=str(tmp_path / "store"))
+
+
+def test_the_praisonai_flow_end_to_end(service, workspace):
+    events = []
+    for event in CheckpointEvent:
+        service.on(event, lambda data, e=event: events.append(e))
+
+    async def flow():
+        assert not service.is_initialized
+        assert (await service.save("too early")).error == "Service not initialized"
+        assert await service.initialize() and service.is_initialized
+        assert service.git_dir == service.checkpoint_dir
+        assert os.path.isdir(os.path.join(service.checkpoint_dir, "packs"))
+        f = workspace / "main.py"
+        f.write_text("print(1)\n")
+        first = await service.save("Before refactoring", step=1)
+        assert first.success and first.checkpoint.step == 1
+        assert first.checkpoint.message == "[step-1] Before refactoring"
+        nothing = await service.save("again")
+        assert not nothing.success and nothing.error == "No changes to checkpoint"
+        assert (await service.save("empty", allow_empty=True)).success
+        f.write_text("print(2)\nprint(3)\n")
+        second = await service.save("after", step=2)
+        listed = await service.list_checkpoints()
+        assert [c.id for c in listed][0] == second.checkpoint.id and len(listed) == 3
+        diff = await service.diff(first.checkpoint.id, second.checkpoint.id)
+        assert diff.files[0].path == "main.py" and diff.total_additions == 2
+        f.write_text("print(4)\n")
+        live = await service.diff()
+        assert live.to_checkpoint is None and live.files[0].status == "modified"
+        # restore saves the unsaved edit first, so nothing is lost.
+        back = await service.restore(first.checkpoint.id)
+        assert back.success and f.read_text() == "print(1)\n"
+        listed = await service.list_checkpoints(limit=50)
+        assert any(c.message.startswith("unsaved changes") for c in listed)
+        by_step = await service.restore(step=2)
+        assert by_step.checkpoint.id == second.checkpoint.id and f.read_text() == "print(2)\nprint(3)\n"
+        assert (await service.restore(step=9)).error == "No checkpoint found for step 9"
+        assert (await service.restore("a", step=1)).error.startswith("Provide either")
+        rewound = await service.rewind(1)
+        assert rewound.success
+        assert (await service.rewind(0)).error == "steps must be >= 1"
+        assert (await service.get_checkpoint(second.checkpoint.short_id)).id == second.checkpoint.id
+        assert await service.get_checkpoint("ffffffff") is None
+        assert (await service.get_checkpoint_by_step(1)).message.startswith("[step-1]")
+        assert (await service.get_checkpoint_by_step(1)).to_dict()["step"] == 1
+        assert await service.delete_all()
+        assert not os.path.exists(service.checkpoint_dir) and not service.is_initialized
+
+    run(flow())
+    assert CheckpointEvent.INITIALIZED in events
+    assert CheckpointEvent.CHECKPOINT_CREATED in events
+    assert CheckpointEvent.CHECKPOINT_RESTORED in events
+
+
+def test_protected_paths_are_refused_exactly_not_their_subdirectories(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / "code").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    import snap_undo.checkpoints.service as service_module
+
+    monkeypatch.setattr(service_module, "PROTECTED_PATHS", [str(home), "/"])
+    store = str(tmp_path / "store")
+    assert not run(CheckpointService(str(home), storage_dir=store).initialize())
+    assert run(CheckpointService(str(home / "code"), storage_dir=store).initialize())
+    assert not run(CheckpointService(str(tmp_path / "missing"), storage_dir=store).initialize())
+    assert not run(CheckpointService(str(home / "code"), enabled=False).initialize())
+
+
+def test_max_checkpoints_prunes_this_workspace_s_snapshots(workspace, tmp_path):
+    service = CheckpointService(str(workspace), storage_dir=str(tmp_path / "s"), max_checkpoints=3)
+    pruned = []
+    service.on(CheckpointEvent.CHECKPOINTS_PRUNED, pruned.append)
+
+    async def flow():
+        await service.initialize()
+        for i in range(6):
+            (workspace / "f").write_text(str(i))
+            assert (await service.save(f"save {i}")).success
+        return await service.list_checkpoints()
+
+    listed = run(flow())
+    assert len(listed) <= 4 and listed[0].message == "save 5"
+    assert pruned and pruned[-1]["removed_count"] >= 1
+
+
+def test_two_asyncio_tasks_checkpoint_at_once(service, workspace):
+    async def flow():
+        await service.initialize()
+
+        async def task(i):
+            (workspace / f"t{i}").write_text(str(i))
+            return await service.save(f"task {i}", allow_empty=True)
+
+        results = await asyncio.gather(task(1), task(2))
+        assert all(r.success for r in results)
+        assert len(await service.list_checkpoints()) == 2
+
+    run(flow())
+
+
+def test_types_keep_praisonai_s_shapes():
+    config = CheckpointConfig(workspace_dir="~/proj")
+    assert config.workspace_dir == os.path.expanduser("~/proj")
+    assert config.storage_dir.endswith(os.path.join(".praisonai", "checkpoints"))
+    assert CheckpointResult.fail("boom").error == "boom" and not CheckpointResult.fail("boom").success
+    assert set(Checkpoint.__dataclass_fields__) >= {
+        "id", "short_id", "message", "timestamp", "files_changed", "insertions", "deletions", "step",
+    }

@@ -1,0 +1,88 @@
+"""The typed wrapper on a real workspace, through the installed binary."""
+
+import asyncio
+import os
+import subprocess
+import sys
+
+import pytest
+
+import snap_undo
+from snap_undo import AsyncWorkspace, NothingToDo, SnapError, Workspace
+
+
+def test_find_bin_is_the_wheel_s_binary_and_python_m_runs_it(snap_bin):
+    assert os.path.isabs(snap_bin) and os.access(snap_bin, os.X_OK)
+    assert os.path.basename(snap_bin) == "snap-undo"
+    out = subprocess.run([sys.executable, "-m", "snap_undo", "--version"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("snap ")
+
+
+def test_save_status_log_show_cat_diff_verify_are_typed(workspace):
+    (workspace / "a.txt").write_text("one\n")
+    ws = Workspace(workspace)
+    first = ws.save("first", step=1, session="chat", meta={"tool": "edit"})
+    assert first.created and first.snapshot.seq == 1
+    assert first.snapshot.meta == {"tool": "edit"} and first.snapshot.session == "chat"
+    assert [c.path for c in first.changes] == ["a.txt"]
+    assert ws.save("again").created is False
+    (workspace / "a.txt").write_text("one\ntwo\n")
+    status = ws.status()
+    assert not status.clean and status.changes[0].status == "modified"
+    ws.save("second")
+    log = ws.log()
+    assert [s.message for s in log.snapshots] == ["second", "first"]
+    assert log.snapshots[0].is_head and log.snapshots[0].stats.lines_added == 1
+    assert ws.show("#1").message == "first"
+    assert ws.cat("#1", "a.txt").content == "one\n"
+    diff = ws.diff("#1", "#2")
+    assert diff.files[0].path == "a.txt" and diff.files[0].added == 1
+    assert ws.verify().ok
+
+
+def test_undo_redo_and_exit_codes(workspace):
+    ws = Workspace(workspace)
+    (workspace / "f").write_text("1")
+    ws.save("one")
+    (workspace / "f").write_text("2")
+    ws.save("two")
+    preview = ws.undo(dry_run=True)
+    assert preview.dry_run and (workspace / "f").read_text() == "2"
+    undone = ws.undo()
+    assert undone.target.message == "one" and (workspace / "f").read_text() == "1"
+    assert ws.redo().target.message == "two"
+    nothing = ws.redo()
+    assert isinstance(nothing, NothingToDo) and "redo" in nothing.reason
+    with pytest.raises(SnapError) as err:
+        ws.show("nope")
+    assert err.value.exit_code == 1 and "nope" in err.value.message
+    restored = ws.restore("#1")
+    assert restored.created is not None and (workspace / "f").read_text() == "1"
+
+
+def test_async_workspace_from_two_tasks_loses_nothing(workspace):
+    ws = AsyncWorkspace(workspace)
+
+    async def run():
+        async def one(i):
+            (workspace / f"f{i}").write_text(str(i))
+            return await ws.save(f"task {i}", allow_empty=True)
+
+        results = await asyncio.gather(*(one(i) for i in range(4)))
+        assert all(r.snapshot is not None for r in results)
+        log = await ws.log(all=True)
+        assert {f"task {i}" for i in range(4)} <= {s.message for s in log.snapshots}
+        assert (await ws.status()).clean
+        assert isinstance(await ws.redo(), NothingToDo)
+
+    asyncio.run(run())
+
+
+def test_a_store_elsewhere(workspace, tmp_path):
+    store = tmp_path / "stores" / "one"
+    (workspace / "x").write_text("x")
+    ws = Workspace(workspace, store=str(store))
+    assert ws.save("elsewhere").created
+    assert (store / "packs").is_dir() and not (workspace / ".snap").exists()
+    assert snap_undo.Workspace(workspace, store=str(store)).show().message == "elsewhere"

@@ -77,21 +77,26 @@ pub(crate) fn lock_poisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Store {
     /// Creates a store in `dir` (which becomes `.snap/`), or opens the one already there.
+    ///
+    /// `packs/` is what makes a directory a store, so it is made last, under the lock, once
+    /// the catalog is durable: a command racing this one (two first saves at once) finds no
+    /// store, not one without a catalog, and then waits here for the lock.
     pub fn init(dir: &Path) -> Result<Store, StoreError> {
-        for sub in ["packs", "tmp"] {
-            std::fs::create_dir_all(dir.join(sub)).map_err(|e| StoreError::io(dir, e))?;
-        }
+        std::fs::create_dir_all(dir.join("tmp")).map_err(|e| StoreError::io(dir, e))?;
         let ignore = dir.join(".gitignore");
         if !ignore.exists() {
             crate::fsio::write_atomic(&ignore, b"*\n")?;
         }
         let catalog = dir.join("catalog.redb");
-        if !catalog.exists() {
+        if !catalog.exists() || !dir.join("packs").is_dir() {
             let _lock = StoreLock::acquire(&dir.join("lock"), lock_timeout()?)?;
             if !catalog.exists() {
                 drop(Catalog::create(&catalog)?);
                 crate::fsio::sync_dir(dir)?;
             }
+            let packs = dir.join("packs");
+            std::fs::create_dir_all(&packs).map_err(|e| StoreError::io(&packs, e))?;
+            crate::fsio::sync_dir(dir)?;
         }
         Store::open(dir)
     }
@@ -387,6 +392,7 @@ mod tests {
     use crate::pack::Compression;
     use crate::pack::EncodedObject;
     use crate::writer::MAX_LANES;
+    use std::sync::{Arc, Barrier};
     use std::collections::HashSet;
 
     fn blob(i: u32) -> Vec<u8> {
@@ -662,6 +668,32 @@ mod tests {
         commit_writer(&store, writer);
         let err = store.read(&id).unwrap_err().to_string();
         assert!(err.contains("is a Tree"), "{err}");
+    }
+
+    /// Two first saves at once: whichever comes second waits for the first's store, and
+    /// neither finds a store without its catalog.
+    #[test]
+    fn stores_created_at_once_by_several_threads_all_open() {
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(".snap");
+            let barrier = Arc::new(Barrier::new(4));
+            let threads: Vec<_> = (0..4)
+                .map(|_| {
+                    let (path, barrier) = (path.clone(), Arc::clone(&barrier));
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        match Store::open(&path) {
+                            Err(StoreError::NotFound(_)) => Store::init(&path).map(drop),
+                            other => other.map(drop),
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap().unwrap();
+            }
+        }
     }
 
     #[test]

@@ -217,3 +217,67 @@ impl<'s> ObjectWriter<'s> {
         Ok(sealed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+    use crate::Commit;
+
+    fn blob(i: u32) -> Vec<u8> {
+        format!("object {i} ")
+            .repeat(1 + i as usize % 50)
+            .into_bytes()
+    }
+
+    #[test]
+    fn objects_written_from_many_threads_all_land_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".snap")).unwrap();
+        let writer = store.writer();
+        std::thread::scope(|s| {
+            for t in 0..4u32 {
+                let writer = &writer;
+                // Every thread writes every object: each must land in exactly one pack.
+                s.spawn(move || {
+                    for i in 0..500 {
+                        writer
+                            .put(ObjectKind::Chunk, &blob((i + t * 7) % 500))
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let packs = writer.finish().unwrap();
+        let frames: Vec<ObjectId> = (packs.iter())
+            .flat_map(|(_, f)| f.iter().filter(|f| f.kind == ObjectKind::Chunk))
+            .map(|f| f.id)
+            .collect();
+        assert_eq!(frames.len(), 500);
+        assert_eq!(frames.iter().collect::<HashSet<_>>().len(), 500);
+        assert!(packs.len() <= MAX_LANES);
+        store
+            .commit(&Commit {
+                packs,
+                ..Commit::default()
+            })
+            .unwrap();
+        for i in 0..500 {
+            let raw = blob(i);
+            let id = ObjectId::of(ObjectKind::Chunk, &raw);
+            assert_eq!(store.read(&id).unwrap(), (ObjectKind::Chunk, raw));
+        }
+    }
+
+    #[test]
+    fn one_thread_writes_one_pack() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join(".snap")).unwrap();
+        let writer = store.writer();
+        for i in 0..100 {
+            writer.put(ObjectKind::Chunk, &blob(i)).unwrap();
+        }
+        assert_eq!(writer.finish().unwrap().len(), 1);
+    }
+}

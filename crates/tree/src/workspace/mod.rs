@@ -9,6 +9,7 @@ mod lifecycle;
 mod moves;
 mod query;
 mod record;
+mod recover;
 mod save;
 
 use crate::TreeError;

@@ -137,50 +137,6 @@ pub(super) fn merge_paths(
 }
 
 impl Workspace {
-    /// Finishes each interrupted operation by replaying its recorded plan, guarded: only the
-    /// paths between the tree it started from and its target are touched, each only while it
-    /// holds one of those two states; a file holding anything else is saved first (DESIGN
-    /// §14). Then HEAD and the redo stack are committed and the marker removed.
-    pub(super) fn recover(&mut self) -> Result<(), TreeError> {
-        for marker in Marker::find(self.store.dir())? {
-            let head = self.snapshot(marker.head)?;
-            let after = flatten(&self.store, &head.record.root)?;
-            let from = match marker.from {
-                Some(from) => from,
-                // An older marker did not record it: before HEAD moves, HEAD is (nearly
-                // always) the tree the move started from, and the guards cover the rest.
-                None => self.head()?.map_or(head.record.root, |h| h.record.root),
-            };
-            let before = flatten(&self.store, &from)?;
-            let mut plan = Plan::new(&before, &after);
-            plan.leave_out(&marker.kept);
-            let sides = restore::Sides {
-                before: &before,
-                after: &after,
-            };
-            let applied =
-                self.apply_saving_first(marker.op, &plan, sides, (Some(&head), &after))?;
-            let dirs = plan.write.iter().map(|(p, _)| flat::split(p).0);
-            let swept = restore::sweep_temp(&self.root, std::iter::once(&b""[..]).chain(dirs))?;
-            self.store.set_history(HistoryState {
-                head: Some(marker.head),
-                redo: marker.redo.clone(),
-            })?;
-            marker.remove(self.store.dir())?;
-            let mut kept = applied.kept;
-            kept.extend(marker.kept.iter().cloned());
-            kept.sort_unstable();
-            kept.dedup();
-            self.recovered.push(Recovered {
-                op: marker.op,
-                head,
-                paths_touched: applied.touched + swept,
-                kept,
-            });
-        }
-        Ok(())
-    }
-
     /// Carries out `plan` guarded; then saves the files found holding neither side (as a
     /// snapshot of `parent`'s tree with them, listed by `log --all`) and carries out their
     /// steps too. Returns what was touched, and every path kept.
@@ -212,12 +168,6 @@ impl Workspace {
             .extend(second.kept.into_iter().chain(second.differs));
         applied.kept.sort_unstable();
         Ok(applied)
-    }
-
-    /// Finishes interrupted operations (already done by opening); returns what was finished.
-    pub fn recover_now(&mut self) -> Result<Vec<Recovered>, TreeError> {
-        self.recover()?;
-        Ok(self.recovered.clone())
     }
 
     /// Walks `steps` parents back from `from`: the snapshots passed (nearest first) and the target.

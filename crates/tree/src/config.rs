@@ -1,4 +1,5 @@
-//! `.snap/config.toml`: the default excludes and the file size limit.
+//! `.snap/config.toml`: the default excludes, `exclude_paths`, the file size limit and retention;
+//! and the one edit snap makes to it itself (`exclude_paths`, for `snap hook install`).
 
 use std::path::Path;
 

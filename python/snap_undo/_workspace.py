@@ -50,8 +50,8 @@ def _save_args(message: str, step: Optional[int], session: Optional[str],
     return args
 
 
-def _move_args(op: str, n: int, dry_run: bool, turn: bool) -> List[str]:
-    args = [op, str(n)]
+def _move_args(op: str, n: int, dry_run: bool, turn: bool, to: Optional[str] = None) -> List[str]:
+    args = [op, str(n)] if to is None else [op, "--to", to]
     if turn:
         args.append("--turn")
     if dry_run:
@@ -112,7 +112,8 @@ class _Base:
             doc = json.loads(stdout) if stdout.strip() else {}
         except json.JSONDecodeError:
             doc = {}
-        if code == 0:
+        # `verify` exits 1 on damage with its report (problems listed), not an error line.
+        if code == 0 or (code == 1 and "ok" in doc and "error" not in doc):
             return doc
         message = doc.get("error") or stderr.decode(errors="replace").strip() or "snap failed"
         if moves and code == EXIT_NOTHING_TO_DO:
@@ -132,9 +133,10 @@ class Workspace(_Base):
              allow_empty: bool = False) -> SaveResult:
         return SaveResult.from_json(self._run(_save_args(message, step, session, meta, allow_empty)))
 
-    def undo(self, n: int = 1, *, dry_run: bool = False,
-             turn: bool = False) -> Union[MoveResult, NothingToDo]:
-        return _move(self._run(_move_args("undo", n, dry_run, turn), moves=True))
+    def undo(self, n: int = 1, *, dry_run: bool = False, turn: bool = False,
+             to: Optional[str] = None) -> Union[MoveResult, NothingToDo]:
+        """Back ``n`` snapshots (``turn``: agent turns), or back ``to`` an ancestor of HEAD."""
+        return _move(self._run(_move_args("undo", n, dry_run, turn, to), moves=True))
 
     def redo(self, n: int = 1, *, dry_run: bool = False,
              turn: bool = False) -> Union[MoveResult, NothingToDo]:
@@ -189,9 +191,10 @@ class AsyncWorkspace(_Base):
         doc = await self._run(_save_args(message, step, session, meta, allow_empty))
         return SaveResult.from_json(doc)
 
-    async def undo(self, n: int = 1, *, dry_run: bool = False,
-                   turn: bool = False) -> Union[MoveResult, NothingToDo]:
-        return _move(await self._run(_move_args("undo", n, dry_run, turn), moves=True))
+    async def undo(self, n: int = 1, *, dry_run: bool = False, turn: bool = False,
+                   to: Optional[str] = None) -> Union[MoveResult, NothingToDo]:
+        """Back ``n`` snapshots (``turn``: agent turns), or back ``to`` an ancestor of HEAD."""
+        return _move(await self._run(_move_args("undo", n, dry_run, turn, to), moves=True))
 
     async def redo(self, n: int = 1, *, dry_run: bool = False,
                    turn: bool = False) -> Union[MoveResult, NothingToDo]:

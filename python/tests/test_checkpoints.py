@@ -5,6 +5,8 @@ import os
 
 import pytest
 
+import snap_undo
+
 from snap_undo.checkpoints import (
     Checkpoint,
     CheckpointConfig,
@@ -54,14 +56,16 @@ def test_the_praisonai_flow_end_to_end(service, workspace):
         # restore saves the unsaved edit first, so nothing is lost.
         back = await service.restore(first.checkpoint.id)
         assert back.success and f.read_text() == "print(1)\n"
-        listed = await service.list_checkpoints(limit=50)
-        assert any(c.message.startswith("unsaved changes") for c in listed)
+        # The unsaved edit was saved first: off the line now (redo can bring it), never lost.
+        kept = snap_undo.Workspace(workspace, store=service.checkpoint_dir).log(all=True)
+        assert any(s.message.startswith("unsaved changes") for s in kept.snapshots)
         by_step = await service.restore(step=2)
         assert by_step.checkpoint.id == second.checkpoint.id and f.read_text() == "print(2)\nprint(3)\n"
         assert (await service.restore(step=9)).error == "No checkpoint found for step 9"
         assert (await service.restore("a", step=1)).error.startswith("Provide either")
+        line = [c.id for c in await service.list_checkpoints()]
         rewound = await service.rewind(1)
-        assert rewound.success
+        assert rewound.success and rewound.checkpoint.id == line[1]
         assert (await service.rewind(0)).error == "steps must be >= 1"
         assert (await service.get_checkpoint(second.checkpoint.short_id)).id == second.checkpoint.id
         assert await service.get_checkpoint("ffffffff") is None
@@ -130,3 +134,23 @@ def test_types_keep_praisonai_s_shapes():
     assert set(Checkpoint.__dataclass_fields__) >= {
         "id", "short_id", "message", "timestamp", "files_changed", "insertions", "deletions", "step",
     }
+
+
+def test_rewind_walks_back_one_call_after_another(service, workspace):
+    """As PraisonAI's reset --hard does: each rewind(1) goes one further back, and the list
+    then starts at the checkpoint rewound to."""
+
+    async def flow():
+        await service.initialize()
+        ids = []
+        for i in range(4):
+            (workspace / "f").write_text(str(i))
+            ids.append((await service.save(f"c{i}")).checkpoint.id)
+        for expected in (ids[2], ids[1], ids[0]):
+            rewound = await service.rewind(1)
+            assert rewound.checkpoint.id == expected
+            assert (await service.list_checkpoints())[0].id == expected
+        assert (workspace / "f").read_text() == "0"
+        assert not (await service.rewind(1)).success
+
+    run(flow())

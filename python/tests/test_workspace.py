@@ -59,6 +59,20 @@ def test_undo_redo_and_exit_codes(workspace):
     assert err.value.exit_code == 1 and "nope" in err.value.message
     restored = ws.restore("#1")
     assert restored.created is not None and (workspace / "f").read_text() == "1"
+    back = ws.undo(to="#1")
+    assert back.target.seq == 1 and ws.redo().op == "redo"
+
+
+def test_verify_reports_damage_as_a_result(workspace):
+    ws = Workspace(workspace)
+    (workspace / "f").write_text("x" * 1000)
+    ws.save("one")
+    pack = next((workspace / ".snap" / "packs").iterdir())
+    data = bytearray(pack.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    pack.write_bytes(bytes(data))
+    report = ws.verify(read_data=True)
+    assert not report.ok and report.problems
 
 
 def test_async_workspace_from_two_tasks_loses_nothing(workspace):

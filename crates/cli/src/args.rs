@@ -246,8 +246,12 @@ pub struct MoveArgs {
     /// Whole agent turns, as `snap hook` recorded them: undo goes back to the start of the
     /// Nth last turn of HEAD's session (hand edits made before it kept); redo brings back
     /// the N turns an undo passed.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "to")]
     pub turn: bool,
+    /// Undo back to this snapshot, one of HEAD's ancestors, as an undo of that many steps
+    /// (redo brings them back): @~N, #SEQ, step:N or an id prefix.
+    #[arg(long, value_name = "REF")]
+    pub to: Option<String>,
     /// Show what would change, change nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -289,6 +293,13 @@ pub enum HookScope {
     Local,
     Project,
     User,
+}
+
+impl HookScope {
+    /// Every scope, narrowest first.
+    pub fn all() -> [HookScope; 3] {
+        [HookScope::Local, HookScope::Project, HookScope::User]
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

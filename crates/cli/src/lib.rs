@@ -156,10 +156,24 @@ fn restore_sigpipe() {
     }
 }
 
+/// A failure whose command has already printed its JSON document (`verify` finding
+/// damage prints its report): the error line goes to stderr only, so that stdout still
+/// holds exactly one document.
+#[derive(Debug)]
+pub(crate) struct Reported(pub(crate) String);
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Reported {}
+
 fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
     let message = one_line(e);
     eprintln!("error: {message}");
-    if json_mode {
+    if json_mode && e.downcast_ref::<Reported>().is_none() {
         println!("{}", json::value(&json::ErrorDoc { error: &message }));
     }
     match e.downcast_ref::<TreeError>() {

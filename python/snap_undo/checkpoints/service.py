@@ -2,9 +2,10 @@
 ``praisonaiagents.checkpoints.service.CheckpointService``, over a snap store.
 
 Where PraisonAI's behaviour can lose data, snap's wins: its restore runs ``git reset
---hard`` (a file over its size cap, or one its excludes hide, is lost); here a restore is
-snap's, which saves unsaved work first, never touches ignored or oversize files, and is
-itself a snapshot that ``rewind`` or a restore can undo. ``max_checkpoints`` prunes this
+--hard`` (a file over its size cap, or one its excludes hide, is lost); here a restore is an
+undo back to the checkpoint when it is on the current line (redo can return), else snap's
+restore (recorded as a new snapshot); both save unsaved work first and never touch ignored
+or oversize files. ``max_checkpoints`` prunes this
 workspace's snapshots (HEAD's line and the redo stack are always kept), where PraisonAI
 only trims its in-memory list while git keeps every commit.
 """
@@ -18,7 +19,8 @@ import re
 import shutil
 from typing import Any, Callable, Dict, List, Optional
 
-from .._workspace import AsyncWorkspace, SnapError
+from .._types import MoveResult
+from .._workspace import AsyncWorkspace, NothingToDo, SnapError
 from .types import (
     Checkpoint,
     CheckpointConfig,
@@ -205,7 +207,7 @@ class CheckpointService:
             return CheckpointResult.fail("No checkpoint id or step provided")
         async with self._get_op_lock():
             try:
-                moved = await self._snap.restore(checkpoint_id)
+                moved = await self._move_to(checkpoint_id)
             except SnapError as e:
                 self._emit(CheckpointEvent.ERROR, {"error": e.message})
                 return CheckpointResult.fail(e.message)
@@ -215,6 +217,18 @@ class CheckpointService:
             logger.info("Saved unsaved work as checkpoint %s before restore", moved.auto_saved.id[:8])
         self._emit(CheckpointEvent.CHECKPOINT_RESTORED, checkpoint)
         return CheckpointResult.ok(checkpoint)
+
+    async def _move_to(self, checkpoint_id: str) -> MoveResult:
+        """To a checkpoint on the current line: an undo back to it, so the list then
+        starts at it (as after PraisonAI's reset) and a redo can return. To any other
+        checkpoint: snap's restore, recorded as a new snapshot. Either way unsaved work is
+        saved first."""
+        assert self._snap is not None
+        moved = await self._snap.undo(to=checkpoint_id)
+        if isinstance(moved, NothingToDo):
+            # Not before HEAD (or HEAD itself with nothing unsaved): restore instead.
+            return await self._snap.restore(checkpoint_id)
+        return moved
 
     async def rewind(self, steps: int = 1) -> CheckpointResult:
         """Restores the checkpoint ``steps`` before the latest."""
@@ -285,11 +299,19 @@ class CheckpointService:
             return None
 
     async def get_checkpoint_by_step(self, step: int) -> Optional[Checkpoint]:
-        """The newest checkpoint tagged with ``step``, among the last ``max_checkpoints``."""
-        for checkpoint in await self.list_checkpoints(limit=self.config.max_checkpoints):
-            if checkpoint.step == step:
-                return checkpoint
-        return None
+        """The newest checkpoint tagged with ``step``. Unlike PraisonAI, whose lookup walks
+        back from HEAD only, a checkpoint a restore stepped back over is still found (snap
+        keeps it, and can go forward to it)."""
+        if not self._initialized or self._snap is None:
+            return None
+        try:
+            log = await self._snap.log(
+                limit=self.config.max_checkpoints + _REDO_ALLOWANCE, all=True
+            )
+        except SnapError:
+            return None
+        found = next((s for s in log.snapshots if s.step == step), None)
+        return Checkpoint.from_snapshot(found) if found else None
 
     async def cleanup(self) -> None:
         self._initialized = False

@@ -472,6 +472,9 @@ fn install_wires_claude_in_one_command_and_an_undo_never_removes_the_hook() {
         hook_config
     );
     assert!(ok(d, &["hook", "uninstall", "--agent", "claude"]).contains("removed"));
+    assert!(!d.join(".claude/commands/snap-undo.md").exists());
+    let config = std::fs::read_to_string(d.join(".snap/config.toml")).unwrap();
+    assert!(!config.contains(".claude"), "{config}");
     let back: Value = serde_json::from_str(
         &std::fs::read_to_string(d.join(".claude/settings.local.json")).unwrap(),
     )

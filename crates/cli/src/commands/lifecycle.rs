@@ -195,10 +195,11 @@ pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
         }
     });
     if !ok {
-        bail!(
+        return Err(crate::Reported(format!(
             "the store is damaged: {} problem(s) found; `snap repair` rebuilds the catalog from the packs",
             report.problems.len()
-        );
+        ))
+        .into());
     }
     Ok(())
 }

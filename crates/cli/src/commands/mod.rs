@@ -25,7 +25,7 @@ pub(crate) use ls::cmd_ls;
 pub(crate) use moves::cmd_move;
 pub(crate) use recover::cmd_recover;
 pub(crate) use restore::cmd_restore;
-pub(crate) use save::cmd_save;
+pub(crate) use save::{cmd_save, is_missing_store};
 pub(crate) use show::cmd_show;
 pub(crate) use status::cmd_status;
 

@@ -7,7 +7,12 @@ use super::*;
 pub(crate) fn cmd_move(ctx: &Ctx, args: MoveArgs, redo: bool) -> Result<()> {
     let ws = open(ctx)?;
     let run = Run::dry_run_if(args.dry_run);
-    let out = if redo && args.turn {
+    if redo && args.to.is_some() {
+        bail!("redo has no --to: `snap redo N` or `snap redo --turn`");
+    }
+    let out = if let Some(reference) = &args.to {
+        ws.undo_to(&ws.resolve(reference)?.id, run)?
+    } else if redo && args.turn {
         ws.redo(turn_redo_count(&ws, args.n)?, run)?
     } else if redo {
         ws.redo(args.n, run)?
@@ -35,14 +40,13 @@ fn turn_start(ws: &Workspace, n: u64) -> Result<ObjectId> {
         return Err(nothing("HEAD was not saved by an agent hook (it has no session)").into());
     };
     let turn = head.record.step.unwrap_or(0);
-    let start = turn_start_at(ws, &head, &session, turn.saturating_sub(n - 1))?;
-    if start != head.id {
-        return Ok(start);
-    }
-    let earlier = turn
-        .checked_sub(n)
-        .ok_or_else(|| nothing("no turn before this one"))?;
-    turn_start_at(ws, &head, &session, earlier)
+    // An empty current turn (HEAD is its prompt's snapshot) is not one of the n.
+    let empty = turn_start_at(ws, &head, &session, turn)? == head.id;
+    let skip = if empty { n } else { n - 1 };
+    let first = turn
+        .checked_sub(skip)
+        .ok_or_else(|| nothing("this session has fewer turns"))?;
+    turn_start_at(ws, &head, &session, first)
 }
 
 /// Walks back from `head` to the start of turn `first` of `session`.

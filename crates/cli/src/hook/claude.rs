@@ -17,5 +17,5 @@ pub(super) const FORMAT: PayloadFormat = PayloadFormat {
     tool: |payload, _| text(payload, "tool_name"),
     id_keys: &["tool_use_id", "prompt_id", "agent_id"],
     prompt_context: true,
-    reply: "",
+    reply: |_| "",
 };

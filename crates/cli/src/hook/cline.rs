@@ -20,7 +20,7 @@ pub(super) const FORMAT: PayloadFormat = PayloadFormat {
     tool,
     id_keys: &[],
     prompt_context: false,
-    reply: r#"{"cancel":false}"#,
+    reply: |_| r#"{"cancel":false}"#,
 };
 
 fn tool(payload: &Value, _: &str) -> Option<String> {

@@ -16,5 +16,5 @@ pub(super) const FORMAT: PayloadFormat = PayloadFormat {
     tool: |payload, _| text(payload, "tool_name"),
     id_keys: &["tool_use_id", "turn_id", "agent_id"],
     prompt_context: false,
-    reply: "",
+    reply: |_| "",
 };

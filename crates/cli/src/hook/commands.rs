@@ -8,7 +8,8 @@ pub(super) fn claude(bin: &str) -> Vec<(&'static str, String)> {
     let page = |description: &str, args: &str, after: &str| {
         format!(
             "---\ndescription: {description}\nallowed-tools: Bash({bin}:*)\n---\n\
-             !`{bin} {args}`\n\n{after}\n"
+             !`{bin} {args}`\n\n{after}\n\n{}\n",
+            super::install::OURS_MARK
         )
     };
     vec![

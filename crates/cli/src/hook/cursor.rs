@@ -1,6 +1,7 @@
 //! Cursor's hook payloads: `hook_event_name` (`afterFileEdit`, `afterShellExecution`, ...),
 //! `conversation_id` as the session, `generation_id` per turn, and `workspace_roots` (every
-//! root with a store is saved). Its `after*` events want `{}` back.
+//! root with a store is saved). Its `after*` events want `{}` back, its prompt event
+//! `{"continue":true}`.
 
 use serde_json::Value;
 
@@ -22,8 +23,18 @@ pub(super) const FORMAT: PayloadFormat = PayloadFormat {
     tool,
     id_keys: &["generation_id"],
     prompt_context: false,
-    reply: "{}",
+    reply,
 };
+
+/// Cursor's answer: `beforeSubmitPrompt` may block the prompt, so it is told to go on;
+/// the `after*` events are fire-and-forget and want `{}`.
+fn reply(event: &str) -> &'static str {
+    if event == "beforeSubmitPrompt" {
+        r#"{"continue":true}"#
+    } else {
+        "{}"
+    }
+}
 
 /// Cursor names the tool only in `postToolUse`; its older events are one tool each.
 fn tool(payload: &Value, event: &str) -> Option<String> {

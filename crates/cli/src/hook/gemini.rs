@@ -17,5 +17,5 @@ pub(super) const FORMAT: PayloadFormat = PayloadFormat {
     tool: |payload, _| text(payload, "tool_name"),
     id_keys: &[],
     prompt_context: false,
-    reply: "{}",
+    reply: |_| "{}",
 };

@@ -144,14 +144,28 @@ fn default_scope(agent: &str) -> HookScope {
 
 /// The command an agent runs: this binary as `snap-undo`, by absolute path.
 fn hook_command(agent: &str) -> Result<String> {
-    let exe = std::env::current_exe().context("cannot find the snap-undo binary")?;
-    let exe = exe.canonicalize().unwrap_or(exe);
+    let exe = invoked_as().map_or_else(std::env::current_exe, Ok)?;
     let sibling = exe.with_file_name("snap-undo");
     let bin = if sibling.is_file() { sibling } else { exe };
     Ok(format!(
         "{} hook --agent {agent}",
         shell_quote(&bin.to_string_lossy())
     ))
+}
+
+/// The path this program was started by, links kept: a package manager's stable
+/// `bin/snap-undo` link outlives the versioned file it points to today (which
+/// `current_exe` would give), so hooks keep working after an upgrade.
+fn invoked_as() -> Option<PathBuf> {
+    let arg0 = PathBuf::from(std::env::args_os().next()?);
+    if arg0.components().count() > 1 {
+        return std::path::absolute(&arg0).ok();
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(&arg0))
+        .find(|p| p.is_file())
+        .and_then(|p| std::path::absolute(p).ok())
 }
 
 fn shell_quote(s: &str) -> String {
@@ -256,11 +270,17 @@ fn commands_in(v: &Value) -> Box<dyn Iterator<Item = &str> + '_> {
 pub(crate) fn cmd_install(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> Result<()> {
     let scope = scope.unwrap_or_else(|| default_scope(agent));
     let command = hook_command(agent)?;
-    let ws = match Workspace::discover(&ctx.start, ctx.store.as_deref()) {
-        Ok(ws) => ws,
-        Err(_) => Workspace::init(&ctx.start, ctx.store.as_deref(), false)
-            .context("cannot create the store for the hook")?,
-    };
+    // A store is created only where there is none: any other failure (a held lock, a bad
+    // config) is reported, never answered with a second store in a subdirectory.
+    let ws =
+        match Workspace::discover(&ctx.start, ctx.store.as_deref()).map_err(anyhow::Error::from) {
+            Ok(ws) => ws,
+            Err(e) if crate::commands::is_missing_store(&e) => {
+                Workspace::init(&ctx.start, ctx.store.as_deref(), false)
+                    .context("cannot create the store for the hook")?
+            }
+            Err(e) => return Err(e),
+        };
     let target = target(agent, scope, ws.root())?;
     if let Some(dir) = target.exclude
         && snap_tree::add_exclude_path(ws.store().dir(), dir)?
@@ -287,7 +307,7 @@ pub(crate) fn cmd_install(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> R
             format!("the snap hook is already in {what}")
         },
     );
-    after_install(ctx, agent, ws.root(), &command)
+    after_install(ctx, agent, &target, &command)
 }
 
 pub(crate) fn cmd_uninstall(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> Result<()> {
@@ -304,6 +324,41 @@ pub(crate) fn cmd_uninstall(ctx: &Ctx, agent: &str, scope: Option<HookScope>) ->
             format!("no snap hook in {what}")
         },
     );
+    if agent == "claude" {
+        for (name, _) in super::commands::claude("") {
+            remove_our_file(&commands_dir(&target).join(name))?;
+        }
+    }
+    let still_hooked = HookScope::all().iter().any(|s| {
+        self::target(agent, *s, &root).is_ok_and(|t| t.exclude.is_some() && holds_ours(&t, agent))
+    });
+    let store = ctx
+        .store
+        .clone()
+        .unwrap_or_else(|| root.join(snap_tree::STORE_DIR));
+    if let (Some(dir), false, true) = (target.exclude, still_hooked, store.is_dir())
+        && snap_tree::remove_exclude_path(&store, dir)?
+    {
+        say(
+            ctx,
+            &format!("{dir}/ is snapshotted again (.snap/config.toml)"),
+        );
+    }
+    Ok(())
+}
+
+/// Where Claude Code's slash commands of this scope live: beside its settings file.
+fn commands_dir(target: &Target) -> PathBuf {
+    let dir = target.path.parent().unwrap_or(&target.path);
+    dir.join("commands")
+}
+
+/// Removes a file snap wrote (it carries [`OURS_MARK`]); any other file is left.
+fn remove_our_file(path: &Path) -> Result<()> {
+    let ours = std::fs::read_to_string(path).is_ok_and(|t| t.contains(OURS_MARK));
+    if ours {
+        std::fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()))?;
+    }
     Ok(())
 }
 
@@ -314,7 +369,7 @@ fn say(ctx: &Ctx, line: &str) {
 }
 
 /// What the agent needs after an install: Codex's trust step, Claude's slash commands.
-fn after_install(ctx: &Ctx, agent: &str, root: &Path, command: &str) -> Result<()> {
+fn after_install(ctx: &Ctx, agent: &str, target: &Target, command: &str) -> Result<()> {
     match agent {
         "codex" => say(
             ctx,
@@ -327,8 +382,13 @@ fn after_install(ctx: &Ctx, agent: &str, root: &Path, command: &str) -> Result<(
         "claude" => {
             let bin = command.trim_end_matches(" hook --agent claude");
             for (name, text) in super::commands::claude(bin) {
-                let path = root.join(".claude/commands").join(name);
-                write_new(&path, &text)?;
+                let path = commands_dir(target).join(name);
+                if !write_ours(&path, &text)? {
+                    say(
+                        ctx,
+                        &format!("{} is not snap's: left as it is", path.display()),
+                    );
+                }
             }
             say(
                 ctx,
@@ -459,8 +519,9 @@ fn add_ours(root: &mut Map<String, Value>, layout: &Layout, command: &str) {
         }
     ) {
         let tools = root.entry("tools").or_insert_with(|| json!({}));
+        // Only when the user has not said: an explicit false is theirs to change.
         if let Value::Object(tools) = tools {
-            tools.insert("enableHooks".into(), json!(true));
+            tools.entry("enableHooks").or_insert(json!(true));
         }
     }
 }
@@ -543,22 +604,37 @@ fn set_executable(path: &Path) -> Result<()> {
 
 /// Writes `text` to `path` (creating its directory) through a temporary file and a rename,
 /// so that an agent never reads half a config.
+/// The temporary file is synced before the rename, so a crash leaves the old config or the
+/// new one, never an empty file; it keeps the old file's permission bits; and a config that
+/// is a symlink (a dotfiles setup) has its target rewritten, the link kept.
 fn write_atomically(path: &Path, text: &str) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = &std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let dir = path.parent().context("a config path has a directory")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+    let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))?;
+    tmp.as_file().sync_all()?;
     tmp.persist(path)
         .with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::File::open(dir)?.sync_all()?;
     Ok(())
 }
 
-/// Writes a file snap owns (a slash command), replacing an older version of it.
-fn write_new(path: &Path, text: &str) -> Result<()> {
-    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
-        write_atomically(path, text)?;
+/// The line every slash command file snap writes carries: how it knows its own.
+pub(super) const OURS_MARK: &str = "<!-- written by snap-undo hook install -->";
+
+/// Writes a file snap owns (a slash command), replacing an older version of it; false, and
+/// nothing written, when a file of that name is someone else's.
+fn write_ours(path: &Path, text: &str) -> Result<bool> {
+    match std::fs::read_to_string(path) {
+        Ok(old) if old == text => Ok(true),
+        Ok(old) if !old.contains(OURS_MARK) => Ok(false),
+        _ => write_atomically(path, text).map(|()| true),
     }
-    Ok(())
 }
 
 #[cfg(test)]

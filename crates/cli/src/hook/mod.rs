@@ -94,8 +94,8 @@ pub(crate) struct PayloadFormat {
     /// The tool that ran, for a [`EventKind::ToolDone`] event.
     pub tool: fn(&Value, &str) -> Option<String>,
     pub id_keys: &'static [&'static str],
-    /// What the agent wants on stdout after the hook (nothing, or an empty JSON object).
-    pub reply: &'static str,
+    /// What the agent wants on stdout after the hook, by event name (nothing, or JSON).
+    pub reply: fn(&str) -> &'static str,
     /// The agent takes context for the model from a prompt event's reply (Claude Code's
     /// `additionalContext`): snap then names the files that changed outside its tool calls.
     pub prompt_context: bool,
@@ -176,16 +176,24 @@ pub(crate) const AGENTS: &str = "claude, codex, gemini, cursor, cline, opencode"
 /// Runs the hook; every failure is logged, never returned (see the module doc).
 pub(crate) fn cmd_hook(ctx: &Ctx, agent: &str) -> Result<()> {
     snap_tree::snap_store::cap_lock_wait(HOOK_LOCK_WAIT);
+    // Read first, whatever happens next: an agent writing a large payload must never block
+    // on, or see EPIPE from, a hook that stopped reading.
+    let payload = read_payload();
     let Some(format) = format_of(agent) else {
         let why = format!("unknown agent {agent:?} (expected one of {AGENTS})");
         log::failure(None, agent, "", &why);
         return Ok(());
     };
+    let event_name = payload
+        .as_ref()
+        .ok()
+        .and_then(|p| text(p, format.event_key))
+        .unwrap_or_default();
     if std::env::var_os("SNAP_DISABLE").is_some_and(|v| v == "1") {
-        reply(format);
+        reply(format, &event_name);
         return Ok(());
     }
-    match read_payload() {
+    match payload {
         Ok(payload) => {
             let mut event = format.event(&payload);
             if event.roots.is_empty() {
@@ -205,13 +213,14 @@ pub(crate) fn cmd_hook(ctx: &Ctx, agent: &str) -> Result<()> {
             log::failure(store.as_deref(), agent, "", &why);
         }
     }
-    reply(format);
+    reply(format, &event_name);
     Ok(())
 }
 
-fn reply(format: &PayloadFormat) {
-    if !format.reply.is_empty() {
-        println!("{}", format.reply);
+fn reply(format: &PayloadFormat, event: &str) {
+    let reply = (format.reply)(event);
+    if !reply.is_empty() {
+        println!("{reply}");
     }
 }
 

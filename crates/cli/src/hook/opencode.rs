@@ -18,5 +18,5 @@ pub(super) const FORMAT: PayloadFormat = PayloadFormat {
     tool: |payload, _| text(payload, "tool"),
     id_keys: &["callID", "messageID"],
     prompt_context: false,
-    reply: "",
+    reply: |_| "",
 };

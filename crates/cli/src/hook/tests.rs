@@ -125,3 +125,16 @@ fn missing_or_odd_fields_leave_the_event_empty_not_an_error() {
     assert_eq!(message(&odd), "hook");
     assert!(format_of("vim").is_none());
 }
+
+#[test]
+fn each_agent_gets_the_reply_it_reads() {
+    let reply = |agent: &str, event: &str| (format_of(agent).unwrap().reply)(event);
+    assert_eq!(reply("claude", "PostToolUse"), "");
+    assert_eq!(reply("gemini", "AfterTool"), "{}");
+    assert_eq!(reply("cursor", "afterFileEdit"), "{}");
+    assert_eq!(
+        reply("cursor", "beforeSubmitPrompt"),
+        r#"{"continue":true}"#
+    );
+    assert_eq!(reply("cline", "PostToolUse"), r#"{"cancel":false}"#);
+}

@@ -190,6 +190,8 @@ pub struct DoctorDoc {
 pub struct HookPlaceDoc {
     pub agent: &'static str,
     pub installed: bool,
+    pub binary: Option<String>,
+    pub binary_exists: bool,
     pub scope: &'static str,
     pub path: String,
 }

@@ -458,6 +458,8 @@ fn install_wires_claude_in_one_command_and_an_undo_never_removes_the_hook() {
     );
     assert_eq!(claude["scope"], "local");
     assert_eq!(doctor["hooks"][1]["installed"], false, "codex is not");
+    assert_eq!(claude["binary_exists"], true);
+    assert!(claude["binary"].as_str().unwrap().ends_with("snap-undo"));
     assert_eq!(doctor["last_hook_save"]["message"], "after Edit");
     assert_eq!(doctor["store_ok"], true);
     // The agent's config is never in a snapshot, so no undo can touch it.

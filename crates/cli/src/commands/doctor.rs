@@ -37,6 +37,8 @@ fn hook_doc(h: &HookPlace) -> json::HookPlaceDoc {
     json::HookPlaceDoc {
         agent: h.agent,
         installed: h.installed,
+        binary: h.binary.as_ref().map(|b| b.display().to_string()),
+        binary_exists: h.binary.as_ref().is_some_and(|b| b.is_file()),
         scope: match h.scope {
             crate::args::HookScope::Local => "local",
             crate::args::HookScope::Project => "project",
@@ -73,6 +75,12 @@ fn print_doctor(doc: &json::DoctorDoc, hooks: &[HookPlace]) {
     for h in hooks {
         if h.installed {
             println!("hook: {} installed ({})", h.agent, h.path.display());
+            if let Some(bin) = h.binary.as_ref().filter(|b| !b.is_file()) {
+                println!(
+                    "      its binary {} is gone: every hook call fails; run hook install again",
+                    bin.display()
+                );
+            }
             if h.agent == "codex" {
                 println!("      Codex runs it only once you trust it in /hooks");
             }

@@ -203,6 +203,9 @@ pub(crate) struct HookPlace {
     pub scope: HookScope,
     pub path: PathBuf,
     pub installed: bool,
+    /// The binary the installed hook runs (a hook whose binary is gone fails silently in
+    /// the agent, with nothing in snap's log).
+    pub binary: Option<PathBuf>,
 }
 
 /// Every agent, with the first scope (local, project, user) whose config holds snap's hook.
@@ -228,31 +231,70 @@ fn place(agent: &'static str, root: &Path) -> Option<HookPlace> {
             target(agent, default_scope(agent), root).ok()?,
         ),
     };
+    let commands = our_commands(&target, agent);
     Some(HookPlace {
         agent,
         scope,
-        installed: holds_ours(&target, agent),
+        installed: !commands.is_empty(),
+        binary: commands.first().map(|c| command_binary(c)),
         path: target.path,
     })
 }
 
 /// True when `target` holds a hook snap installed for `agent`.
 fn holds_ours(target: &Target, agent: &str) -> bool {
+    !our_commands(target, agent).is_empty()
+}
+
+/// The commands of snap's hooks for `agent` in `target` (for opencode, its plugin's binary
+/// as a command).
+fn our_commands(target: &Target, agent: &str) -> Vec<String> {
+    let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
     match &target.layout {
-        Layout::Scripts { events } => events.iter().any(|event| {
-            std::fs::read_to_string(target.path.join(event)).is_ok_and(|t| {
-                t.lines()
-                    .any(|l| is_ours(l.trim_start_matches("exec "), agent))
+        Layout::Scripts { events } => events
+            .iter()
+            .flat_map(|event| {
+                let text = read(&target.path.join(event));
+                let lines: Vec<String> = text
+                    .lines()
+                    .map(|l| l.trim_start_matches("exec ").to_string())
+                    .collect();
+                lines
             })
-        }),
+            .filter(|l| is_ours(l, agent))
+            .collect(),
         Layout::Plugin => {
-            std::fs::read_to_string(&target.path).is_ok_and(|t| t.starts_with(PLUGIN_MARK))
+            let text = read(&target.path);
+            let bin = text
+                .lines()
+                .find_map(|l| l.strip_prefix("const SNAP_UNDO = ")?.strip_suffix(';'))
+                .and_then(|js| serde_json::from_str::<String>(js).ok());
+            match bin {
+                Some(bin) if text.starts_with(PLUGIN_MARK) => {
+                    vec![format!("{} hook --agent {agent}", shell_quote(&bin))]
+                }
+                _ => Vec::new(),
+            }
         }
-        Layout::Grouped { .. } | Layout::Flat { .. } => std::fs::read_to_string(&target.path)
-            .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-            .is_some_and(|v| commands_in(&v).any(|c| is_ours(c, agent))),
+        Layout::Grouped { .. } | Layout::Flat { .. } => {
+            serde_json::from_str::<Value>(&read(&target.path))
+                .map(|v| {
+                    commands_in(&v)
+                        .filter(|c| is_ours(c, agent))
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        }
     }
+}
+
+/// The binary a hook command runs.
+fn command_binary(command: &str) -> PathBuf {
+    let program = command
+        .split_once(" hook --agent ")
+        .map_or(command, |(p, _)| p);
+    PathBuf::from(shell_unquote(program.trim()))
 }
 
 /// Every `command` string anywhere in a JSON config.
@@ -716,6 +758,29 @@ mod tests {
         assert!(apply(&t, "opencode", Some(&cmd)).is_err());
         assert!(!apply(&t, "opencode", None).unwrap());
         assert!(t.path.exists());
+    }
+
+    #[test]
+    fn doctor_learns_which_binary_each_installed_hook_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let claude = target("claude", HookScope::Local, dir.path()).unwrap();
+        let gone = "/nonexistent dir/snap-undo";
+        let cmd = format!("{} hook --agent claude", shell_quote(gone));
+        apply(&claude, "claude", Some(&cmd)).unwrap();
+        let opencode = target("opencode", HookScope::Project, dir.path()).unwrap();
+        let cmd = format!("{} hook --agent opencode", shell_quote("/opt/snap-undo"));
+        apply(&opencode, "opencode", Some(&cmd)).unwrap();
+        let places = installed(dir.path());
+        let binary = |agent: &str| {
+            let place = places.iter().find(|p| p.agent == agent).unwrap();
+            (place.installed, place.binary.clone())
+        };
+        assert_eq!(binary("claude"), (true, Some(PathBuf::from(gone))));
+        assert_eq!(
+            binary("opencode"),
+            (true, Some(PathBuf::from("/opt/snap-undo")))
+        );
+        assert_eq!(binary("codex"), (false, None));
     }
 
     #[test]

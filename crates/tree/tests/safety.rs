@@ -40,6 +40,8 @@ enum Op {
     Undo(u64),
     Redo(u64),
     Restore(usize),
+    /// Undo back to the snapshot this many parents before HEAD (`Workspace::undo_to`).
+    UndoTo(u64),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -54,6 +56,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (1..3u64).prop_map(Op::Undo),
         2 => (1..3u64).prop_map(Op::Redo),
         1 => (0..6usize).prop_map(Op::Restore),
+        1 => (0..3u64).prop_map(Op::UndoTo),
     ]
 }
 
@@ -232,6 +235,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 log.get(*k % log.len().max(1))
                     .map(|e| ws.restore(&reference(e), &[], snap_tree::Run::Apply))
             }
+            Op::UndoTo(k) => ancestor(&ws, *k).map(|id| ws.undo_to(&id, snap_tree::Run::Apply)),
             edit_op => {
                 edit(root, edit_op);
                 None
@@ -251,6 +255,15 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
         }
     }
     Ok(())
+}
+
+/// The snapshot `k` parents before HEAD, if history is that deep.
+fn ancestor(ws: &Workspace, k: u64) -> Option<snap_tree::ObjectId> {
+    let mut current = ws.head().unwrap()?;
+    for _ in 0..k {
+        current = ws.parent_of(&current).unwrap()?;
+    }
+    Some(current.id)
 }
 
 proptest! {

@@ -218,7 +218,7 @@ pub(crate) fn installed(root: &Path) -> Vec<HookPlace> {
 }
 
 fn place(agent: &'static str, root: &Path) -> Option<HookPlace> {
-    let scopes = [HookScope::Local, HookScope::Project, HookScope::User];
+    let scopes = HookScope::all();
     let scopes = scopes
         .iter()
         .filter(|s| **s != HookScope::Local || agent == "claude");

@@ -307,6 +307,7 @@ fn changed_under_agent(
     ws: &Workspace,
     session: &str,
     newest: Option<Snapshot>,
+    saved: Option<&Snapshot>,
 ) -> Result<Option<String>> {
     let (Some(newest), Some(now)) = (newest, ws.head()?) else {
         return Ok(None);
@@ -318,7 +319,8 @@ fn changed_under_agent(
     if known == now.record.root {
         return Ok(None);
     }
-    let newest_now = last_of_session(ws, session)?.map_or(newest.id, |s| s.id);
+    // This event's own snapshot, if it made one, is now the session's newest.
+    let newest_now = saved.map_or(newest.id, |s| s.id);
     ws.store()
         .set_told(session, &newest_now, &now.record.root)?;
     let changes = snap_tree::flat::diff_files(
@@ -378,9 +380,9 @@ fn save(
         meta: meta(agent, event),
         allow_empty: false,
     };
-    ws.save(&opts)?;
+    let saved = ws.save(&opts)?.snapshot;
     match &event.session {
-        Some(session) if wants_context => changed_under_agent(&ws, session, seen),
+        Some(session) if wants_context => changed_under_agent(&ws, session, seen, saved.as_ref()),
         _ => Ok(None),
     }
 }

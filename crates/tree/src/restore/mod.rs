@@ -39,6 +39,18 @@ pub use plan::{Plan, check_unchanged};
 /// the roll-forward of the interrupted operation deletes it as an untracked path.
 pub const TEMP_PREFIX: &str = ".snap-tmp-";
 
+/// True for a name a restore writes (`.snap-tmp-<pid>-<n>`, decimal): only those are swept,
+/// never a user's file that merely starts with the prefix (DESIGN §14).
+pub fn is_temp_name(name: &[u8]) -> bool {
+    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    name.strip_prefix(TEMP_PREFIX.as_bytes())
+        .and_then(|rest| {
+            let dash = rest.iter().position(|&b| b == b'-')?;
+            Some(digits(&rest[..dash]) && digits(&rest[dash + 1..]))
+        })
+        .unwrap_or(false)
+}
+
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The two states a plan moves between, for at least every path it touches: what each path
@@ -423,7 +435,7 @@ pub fn sweep_temp<'a>(
         };
         for entry in entries.flatten() {
             let name = entry.file_name();
-            if name.as_bytes().starts_with(TEMP_PREFIX.as_bytes())
+            if is_temp_name(name.as_bytes())
                 && rustix::fs::unlinkat(&fd, name.as_os_str(), AtFlags::empty()).is_ok()
             {
                 removed += 1;
@@ -436,6 +448,28 @@ pub fn sweep_temp<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_snap_s_own_temporary_names_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = [
+            ".snap-tmp-notes",
+            ".snap-tmp-12",
+            ".snap-tmp-1-x",
+            ".snap-tmp--3",
+        ];
+        for name in mine.iter().chain([&".snap-tmp-4242-7"]) {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        assert_eq!(
+            sweep_temp(dir.path(), std::iter::once(&b""[..])).unwrap(),
+            1
+        );
+        for name in mine {
+            assert!(dir.path().join(name).exists(), "{name} is the user's");
+        }
+        assert!(is_temp_name(temp_name().as_bytes()));
+    }
     use crate::flat::build_trees;
     use proptest::prelude::*;
 

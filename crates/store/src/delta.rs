@@ -1,7 +1,9 @@
 //! Delta frames: an object stored as a zstd frame whose history is the raw bytes of another
 //! object, its base (a raw-content dictionary). A save after a small change rewrites the trees
 //! on the changed path; each differs from the tree it replaces in an entry or two, and stored
-//! against it takes a few dozen bytes instead of kilobytes of incompressible ids.
+//! against it takes a few dozen bytes instead of kilobytes of incompressible ids. A changed
+//! file is stored against the content its path had before, so an edit costs about the
+//! compressed size of the edit, not of the file.
 //!
 //! ```text
 //! payload := base id [32] | depth u8 | zstd frame (the base's raw bytes as its history)
@@ -16,8 +18,10 @@ use crate::ObjectId;
 /// Base id (32) | depth (1).
 pub const DELTA_HEADER_LEN: usize = 33;
 /// Chains of deltas are cut here: a new version of an object whose base is this deep is
-/// stored whole.
-pub const MAX_DELTA_DEPTH: u8 = 8;
+/// stored whole. 16 keeps an often edited file to one whole copy per 17 versions (at 8, the
+/// whole copies were most of the growth of a file appended to line by line), while a read
+/// still takes at most 17 frames.
+pub const MAX_DELTA_DEPTH: u8 = 16;
 /// Objects over this size are never stored as deltas, and a delta frame claiming more is
 /// refused before anything is allocated for it.
 pub const MAX_DELTA_RAW: u32 = 64 << 20;

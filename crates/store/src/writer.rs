@@ -64,8 +64,10 @@ impl<'s> ObjectWriter<'s> {
     }
 
     /// As [`ObjectWriter::put`], storing `raw` as a delta against `base` (an object already
-    /// in the catalog, typically the version it replaces) when that is much smaller. A base
-    /// that cannot be read, or is at the end of a chain as long as allowed, is not used.
+    /// in the catalog, typically the version it replaces: a tree's, or a file's at the same
+    /// path) when that is much smaller. A base that cannot be read, is of another kind, or is
+    /// at the end of a chain as long as allowed, is not used; the object is then stored as
+    /// `put` would (a small chunk gathered into a block).
     pub fn put_against(
         &self,
         kind: ObjectKind,
@@ -76,24 +78,45 @@ impl<'s> ObjectWriter<'s> {
         if self.dry_run || !lock_poisoned(&self.seen).insert(id) || self.store.contains(&id)? {
             return Ok(id);
         }
-        if kind == ObjectKind::Chunk && base.is_none() && raw.len() <= SLICE_MAX {
-            self.gather(id, raw)?;
-            return Ok(id);
-        }
         // Compression runs outside any lock so that callers on several threads overlap.
-        let plain = EncodedObject::encode_with_id(kind, id, raw)?;
-        let delta = base
-            .and_then(|base| Some((base, self.store.read_within(&base, MAX_DELTA_DEPTH).ok()?)))
-            .filter(|(_, (_, _, depth))| *depth < MAX_DELTA_DEPTH)
-            .and_then(|(base, (_, base_raw, depth))| {
-                let header = DeltaHeader {
-                    base,
-                    depth: depth + 1,
-                };
-                EncodedObject::encode_delta(kind, id, raw, header, (&base_raw, plain.payload.len()))
-            });
-        self.append(delta.as_ref().unwrap_or(&plain))?;
+        let plain = match base {
+            Some(_) => EncodedObject::encode_with_id(kind, id, raw)?,
+            None if kind == ObjectKind::Chunk && raw.len() <= SLICE_MAX => {
+                return self.gather(id, raw).map(|()| id);
+            }
+            None => {
+                return self
+                    .append(&EncodedObject::encode_with_id(kind, id, raw)?)
+                    .map(|()| id);
+            }
+        };
+        match base.and_then(|base| self.encode_delta(kind, id, raw, base, plain.payload.len())) {
+            Some(delta) => self.append(&delta)?,
+            None if kind == ObjectKind::Chunk && raw.len() <= SLICE_MAX => self.gather(id, raw)?,
+            None => self.append(&plain)?,
+        }
         Ok(id)
+    }
+
+    /// `raw` (of `kind`, hashing to `id`) as a delta against `base`, when that is under half
+    /// of `plain_len`, the size of its plain payload.
+    fn encode_delta(
+        &self,
+        kind: ObjectKind,
+        id: ObjectId,
+        raw: &[u8],
+        base: ObjectId,
+        plain_len: usize,
+    ) -> Option<EncodedObject> {
+        let (base_kind, base_raw, depth) = self.store.read_within(&base, MAX_DELTA_DEPTH).ok()?;
+        if base_kind != kind || depth >= MAX_DELTA_DEPTH {
+            return None;
+        }
+        let header = DeltaHeader {
+            base,
+            depth: depth + 1,
+        };
+        EncodedObject::encode_delta(kind, id, raw, header, (&base_raw, plain_len))
     }
 
     /// Adds a small chunk to the pending block; the thread that fills the block stores it.

@@ -192,7 +192,16 @@ pub fn store_walk(
                 None,
                 Some(key),
             ))),
-            _ => store_entry(root, rel, kind, writer, max_file_size, cache.fs_now_ns),
+            // The cached content is this path's previous version: the base to store a
+            // changed file against.
+            _ => {
+                let file = FileStore {
+                    max: max_file_size,
+                    fs_now_ns: cache.fs_now_ns,
+                    base: hit.map(|h| h.id),
+                };
+                store_entry(root, rel, kind, writer, file)
+            }
         }
     };
     // A save after a small change reads a handful of files: starting the thread pool for
@@ -327,7 +336,12 @@ pub fn store_path(root: &Path, rel: &[u8], writer: &ObjectWriter<'_>) -> Result<
     } else {
         EntryKind::File
     };
-    match store_entry(root, rel.to_vec(), kind, writer, u64::MAX, i64::MIN)? {
+    let file = FileStore {
+        max: u64::MAX,
+        fs_now_ns: i64::MIN,
+        base: None,
+    };
+    match store_entry(root, rel.to_vec(), kind, writer, file)? {
         Some((_, node, _, _)) => Ok(node),
         None => Err(TreeError::io(
             &path,
@@ -336,14 +350,29 @@ pub fn store_path(root: &Path, rel: &[u8], writer: &ObjectWriter<'_>) -> Result<
     }
 }
 
+/// How [`store_entry`] reads and stores a regular file.
+#[derive(Clone, Copy)]
+struct FileStore {
+    /// Files larger than this are left out.
+    max: u64,
+    /// The scan's filesystem clock (the racy rule of [`read_stable`]).
+    fs_now_ns: i64,
+    /// The content this path had before, to store a changed file against.
+    base: Option<ObjectId>,
+}
+
 fn store_entry(
     root: &Path,
     rel: Vec<u8>,
     kind: EntryKind,
     writer: &ObjectWriter<'_>,
-    max: u64,
-    fs_now_ns: i64,
+    file: FileStore,
 ) -> Result<Option<StoredEntry>, TreeError> {
+    let FileStore {
+        max,
+        fs_now_ns,
+        base,
+    } = file;
     let path = abs(root, &rel);
     match kind {
         EntryKind::Dir => Ok(Some((
@@ -377,7 +406,7 @@ fn store_entry(
                 return Ok(None);
             };
             let kind = file_kind(&meta);
-            let id = store_content(writer, &data)?;
+            let id = store_content_against(writer, &data, base)?;
             let entry = StatEntry {
                 key: stat_key(&meta),
                 kind,
@@ -497,8 +526,24 @@ fn same_stat(a: &Metadata, b: &Metadata) -> bool {
 
 /// Stores file content: one chunk up to [`CHUNK_THRESHOLD`], else FastCDC chunks and a list.
 pub fn store_content(writer: &ObjectWriter<'_>, data: &[u8]) -> Result<ObjectId, TreeError> {
+    store_content_against(writer, data, None)
+}
+
+/// Files under this size are never stored as deltas: a delta's header and frame would save
+/// a few dozen bytes at best, and reading the base costs more than compressing the file.
+pub const DELTA_MIN_FILE: usize = 1024;
+
+/// As [`store_content`], storing a one-chunk file as a delta against `base` (the content the
+/// same path had before) when that is much smaller (see [`ObjectWriter::put_against`]).
+/// Large files keep their content-defined chunks: an edit changes one or two of them.
+fn store_content_against(
+    writer: &ObjectWriter<'_>,
+    data: &[u8],
+    base: Option<ObjectId>,
+) -> Result<ObjectId, TreeError> {
     if data.len() <= CHUNK_THRESHOLD {
-        return Ok(writer.put(ObjectKind::Chunk, data)?);
+        let base = base.filter(|_| data.len() >= DELTA_MIN_FILE);
+        return Ok(writer.put_against(ObjectKind::Chunk, data, base)?);
     }
     let (min, avg, max) = CDC_SIZES;
     let mut list = ChunkList::default();

@@ -19,6 +19,7 @@ pub const FAILPOINTS: &[&str] = &[
     "before-head-commit",
     "after-head-commit",
     "gc-after-commit",
+    "merge-after-commit",
 ];
 
 static HITS: AtomicU64 = AtomicU64::new(0);

@@ -257,7 +257,7 @@ impl Store {
         Ok(plan)
     }
 
-    fn pack_path(&self, pack: &ObjectId) -> std::path::PathBuf {
+    pub(crate) fn pack_path(&self, pack: &ObjectId) -> std::path::PathBuf {
         self.dir().join("packs").join(pack_file_name(pack))
     }
 
@@ -351,7 +351,7 @@ impl Store {
     }
 
     /// Pack files the catalog does not name: left by a save or gc that crashed before its commit.
-    fn delete_orphan_packs(&self) -> Result<usize, StoreError> {
+    pub(crate) fn delete_orphan_packs(&self) -> Result<usize, StoreError> {
         let named: HashSet<String> = self
             .catalog
             .packs()?
@@ -425,7 +425,7 @@ fn kept_snapshots(
     keep
 }
 
-fn remove_if_present(path: &Path) -> Result<(), StoreError> {
+pub(crate) fn remove_if_present(path: &Path) -> Result<(), StoreError> {
     match std::fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

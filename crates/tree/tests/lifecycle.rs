@@ -387,3 +387,44 @@ fn an_edited_file_is_stored_as_a_delta_and_gc_keeps_its_bases() {
     assert_eq!(now.lines().count(), want);
     assert!(body.starts_with(&now));
 }
+
+/// Saves past `AUTO_MERGE_PACKS` packs merge the small ones by themselves, without gc: the
+/// pack count stays bounded, every snapshot still reads back and verifies, and a repair
+/// from the packs alone finds everything.
+#[test]
+fn saves_merge_small_packs_by_themselves() {
+    use snap_tree::snap_store::AUTO_MERGE_PACKS;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ws = Workspace::init(root, None, false).unwrap();
+    source_tree(root, 100);
+    save(&ws);
+    let saves = 3 * AUTO_MERGE_PACKS as usize;
+    for i in 0..saves {
+        write(root, &format!("edits/e{}", i % 7), &format!("edit {i}\n"));
+        save(&ws);
+        let packs = pack_paths(root).len() as u64;
+        assert!(
+            packs <= AUTO_MERGE_PACKS + 1,
+            "{packs} packs after save {i}"
+        );
+    }
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+    let check = |ws: &Workspace| {
+        let log = ws.log(true).unwrap();
+        assert_eq!(log.len(), saves + 1);
+        // Snapshot #1 is the first save; #(i + 2) holds edit i.
+        for entry in log.iter().filter(|e| e.snapshot.record.seq % 11 == 0) {
+            let i = entry.snapshot.record.seq - 2;
+            let got = ws.read_file(&entry.snapshot, format!("edits/e{}", i % 7).as_bytes());
+            assert_eq!(got.unwrap(), format!("edit {i}\n").as_bytes());
+        }
+    };
+    check(&ws);
+    drop(ws);
+    std::fs::remove_file(root.join(".snap/catalog.redb")).unwrap();
+    snap_tree::repair(root, None).unwrap();
+    let ws = Workspace::discover(root, None).unwrap();
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+    check(&ws);
+}

@@ -108,6 +108,16 @@ fn crash_setup(d: &Path, op: &str) -> (Tree, Tree, Vec<&'static str>) {
             ok(d, &["prune", "--keep-last", "18"]);
             return (b.clone(), b, vec!["gc"]);
         }
+        "merge" => {
+            // 32 packs: the next save seals the 33rd and merges the small ones.
+            let saves = snap_tree::snap_store::AUTO_MERGE_PACKS - 1;
+            for i in 0..saves {
+                write(d, "newdir/added", format!("B only, take {i}").as_bytes());
+                ok(d, &["save"]);
+            }
+            write(d, "newdir/added", b"B only");
+            return (b.clone(), b, vec!["save"]);
+        }
         other => panic!("no such op {other}"),
     };
     ok(d, &["save"]);
@@ -163,11 +173,19 @@ fn crash_and_check(op: &str, failpoint: Option<&str>, power_cut: Option<powerlos
         let lost: Vec<_> = listed.iter().filter(|s| !after.contains(s)).collect();
         assert!(lost.is_empty(), "{at}: snapshots {lost:?} were lost");
     }
-    if failpoint.is_none() && matches!(op, "save" | "restore") {
+    // A merge runs after its save's commit: the snapshot is there whatever the merge did.
+    if (failpoint.is_none() && matches!(op, "save" | "restore")) || op == "merge" {
         assert_eq!(
             after.len(),
             listed.len() + 1,
             "{at}: the new snapshot was lost"
+        );
+    }
+    if op == "merge" && failpoint.is_none() {
+        let packs = std::fs::read_dir(d.join(".snap/packs")).unwrap().count() as u64;
+        assert!(
+            packs < snap_tree::snap_store::AUTO_MERGE_PACKS,
+            "{at}: {packs} packs"
         );
     }
     check_store(d, &at);
@@ -215,6 +233,12 @@ const CRASH_CASES: &[(&str, &[&str])] = &[
     ),
     ("prune", &["before-commit", "after-commit"]),
     ("gc", &["pack-renamed", "before-commit", "gc-after-commit"]),
+    // A save whose commit makes the 33rd pack, then merges: the second pack and commit are
+    // the merge's.
+    (
+        "merge",
+        &["pack-renamed@2", "before-commit@2", "merge-after-commit"],
+    ),
 ];
 
 fn crash_cases(ops: &[&str], power_cut: Option<powerloss::Cut>) {
@@ -238,7 +262,7 @@ fn every_failpoint_is_driven() {
 
 #[test]
 fn a_crash_in_save_prune_or_gc_loses_nothing() {
-    crash_cases(&["save", "prune", "gc"], None);
+    crash_cases(&["save", "prune", "gc", "merge"], None);
 }
 
 #[test]
@@ -250,7 +274,10 @@ fn a_crash_in_undo_redo_or_restore_loses_nothing() {
 /// the order of fsyncs and renames, directory fsyncs included (DESIGN §4, §7).
 #[test]
 fn a_power_cut_in_save_prune_or_gc_loses_nothing() {
-    crash_cases(&["save", "prune", "gc"], Some(powerloss::Cut::DropUnsynced));
+    crash_cases(
+        &["save", "prune", "gc", "merge"],
+        Some(powerloss::Cut::DropUnsynced),
+    );
 }
 
 #[test]

@@ -512,6 +512,13 @@ impl Catalog {
         Ok(out)
     }
 
+    /// How many packs the catalog names, without reading them (redb keeps a table's length).
+    pub fn pack_count(&self) -> Result<u64, StoreError> {
+        let txn = self.read()?;
+        let table = txn.open_table(PACKS).map_err(|e| self.err(e))?;
+        table.len().map_err(|e| self.err(e))
+    }
+
     /// The snapshot with the lowest sequence number, decoding only that one.
     pub fn oldest_snapshot(&self) -> Result<Option<SnapshotRecord>, StoreError> {
         let txn = self.read()?;

@@ -107,6 +107,11 @@ impl Workspace {
             },
         )?;
         let retention = self.auto_retention()?;
+        // gc merges small packs itself; otherwise a save past the pack threshold ends with a
+        // bounded merge, so one-file saves do not leave a pack file each.
+        if retention.as_ref().is_none_or(|(p, _)| p.removed.is_empty()) {
+            self.store.merge_small_packs()?;
+        }
         Ok(SaveOutcome {
             snapshot: Some(snapshot),
             changes,

@@ -3,6 +3,14 @@
 //! failpoint), then rebuild the tree as a power cut at that instant would leave it. Every
 //! directory gets its last fsynced listing (or its listing before the command), every file its
 //! last fsynced bytes (or its bytes before the command, or nothing if it was never synced).
+//!
+//! Inode numbers are reused: a file the command removes or renames over can give its number
+//! to a file the command creates and fsyncs. Each file is therefore known by its number and
+//! birth time, and an entry never takes the bytes synced for another life of its number. No
+//! filesystem makes a file durable under a reused number and forgets how the number was freed,
+//! so an entry of the old listing whose number went to a new file that reached the disk is
+//! taken as freed durably: its name holds what it holds now (the file renamed over it), or
+//! nothing if it is gone now.
 
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
@@ -19,11 +27,19 @@ struct Entry {
     target: Vec<u8>,
 }
 
-/// Directory listings by absolute path, and file modes and bytes by inode.
+/// A file's mode, birth time (0: unknown) and bytes.
+#[derive(Clone, Debug)]
+struct FileBytes {
+    mode: u32,
+    birth: u64,
+    bytes: Vec<u8>,
+}
+
+/// Directory listings by absolute path, and files by inode.
 #[derive(Debug, Default)]
 pub struct Durable {
     dirs: HashMap<PathBuf, Vec<Entry>>,
-    files: HashMap<u64, (u32, Vec<u8>)>,
+    files: HashMap<u64, FileBytes>,
 }
 
 impl Durable {
@@ -58,8 +74,12 @@ impl Durable {
                 entry.kind = 'd';
                 self.take_dir(&e.path());
             } else if t.is_file() {
-                let bytes = std::fs::read(e.path()).unwrap();
-                self.files.insert(entry.ino, (entry.mode, bytes));
+                let file = FileBytes {
+                    mode: entry.mode,
+                    birth: snap_tree::snap_store::testing::journal::birth_ns(&meta),
+                    bytes: std::fs::read(e.path()).unwrap(),
+                };
+                self.files.insert(entry.ino, file);
             } else {
                 entry.kind = 'o';
             }
@@ -80,9 +100,12 @@ impl Durable {
             }
             let bytes = std::fs::read(e.path()).unwrap();
             if let Some(ino) = name.strip_prefix("inode-") {
-                let mode = u32::from_le_bytes(bytes[..4].try_into().unwrap());
-                d.files
-                    .insert(ino.parse().unwrap(), (mode, bytes[4..].to_vec()));
+                let file = FileBytes {
+                    mode: u32::from_le_bytes(bytes[..4].try_into().unwrap()),
+                    birth: u64::from_le_bytes(bytes[4..12].try_into().unwrap()),
+                    bytes: bytes[12..].to_vec(),
+                };
+                d.files.insert(ino.parse().unwrap(), file);
             } else if let Some(path) = name.strip_prefix("dir-") {
                 let path = PathBuf::from(std::ffi::OsStr::from_bytes(&unhex(path)));
                 let text = String::from_utf8(bytes).unwrap();
@@ -122,7 +145,13 @@ pub fn power_cut(root: &Path, before: &Durable, log: &Path, cut: Cut) -> usize {
         Cut::KeepNames => &now,
     };
     let mut rebuilt = Vec::new();
-    image(root, listings, before, &synced, &mut rebuilt);
+    let sides = Sides {
+        listings,
+        before,
+        synced: &synced,
+        now: &now,
+    };
+    image(root, &sides, &mut rebuilt);
     for e in std::fs::read_dir(root).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() && !p.is_symlink() {
@@ -162,37 +191,82 @@ enum Node {
     Link(Vec<u8>),
 }
 
+/// What [`image`] rebuilds from.
+struct Sides<'a> {
+    /// The listings taken as durable (the journal's, or now's for [`Cut::KeepNames`]).
+    listings: &'a Durable,
+    /// The tree before the command, for directories never synced.
+    before: &'a Durable,
+    /// What the journal says each fsync made durable.
+    synced: &'a Durable,
+    /// The tree just before the cut.
+    now: &'a Durable,
+}
+
 /// The surviving entries under `dir`, parents before children.
-fn image(
-    dir: &Path,
-    listings: &Durable,
-    before: &Durable,
-    synced: &Durable,
-    out: &mut Vec<(PathBuf, Node)>,
-) {
-    let Some(entries) = listings.dirs.get(dir).or_else(|| before.dirs.get(dir)) else {
+fn image(dir: &Path, sides: &Sides<'_>, out: &mut Vec<(PathBuf, Node)>) {
+    // The listing, and what knows the lives of the files it names (a journal listing names
+    // the files as they were when it was synced, which the journal's records are).
+    let Some((entries, lives)) = (sides.listings.dirs.get(dir).map(|es| (es, sides.listings)))
+        .or_else(|| sides.before.dirs.get(dir).map(|es| (es, sides.before)))
+    else {
         return;
     };
+    let from_before = std::ptr::eq(lives, sides.before);
     for e in entries {
         let path = dir.join(std::ffi::OsStr::from_bytes(&e.name));
         match e.kind {
             'd' => {
                 out.push((path.clone(), Node::Dir(e.mode)));
-                image(&path, listings, before, synced, out);
+                image(&path, sides, out);
             }
             'l' => out.push((path, Node::Link(e.target.clone()))),
-            'f' => {
-                let (mode, bytes) = synced
-                    .files
-                    .get(&e.ino)
-                    .or_else(|| before.files.get(&e.ino))
-                    .cloned()
-                    .unwrap_or((e.mode, Vec::new()));
-                out.push((path, Node::File(mode, bytes)));
+            'f' if from_before && sides.reused(e) => {
+                // How its number was freed is durable: the name holds what it holds now.
+                let now = sides.now.dirs.get(dir).into_iter().flatten();
+                if let Some(e) = now.filter(|n| n.kind == 'f').find(|n| n.name == e.name) {
+                    out.push((path, sides.file(e, sides.now)));
+                }
             }
+            'f' => out.push((path, sides.file(e, lives))),
             _ => {}
         }
     }
+}
+
+impl Sides<'_> {
+    /// Whether the number of `e` (an entry of the old listing) went to a new file that was
+    /// synced.
+    fn reused(&self, e: &Entry) -> bool {
+        let birth = self.before.files.get(&e.ino).map_or(0, |f| f.birth);
+        self.synced
+            .files
+            .get(&e.ino)
+            .is_some_and(|f| !same_life(birth, f))
+    }
+
+    /// The bytes of file entry `e`, whose life `lives` knows: the last synced, else those
+    /// before the command, each only for the same life; else nothing.
+    fn file(&self, e: &Entry, lives: &Durable) -> Node {
+        let birth = lives.files.get(&e.ino).map_or(0, |f| f.birth);
+        let file = (self.synced.files.get(&e.ino))
+            .filter(|f| same_life(birth, f))
+            .or_else(|| {
+                self.before
+                    .files
+                    .get(&e.ino)
+                    .filter(|f| same_life(birth, f))
+            });
+        match file {
+            Some(f) => Node::File(f.mode, f.bytes.clone()),
+            None => Node::File(e.mode, Vec::new()),
+        }
+    }
+}
+
+/// Whether `f` is the life of its inode number born at `birth` (0: unknown, taken as yes).
+fn same_life(birth: u64, f: &FileBytes) -> bool {
+    birth == 0 || f.birth == 0 || f.birth == birth
 }
 
 fn write_node(path: &Path, node: &Node) {
@@ -226,6 +300,6 @@ fn differs(path: &Path, node: &Node, now: &Durable) -> bool {
     match node {
         Node::Dir(_) => was.kind != 'd',
         Node::Link(t) => was.kind != 'l' || &was.target != t,
-        Node::File(_, bytes) => now.files.get(&was.ino).is_none_or(|(_, b)| b != bytes),
+        Node::File(_, bytes) => now.files.get(&was.ino).is_none_or(|f| &f.bytes != bytes),
     }
 }

@@ -1,7 +1,8 @@
 //! The durability journal, for power-loss tests: a record of what each fsync made durable.
 //!
 //! With `SNAP_DURABLE_LOG=dir` (debug builds only), every fsync of a file copies the file's
-//! mode and bytes to `dir/inode-<ino>`, and every fsync of a directory writes its listing to
+//! mode, birth time and bytes to `dir/inode-<ino>` (mode u32 LE, birth time in nanoseconds
+//! u64 LE or 0 when the filesystem has none, bytes), and every fsync of a directory writes its listing to
 //! `dir/dir-<hex of its path>`, one line per entry:
 //! `<f|d|l|o> <ino> <mode, octal> <hex name> [<hex symlink target>]`.
 //! A `syncfs` records every listing and file under the directory it was called on.
@@ -68,8 +69,18 @@ fn record_file(log: &Path, path: &Path) {
         return;
     };
     let mut record = (meta.permissions().mode() & 0o7777).to_le_bytes().to_vec();
+    record.extend_from_slice(&birth_ns(&meta).to_le_bytes());
     record.extend_from_slice(&bytes);
     write_record(&log.join(format!("inode-{}", meta.ino())), &record);
+}
+
+/// The file's birth time in nanoseconds (0 when unknown): an inode number can be freed and
+/// given to a new file, and the birth time tells its lives apart.
+pub fn birth_ns(meta: &std::fs::Metadata) -> u64 {
+    meta.created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 fn record_dir(log: &Path, dir: &Path) {

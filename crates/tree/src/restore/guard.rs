@@ -15,6 +15,8 @@ pub(super) struct Guarded<'a> {
     /// Kept directories the plan may still write into (reported with `kept`).
     pub(super) named: std::sync::Mutex<Vec<Vec<u8>>>,
     pub(super) differs: std::sync::Mutex<Vec<Vec<u8>>>,
+    /// How what the plan writes is made durable.
+    pub(super) durability: super::Durability,
 }
 
 /// What a planned path holds now, against what the plan expects there.

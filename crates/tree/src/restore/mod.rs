@@ -6,12 +6,8 @@
 //! opened component by component from the workspace root with `O_NOFOLLOW`, so a directory
 //! swapped for a symlink makes the restore fail instead of writing elsewhere.
 //!
-//! Durability: one `syncfs` of the workspace's filesystem, after the last rename and before
-//! the caller commits HEAD, makes every file and directory change durable at once. Until then
-//! the caller's marker is on disk, so after a power cut the next command rolls the operation
-//! forward and rewrites whatever did not reach the disk (the old content is in the store). An
-//! fsync per file cost 10.6 s for a 20,000-file restore; the one `syncfs` costs about as much
-//! as writing the files.
+//! Durability (see [`durable`]): everything is durable before the caller commits HEAD, path
+//! by path for a small restore, by one `syncfs` for a large one.
 
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
@@ -29,9 +25,12 @@ use crate::flat::{
 };
 use crate::{TreeError, scan};
 
+mod durable;
 mod guard;
 mod plan;
 
+use durable::{Durability, sync_file, sync_restored};
+pub use durable::{EACH_PATH_MAX_BYTES, EACH_PATH_MAX_PATHS};
 use guard::*;
 pub use plan::{Plan, check_unchanged};
 
@@ -129,13 +128,14 @@ pub fn apply_with(
         kept: std::sync::Mutex::new(Vec::new()),
         named: std::sync::Mutex::new(Vec::new()),
         differs: std::sync::Mutex::new(Vec::new()),
+        durability: Durability::for_plan(plan),
     };
     let touched = AtomicU64::new(0);
     let steps = take_steps(&g, plan, &touched, tick);
     let touched = touched.into_inner() as usize;
     if touched > 0 {
         // Also when stopped: what was done is durable before the marker is left behind.
-        sync_restored(tree.root, &g.root_fd)?;
+        sync_restored(tree.root, &g.root_fd, plan, g.durability)?;
     }
     steps?;
     let sorted = |list: std::sync::Mutex<Vec<Vec<u8>>>| {
@@ -289,7 +289,7 @@ fn write_guarded(g: &Guarded<'_>, path: &[u8], node: &Node) -> Result<bool, Tree
         return Ok(false);
     }
     g.guard(path, g.sides.expected(path), Some(node), || {
-        write_entry(g.tree.root, &g.root_fd, g.tree.store, path, node)?;
+        write_entry(g, path, node, g.durability)?;
         Ok(true)
     })
 }
@@ -345,23 +345,24 @@ fn temp_name() -> String {
     )
 }
 
-/// Writes one file or symlink under a temporary name, fsyncs it, and renames it into place.
+/// Writes one file or symlink under a temporary name (a file fsynced as `how` says) and
+/// renames it into place.
 fn write_entry(
-    root: &Path,
-    root_fd: &OwnedFd,
-    store: &Store,
+    g: &Guarded<'_>,
     path: &[u8],
     node: &Node,
+    how: Durability,
 ) -> Result<(), TreeError> {
+    let (root, root_fd) = (g.tree.root, &g.root_fd);
     let (parent, name) = split(path);
     let dir = open_dir(root, root_fd, parent)?;
-    let content = store.read_file(&node.id)?;
+    let content = g.tree.store.read_file(&node.id)?;
     let tmp = temp_name();
     let written = match node.kind {
         EntryKind::Symlink => {
             rustix::fs::symlinkat(OsStr::from_bytes(&content), &dir, tmp.as_str())
         }
-        _ => write_file(&dir, &tmp, &content, node),
+        _ => write_file(&dir, &tmp, &content, node).and_then(|fd| sync_file(&fd, how)),
     };
     if let Err(e) = written {
         let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
@@ -373,7 +374,8 @@ fn write_entry(
     })
 }
 
-fn write_file(dir: &OwnedFd, tmp: &str, content: &[u8], node: &Node) -> Result<(), Errno> {
+/// Writes `content` to a new file `tmp` in `dir`; returns it, still open.
+fn write_file(dir: &OwnedFd, tmp: &str, content: &[u8], node: &Node) -> Result<OwnedFd, Errno> {
     // Without a recorded mode (an old snapshot) the umask applies, as for git checkout.
     let executable = node.kind == EntryKind::Executable;
     let mode = Mode::from_raw_mode(if executable { 0o777 } else { 0o666 });
@@ -393,17 +395,7 @@ fn write_file(dir: &OwnedFd, tmp: &str, content: &[u8], node: &Node) -> Result<(
         let n = rustix::io::write(&fd, rest)?;
         rest = &rest[n..];
     }
-    Ok(())
-}
-
-/// Makes everything the restore wrote durable before HEAD moves: one `syncfs` of the
-/// workspace's filesystem (files, renames and removals alike).
-fn sync_restored(root: &Path, root_fd: &OwnedFd) -> Result<(), TreeError> {
-    injected("dir-sync")
-        .and_then(|()| rustix::fs::syncfs(root_fd))
-        .map_err(|e| fail("sync", root, b"", e))?;
-    snap_store::testing::journal::fs_synced(root_fd);
-    Ok(())
+    Ok(fd)
 }
 
 /// A fault a test injected at `point` (debug builds only).

@@ -236,7 +236,12 @@ impl Store {
             if alive == 0 {
                 plan.dead.push(pack);
                 plan.reclaimable += size;
-            } else if alive < framed && (alive as f64) < REPACK_LIVE_SHARE * framed as f64 {
+            } else if alive < framed
+                && (size < SMALL_PACK || (alive as f64) < REPACK_LIVE_SHARE * framed as f64)
+            {
+                // A small pack with any dead frame is rewritten too: copying it is cheap, and
+                // the automatic merge mixes a save's first pack with later ones, whose frames
+                // prune leaves dead.
                 plan.sparse.push(pack);
                 plan.reclaimable += size - alive;
             } else if size < SMALL_PACK {

@@ -74,7 +74,8 @@ fn many_small_saves_grow_the_store_by_little_and_gc_gives_it_back() {
         after < base + base / 10,
         "gc left {after} bytes over a base of {base}"
     );
-    assert!(ws.verify(true).unwrap().problems.is_empty());
+    let problems = ws.verify(true).unwrap().problems;
+    assert!(problems.is_empty(), "{problems:?}");
     ws.undo(9, snap_tree::Run::Apply).unwrap();
     assert_eq!(
         std::fs::read_to_string(root.join("src/m0/f0.rs")).unwrap(),

@@ -19,9 +19,14 @@ impl Catalog {
         update: &StatCacheUpdate,
     ) -> Result<(), StoreError> {
         if update.clear {
-            // Both vouch for objects, which gc may have just dropped.
+            // All four vouch for objects, which gc may have just dropped: a memo can name the
+            // root of a scan whose snapshot prune removed.
             txn.delete_table(STAT_CACHE).map_err(|e| self.err(e))?;
             txn.delete_table(TREE_CACHE).map_err(|e| self.err(e))?;
+            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            for memo in ["scan", "walk"] {
+                meta.remove(memo).map_err(|e| self.err(e))?;
+            }
         }
         if let Some(memo) = update.memo {
             self.set_meta(txn, "scan", &memo.encode())?;

@@ -444,12 +444,18 @@ fn a_file_rewritten_during_undo_is_kept_and_undo_refuses() {
     save(&ws);
     let fired = AtomicBool::new(false);
     let writer_root = root.clone();
+    // Right after the walk took every stat: when the walk memo vouches for the tree, as here
+    // (the last save saw it as it is), no file is read after it.
     ws.set_observer(Box::new(move |e| {
-        if let Event::Progress {
-            phase: Phase::Scan, ..
-        } = e
-            && !fired.swap(true, Ordering::SeqCst)
-        {
+        let walked = matches!(e, Event::Timing { step, .. } if step.starts_with("tree walked"));
+        let scanning = matches!(
+            e,
+            Event::Progress {
+                phase: Phase::Scan,
+                ..
+            }
+        );
+        if (walked || scanning) && !fired.swap(true, Ordering::SeqCst) {
             std::fs::write(writer_root.join("f"), "written by another process\n").unwrap();
         }
     }));

@@ -5,7 +5,7 @@
 //! trees are built), so empty directories survive.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 mod changes;
 
@@ -72,6 +72,61 @@ pub fn flatten(store: &Store, root: &ObjectId) -> Result<FlatTree, StoreError> {
         }
     }
     Ok(out)
+}
+
+/// The tree `root` as a flat tree unfolded only where `target` differs from it: a directory
+/// whose id differs from the target's at the same path is listed with all its entries, one
+/// the target lacks (or holds a file at) with everything under it, and one whose id the
+/// target shares stays a single node, its contents unread. That is all of the current tree
+/// `Plan::to_stored` reads, so a move from a tree known to be `root` plans from this what it
+/// would plan from all of `flatten(root)`, reading only the directories that differ.
+pub fn unfold_against(
+    store: &Store,
+    root: &ObjectId,
+    target: &ObjectId,
+) -> Result<FlatTree, StoreError> {
+    let mut out = FlatTree::new();
+    if root != target {
+        unfold_dir(store, &[], root, Some(target), &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Lists directory `dir` (tree `id`) into `out`, and unfolds each subdirectory that differs
+/// from its twin in `target` (or, without a twin, all of it).
+fn unfold_dir(
+    store: &Store,
+    dir: &[u8],
+    id: &ObjectId,
+    target: Option<&ObjectId>,
+    out: &mut FlatTree,
+) -> Result<(), StoreError> {
+    let theirs = match target {
+        Some(t) => store.read_tree(t)?.entries,
+        None => Vec::new(),
+    };
+    let twins: HashMap<&[u8], &TreeEntry> = theirs.iter().map(|t| (t.name.as_slice(), t)).collect();
+    for entry in store.read_tree(id)?.entries {
+        let path = join(dir, &entry.name);
+        let node = Node {
+            kind: entry.kind,
+            size: entry.size,
+            id: entry.id,
+            mode: entry.mode,
+        };
+        out.insert(path.clone(), node);
+        if entry.kind != EntryKind::Dir {
+            continue;
+        }
+        match twins.get(entry.name.as_slice()) {
+            Some(t) if t.kind == EntryKind::Dir && t.id == entry.id => {}
+            Some(t) if t.kind == EntryKind::Dir => {
+                unfold_dir(store, &path, &entry.id, Some(&t.id), out)?
+            }
+            _ => unfold_dir(store, &path, &entry.id, None, out)?,
+        }
+    }
+    Ok(())
 }
 
 /// `prefix/name`, or `name` at the root.

@@ -31,8 +31,13 @@ pub(super) enum CaptureMode {
         head: Option<ObjectId>,
     },
     /// Before a move: every file's stat is kept, so the move can refuse files that changed
-    /// after the scan.
-    BeforeMove,
+    /// after the scan. When the walk finds the tree as the walk memo left it and HEAD is
+    /// `head`, the tree is HEAD: nothing is read, the flat tree is left empty, and the move
+    /// unfolds HEAD's stored tree where its target differs (`flat::unfold_against`).
+    BeforeMove {
+        /// HEAD's root tree, when the shortcut may be taken.
+        head: Option<ObjectId>,
+    },
     /// The whole tree, as it is.
     Whole,
 }
@@ -91,10 +96,16 @@ pub(super) struct ScanStart {
 /// The capture of a tree the walk memo vouches for: `root`, nothing read or built.
 pub(super) fn unchanged_capture(
     root: ObjectId,
-    walk: scan::Walk,
+    mut walk: scan::Walk,
     dirs: DirCacheUpdate,
     dry: bool,
+    keep_stats: bool,
 ) -> Capture {
+    let stats = if keep_stats {
+        scan::take_file_stats(&mut walk)
+    } else {
+        Vec::new()
+    };
     let cache = if dry {
         StatCacheUpdate::default()
     } else {
@@ -105,7 +116,7 @@ pub(super) fn unchanged_capture(
     };
     Capture {
         flat: FlatTree::new(),
-        stats: Vec::new(),
+        stats,
         root,
         report: ScanReport {
             too_large: walk.too_large,
@@ -199,10 +210,12 @@ impl Workspace {
         writer: &ObjectWriter<'_>,
         mode: CaptureMode,
     ) -> Result<Capture, TreeError> {
-        let keep_stats = mode == CaptureMode::BeforeMove;
-        let clean_root = match mode {
-            CaptureMode::Save { head } => head,
-            CaptureMode::BeforeMove | CaptureMode::Whole => None,
+        // `clean_root` lets a save skip what is unchanged; `memo_root` only lets the walk
+        // memo answer for the whole tree.
+        let (keep_stats, clean_root, memo_root) = match mode {
+            CaptureMode::Save { head } => (false, head, head),
+            CaptureMode::BeforeMove { head } => (true, None, head),
+            CaptureMode::Whole => (false, None, None),
         };
         let timer = PhaseTimer::new(self.observer.0.as_ref());
         let fs_now_ns = self.fs_clock();
@@ -210,7 +223,7 @@ impl Workspace {
         let old_walk = self.store.walk_memo()?;
         // A save after a save mostly finds the tree as the walk memo left it, and then needs
         // no stat cache; otherwise the cache loads while the walk waits on the filesystem.
-        let memo = old_walk.filter(|m| Some(m.root) == clean_root);
+        let memo = old_walk.filter(|m| Some(m.root) == memo_root);
         let (preloaded, walk) = self.walk_loading(&dir_cache.records, fs_now_ns, memo.is_none());
         let mut walk = walk?;
         timer.mark(|| {
@@ -228,6 +241,7 @@ impl Workspace {
                 walk,
                 dirs,
                 writer.is_dry_run(),
+                keep_stats,
             ));
         }
         let start = ScanStart {

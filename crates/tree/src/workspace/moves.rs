@@ -297,9 +297,16 @@ impl Workspace {
         choose: impl FnOnce(bool) -> Result<(Vec<Snapshot>, Snapshot), TreeError>,
     ) -> Result<PreparedMove<'_>, TreeError> {
         let writer = self.writer(dry_run);
-        let cap = self.capture_with(&writer, CaptureMode::BeforeMove)?;
+        let head_root = Some(head.record.root);
+        let mut cap = self.capture_with(&writer, CaptureMode::BeforeMove { head: head_root })?;
         let dirty = cap.root != head.record.root;
         let (passed, target) = choose(dirty)?;
+        if !dirty && cap.flat.is_empty() {
+            // The walk memo vouched for HEAD's tree and nothing was read (or HEAD's tree is
+            // empty): HEAD's tree, unfolded where the target differs, is all the plan and
+            // the guarded apply need. (A dirty capture's empty tree is not in the store yet.)
+            cap.flat = flat::unfold_against(&self.store, &cap.root, &target.record.root)?;
+        }
         let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
         let changes = plan.changes(&cap.flat);
         let outcome = MoveOutcome::planned(op, dry_run, dirty, target, passed, changes);
@@ -395,7 +402,7 @@ impl Workspace {
         let source = self.resolve(reference)?;
         let head = self.head()?;
         let writer = self.writer(dry_run);
-        let cap = self.capture_with(&writer, CaptureMode::BeforeMove)?;
+        let cap = self.capture_with(&writer, CaptureMode::BeforeMove { head: None })?;
         let dirty = head.as_ref().is_none_or(|h| h.record.root != cap.root);
         let (target_root, target_flat) = if paths.iter().any(|p| p.is_empty()) || paths.is_empty() {
             (source.record.root, self.files(&source)?)

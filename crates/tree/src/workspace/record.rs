@@ -95,9 +95,16 @@ impl Workspace {
             }
             flat.insert(path.clone(), node);
         }
+        // `base` may be unfolded only where a move's target differs (`flat::unfold_against`):
+        // a directory left folded keeps its id and is taken as built, and the totals follow
+        // from the parent's and the changes, not from counting `built`.
         let mut built = flat.clone();
-        let root = build_trees(&writer, &mut built)?;
+        let root = flat::build_trees_reusing(&writer, &mut built, &|_| None)?;
         let changes = diff_files(parent_flat, &built);
+        let totals = match parent {
+            Some(p) => totals_after(&p.record.stats, &changes, parent_flat, &built),
+            None => flat_totals(&built),
+        };
         let opts = SaveOptions {
             message: format!(
                 "files changed during {}, saved before replacing them",
@@ -118,7 +125,7 @@ impl Workspace {
                 opts: &opts,
                 root,
                 flat: &built,
-                totals: flat_totals(&built),
+                totals,
                 parent,
                 parent_flat,
                 changes: &changes,

@@ -5,6 +5,7 @@
 //! redb catalog that also holds the snapshot records, HEAD and the redo stack. The store knows
 //! nothing of working trees. The byte layout is in docs/FORMAT.md.
 
+mod budget;
 mod catalog;
 mod catalog_file;
 pub mod delta;
@@ -31,6 +32,7 @@ mod writer;
 // The failpoint function beside its module, for the write protocols' `crate::failpoint(...)`.
 use failpoint::failpoint;
 
+pub use budget::BudgetReport;
 pub use catalog::{CATALOG_VERSION, Commit, HistoryState, Location, decode_snapshot_row};
 pub use dircache::{DirCache, DirCacheUpdate, DirHeader, DirRecord, ListedKind, encode_dir_record};
 pub use error::StoreError;

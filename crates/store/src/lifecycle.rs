@@ -214,7 +214,9 @@ impl Store {
         Ok(())
     }
 
-    fn plan_gc(&self) -> Result<GcPlan, StoreError> {
+    /// What gc would do now; with `compact`, every pack holding a dead frame is rewritten,
+    /// so that the pack files hold live frames only.
+    fn plan_gc(&self, compact: bool) -> Result<GcPlan, StoreError> {
         let locations = self.catalog.locations()?;
         let live = self.live_objects(&locations)?;
         let mut live_bytes: HashMap<ObjectId, u64> = HashMap::new();
@@ -237,7 +239,9 @@ impl Store {
                 plan.dead.push(pack);
                 plan.reclaimable += size;
             } else if alive < framed
-                && (size < SMALL_PACK || (alive as f64) < REPACK_LIVE_SHARE * framed as f64)
+                && (compact
+                    || size < SMALL_PACK
+                    || (alive as f64) < REPACK_LIVE_SHARE * framed as f64)
             {
                 // A small pack with any dead frame is rewritten too: copying it is cheap, and
                 // the automatic merge mixes a save's first pack with later ones, whose frames
@@ -268,7 +272,7 @@ impl Store {
 
     /// What the store holds and what gc would give back.
     pub fn stats(&self) -> Result<StoreStats, StoreError> {
-        let plan = self.plan_gc()?;
+        let plan = self.plan_gc(false)?;
         let catalog_bytes = std::fs::metadata(self.dir().join("catalog.redb"))
             .map(|m| m.len())
             .unwrap_or(0);
@@ -289,7 +293,21 @@ impl Store {
 
     /// As [`Store::gc`], calling `progress(done, total)` as live objects are copied.
     pub fn gc_with_progress(&self, progress: &dyn Fn(u64, u64)) -> Result<GcReport, StoreError> {
-        let plan = self.plan_gc()?;
+        self.gc_planned(self.plan_gc(false)?, progress)
+    }
+
+    /// As [`Store::gc`], also rewriting every pack that holds a dead frame, however few:
+    /// afterwards the packs hold only what the snapshots need (retention by size measures
+    /// that).
+    pub fn gc_compacting(&self) -> Result<GcReport, StoreError> {
+        self.gc_planned(self.plan_gc(true)?, &|_, _| {})
+    }
+
+    fn gc_planned(
+        &self,
+        plan: GcPlan,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<GcReport, StoreError> {
         let mut report = GcReport {
             bytes_before: plan.pack_bytes,
             ..GcReport::default()

@@ -37,8 +37,12 @@ pub struct RetentionConfig {
     /// Keep everything younger than this (`30m`, `12h`, `7d`, `2w`; `0` for no age rule).
     pub keep_within: String,
     /// Let `save` prune and gc by itself once the store holds 10% (at least 10) more
-    /// snapshots than `keep_last`.
+    /// snapshots than `keep_last`, or takes more than `max_store_bytes`.
     pub auto: bool,
+    /// The most bytes the store may take (packs and catalog); 0 for no limit. Past it, a
+    /// save drops the oldest snapshots, whatever `keep_last` and `keep_within` say, until it
+    /// fits (HEAD and the redo stack always stay).
+    pub max_store_bytes: u64,
 }
 
 impl Default for RetentionConfig {
@@ -47,6 +51,7 @@ impl Default for RetentionConfig {
             keep_last: 1000,
             keep_within: "7d".into(),
             auto: true,
+            max_store_bytes: 0,
         }
     }
 }

@@ -429,3 +429,52 @@ fn saves_merge_small_packs_by_themselves() {
     assert!(ws.verify(true).unwrap().problems.is_empty());
     check(&ws);
 }
+
+/// `max_store_bytes`: past it, saves drop the oldest snapshots (whatever `keep_last` says)
+/// until the store fits, and never HEAD or the redo stack; what stays still reads back.
+#[test]
+fn saves_keep_the_store_within_max_store_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".snap")).unwrap();
+    let max: u64 = 3 << 20;
+    std::fs::write(
+        root.join(".snap/config.toml"),
+        format!("[retention]\nkeep_last = 1000\nmax_store_bytes = {max}\n"),
+    )
+    .unwrap();
+    let ws = Workspace::init(root, None, false).unwrap();
+    // Each save rewrites a file with 256 KiB that does not compress: the budget holds about
+    // ten versions of it.
+    let noise = |seed: u64| -> Vec<u8> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..256 << 10)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    };
+    let mut pruned = 0;
+    for i in 0..40u64 {
+        std::fs::write(root.join("blob"), noise(i)).unwrap();
+        let out = ws.save(&SaveOptions::default()).unwrap();
+        pruned += out.retention.map_or(0, |(p, _)| p.removed.len());
+        let bytes = ws.store().disk_bytes().unwrap();
+        assert!(bytes <= max, "{bytes} bytes after save {i}");
+    }
+    assert!(pruned > 0);
+    let log = ws.log(true).unwrap();
+    assert_eq!(pruned + log.len(), 40);
+    assert!(log.len() >= 5, "only {} snapshots kept", log.len());
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+    let head = ws.head().unwrap().unwrap();
+    assert_eq!(ws.read_file(&head, b"blob").unwrap(), noise(39));
+    // The undo chain ends where pruning cut it, and undo still works down to there.
+    ws.undo(1, snap_tree::Run::Apply).unwrap();
+    assert_eq!(std::fs::read(root.join("blob")).unwrap(), noise(38));
+    ws.redo(1, snap_tree::Run::Apply).unwrap();
+    assert_eq!(std::fs::read(root.join("blob")).unwrap(), noise(39));
+}

@@ -4,13 +4,38 @@
 use super::*;
 
 impl Workspace {
+    /// Applies the retention rules after a save, when `auto` is on: by count and age, then
+    /// by size (`max_store_bytes`), which may drop more.
+    pub(super) fn auto_retention(&self) -> Result<Option<(PruneReport, GcReport)>, TreeError> {
+        let retention = &self.config.retention;
+        if !retention.auto {
+            return Ok(None);
+        }
+        let by_count = self.prune_by_count()?;
+        let by_size = match retention.max_store_bytes {
+            0 => None,
+            max => self.store.prune_to_size(max)?,
+        };
+        let Some(mut by_size) = by_size else {
+            return Ok(by_count);
+        };
+        let (mut pruned, gc) = by_count.unwrap_or_default();
+        pruned.removed.append(&mut by_size.pruned.removed);
+        pruned.kept = by_size.pruned.kept;
+        let gc = GcReport {
+            bytes_before: gc.bytes_before.max(by_size.gc.bytes_before),
+            ..by_size.gc
+        };
+        Ok(Some((pruned, gc)))
+    }
+
     /// Prunes and collects garbage once the store holds clearly more than `keep_last`
     /// snapshots and one of them could go, so that a store left alone stays bounded. Cheap
     /// when nothing is due: a count of a catalog table, and past the threshold the oldest
     /// snapshot's time (a week of agent saves is all inside `keep_within`).
-    pub(super) fn auto_retention(&self) -> Result<Option<(PruneReport, GcReport)>, TreeError> {
+    fn prune_by_count(&self) -> Result<Option<(PruneReport, GcReport)>, TreeError> {
         let retention = &self.config.retention;
-        if !retention.auto || self.store.snapshot_count()? <= retention.auto_threshold() {
+        if self.store.snapshot_count()? <= retention.auto_threshold() {
             return Ok(None);
         }
         let policy = retention.policy().map_err(|why| TreeError::Config {

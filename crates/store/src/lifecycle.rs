@@ -318,13 +318,7 @@ impl Store {
             progress(done as u64 + 1, total);
             let reader = PackReader::open(&self.pack_path(&loc.pack))?;
             let (info, payload) = reader.read_frame(loc.frame.offset, loc.frame.id)?;
-            writer.copy(&EncodedObject {
-                id: info.id,
-                kind: info.kind,
-                raw_len: info.raw_len,
-                compression: info.compression,
-                payload,
-            })?;
+            writer.copy(&EncodedObject::stored(info, payload))?;
         }
         let packs = writer.finish()?;
         // A rewritten pack can come out byte for byte equal to one it replaces, and so under

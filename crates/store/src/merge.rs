@@ -131,13 +131,7 @@ impl Store {
                 continue;
             }
             let (info, payload) = reader.read_frame(offset, id)?;
-            writer.copy(&EncodedObject {
-                id: info.id,
-                kind: info.kind,
-                raw_len: info.raw_len,
-                compression: info.compression,
-                payload,
-            })?;
+            writer.copy(&EncodedObject::stored(info, payload))?;
             copied += 1;
         }
         Ok(copied)

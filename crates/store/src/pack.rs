@@ -123,6 +123,18 @@ impl EncodedObject {
         })
     }
 
+    /// A frame as it was read from a pack (`info` its header, `payload` as stored), to copy
+    /// into another pack without decoding it.
+    pub fn stored(info: FrameInfo, payload: Vec<u8>) -> EncodedObject {
+        EncodedObject {
+            id: info.id,
+            kind: info.kind,
+            raw_len: info.raw_len,
+            compression: info.compression,
+            payload,
+        }
+    }
+
     /// A chunk stored as `raw_len` bytes of `block` from `offset` (see [`crate::slice`]).
     pub fn encode_slice(id: ObjectId, raw_len: u32, block: ObjectId, offset: u32) -> EncodedObject {
         EncodedObject {

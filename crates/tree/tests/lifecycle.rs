@@ -38,6 +38,20 @@ fn store_bytes(ws: &Workspace) -> u64 {
     s.pack_bytes
 }
 
+/// Runs `check` on `ws`, then again after the catalog is deleted and rebuilt from the packs
+/// alone (which must verify); returns the repaired workspace.
+fn checked_after_repair(ws: Workspace, root: &Path, check: impl Fn(&Workspace)) -> Workspace {
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+    check(&ws);
+    drop(ws);
+    std::fs::remove_file(root.join(".snap/catalog.redb")).unwrap();
+    snap_tree::repair(root, None).unwrap();
+    let ws = Workspace::discover(root, None).unwrap();
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+    check(&ws);
+    ws
+}
+
 fn keep_last(n: u64) -> Retention {
     Retention {
         keep_last: n,
@@ -321,13 +335,7 @@ fn gc_and_repair_keep_the_blocks_of_live_small_files() {
             );
         }
     };
-    check(&ws);
-    drop(ws);
-    std::fs::remove_file(root.join(".snap/catalog.redb")).unwrap();
-    snap_tree::repair(root, None).unwrap();
-    let ws = Workspace::discover(root, None).unwrap();
-    assert!(ws.verify(true).unwrap().problems.is_empty());
-    check(&ws);
+    checked_after_repair(ws, root, check);
 }
 
 /// A 70 KB source file of varied lines (zstd takes it to about a fifth).
@@ -375,13 +383,7 @@ fn an_edited_file_is_stored_as_a_delta_and_gc_keeps_its_bases() {
         let head = ws.head().unwrap().unwrap();
         assert_eq!(ws.read_file(&head, b"big.rs").unwrap(), body.as_bytes());
     };
-    check(&ws);
-    drop(ws);
-    std::fs::remove_file(root.join(".snap/catalog.redb")).unwrap();
-    snap_tree::repair(root, None).unwrap();
-    let ws = Workspace::discover(root, None).unwrap();
-    assert!(ws.verify(true).unwrap().problems.is_empty());
-    check(&ws);
+    let ws = checked_after_repair(ws, root, check);
     ws.undo(6, snap_tree::Run::Apply).unwrap();
     let want = body.lines().count() - 6;
     let now = std::fs::read_to_string(root.join("big.rs")).unwrap();
@@ -421,13 +423,7 @@ fn saves_merge_small_packs_by_themselves() {
             assert_eq!(got.unwrap(), format!("edit {i}\n").as_bytes());
         }
     };
-    check(&ws);
-    drop(ws);
-    std::fs::remove_file(root.join(".snap/catalog.redb")).unwrap();
-    snap_tree::repair(root, None).unwrap();
-    let ws = Workspace::discover(root, None).unwrap();
-    assert!(ws.verify(true).unwrap().problems.is_empty());
-    check(&ws);
+    checked_after_repair(ws, root, check);
 }
 
 /// `max_store_bytes`: past it, saves drop the oldest snapshots (whatever `keep_last` says)

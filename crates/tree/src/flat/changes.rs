@@ -322,15 +322,7 @@ impl StoredDiffer<'_> {
     fn removed(&mut self, entry: &TreeEntry, dir: &[u8]) -> Result<(), StoreError> {
         let path = join(dir, &entry.name);
         if entry.kind != EntryKind::Dir {
-            self.old_nodes.insert(
-                path.clone(),
-                Node {
-                    kind: entry.kind,
-                    size: entry.size,
-                    id: entry.id,
-                    mode: entry.mode,
-                },
-            );
+            self.old_nodes.insert(path.clone(), Node::from(entry));
             self.changes.push((path, Change::Deleted));
             return Ok(());
         }

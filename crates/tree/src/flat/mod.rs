@@ -33,6 +33,18 @@ pub struct Node {
     pub mode: Option<u16>,
 }
 
+impl From<&TreeEntry> for Node {
+    /// The entry a stored tree holds for one of its names.
+    fn from(entry: &TreeEntry) -> Node {
+        Node {
+            kind: entry.kind,
+            size: entry.size,
+            id: entry.id,
+            mode: entry.mode,
+        }
+    }
+}
+
 /// True when two modes are both known and differ. A mode not recorded (an old snapshot)
 /// differs from nothing, so upgrading snap does not make every file look changed.
 pub fn modes_differ(a: Option<u16>, b: Option<u16>) -> bool {
@@ -60,15 +72,7 @@ pub fn flatten(store: &Store, root: &ObjectId) -> Result<FlatTree, StoreError> {
             if entry.kind == EntryKind::Dir {
                 stack.push((path.clone(), entry.id));
             }
-            out.insert(
-                path,
-                Node {
-                    kind: entry.kind,
-                    size: entry.size,
-                    id: entry.id,
-                    mode: entry.mode,
-                },
-            );
+            out.insert(path, Node::from(&entry));
         }
     }
     Ok(out)
@@ -108,13 +112,7 @@ fn unfold_dir(
     let twins: HashMap<&[u8], &TreeEntry> = theirs.iter().map(|t| (t.name.as_slice(), t)).collect();
     for entry in store.read_tree(id)?.entries {
         let path = join(dir, &entry.name);
-        let node = Node {
-            kind: entry.kind,
-            size: entry.size,
-            id: entry.id,
-            mode: entry.mode,
-        };
-        out.insert(path.clone(), node);
+        out.insert(path.clone(), Node::from(&entry));
         if entry.kind != EntryKind::Dir {
             continue;
         }

@@ -253,12 +253,7 @@ pub(super) fn add_target(
     path: &[u8],
     (plan, target): &mut Planning,
 ) -> Result<(), StoreError> {
-    let node = Node {
-        kind: entry.kind,
-        size: entry.size,
-        id: entry.id,
-        mode: entry.mode,
-    };
+    let node = Node::from(entry);
     target.insert(path.to_vec(), node);
     if entry.kind != EntryKind::Dir {
         plan.write.push((path.to_vec(), node));

@@ -3,14 +3,20 @@
 //! What a snapshot costs is only known once gc has run (its objects are shared with its
 //! neighbours), so the budget is met by rounds: drop a share of the oldest droppable
 //! snapshots sized to the overshoot, collect the garbage compacting every pack, measure
-//! again. HEAD and the redo stack are never dropped; the undo chain loses its oldest end
-//! first, as with `keep_last`.
+//! again. HEAD, the redo stack and HEAD's nearest ancestors are never dropped; the undo chain
+//! loses its oldest end first, as with `keep_last`.
 
 use std::collections::HashSet;
 
 use crate::catalog::Commit;
 use crate::lifecycle::{GcReport, PruneReport};
 use crate::{ObjectId, Store, StoreError};
+
+/// Retention by size never drops the nearest this many ancestors of HEAD: undo keeps working
+/// that far back whatever the budget.
+pub const BUDGET_KEEPS_UNDO: usize = 10;
+/// At most this many rounds of dropping and gc run in one call.
+pub const BUDGET_ROUNDS: usize = 8;
 
 /// What meeting a budget did.
 #[derive(Clone, Debug, Default)]
@@ -21,6 +27,8 @@ pub struct BudgetReport {
     pub gc: GcReport,
     /// The store's size when done.
     pub bytes: u64,
+    /// Whether the store fits the budget now (it may not, when what must stay is larger).
+    pub fits: bool,
 }
 
 impl Store {
@@ -33,23 +41,25 @@ impl Store {
         Ok(total)
     }
 
-    /// Drops the oldest snapshots (never HEAD or the redo stack) until the store takes at
-    /// most `max` bytes or nothing more may go; `None` when it already fits.
+    /// Drops the oldest snapshots until the store takes at most `max` bytes; `None` when it
+    /// already fits. HEAD, the redo stack and HEAD's nearest [`BUDGET_KEEPS_UNDO`] ancestors
+    /// always stay, so a budget too small for them cannot take undo away, and at most
+    /// [`BUDGET_ROUNDS`] rounds run: the report says whether the store fits.
     pub fn prune_to_size(&self, max: u64) -> Result<Option<BudgetReport>, StoreError> {
         let mut bytes = self.disk_bytes()?;
         if bytes <= max {
             return Ok(None);
         }
         let mut report = BudgetReport::default();
-        while bytes > max {
+        // Old snapshots mostly share their objects: the first round drops the overshoot's
+        // share of the droppable snapshots, and each round that frees too little doubles it.
+        let mut share = (bytes - max) as f64 / bytes as f64;
+        for _ in 0..BUDGET_ROUNDS {
             let droppable = self.droppable_oldest_first()?;
-            if droppable.is_empty() {
+            if droppable.is_empty() || bytes <= max {
                 break;
             }
-            // The share of the store over budget, of the droppable snapshots (at least one):
-            // old snapshots mostly share their objects, so this rarely overshoots.
-            let over = (bytes - max) as f64 / bytes as f64;
-            let n = ((droppable.len() as f64 * over).ceil() as usize).clamp(1, droppable.len());
+            let n = ((droppable.len() as f64 * share).ceil() as usize).clamp(1, droppable.len());
             let dropped: Vec<ObjectId> = droppable.iter().take(n).map(|(id, _)| *id).collect();
             self.commit(&Commit {
                 remove_snapshots: dropped,
@@ -57,18 +67,32 @@ impl Store {
             })?;
             report.pruned.removed.extend(droppable.into_iter().take(n));
             add(&mut report.gc, &self.gc_compacting()?);
-            bytes = self.disk_bytes()?;
+            let now = self.disk_bytes()?;
+            if now > max && bytes - now.min(bytes) < (bytes - max) / 2 {
+                share = (share * 2.0).min(1.0);
+            }
+            bytes = now;
         }
         report.pruned.kept = self.snapshot_count()? as usize;
         report.bytes = bytes;
+        report.fits = bytes <= max;
         Ok(Some(report))
     }
 
-    /// Every snapshot but HEAD and the redo stack, oldest first.
+    /// The snapshots retention by size may drop, oldest first: all but HEAD, the redo stack
+    /// and HEAD's nearest [`BUDGET_KEEPS_UNDO`] ancestors.
     fn droppable_oldest_first(&self) -> Result<Vec<(ObjectId, crate::SnapshotRecord)>, StoreError> {
         let history = self.history()?;
-        let kept: HashSet<ObjectId> = history.head.into_iter().chain(history.redo).collect();
         let mut all = self.snapshots()?;
+        let mut kept: HashSet<ObjectId> = history.redo.into_iter().collect();
+        let by_id: std::collections::HashMap<ObjectId, Option<ObjectId>> =
+            all.iter().map(|(id, r)| (*id, r.parent)).collect();
+        let mut next = history.head;
+        for _ in 0..=BUDGET_KEEPS_UNDO {
+            let Some(id) = next else { break };
+            kept.insert(id);
+            next = by_id.get(&id).copied().flatten();
+        }
         all.retain(|(id, _)| !kept.contains(id));
         all.sort_by_key(|(_, r)| r.seq);
         Ok(all)

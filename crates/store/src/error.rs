@@ -15,6 +15,10 @@ pub enum StoreError {
         /// The underlying OS error.
         source: std::io::Error,
     },
+    /// A write into a new pack failed earlier, losing the frames that pack held: nothing of
+    /// the writer may be committed. Carries the store directory.
+    #[error("a write into a new pack in {0} failed earlier; nothing of it was kept")]
+    WriterFailed(PathBuf),
     /// The directory holds no store (no `packs/` in it); carries the store directory.
     #[error("no snap store at {0} (run `snap init` or `snap save` first)")]
     NotFound(PathBuf),

@@ -32,7 +32,7 @@ mod writer;
 // The failpoint function beside its module, for the write protocols' `crate::failpoint(...)`.
 use failpoint::failpoint;
 
-pub use budget::BudgetReport;
+pub use budget::{BUDGET_KEEPS_UNDO, BUDGET_ROUNDS, BudgetReport};
 pub use catalog::{CATALOG_VERSION, Commit, HistoryState, Location, decode_snapshot_row};
 pub use dircache::{DirCache, DirCacheUpdate, DirHeader, DirRecord, ListedKind, encode_dir_record};
 pub use error::StoreError;

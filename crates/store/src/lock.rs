@@ -114,6 +114,12 @@ fn wait_for(
 ) -> Result<(), StoreError> {
     match flock(&*file, op) {
         Ok(()) => return Ok(()),
+        Err(rustix::io::Errno::WOULDBLOCK) if timeout.is_zero() => {
+            return Err(StoreError::Locked {
+                holder: read_holder(file),
+                waited_secs: 0,
+            });
+        }
         Err(rustix::io::Errno::WOULDBLOCK) => {}
         Err(e) => return Err(StoreError::io(path, e.into())),
     }
@@ -145,7 +151,9 @@ fn wait_for(
 /// Starts a thread that takes the lock on a duplicate of `file`'s descriptor (a `flock`
 /// belongs to the open file, which the duplicate shares) and reports the outcome. A waiter
 /// that gave up has dropped the receiver: the thread then lets the lock go at once, so a
-/// timed-out wait never leaves the lock held.
+/// timed-out wait never leaves the lock held. (Until then the thread stays queued in the
+/// kernel, which matters only to a long-lived process whose waits time out: each such wait
+/// takes and drops the lock once, when its turn comes.)
 fn block_in_kernel(
     file: &File,
     op: FlockOperation,

@@ -58,12 +58,12 @@ impl Store {
     fn packs_to_merge(&self) -> Result<Vec<(ObjectId, u64)>, StoreError> {
         let mut small = Vec::new();
         for (pack, _) in self.catalog.packs()? {
-            let path = self.pack_path(&pack);
-            let size = std::fs::metadata(&path)
-                .map_err(|e| StoreError::io(&path, e))?
-                .len();
-            if size < SMALL_PACK {
-                small.push((pack, size));
+            // A pack that cannot be looked at (gone, unreadable) is left to verify to name.
+            let Ok(meta) = std::fs::metadata(self.pack_path(&pack)) else {
+                continue;
+            };
+            if meta.len() < SMALL_PACK {
+                small.push((pack, meta.len()));
             }
         }
         if (small.len() as u64) <= AUTO_MERGE_PACKS {
@@ -83,12 +83,16 @@ impl Store {
         let mut merged = Vec::new();
         for &(pack, size) in packs {
             // A pack that cannot be read whole stays as it is, for verify to name and repair
-            // to mend: upkeep must never make saving fail. Frames copied from it before the
-            // failure are good copies and are located in the new pack like the others.
-            let Ok(copied) = self.copy_located_frames(&pack, &writer) else {
+            // to mend. It is read before anything of it is written, so that a failed write
+            // (a full disk) ends the merge before its commit instead of passing for a
+            // damaged pack: a pack is dropped only once every frame of it is copied.
+            let Ok(frames) = self.located_frames(&pack) else {
                 continue;
             };
-            report.objects_copied += copied;
+            for frame in &frames {
+                writer.copy(frame)?;
+            }
+            report.objects_copied += frames.len();
             report.packs_merged += 1;
             report.bytes_merged += size;
             merged.push(pack);
@@ -115,26 +119,22 @@ impl Store {
         Ok(report)
     }
 
-    /// Copies, as stored, each frame of `pack` that the catalog locates there (a frame it
-    /// locates elsewhere, or not at all, is garbage left by gc or a crash); returns how many.
-    fn copy_located_frames(
-        &self,
-        pack: &ObjectId,
-        writer: &crate::ObjectWriter<'_>,
-    ) -> Result<usize, StoreError> {
+    /// Reads, as stored, each frame of `pack` that the catalog locates there (a frame it
+    /// locates elsewhere, or not at all, is garbage left by gc or a crash). A small pack's
+    /// frames fit in memory: packs under [`SMALL_PACK`] are the only ones merged.
+    fn located_frames(&self, pack: &ObjectId) -> Result<Vec<EncodedObject>, StoreError> {
         let reader = PackReader::open(&self.pack_path(pack))?;
         let (index, _, _) = reader.read_trailer()?;
-        let mut copied = 0;
+        let mut frames = Vec::new();
         for (id, offset) in index {
             let located = self.catalog.locate(&id)?;
             if !located.is_some_and(|l| l.pack == *pack && l.frame.offset == offset) {
                 continue;
             }
             let (info, payload) = reader.read_frame(offset, id)?;
-            writer.copy(&EncodedObject::stored(info, payload))?;
-            copied += 1;
+            frames.push(EncodedObject::stored(info, payload));
         }
-        Ok(copied)
+        Ok(frames)
     }
 }
 

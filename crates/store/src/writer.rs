@@ -30,6 +30,9 @@ pub struct ObjectWriter<'s> {
     /// a restore, which reads in the same order, then needs each block on one thread only.
     blocks: Vec<Mutex<PendingBlock>>,
     dry_run: bool,
+    /// Set when an append failed: the open pack it was writing, and the frames in it, are
+    /// gone, so [`ObjectWriter::finish`] refuses, whatever the caller made of the error.
+    failed: std::sync::atomic::AtomicBool,
 }
 
 thread_local! {
@@ -55,6 +58,7 @@ impl<'s> ObjectWriter<'s> {
             sealed: Mutex::default(),
             blocks: (0..MAX_LANES).map(|_| Mutex::default()).collect(),
             dry_run,
+            failed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -167,6 +171,15 @@ impl<'s> ObjectWriter<'s> {
     }
 
     pub(crate) fn append(&self, encoded: &EncodedObject) -> Result<(), StoreError> {
+        let appended = self.append_to_a_lane(encoded);
+        if appended.is_err() {
+            self.failed
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        appended
+    }
+
+    fn append_to_a_lane(&self, encoded: &EncodedObject) -> Result<(), StoreError> {
         let mut lane = self.free_lane();
         let mut current = match lane.take() {
             Some(w) => w,
@@ -213,6 +226,9 @@ impl<'s> ObjectWriter<'s> {
     pub fn finish(self) -> Result<Vec<(ObjectId, Vec<FrameInfo>)>, StoreError> {
         for block in &self.blocks {
             self.store_block(std::mem::take(&mut *lock_poisoned(block)))?;
+        }
+        if self.failed.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(StoreError::WriterFailed(self.store.dir().to_path_buf()));
         }
         let mut sealed = self.sealed.into_inner().unwrap_or_else(|p| p.into_inner());
         let open: Vec<PackWriter> = (self.lanes.into_iter())

@@ -723,3 +723,42 @@ fn an_undo_from_the_walk_memo_moves_exactly_to_its_target() {
     }
     assert!(from_memo.get() > 0, "no undo was answered by the walk memo");
 }
+
+/// An undo through the walk memo to a snapshot whose tree is HEAD's own (an edit saved, then
+/// reverted by hand and saved) has nothing to do: it names no change and touches nothing.
+#[test]
+fn an_undo_from_the_memo_to_the_same_tree_touches_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("w");
+    std::fs::create_dir(&root).unwrap();
+    let ws = Workspace::init(&root, None, false).unwrap();
+    let files = ["a", "d/x", "d/e/z"];
+    for f in files {
+        apply(
+            &root,
+            &Op::Write(FILES.iter().position(|p| *p == f).unwrap(), b"1".to_vec()),
+        );
+    }
+    let save_settled = || {
+        settle(&root);
+        ws.save(&SaveOptions::default()).unwrap();
+    };
+    save_settled();
+    std::fs::write(root.join("d/e/z"), b"2").unwrap();
+    save_settled();
+    std::fs::write(root.join("d/e/z"), b"1").unwrap();
+    save_settled();
+    settle(&root);
+    let stamps = || -> Vec<i64> {
+        ["d", "a", "d/x", "d/e", "d/e/z"]
+            .iter()
+            .map(|p| newest_stamp(&root.join(p)))
+            .collect()
+    };
+    let before = stamps();
+    let undone = ws.undo(2, snap_tree::Run::Apply).unwrap();
+    assert!(undone.changes.is_empty(), "{:?}", undone.changes);
+    assert_eq!(undone.target.record.seq, 1);
+    assert_eq!(stamps(), before, "the undo touched the tree");
+    head_matches_disk(&ws, &root).unwrap();
+}

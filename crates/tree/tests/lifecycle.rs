@@ -474,3 +474,31 @@ fn saves_keep_the_store_within_max_store_bytes() {
     ws.redo(1, snap_tree::Run::Apply).unwrap();
     assert_eq!(std::fs::read(root.join("blob")).unwrap(), noise(39));
 }
+
+/// A budget smaller than what must stay never takes undo away: HEAD's nearest
+/// `BUDGET_KEEPS_UNDO` ancestors stay, and undo reaches back through them.
+#[test]
+fn a_budget_too_small_keeps_the_nearest_undo_steps() {
+    use snap_tree::snap_store::BUDGET_KEEPS_UNDO;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".snap")).unwrap();
+    std::fs::write(
+        root.join(".snap/config.toml"),
+        "[retention]\nmax_store_bytes = 1000\n",
+    )
+    .unwrap();
+    let ws = Workspace::init(root, None, false).unwrap();
+    for i in 0..30 {
+        write(root, "f", &format!("version {i}\n"));
+        save(&ws);
+    }
+    let kept = ws.log(true).unwrap().len();
+    assert_eq!(kept, BUDGET_KEEPS_UNDO + 1);
+    ws.undo(BUDGET_KEEPS_UNDO as u64, snap_tree::Run::Apply).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("f")).unwrap(),
+        format!("version {}\n", 29 - BUDGET_KEEPS_UNDO)
+    );
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+}

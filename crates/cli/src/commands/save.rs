@@ -31,6 +31,9 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
         allow_empty: args.allow_empty,
     };
     let out = ws.save(&opts)?;
+    if let Some(e) = &out.upkeep_error {
+        eprintln!("warning: saved, but merging small packs failed (the next save retries): {e}");
+    }
     let head = ws.head()?;
     let value = json_only(ctx, || {
         json::value(&json::SaveDoc {

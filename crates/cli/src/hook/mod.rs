@@ -380,7 +380,16 @@ fn save(
         meta: meta(agent, event),
         allow_empty: false,
     };
-    let saved = ws.save(&opts)?.snapshot;
+    let out = ws.save(&opts)?;
+    if let Some(e) = &out.upkeep_error {
+        log::failure(
+            Some(ws.store().dir()),
+            agent,
+            &event.name,
+            &format!("saved, but merging small packs failed: {e}"),
+        );
+    }
+    let saved = out.snapshot;
     match &event.session {
         Some(session) if wants_context => changed_under_agent(&ws, session, seen, saved.as_ref()),
         _ => Ok(None),

@@ -40,10 +40,11 @@ mod turns;
 pub use rows::{HistoryState, Location, decode_snapshot_row};
 
 /// Catalog format version stored under `meta["format"]`. Version 2 stores may hold delta
-/// frames (compression 2), version 3 stores blocks (kind 5) and slices (compression 3), which
-/// older readers would call corrupt; an older catalog is marked current by the first commit
-/// that adds packs.
-pub const CATALOG_VERSION: u32 = 3;
+/// frames (compression 2), version 3 stores blocks (kind 5) and slices (compression 3),
+/// version 4 stores delta chains up to 16 deep (file deltas), all of which older readers
+/// would call corrupt; an older catalog is marked current by the first commit that adds
+/// packs.
+pub const CATALOG_VERSION: u32 = 4;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const OBJECTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("objects");

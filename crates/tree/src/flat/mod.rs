@@ -89,10 +89,10 @@ pub fn unfold_against(
     root: &ObjectId,
     target: &ObjectId,
 ) -> Result<FlatTree, StoreError> {
+    // The root is always listed, even when the target is the same tree: an empty flat tree
+    // would say that nothing is on disk.
     let mut out = FlatTree::new();
-    if root != target {
-        unfold_dir(store, &[], root, Some(target), &mut out)?;
-    }
+    unfold_dir(store, &[], root, Some(target), &mut out)?;
     Ok(out)
 }
 

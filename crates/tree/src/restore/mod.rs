@@ -133,8 +133,10 @@ pub fn apply_with(
     let touched = AtomicU64::new(0);
     let steps = take_steps(&g, plan, &touched, tick);
     let touched = touched.into_inner() as usize;
-    if touched > 0 {
-        // Also when stopped: what was done is durable before the marker is left behind.
+    if !plan.is_empty() {
+        // Also when stopped: what was done is durable before the marker is left behind. And
+        // also when nothing was touched: a roll-forward after a kill finds every path done by
+        // the killed run, whose writes may not have reached the disk yet.
         sync_restored(tree.root, &g.root_fd, plan, g.durability)?;
     }
     steps?;

@@ -28,6 +28,9 @@ pub struct SaveOutcome {
     pub report: ScanReport,
     /// Snapshots pruned (and what gc gave back) by the automatic retention this save ran.
     pub retention: Option<(PruneReport, GcReport)>,
+    /// The upkeep after the commit that failed (merging small packs), when it did: the
+    /// snapshot is saved all the same, and the next save tries the upkeep again.
+    pub upkeep_error: Option<String>,
 }
 
 /// The working tree against HEAD.
@@ -82,6 +85,7 @@ impl Workspace {
                 changes: Vec::new(),
                 report: cap.report,
                 retention: None,
+                upkeep_error: None,
             });
         }
         // `head_flat` holds just the old entries of the changed paths, which is all the line
@@ -108,15 +112,19 @@ impl Workspace {
         )?;
         let retention = self.auto_retention()?;
         // gc merges small packs itself; otherwise a save past the pack threshold ends with a
-        // bounded merge, so one-file saves do not leave a pack file each.
-        if retention.as_ref().is_none_or(|(p, _)| p.removed.is_empty()) {
-            self.store.merge_small_packs()?;
-        }
+        // bounded merge, so one-file saves do not leave a pack file each. The snapshot is
+        // committed: a failed merge is reported, never the save's failure.
+        let merge = retention
+            .as_ref()
+            .is_none_or(|(p, _)| p.removed.is_empty())
+            .then(|| self.store.merge_small_packs());
+        let upkeep_error = merge.and_then(|m| m.err()).map(|e| e.to_string());
         Ok(SaveOutcome {
             snapshot: Some(snapshot),
             changes,
             report: cap.report,
             retention,
+            upkeep_error,
         })
     }
 

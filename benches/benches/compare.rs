@@ -398,11 +398,12 @@ fn bench_hook_call(
 /// once, beside `restic restore` of its first backup and git checking out its first commit,
 /// each into an empty directory of its own.
 fn whole_restore(b: &Bench) {
+    // `snap export` writes a snapshot into another directory with the restore engine; a
+    // store belongs to its own workspace, so restoring into a stranger is not a thing.
     let target = b.peers.join("snap-restore");
-    std::fs::create_dir_all(&target).unwrap();
     let restore = || {
-        let ws = Workspace::discover(&target, Some(&b.tree.join(".snap"))).unwrap();
-        ws.restore("#1", &[], snap_tree::Run::Apply).unwrap();
+        let ws = Workspace::discover(&b.tree, None).unwrap();
+        ws.export("#1", &[], &target).unwrap();
     };
     let snap = once("snap restore of the first snapshot, whole tree", restore);
     let mut peers = Vec::new();

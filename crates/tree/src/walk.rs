@@ -68,6 +68,22 @@ impl Walk {
         !self.inexact && self.sum().to_bytes() == memo.digest && newest < memo.written_ns
     }
 
+    /// True when this walk found exactly what the walk of `memo` found (its digest), though
+    /// entries were modified in the same clock tick as that scan began; returns the regular
+    /// files among them, whose content a stat cannot vouch for. `None` when the walk differs.
+    pub fn racy_since(&self, memo: &WalkMemo) -> Option<Vec<&[u8]>> {
+        if self.inexact || self.sum().to_bytes() != memo.digest {
+            return None;
+        }
+        let racy = |k: &StatKey| k.mtime_ns.max(k.ctime_ns) >= memo.written_ns;
+        Some(
+            (self.entries.iter())
+                .filter(|(_, _, stat)| stat.as_ref().is_some_and(racy))
+                .map(|(path, _, _)| path.as_slice())
+                .collect(),
+        )
+    }
+
     /// The order-free digest of every entry with its stat key (too-large files included):
     /// the sum of the directories' tallies.
     pub fn sum(&self) -> WalkSum {

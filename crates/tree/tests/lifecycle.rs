@@ -495,7 +495,8 @@ fn a_budget_too_small_keeps_the_nearest_undo_steps() {
     }
     let kept = ws.log(true).unwrap().len();
     assert_eq!(kept, BUDGET_KEEPS_UNDO + 1);
-    ws.undo(BUDGET_KEEPS_UNDO as u64, snap_tree::Run::Apply).unwrap();
+    ws.undo(BUDGET_KEEPS_UNDO as u64, snap_tree::Run::Apply)
+        .unwrap();
     assert_eq!(
         std::fs::read_to_string(root.join("f")).unwrap(),
         format!("version {}\n", 29 - BUDGET_KEEPS_UNDO)

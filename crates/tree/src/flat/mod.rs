@@ -127,6 +127,26 @@ fn unfold_dir(
     Ok(())
 }
 
+/// The entry tree `root` holds at `path`, reading only the trees on the way to it.
+pub fn entry_at(store: &Store, root: &ObjectId, path: &[u8]) -> Result<Option<Node>, StoreError> {
+    let mut id = *root;
+    let mut names = path.split(|&b| b == b'/').peekable();
+    while let Some(name) = names.next() {
+        let tree = store.read_tree(&id)?;
+        let Some(entry) = tree.entries.iter().find(|e| e.name == name) else {
+            return Ok(None);
+        };
+        if names.peek().is_none() {
+            return Ok(Some(Node::from(entry)));
+        }
+        if entry.kind != EntryKind::Dir {
+            return Ok(None);
+        }
+        id = entry.id;
+    }
+    Ok(None)
+}
+
 /// `prefix/name`, or `name` at the root.
 pub fn join(prefix: &[u8], name: &[u8]) -> Vec<u8> {
     if prefix.is_empty() {

@@ -67,6 +67,10 @@ impl<'a> PhaseTimer<'a> {
     }
 }
 
+/// A move reads again at most this many files modified in the clock tick of the scan that
+/// left the walk memo, to take the memo all the same; more, and it scans as usual.
+const RACY_RECHECK_MAX: usize = 32;
+
 /// Tree cache entries to write: each built directory's subtree memo.
 pub(super) type TreeMemos = Vec<(Vec<u8>, WalkMemo)>;
 
@@ -235,7 +239,13 @@ impl Workspace {
         });
         dirs.remove = scan::gone_dirs(&dir_cache.records, &walk);
         dirs.put = std::mem::take(&mut walk.dirs);
-        if let Some(memo) = memo.filter(|m| walk.unchanged_since(m)) {
+        // A move right after a save usually finds files modified in the save's own clock
+        // tick, which the walk memo cannot vouch for by stat: reading those few files again
+        // can (git's racily clean entries).
+        let vouched = |m: &WalkMemo| {
+            walk.unchanged_since(m) || (keep_stats && self.racy_files_are_head(&walk, m))
+        };
+        if let Some(memo) = memo.filter(|m| vouched(m)) {
             return Ok(unchanged_capture(
                 memo.root,
                 walk,
@@ -252,6 +262,24 @@ impl Workspace {
             dirs,
         };
         self.store_capture(writer, walk, preloaded, start, &timer)
+    }
+
+    /// True when `walk` found what the walk of `memo` found and each regular file modified
+    /// in that scan's clock tick (at most [`RACY_RECHECK_MAX`]) holds now, read again, what
+    /// HEAD's tree `memo.root` holds for it. Any failure to tell is a no.
+    fn racy_files_are_head(&self, walk: &scan::Walk, memo: &WalkMemo) -> bool {
+        let Some(racy) = walk.racy_since(memo) else {
+            return false;
+        };
+        if racy.len() > RACY_RECHECK_MAX {
+            return false;
+        }
+        let hasher = self.store.dry_writer();
+        racy.into_iter().all(|path| {
+            let now = scan::store_path(&self.root, path, &hasher);
+            let head = flat::entry_at(&self.store, &memo.root, path);
+            matches!((now, head), (Ok(n), Ok(Some(h))) if n.kind == h.kind && n.id == h.id)
+        })
     }
 
     /// The rest of a capture the walk memo could not answer: reads and stores what changed

@@ -40,7 +40,9 @@ pub use id::{ID_LEN, ObjectId};
 pub use identity::{IDENTITY_FILE, WORKSPACE_ID_LEN, WorkspaceIdentity};
 pub use lifecycle::{GcReport, PruneReport, REPACK_LIVE_SHARE, Retention, StoreStats};
 pub use lock::{DEFAULT_LOCK_TIMEOUT, cap_lock_wait, lock_timeout, on_lock_wait};
-pub use merge::{AUTO_MERGE_BYTES, AUTO_MERGE_PACKS, MergeReport};
+pub use merge::{
+    AUTO_MERGE_BYTES, AUTO_MERGE_PACKS, MERGE_MAX_OBJECTS, MERGE_MAX_PACK_OBJECTS, MergeReport,
+};
 pub use object::{
     ChangeStats, ChunkList, ChunkRef, EntryKind, ObjectKind, PERMISSION_BITS, RECORD_VERSION,
     SnapshotKind, SnapshotRecord, TREE_VERSION, Tree, TreeEntry, check_entry_name, decode_record,

@@ -24,6 +24,14 @@ pub const AUTO_MERGE_PACKS: u64 = 32;
 /// One merge copies at most this many bytes of packs, so that it stays a small cost at the
 /// end of a save; the smallest packs go first.
 pub const AUTO_MERGE_BYTES: u64 = 32 << 20;
+/// Only packs of at most this many objects are merged: those of a few saves each. A pack a
+/// first save left is full of small files' slices, and re-pointing each of its objects in
+/// the catalog would rewrite most of the `objects` table's pages (their ids are random), so
+/// that redb's file would double for the length of the commit.
+pub const MERGE_MAX_PACK_OBJECTS: u64 = 512;
+/// One merge re-points at most this many objects, which bounds the catalog pages it
+/// rewrites.
+pub const MERGE_MAX_OBJECTS: u64 = 1024;
 
 /// What a merge did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -57,22 +65,30 @@ impl Store {
     /// [`AUTO_MERGE_PACKS`] are small. See [`geometric_split`] for which.
     fn packs_to_merge(&self) -> Result<Vec<(ObjectId, u64)>, StoreError> {
         let mut small = Vec::new();
-        for (pack, _) in self.catalog.packs()? {
+        for (pack, objects) in self.catalog.packs()? {
             // A pack that cannot be looked at (gone, unreadable) is left to verify to name.
             let Ok(meta) = std::fs::metadata(self.pack_path(&pack)) else {
                 continue;
             };
-            if meta.len() < SMALL_PACK {
-                small.push((pack, meta.len()));
+            if meta.len() < SMALL_PACK && objects <= MERGE_MAX_PACK_OBJECTS {
+                small.push((pack, meta.len(), objects));
             }
         }
         if (small.len() as u64) <= AUTO_MERGE_PACKS {
             return Ok(Vec::new());
         }
-        small.sort_unstable_by_key(|&(pack, size)| (size, pack));
-        let sizes: Vec<u64> = small.iter().map(|&(_, size)| size).collect();
+        small.sort_unstable_by_key(|&(pack, size, _)| (size, pack));
+        let sizes: Vec<u64> = small.iter().map(|&(_, size, _)| size).collect();
         small.truncate(geometric_split(&sizes, AUTO_MERGE_BYTES));
-        Ok(small)
+        let mut objects = 0;
+        small.retain(|&(_, _, n)| {
+            objects += n;
+            objects <= MERGE_MAX_OBJECTS
+        });
+        Ok(small
+            .into_iter()
+            .map(|(pack, size, _)| (pack, size))
+            .collect())
     }
 
     /// Copies every frame the catalog locates in `packs` into a new pack, commits, then

@@ -503,3 +503,35 @@ fn a_budget_too_small_keeps_the_nearest_undo_steps() {
     );
     assert!(ws.verify(true).unwrap().problems.is_empty());
 }
+
+/// The automatic merge leaves alone a pack of many objects (a first save's, full of small
+/// files): re-pointing each of them would rewrite most of the catalog. Only the packs of
+/// later one-file saves are merged.
+#[test]
+fn the_merge_leaves_a_first_saves_pack_alone() {
+    use snap_tree::snap_store::{AUTO_MERGE_PACKS, MERGE_MAX_PACK_OBJECTS};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ws = Workspace::init(root, None, false).unwrap();
+    source_tree(root, 2 * MERGE_MAX_PACK_OBJECTS as usize);
+    save(&ws);
+    let first = pack_paths(root);
+    assert_eq!(first.len(), 1);
+    // Edits of 8 KiB that do not compress: their packs soon add up to more than the first
+    // one, which the size rule alone would then merge.
+    for i in 0..3 * AUTO_MERGE_PACKS {
+        let noise: String = (0..8192u64)
+            .map(|k| char::from(b'a' + ((k * 7919 + i * 104_729) % 251 % 26) as u8))
+            .collect();
+        write(root, "edits/e", &noise);
+        save(&ws);
+    }
+    let now = pack_paths(root);
+    assert!(now.contains(&first[0]), "the first save's pack was merged");
+    assert!(
+        now.len() as u64 <= AUTO_MERGE_PACKS + 1,
+        "{} packs",
+        now.len()
+    );
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+}

@@ -242,10 +242,12 @@ impl Workspace {
         // A move right after a save usually finds files modified in the save's own clock
         // tick, which the walk memo cannot vouch for by stat: reading those few files again
         // can (git's racily clean entries).
-        let vouched = |m: &WalkMemo| {
-            walk.unchanged_since(m) || (keep_stats && self.racy_files_are_head(&walk, m))
+        let vouched = match memo {
+            Some(m) if walk.unchanged_since(&m) => Some(m),
+            Some(m) if keep_stats && self.racy_files_are_head(&walk, &m)? => Some(m),
+            _ => None,
         };
-        if let Some(memo) = memo.filter(|m| vouched(m)) {
+        if let Some(memo) = vouched {
             return Ok(unchanged_capture(
                 memo.root,
                 walk,
@@ -266,20 +268,27 @@ impl Workspace {
 
     /// True when `walk` found what the walk of `memo` found and each regular file modified
     /// in that scan's clock tick (at most [`RACY_RECHECK_MAX`]) holds now, read again, what
-    /// HEAD's tree `memo.root` holds for it. Any failure to tell is a no.
-    fn racy_files_are_head(&self, walk: &scan::Walk, memo: &WalkMemo) -> bool {
+    /// HEAD's tree `memo.root` holds for it. A file that cannot be read again is a no (the
+    /// scan then names it); a store that cannot be read is the command's error, as it would
+    /// be on the scan's path.
+    fn racy_files_are_head(&self, walk: &scan::Walk, memo: &WalkMemo) -> Result<bool, TreeError> {
         let Some(racy) = walk.racy_since(memo) else {
-            return false;
+            return Ok(false);
         };
         if racy.len() > RACY_RECHECK_MAX {
-            return false;
+            return Ok(false);
         }
         let hasher = self.store.dry_writer();
-        racy.into_iter().all(|path| {
-            let now = scan::store_path(&self.root, path, &hasher);
-            let head = flat::entry_at(&self.store, &memo.root, path);
-            matches!((now, head), (Ok(n), Ok(Some(h))) if n.kind == h.kind && n.id == h.id)
-        })
+        for path in racy {
+            let Ok(now) = scan::store_path(&self.root, path, &hasher) else {
+                return Ok(false);
+            };
+            let head = flat::entry_at(&self.store, &memo.root, path)?;
+            if !head.is_some_and(|h| h.kind == now.kind && h.id == now.id) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// The rest of a capture the walk memo could not answer: reads and stores what changed

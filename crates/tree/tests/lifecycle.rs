@@ -513,10 +513,15 @@ fn the_merge_leaves_a_first_saves_pack_alone() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let ws = Workspace::init(root, None, false).unwrap();
-    source_tree(root, 2 * MERGE_MAX_PACK_OBJECTS as usize);
+    source_tree(root, 4 * MERGE_MAX_PACK_OBJECTS as usize);
     save(&ws);
+    // Threads storing at once may each fill a pack of their own: the largest then holds at
+    // least half the files, far more than the merge takes.
     let first = pack_paths(root);
-    assert_eq!(first.len(), 1);
+    let largest = (first.iter())
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap()
+        .clone();
     // Edits of 8 KiB that do not compress: their packs soon add up to more than the first
     // one, which the size rule alone would then merge.
     for i in 0..3 * AUTO_MERGE_PACKS {
@@ -527,9 +532,9 @@ fn the_merge_leaves_a_first_saves_pack_alone() {
         save(&ws);
     }
     let now = pack_paths(root);
-    assert!(now.contains(&first[0]), "the first save's pack was merged");
+    assert!(now.contains(&largest), "the first save's pack was merged");
     assert!(
-        now.len() as u64 <= AUTO_MERGE_PACKS + 1,
+        now.len() as u64 <= AUTO_MERGE_PACKS + first.len() as u64,
         "{} packs",
         now.len()
     );

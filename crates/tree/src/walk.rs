@@ -33,6 +33,9 @@ pub struct Walk {
     pub left_out: Vec<Vec<u8>>,
     /// Each visited directory's permission bits, from the stat taken when it was visited.
     pub dir_modes: HashMap<Vec<u8>, u16>,
+    /// The newest mtime or ctime of a symlink or oversize file: entries whose stat keys
+    /// `entries` does not keep, so that [`Walk::racy_since`] cannot name them.
+    pub newest_unlisted_ns: i64,
 }
 
 /// Each directory's subtree digest and newest mtime (everything under it), summed bottom up
@@ -71,8 +74,13 @@ impl Walk {
     /// True when this walk found exactly what the walk of `memo` found (its digest), though
     /// entries were modified in the same clock tick as that scan began; returns the regular
     /// files among them, whose content a stat cannot vouch for. `None` when the walk differs.
+    /// A symlink modified in that tick is a no (`None`) as well: only regular files are read
+    /// again, and the memo a move leaves may hold a link replaced after the move wrote it.
     pub fn racy_since(&self, memo: &WalkMemo) -> Option<Vec<&[u8]>> {
-        if self.inexact || self.sum().to_bytes() != memo.digest {
+        if self.inexact
+            || self.newest_unlisted_ns >= memo.written_ns
+            || self.sum().to_bytes() != memo.digest
+        {
             return None;
         }
         let racy = |k: &StatKey| k.mtime_ns.max(k.ctime_ns) >= memo.written_ns;

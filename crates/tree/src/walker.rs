@@ -89,7 +89,10 @@ pub fn walk(
             rules_kept: true,
         }]),
         pending: AtomicUsize::new(1),
-        found: Mutex::new(Walk::default()),
+        found: Mutex::new(Walk {
+            newest_unlisted_ns: i64::MIN,
+            ..Walk::default()
+        }),
         failure: Mutex::new(None),
     };
     std::thread::scope(|s| {
@@ -223,29 +226,12 @@ fn visit_dir(shared: &Shared<'_>, job: Job) -> Result<(), TreeError> {
 }
 
 fn publish(shared: &Shared<'_>, rel: Vec<u8>, visited: Visited) {
-    let mut tally = Tally {
-        newest_ns: i64::MIN,
-        ..Tally::default()
-    };
-    for item in &visited.items {
-        item.tally(&mut tally);
-    }
-    if tally.left_out {
-        tally.sum.add(&rel, 5, None);
-    }
-    // The directory's mode is in its parent's tree, so its subtree's digest must move with it.
-    let mode = StatKey {
-        size: 0,
-        mtime_ns: 0,
-        ctime_ns: 0,
-        ino: 0,
-        mode: u32::from(visited.mode),
-    };
-    tally.sum.add(&rel, 6, Some(&mode));
+    let tally = own_tally(&rel, &visited);
     let left_out = visited.items.iter().any(Item::is_left_out);
     {
         let mut found = shared.found.lock().unwrap_or_else(|p| p.into_inner());
         found.inexact |= tally.inexact;
+        found.newest_unlisted_ns = found.newest_unlisted_ns.max(tally.newest_unlisted_ns);
         found
             .tallies
             .push((rel.clone(), tally.sum, tally.newest_ns));
@@ -269,6 +255,32 @@ fn publish(shared: &Shared<'_>, rel: Vec<u8>, visited: Visited) {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .extend(visited.jobs);
+}
+
+/// A directory's own share of the walk: its entries' digest and newest stamps, whether it
+/// holds something left out (kind 5), and its mode (kind 6).
+fn own_tally(rel: &[u8], visited: &Visited) -> Tally {
+    let mut tally = Tally {
+        newest_ns: i64::MIN,
+        newest_unlisted_ns: i64::MIN,
+        ..Tally::default()
+    };
+    for item in &visited.items {
+        item.tally(&mut tally);
+    }
+    if tally.left_out {
+        tally.sum.add(rel, 5, None);
+    }
+    // The directory's mode is in its parent's tree, so its subtree's digest must move with it.
+    let mode = StatKey {
+        size: 0,
+        mtime_ns: 0,
+        ctime_ns: 0,
+        ino: 0,
+        mode: u32::from(visited.mode),
+    };
+    tally.sum.add(rel, 6, Some(&mode));
+    tally
 }
 
 /// A directory from its cached record: `None` when the record is no longer good (the
@@ -488,7 +500,11 @@ impl Item {
         };
         if let Some(key) = key {
             // ctime too: an mtime set back says nothing of when the content changed.
-            tally.newest_ns = tally.newest_ns.max(key.mtime_ns).max(key.ctime_ns);
+            let stamp = key.mtime_ns.max(key.ctime_ns);
+            tally.newest_ns = tally.newest_ns.max(stamp);
+            if kind >= 2 {
+                tally.newest_unlisted_ns = tally.newest_unlisted_ns.max(stamp);
+            }
         }
         tally.sum.add(path, kind, key);
     }
@@ -499,6 +515,8 @@ impl Item {
 struct Tally {
     sum: WalkSum,
     newest_ns: i64,
+    /// Of symlinks and oversize files only (see `Walk::newest_unlisted_ns`).
+    newest_unlisted_ns: i64,
     inexact: bool,
     left_out: bool,
 }
@@ -588,4 +606,103 @@ pub fn stat_key(st: &rustix::fs::Stat) -> StatKey {
         ino: st.st_ino,
         mode: st.st_mode,
     }
+}
+
+/// One directory's own share of a walk, read again after a move changed it: what the walk
+/// would add for it now (its entries, not theirs).
+#[derive(Debug)]
+pub struct DirShare {
+    /// Its share of the walk's digest.
+    pub sum: WalkSum,
+    /// The tracked entries it holds (directories, files, symlinks): name and kind.
+    pub tracked: Vec<(Vec<u8>, EntryKind)>,
+    /// Its permission bits.
+    pub mode: u16,
+    /// It holds something the walk leaves out (ignored, oversize, special).
+    pub left_out: bool,
+    /// A symlink in it could not be stat-ed.
+    pub inexact: bool,
+}
+
+/// Reads directory `rel` of `root` as [`walk`] reads it (same ignore rules, from the
+/// ignore files of every directory above it, same stats), without entering its
+/// subdirectories; `None` when it is not a directory there. Each directory on the way is
+/// opened with `O_NOFOLLOW`.
+pub fn dir_share(
+    root: &Path,
+    config: &Config,
+    skip: Option<&Path>,
+    rel: &[u8],
+) -> Result<Option<DirShare>, TreeError> {
+    let Some(job) = job_at(root, rel)? else {
+        return Ok(None);
+    };
+    let records = HashMap::new();
+    let shared = Shared {
+        root,
+        config,
+        skip,
+        cache: DirCacheView {
+            records: &records,
+            fs_now_ns: i64::MIN,
+        },
+        queue: Mutex::new(Vec::new()),
+        pending: AtomicUsize::new(0),
+        found: Mutex::new(Walk::default()),
+        failure: Mutex::new(None),
+    };
+    let visited = visit_read(&shared, &job, &abs(root, rel), None)?;
+    let tally = own_tally(rel, &visited);
+    let tracked = visited
+        .items
+        .iter()
+        .filter_map(|item| {
+            let (path, kind) = match item {
+                Item::Dir(path) => (path, EntryKind::Dir),
+                Item::Link(path, _) => (path, EntryKind::Symlink),
+                Item::File(path, kind, _) => (path, *kind),
+                _ => return None,
+            };
+            Some((crate::flat::split(path).1.to_vec(), kind))
+        })
+        .collect();
+    Ok(Some(DirShare {
+        sum: tally.sum,
+        tracked,
+        mode: visited.mode,
+        left_out: tally.left_out,
+        inexact: tally.inexact,
+    }))
+}
+
+/// The job that reads directory `rel`: opened component by component, with the rules of
+/// every directory above it read as the walk reads them. `None` when a component is gone or
+/// not a directory.
+fn job_at(root: &Path, rel: &[u8]) -> Result<Option<Job>, TreeError> {
+    let mut fd = rustix::fs::open(root, DIR_FLAGS.difference(OFlags::NOFOLLOW), Mode::empty())
+        .map_err(|e| TreeError::io(root, e.into()))?;
+    let mut rules = Arc::new(Rules::none());
+    let mut at: Vec<u8> = Vec::new();
+    for name in rel.split(|&b| b == b'/').filter(|_| !rel.is_empty()) {
+        let present = |file: &str| stat_at(&fd, file).is_some();
+        let here = read_rules(
+            &abs(root, &at),
+            present(GITIGNORE),
+            present(SNAPIGNORE),
+            &rules,
+        );
+        rules = Arc::new(here);
+        at = crate::flat::join(&at, name);
+        fd = match rustix::fs::openat(&fd, OsStr::from_bytes(name), DIR_FLAGS, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => return Ok(None),
+            Err(e) => return Err(TreeError::io(abs(root, &at), e.into())),
+        };
+    }
+    Ok(Some(Job {
+        fd,
+        rel: rel.to_vec(),
+        parent_rules: rules,
+        rules_kept: false,
+    }))
 }

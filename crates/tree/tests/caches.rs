@@ -808,3 +808,250 @@ fn an_undo_right_after_a_save_rereads_only_the_racy_files() {
         head_matches_disk(&ws, &root).unwrap();
     }
 }
+
+/// What a fresh walk finds on disk: each tracked path with its kind and content.
+fn disk_picture(root: &Path) -> Vec<(Vec<u8>, EntryKind, Vec<u8>)> {
+    let fresh = walk(root, &Config::default()).unwrap();
+    let mut entries = fresh.entries;
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries
+        .into_iter()
+        .map(|(path, kind, _)| {
+            let abs = root.join(std::str::from_utf8(&path).unwrap());
+            let bytes = match kind {
+                EntryKind::Dir => Vec::new(),
+                EntryKind::Symlink => std::fs::read_link(&abs)
+                    .unwrap()
+                    .into_os_string()
+                    .into_encoded_bytes(),
+                _ => std::fs::read(&abs).unwrap(),
+            };
+            (path, kind, bytes)
+        })
+        .collect()
+}
+
+/// What snapshot `snapshot` holds, as [`disk_picture`] draws the disk.
+fn snapshot_picture(
+    ws: &Workspace,
+    snapshot: &snap_tree::Snapshot,
+) -> Vec<(Vec<u8>, EntryKind, Vec<u8>)> {
+    let flat = ws.files(snapshot).unwrap();
+    flat.iter()
+        .map(|(path, node)| {
+            let bytes = match node.kind {
+                EntryKind::Dir => Vec::new(),
+                _ => ws.read_file(snapshot, path).unwrap(),
+            };
+            (path.clone(), node.kind, bytes)
+        })
+        .collect()
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Edit(Op),
+    Tick,
+    Save,
+    Undo,
+    Redo,
+}
+
+/// Edits of files, including those a stat barely sees (same size with the mtime put back,
+/// an mtime set back, renames with the directories' mtimes put back).
+fn edit_op() -> impl Strategy<Value = Op> {
+    let f = 0..FILES.len();
+    prop_oneof![
+        4 => file_op(),
+        1 => f.clone().prop_map(Op::SameSize),
+        1 => f.prop_map(Op::Backdate),
+    ]
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        3 => edit_op().prop_map(Step::Edit),
+        2 => Just(Step::Tick),
+        1 => Just(Step::Save),
+        3 => Just(Step::Undo),
+        3 => Just(Step::Redo),
+    ]
+}
+
+/// One undo or redo checked against the disk: it finds the tree dirty exactly when the disk
+/// is not HEAD, saves first exactly what was on disk, and leaves exactly its target. Returns
+/// whether it moved and whether it took the walk memo (read no file but racy ones).
+fn checked_move(
+    ws: &Workspace,
+    root: &Path,
+    undo: bool,
+    scans: &std::sync::atomic::AtomicU64,
+) -> Result<(bool, bool), TestCaseError> {
+    use std::sync::atomic::Ordering;
+    let before = disk_picture(root);
+    let head = ws.head().unwrap().unwrap();
+    let dirty = before != snapshot_picture(ws, &head);
+    let counted = scans.load(Ordering::Relaxed);
+    let moved = if undo {
+        ws.undo(1, snap_tree::Run::Apply)
+    } else {
+        ws.redo(1, snap_tree::Run::Apply)
+    };
+    let moved = match moved {
+        Ok(moved) => moved,
+        Err(snap_tree::TreeError::NothingToUndo(_) | snap_tree::TreeError::NothingToRedo(_)) => {
+            return Ok((false, false));
+        }
+        Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+    };
+    prop_assert_eq!(moved.was_dirty, dirty, "undo {}: dirty", undo);
+    if let Some(saved) = &moved.auto_saved {
+        prop_assert_eq!(&snapshot_picture(ws, saved), &before, "saved first");
+    }
+    prop_assert!(moved.kept.is_empty(), "kept {:?}", moved.kept);
+    prop_assert_eq!(
+        disk_picture(root),
+        snapshot_picture(ws, &ws.head().unwrap().unwrap())
+    );
+    Ok((true, scans.load(Ordering::Relaxed) == counted))
+}
+
+/// Steps of undo, redo, save and edits (some in the clock tick of the move before them).
+/// Returns how many moves right after a move took the walk memo that move left.
+fn moves_against_the_disk(base: &Path, steps: Vec<Step>) -> Result<u64, TestCaseError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let dir = tempfile::tempdir_in(base).unwrap();
+    let root = dir.path().join("w");
+    std::fs::create_dir(&root).unwrap();
+    let mut ws = Workspace::init(&root, None, false).unwrap();
+    let scans = std::sync::Arc::new(AtomicU64::new(0));
+    let counted = std::sync::Arc::clone(&scans);
+    ws.set_observer(Box::new(move |e| {
+        if matches!(e, snap_tree::Event::Timing { step, .. } if step.starts_with("files stored")) {
+            counted.fetch_add(1, Ordering::Relaxed);
+        }
+    }));
+    let rounds: [&[&str]; 2] = [&["a", "d/x"], &["a", "d/e/z", "d/e/f/deep"]];
+    for (round, files) in rounds.iter().enumerate() {
+        for f in *files {
+            let i = FILES.iter().position(|p| p == f).unwrap();
+            apply(&root, &Op::Write(i, vec![b'0' + round as u8; 3]));
+        }
+        settle(&root);
+        ws.save(&SaveOptions::default()).unwrap();
+    }
+    let (mut after_move, mut from_memo) = (false, 0);
+    for step in &steps {
+        match step {
+            Step::Edit(op) => apply(&root, op),
+            Step::Tick => settle(&root),
+            Step::Save => {
+                let head = ws.head().unwrap().unwrap();
+                let clean = disk_picture(&root) == snapshot_picture(&ws, &head);
+                let saved = ws.save(&SaveOptions::default()).unwrap();
+                prop_assert_eq!(saved.snapshot.is_none(), clean, "save after {:?}", steps);
+                head_matches_disk(&ws, &root)?;
+                after_move = false;
+            }
+            Step::Undo | Step::Redo => {
+                let undo = matches!(step, Step::Undo);
+                let (moved, memo) = checked_move(&ws, &root, undo, &scans)?;
+                from_memo += u64::from(moved && memo && after_move);
+                after_move |= moved;
+            }
+        }
+    }
+    Ok(from_memo)
+}
+
+/// A move leaves a walk memo of the tree it made, built from the walk before it and the
+/// directories it touched, read again (FORMAT 6.4). That memo must never hide a change:
+/// after random undos, redos, saves and edits, some in the clock tick of the move before
+/// them, every move finds the tree dirty exactly when the disk is not HEAD and saves first
+/// exactly what is on disk, and every save records exactly what is on disk.
+#[test]
+fn the_memo_a_move_leaves_never_hides_a_change() {
+    let from_memo = std::cell::Cell::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 40,
+        ..ProptestConfig::default()
+    });
+    let outcome = runner.run(&proptest::collection::vec(step(), 1..24), |steps| {
+        from_memo.set(from_memo.get() + moves_against_the_disk(&std::env::temp_dir(), steps)?);
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+    assert!(
+        from_memo.get() > 0,
+        "no move took the walk memo the move before it left"
+    );
+}
+
+/// The same on a filesystem of one-second timestamps, without waits: every edit lands in the
+/// clock tick of the move before it, where a stat cannot tell it from what the move wrote,
+/// and only the memo's clock (the walk's before the move) makes the next command read it.
+#[test]
+fn the_memo_a_move_leaves_never_hides_a_change_on_one_second_timestamps() {
+    let Some(fs) = CoarseFs::mount() else {
+        eprintln!("cannot loop-mount an ext4 image here (needs root); skipping");
+        return;
+    };
+    let from_memo = std::cell::Cell::new(0);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 16,
+        ..ProptestConfig::default()
+    });
+    // The undo writes `a` back; rewritten in its tick with the same size and mtime, it stats
+    // as the undo left it.
+    let a = FILES.iter().position(|p| *p == "a").unwrap();
+    let edited = vec![Step::Undo, Step::Edit(Op::SameSize(a)), Step::Redo];
+    moves_against_the_disk(fs.dir.path(), edited).unwrap();
+    let quick = step().prop_filter("no waits", |s| !matches!(s, Step::Tick));
+    let outcome = runner.run(&proptest::collection::vec(quick, 1..24), |steps| {
+        from_memo.set(from_memo.get() + moves_against_the_disk(fs.dir.path(), steps)?);
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+    assert!(
+        from_memo.get() > 0,
+        "no move took the walk memo the move before it left"
+    );
+}
+
+/// A file removed from a directory a move touched, after the move wrote there and before it
+/// made its walk memo, is gone from no snapshot: the memo must not take its absence in, or
+/// the move after would find the tree clean (its walk has the memo's digest, and what the
+/// move wrote is read again and is HEAD's) and never record it gone.
+#[test]
+fn what_changes_during_a_move_is_not_taken_into_its_memo() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("w");
+    std::fs::create_dir(&root).unwrap();
+    let mut ws = Workspace::init(&root, None, false).unwrap();
+    std::fs::write(root.join("a"), b"a").unwrap();
+    std::fs::create_dir(root.join("d")).unwrap();
+    std::fs::write(root.join("d/y"), b"y").unwrap();
+    for content in [b"000", b"111"] {
+        std::fs::write(root.join("d/x"), content).unwrap();
+        settle(&root);
+        ws.save(&SaveOptions::default()).unwrap();
+    }
+    settle(&root);
+    let armed = std::sync::Arc::new(AtomicBool::new(true));
+    let (fire, other) = (std::sync::Arc::clone(&armed), root.join("d/y"));
+    ws.set_observer(Box::new(move |e| {
+        let written = matches!(e, snap_tree::Event::Progress { phase: snap_tree::Phase::Restore, done, total } if done == total && *total > 0);
+        if written && fire.swap(false, Ordering::Relaxed) {
+            std::fs::remove_file(&other).unwrap();
+        }
+    }));
+    ws.undo(1, snap_tree::Run::Apply).unwrap();
+    assert!(!armed.load(Ordering::Relaxed), "the undo wrote nothing");
+    let (moved, _) = checked_move(&ws, &root, false, &AtomicU64::new(0)).unwrap();
+    assert!(moved);
+}

@@ -129,6 +129,7 @@ pub(super) fn unchanged_capture(
         },
         cache,
         pruned: HashSet::new(),
+        basis: None,
     }
 }
 
@@ -145,6 +146,9 @@ pub(super) struct Capture {
     /// Directories whose entries `flat` leaves out (their ids are known): a save's scan
     /// prunes what the tree cache vouches for. Empty for a whole capture.
     pub(super) pruned: HashSet<Vec<u8>>,
+    /// For a move, when its walk pinned the tree `root` down: what the walk memo of the tree
+    /// after the move is made from.
+    pub(super) basis: Option<WalkBasis>,
 }
 
 /// The directories whose subtree digest is the one the tree cache holds, with every entry
@@ -248,13 +252,10 @@ impl Workspace {
             _ => None,
         };
         if let Some(memo) = vouched {
-            return Ok(unchanged_capture(
-                memo.root,
-                walk,
-                dirs,
-                writer.is_dry_run(),
-                keep_stats,
-            ));
+            let basis = keep_stats.then(|| WalkBasis::of(&walk, memo.written_ns));
+            let mut cap = unchanged_capture(memo.root, walk, dirs, writer.is_dry_run(), keep_stats);
+            cap.basis = basis.flatten();
+            return Ok(cap);
         }
         let start = ScanStart {
             fs_now_ns,
@@ -303,6 +304,9 @@ impl Workspace {
     ) -> Result<Capture, TreeError> {
         let exact = !walk.inexact;
         let sum = walk.sum().to_bytes();
+        let basis = start
+            .keep_stats
+            .then(|| WalkBasis::of(&walk, start.fs_now_ns));
         let subtrees = exact.then(|| scan::subtree_sums(&walk));
         let (previous, clean) = match &subtrees {
             Some(subtrees) => {
@@ -378,6 +382,7 @@ impl Workspace {
                 0 => HashSet::new(),
                 _ => clean.into_keys().collect(),
             },
+            basis: basis.flatten().filter(|_| pinned),
         })
     }
 

@@ -6,6 +6,7 @@
 mod capture;
 mod export;
 mod lifecycle;
+mod memo;
 mod moves;
 mod query;
 mod record;
@@ -40,6 +41,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub use crate::snapshot::{LogEntry, PathChange, Recovered, Snapshot};
 use capture::*;
 pub use export::ExportOutcome;
+use memo::WalkBasis;
 pub use moves::MoveOutcome;
 use record::*;
 pub use save::{SaveOptions, SaveOutcome, Status};

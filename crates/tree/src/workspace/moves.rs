@@ -90,6 +90,8 @@ pub(super) struct Scanned<'a> {
     pub(super) root: ObjectId,
     /// The snapshot whose tree is `root` (the unsaved changes', or HEAD).
     pub(super) parent: Option<&'a Snapshot>,
+    /// What the walk memo of the tree after the move is made from, if anything.
+    pub(super) basis: Option<&'a WalkBasis>,
 }
 
 /// The working tree `base` with everything at or under each of `paths` taken from `source`.
@@ -371,6 +373,7 @@ impl Workspace {
             stats: &cap.stats,
             root: cap.root,
             parent: Some(outcome.auto_saved.as_ref().unwrap_or(head)),
+            basis: cap.basis.as_ref(),
         };
         outcome.kept = self.move_to(
             outcome.op,
@@ -470,6 +473,7 @@ impl Workspace {
             stats: &cap.stats,
             root: cap.root,
             parent: parent.as_ref(),
+            basis: cap.basis.as_ref(),
         };
         outcome.kept = self.move_to(
             Op::Restore,
@@ -526,10 +530,21 @@ impl Workspace {
                     return Err(e);
                 }
             };
+        // Only a move that left every planned path as the target has it leaves a memo.
+        let memo = (scanned.basis)
+            .filter(|_| applied.kept.is_empty() && ruled_out.is_empty())
+            .and_then(|basis| self.memo_after_move(basis, &plan, &target.record.root));
         failpoint("before-head-commit");
-        self.store.set_history(HistoryState {
-            head: Some(marker.head),
-            redo: marker.redo.clone(),
+        self.store.commit(&Commit {
+            history: Some(HistoryState {
+                head: Some(marker.head),
+                redo: marker.redo.clone(),
+            }),
+            stat_cache: StatCacheUpdate {
+                walk: memo,
+                ..StatCacheUpdate::default()
+            },
+            ..Commit::default()
         })?;
         failpoint("after-head-commit");
         marker.remove(self.store.dir())?;

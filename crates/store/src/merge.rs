@@ -64,13 +64,20 @@ impl Store {
     /// The small packs to merge, smallest first: empty unless more than
     /// [`AUTO_MERGE_PACKS`] are small. See [`geometric_split`] for which.
     fn packs_to_merge(&self) -> Result<Vec<(ObjectId, u64)>, StoreError> {
+        // The object count is in the catalog; only packs it lets through are stat-ed, so a
+        // store of many large packs costs a save one catalog read, not a stat per pack.
+        let mut few: Vec<(ObjectId, u64)> = self.catalog.packs()?;
+        few.retain(|&(_, objects)| objects <= MERGE_MAX_PACK_OBJECTS);
+        if (few.len() as u64) <= AUTO_MERGE_PACKS {
+            return Ok(Vec::new());
+        }
         let mut small = Vec::new();
-        for (pack, objects) in self.catalog.packs()? {
+        for (pack, objects) in few {
             // A pack that cannot be looked at (gone, unreadable) is left to verify to name.
             let Ok(meta) = std::fs::metadata(self.pack_path(&pack)) else {
                 continue;
             };
-            if meta.len() < SMALL_PACK && objects <= MERGE_MAX_PACK_OBJECTS {
+            if meta.len() < SMALL_PACK {
                 small.push((pack, meta.len(), objects));
             }
         }

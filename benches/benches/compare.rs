@@ -147,22 +147,41 @@ fn bench_snap(c: &mut Criterion, b: &Bench, first: &mut Vec<(String, Duration)>)
                 save(&b.tree);
                 std::thread::sleep(Duration::from_millis(20));
             },
-            |()| match &bin {
-                Some(bin) => run(Command::new(bin)
-                    .arg("-C")
-                    .arg(&b.tree)
-                    .args(["undo", "-q"])),
-                None => drop(
-                    Workspace::discover(&b.tree, None)
-                        .unwrap()
-                        .undo(1, snap_tree::Run::Apply)
-                        .unwrap(),
-                ),
+            |()| snap_move(bin.as_deref(), &b.tree, "undo"),
+            BatchSize::PerIteration,
+        )
+    });
+    // Redo right after an undo: the tree the undo made, which the undo's walk memo vouches
+    // for (what it wrote is read again).
+    g.bench_function("snap-redo", |bch| {
+        bch.iter_batched(
+            || {
+                touch_files(&b.tree, 3, &mut round);
+                save(&b.tree);
+                std::thread::sleep(Duration::from_millis(20));
+                snap_move(bin.as_deref(), &b.tree, "undo");
+                std::thread::sleep(Duration::from_millis(20));
             },
+            |()| snap_move(bin.as_deref(), &b.tree, "redo"),
             BatchSize::PerIteration,
         )
     });
     g.finish();
+}
+
+/// `snap undo` or `snap redo` by the release binary, or in process without it.
+fn snap_move(bin: Option<&Path>, tree: &Path, op: &str) {
+    match bin {
+        Some(bin) => run(Command::new(bin).arg("-C").arg(tree).args([op, "-q"])),
+        None => {
+            let ws = Workspace::discover(tree, None).unwrap();
+            let moved = match op {
+                "undo" => ws.undo(1, snap_tree::Run::Apply),
+                _ => ws.redo(1, snap_tree::Run::Apply),
+            };
+            drop(moved.unwrap());
+        }
+    }
 }
 
 /// The release binary, when it is built (`cargo build --release -p snap-undo`).
@@ -291,6 +310,17 @@ fn bench_jj(c: &mut Criterion, b: &Bench, first: &mut Vec<(String, Duration)>) {
                 run(jj().args(["util", "snapshot"]));
             },
             |()| run(jj().args(["undo"])),
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("jj-redo", |bch| {
+        bch.iter_batched(
+            || {
+                touch_files(&b.tree, 3, &mut round);
+                run(jj().args(["util", "snapshot"]));
+                run(jj().args(["undo"]));
+            },
+            |()| run(jj().args(["redo"])),
             BatchSize::PerIteration,
         )
     });
@@ -613,6 +643,7 @@ fn print_ratios(b: &Bench, first: &[(String, Duration)]) {
         ("snap-no-change-save", "restic-no-change-backup"),
         ("snap-undo", "jj-undo"),
         ("snap-undo", "git-undo"),
+        ("snap-redo", "jj-redo"),
     ];
     for (ours, theirs) in pairs {
         match (median(&group, ours), median(&group, theirs)) {

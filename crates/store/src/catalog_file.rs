@@ -87,6 +87,19 @@ impl StorageBackend for ObservedFile {
     }
 }
 
+/// redb's page cache, for reading and for a write transaction's dirty pages (up to half of
+/// it; past that they go to the file before the commit, which still syncs them). redb's
+/// default of 1 GiB held a million-file first save's whole catalog in memory: 700 MB peak.
+/// Rows are written in key order (`write_rows`), so evicted pages are rarely written twice.
+pub(crate) const CATALOG_CACHE_BYTES: usize = 32 << 20;
+
+/// The builder every catalog open goes through.
+pub(crate) fn builder() -> redb::Builder {
+    let mut builder = redb::Builder::new();
+    builder.set_cache_size(CATALOG_CACHE_BYTES);
+    builder
+}
+
 /// Opens (or with `create`, creates) the catalog database at `path`.
 pub(crate) fn open_database(
     path: &std::path::Path,
@@ -94,9 +107,9 @@ pub(crate) fn open_database(
 ) -> Result<redb::Database, redb::DatabaseError> {
     if !cfg!(debug_assertions) {
         return if create {
-            redb::Database::create(path)
+            builder().create(path)
         } else {
-            redb::Database::open(path)
+            builder().open(path)
         };
     }
     let file = std::fs::OpenOptions::new()
@@ -105,5 +118,5 @@ pub(crate) fn open_database(
         .create(create)
         .truncate(false)
         .open(path)?;
-    redb::Builder::new().create_with_backend(ObservedFile::new(file)?)
+    builder().create_with_backend(ObservedFile::new(file)?)
 }

@@ -34,12 +34,15 @@ impl Catalog {
         if let Some(walk) = update.walk {
             self.set_meta(txn, "walk", &walk.encode())?;
         }
-        let put = update.put.iter().map(|(p, e)| (p.as_slice(), e.encode()));
-        self.write_rows(
+        // Sorted by reference and encoded row by row: a first save's million rows, encoded
+        // at once, would take as much memory again as the rows themselves.
+        let mut put: Vec<&(Vec<u8>, StatEntry)> = update.put.iter().collect();
+        put.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        self.write_sorted_rows(
             txn,
             STAT_CACHE,
             update.remove.iter().map(Vec::as_slice),
-            put,
+            put.into_iter().map(|(p, e)| (p.as_slice(), e.encode())),
         )?;
         // Before the tree cache entries: a new config drops every directory's entries.
         self.write_dir_cache(txn, &update.dirs)?;
@@ -86,14 +89,25 @@ impl Catalog {
         remove: impl IntoIterator<Item = &'a [u8]>,
         put: impl IntoIterator<Item = (&'a [u8], V)>,
     ) -> Result<(), StoreError> {
-        let mut table = txn.open_table(table).map_err(|e| self.err(e))?;
-        for key in remove {
-            table.remove(key).map_err(|e| self.err(e))?;
-        }
         // In key order, rows fill redb's leaves; in walk order (threads finishing directories
         // as they go) they split leaves and leave them about half empty.
         let mut put: Vec<(&[u8], V)> = put.into_iter().collect();
         put.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        self.write_sorted_rows(txn, table, remove, put)
+    }
+
+    /// As [`Self::write_rows`], with `put` already in key order.
+    fn write_sorted_rows<'a, V: AsRef<[u8]>>(
+        &self,
+        txn: &WriteTransaction,
+        table: TableDefinition<&[u8], &[u8]>,
+        remove: impl IntoIterator<Item = &'a [u8]>,
+        put: impl IntoIterator<Item = (&'a [u8], V)>,
+    ) -> Result<(), StoreError> {
+        let mut table = txn.open_table(table).map_err(|e| self.err(e))?;
+        for key in remove {
+            table.remove(key).map_err(|e| self.err(e))?;
+        }
         for (key, value) in put {
             let sealed = seal(key, value.as_ref());
             table

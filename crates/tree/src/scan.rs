@@ -219,10 +219,6 @@ pub fn store_walk(
     let to_read = (walk.entries.iter().zip(&hits))
         .filter(|((_, kind, stat), hit)| *kind != EntryKind::Dir && !trusted(stat, hit))
         .count();
-    let stored: Vec<Result<Option<StoredEntry>, TreeError>> = match to_read {
-        n if n <= SERIAL_READ_MAX => walk.entries.into_iter().zip(hits).map(one).collect(),
-        _ => walk.entries.into_par_iter().zip(hits).map(one).collect(),
-    };
     let mut report = ScanReport {
         too_large: walk.too_large,
         special: walk.special,
@@ -230,22 +226,35 @@ pub fn store_walk(
     };
     let mut hashed = Vec::new();
     let mut stats = Vec::new();
-    let mut nodes = Vec::with_capacity(stored.len());
-    for item in stored {
-        match item? {
-            Some((path, mut node, entry, stat)) => {
-                if node.kind == EntryKind::Dir {
-                    node.mode = dir_modes.get(&path).copied();
+    let mut nodes = Vec::with_capacity(walk.entries.len());
+    let mut entries = walk.entries.into_iter().zip(hits);
+    // In chunks: what storing returns for a path is several times the path's entry, and a
+    // million of them at once was most of a first save's peak memory.
+    loop {
+        let chunk: Vec<_> = entries.by_ref().take(STORE_CHUNK).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        let stored: Vec<Result<Option<StoredEntry>, TreeError>> = match to_read {
+            n if n <= SERIAL_READ_MAX => chunk.into_iter().map(one).collect(),
+            _ => chunk.into_par_iter().map(one).collect(),
+        };
+        for item in stored {
+            match item? {
+                Some((path, mut node, entry, stat)) => {
+                    if node.kind == EntryKind::Dir {
+                        node.mode = dir_modes.get(&path).copied();
+                    }
+                    if let (true, Some(stat)) = (keep_stats, stat) {
+                        stats.push((path.clone(), stat));
+                    }
+                    if let Some(entry) = entry {
+                        hashed.push((path.clone(), entry));
+                    }
+                    nodes.push((path, node));
                 }
-                if let (true, Some(stat)) = (keep_stats, stat) {
-                    stats.push((path.clone(), stat));
-                }
-                if let Some(entry) = entry {
-                    hashed.push((path.clone(), entry));
-                }
-                nodes.push((path, node));
+                None => report.vanished += 1,
             }
-            None => report.vanished += 1,
         }
     }
     drop_orphans(&mut nodes);
@@ -287,6 +296,9 @@ fn match_cache<'c>(
 
 /// A scan that must read at most this many files reads them on the calling thread.
 const SERIAL_READ_MAX: usize = 4;
+
+/// Entries stored per parallel pass (see `store_walk`).
+const STORE_CHUNK: usize = 1 << 16;
 
 /// True when the stat cache entry vouches for the entry's current stat.
 fn trusted(stat: &Option<StatKey>, hit: &Option<&StatEntry>) -> bool {

@@ -92,14 +92,12 @@ pub fn file_paths(walk: &mut Walk) -> Vec<&[u8]> {
         .collect()
 }
 
-/// Takes the walk's regular files out of it, with their stats, in path order.
+/// Takes the walk's regular files out of it, with their stats, in no particular order.
 pub fn take_file_stats(walk: &mut Walk) -> Vec<(Vec<u8>, StatKey)> {
-    let mut stats: Vec<(Vec<u8>, StatKey)> = std::mem::take(&mut walk.entries)
+    std::mem::take(&mut walk.entries)
         .into_iter()
         .filter_map(|(path, _, stat)| Some((path, stat?)))
-        .collect();
-    stats.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    stats
+        .collect()
 }
 
 /// Directories with a record in `cache` that `walk` did not find: to drop.

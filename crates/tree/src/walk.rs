@@ -31,6 +31,9 @@ pub struct Walk {
     /// Directories holding entries the walk left out (emptied once the walk applied the
     /// directory rule to them).
     pub left_out: Vec<Vec<u8>>,
+    /// Each visited directory with how many tracked entries it holds (directories, files,
+    /// symlinks): what the directory rule counts.
+    pub tracked: Vec<(Vec<u8>, u32)>,
     /// Each visited directory's permission bits, from the stat taken when it was visited.
     pub dir_modes: HashMap<Vec<u8>, u16>,
     /// The newest mtime or ctime of a symlink or oversize file: entries whose stat keys

@@ -9,7 +9,7 @@
 //! Which entries are left out is decided in `rules.rs` (ignore files, default excludes, the
 //! store and version-control directories).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
@@ -114,30 +114,37 @@ pub fn walk(
 
 /// The directory rule (DESIGN §14): a directory is tracked when it holds something tracked
 /// or nothing at all. One holding only what the walk leaves out (or only such directories)
-/// is not, so that status, diff, save and the restore planner agree on it. Sorts the entries.
+/// is not, so that status, diff, save and the restore planner agree on it. Only directories
+/// holding something left out, and their parents, can be such: decided from each one's count
+/// of tracked entries, without sorting the entries.
 fn drop_hollow(walk: &mut Walk) {
     if walk.left_out.is_empty() {
         return;
     }
-    walk.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let mut left_out: std::collections::HashSet<Vec<u8>> = walk.left_out.drain(..).collect();
-    let mut occupied = std::collections::HashSet::new();
-    let mut keep = Vec::with_capacity(walk.entries.len());
-    // Reverse path order visits everything inside a directory before the directory.
-    for (path, kind, _) in walk.entries.iter().rev() {
-        let (parent, _) = crate::flat::split(path);
-        let hollow = *kind == EntryKind::Dir && !occupied.contains(path) && left_out.contains(path);
-        if hollow {
-            left_out.insert(parent.to_vec());
-        } else if !occupied.contains(parent) {
-            // Most entries share their parent with the one before: allocate once per directory.
-            occupied.insert(parent.to_vec());
+    let mut left_out: HashSet<Vec<u8>> = walk.left_out.drain(..).collect();
+    let mut dirs: Vec<&(Vec<u8>, u32)> = walk.tracked.iter().collect();
+    // A parent is a proper prefix of its children, so in descending byte order every
+    // directory comes after everything under it.
+    dirs.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    let mut hollow_children: HashMap<&[u8], u32> = HashMap::new();
+    let mut hollow: HashSet<&[u8]> = HashSet::new();
+    for (dir, tracked) in dirs {
+        let gone = hollow_children.get(dir.as_slice()).copied().unwrap_or(0);
+        if dir.is_empty() || *tracked != gone || !left_out.contains(dir) {
+            continue;
         }
-        keep.push(!hollow);
+        // Everything it tracks is itself hollow: so is it, and its parent holds something
+        // left out.
+        hollow.insert(dir);
+        let parent = crate::flat::split(dir).0;
+        *hollow_children.entry(parent).or_default() += 1;
+        left_out.insert(parent.to_vec());
     }
-    keep.reverse();
-    let mut keep = keep.into_iter();
-    walk.entries.retain(|_| keep.next().unwrap_or(true));
+    if hollow.is_empty() {
+        return;
+    }
+    walk.entries
+        .retain(|(path, kind, _)| *kind != EntryKind::Dir || !hollow.contains(path.as_slice()));
 }
 
 fn worker(shared: &Shared<'_>) {
@@ -228,6 +235,7 @@ fn visit_dir(shared: &Shared<'_>, job: Job) -> Result<(), TreeError> {
 fn publish(shared: &Shared<'_>, rel: Vec<u8>, visited: Visited) {
     let tally = own_tally(&rel, &visited);
     let left_out = visited.items.iter().any(Item::is_left_out);
+    let tracked = visited.items.iter().filter(|i| i.is_tracked()).count();
     {
         let mut found = shared.found.lock().unwrap_or_else(|p| p.into_inner());
         found.inexact |= tally.inexact;
@@ -241,6 +249,9 @@ fn publish(shared: &Shared<'_>, rel: Vec<u8>, visited: Visited) {
         if left_out {
             found.left_out.push(rel.clone());
         }
+        found
+            .tracked
+            .push((rel.clone(), u32::try_from(tracked).unwrap_or(u32::MAX)));
         found.dir_modes.insert(rel.clone(), visited.mode);
         match visited.record {
             Some(record) => found.dirs.push((rel, record)),
@@ -478,6 +489,11 @@ impl Item {
     /// True for an entry on disk that the tree does not track.
     fn is_left_out(&self) -> bool {
         matches!(self, Item::TooLarge(..) | Item::Special | Item::LeftOut)
+    }
+
+    /// True for an entry the walk lists in its entries.
+    fn is_tracked(&self) -> bool {
+        matches!(self, Item::Dir(_) | Item::Link(..) | Item::File(..))
     }
 
     /// Adds this entry to the walk's digest (see `walk::WalkSum`) and newest mtime.

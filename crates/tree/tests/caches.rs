@@ -1055,3 +1055,46 @@ fn what_changes_during_a_move_is_not_taken_into_its_memo() {
     let (moved, _) = checked_move(&ws, &root, false, &AtomicU64::new(0)).unwrap();
     assert!(moved);
 }
+
+/// The directory rule, as the walk applies it without sorting its entries: a directory
+/// holding only left-out entries, or only such directories, is not tracked; an empty one,
+/// or one holding anything tracked, is.
+#[test]
+fn the_walk_drops_exactly_the_hollow_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+    for (path, body) in [
+        ("only-ignored/x.log", "i"),
+        ("nested/inner/deep/y.log", "i"),
+        ("mixed/kept.txt", "k"),
+        ("mixed/z.log", "i"),
+        ("outer/kept.txt", "k"),
+        ("outer/hollow/w.log", "i"),
+    ] {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, body).unwrap();
+    }
+    std::fs::create_dir_all(root.join("empty")).unwrap();
+    std::fs::create_dir_all(root.join("holds-empty/empty")).unwrap();
+    let found = walk(root, &Config::default()).unwrap();
+    let paths: Vec<&str> = found
+        .entries
+        .iter()
+        .map(|e| std::str::from_utf8(&e.0).unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            ".gitignore",
+            "empty",
+            "holds-empty",
+            "holds-empty/empty",
+            "mixed",
+            "mixed/kept.txt",
+            "outer",
+            "outer/kept.txt",
+        ]
+    );
+}

@@ -1,6 +1,8 @@
 //! Planning a move: the steps that turn one flat tree (or the working tree's scan) into a
 //! target, read from the stored trees only where their ids differ.
 
+use std::collections::{HashMap, HashSet};
+
 use super::*;
 
 /// What a restore does, computed before anything is touched.
@@ -162,7 +164,7 @@ impl Plan {
 
 /// Refuses a plan whose files another process changed after the scan that saved them: a
 /// tracked file the plan replaces or removes whose stat is no longer the one in `stats` (the
-/// scan's, in path order). Checked just before anything is touched, so the refused command
+/// scan's, in any order). Checked just before anything is touched, so the refused command
 /// changes nothing and the other process's work is kept. (A path that was not a tracked file
 /// at the scan, an ignored file say, is not checked: the scan has no stat to compare.)
 pub fn check_unchanged(
@@ -171,12 +173,19 @@ pub fn check_unchanged(
     stats: &[(Vec<u8>, StatKey)],
 ) -> Result<(), TreeError> {
     let written = plan.write.iter().map(|(p, _)| p);
-    for path in plan.remove_files.iter().chain(written) {
+    let touched: Vec<&Vec<u8>> = plan.remove_files.iter().chain(written).collect();
+    if touched.is_empty() {
+        return Ok(());
+    }
+    // One pass over the stats (in any order) for the few paths a move usually touches.
+    let wanted: HashSet<&[u8]> = touched.iter().map(|p| p.as_slice()).collect();
+    let scanned: HashMap<&[u8], StatKey> = (stats.iter())
+        .filter(|(p, _)| wanted.contains(p.as_slice()))
+        .map(|(p, key)| (p.as_slice(), *key))
+        .collect();
+    for path in touched {
         let now = std::fs::symlink_metadata(scan::abs(root, path)).ok();
-        let expected = stats
-            .binary_search_by(|(p, _)| p.as_slice().cmp(path))
-            .ok()
-            .map(|i| stats[i].1);
+        let expected = scanned.get(path.as_slice()).copied();
         let changed = match (now, expected) {
             (Some(meta), Some(key)) => scan::stat_key(&meta) != key,
             _ => false,

@@ -135,7 +135,7 @@ pub(super) fn unchanged_capture(
 
 pub(super) struct Capture {
     pub(super) flat: FlatTree,
-    /// Each regular file's stat as the scan saw it, in path order; only when asked for (moves
+    /// Each regular file's stat as the scan saw it, in no particular order; only when asked for (moves
     /// check that nothing changed since), else empty.
     pub(super) stats: Vec<(Vec<u8>, StatKey)>,
     pub(super) root: ObjectId,

@@ -84,7 +84,7 @@ impl MoveOutcome {
 pub(super) struct Scanned<'a> {
     /// Every tracked path.
     pub(super) flat: &'a FlatTree,
-    /// Each regular file's stat, in path order.
+    /// Each regular file's stat, in no particular order.
     pub(super) stats: &'a [(Vec<u8>, StatKey)],
     /// The root tree of `flat`, in the store.
     pub(super) root: ObjectId,

@@ -722,3 +722,51 @@ fn job_at(root: &Path, rel: &[u8]) -> Result<Option<Job>, TreeError> {
         rules_kept: false,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A directory read on its own (what a move's memo is made from) adds exactly what the
+    /// walk of the whole tree adds for it: the same ignore rules from the directories above,
+    /// the same left-out, oversize and special entries, the same mode.
+    #[test]
+    fn a_directory_read_alone_has_its_share_of_the_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |path: &str, body: &[u8]| {
+            let p = root.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, body).unwrap();
+        };
+        write(".gitignore", b"*.log\n!keep.log\n");
+        write("a/.gitignore", b"x\nsub/deep/\n");
+        write("a/.snapignore", b"!y.log\n");
+        for path in ["a/x", "a/y.log", "a/z.log", "a/keep.log", "a/b/x", "a/b/f"] {
+            write(path, b"1");
+        }
+        write("a/sub/deep/f", b"1");
+        write("a/sub/big", &[7; 64]);
+        write("node_modules/m", b"1");
+        std::os::unix::fs::symlink("f", root.join("a/b/link")).unwrap();
+        std::fs::create_dir_all(root.join("a/empty")).unwrap();
+        let config = Config {
+            max_file_size: 32,
+            ..Config::default()
+        };
+        let records = HashMap::new();
+        let view = DirCacheView {
+            records: &records,
+            fs_now_ns: i64::MIN,
+        };
+        let whole = walk(root, &config, None, view, 2).unwrap();
+        assert!(!whole.tallies.is_empty());
+        for (rel, sum, _) in &whole.tallies {
+            let alone = dir_share(root, &config, None, rel).unwrap().unwrap();
+            assert_eq!(&alone.sum, sum, "{}", String::from_utf8_lossy(rel));
+        }
+        assert!(dir_share(root, &config, None, b"a/none").unwrap().is_none());
+    }
+}

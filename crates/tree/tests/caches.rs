@@ -416,25 +416,34 @@ fn run_in(base: &Path, ops: Vec<Op>) -> Result<u64, TestCaseError> {
     Ok(trusted)
 }
 
-#[test]
-fn the_caches_never_hide_a_change() {
-    let trusted = std::cell::Cell::new(0);
+/// Runs `cases` random cases of `strategy` through `case`, panicking with proptest's
+/// minimal failing case; returns the sum of what the cases counted (how often the path under
+/// test was taken, so that a caller can check it was).
+fn count_cases<S: Strategy>(
+    cases: u32,
+    strategy: S,
+    case: impl Fn(S::Value) -> Result<u64, TestCaseError>,
+) -> u64 {
+    let counted = std::cell::Cell::new(0);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 40,
+        cases,
         ..ProptestConfig::default()
     });
-    let ops = proptest::collection::vec(op(), 1..30);
-    let outcome = runner.run(&ops, |ops| {
-        trusted.set(trusted.get() + run(ops)?);
+    let outcome = runner.run(&strategy, |value| {
+        counted.set(counted.get() + case(value)?);
         Ok(())
     });
     if let Err(e) = outcome {
         panic!("{e}");
     }
-    assert!(
-        trusted.get() > 0,
-        "no walk ever took a record from the cache"
-    );
+    counted.get()
+}
+
+#[test]
+fn the_caches_never_hide_a_change() {
+    let ops = proptest::collection::vec(op(), 1..30);
+    let trusted = count_cases(40, ops, run);
+    assert!(trusted > 0, "no walk ever took a record from the cache");
 }
 
 /// The cached path is taken: after a tick, an unchanged tree is walked from the cache alone,
@@ -648,17 +657,10 @@ fn the_caches_never_hide_a_change_on_one_second_timestamps() {
         Op::SameSize(0),
     ];
     run_in(fs.dir.path(), rewrites).unwrap();
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 12,
-        ..ProptestConfig::default()
-    });
     let quick = op().prop_filter("no waits", |o| !matches!(o, Op::Tick));
-    let outcome = runner.run(&proptest::collection::vec(quick, 1..20), |ops| {
-        run_in(fs.dir.path(), ops).map(drop)
+    count_cases(12, proptest::collection::vec(quick, 1..20), |ops| {
+        run_in(fs.dir.path(), ops).map(|_| 0)
     });
-    if let Err(e) = outcome {
-        panic!("{e}");
-    }
 }
 
 /// An undo or redo that finds the tree as the walk memo left it reads nothing: it unfolds
@@ -708,20 +710,11 @@ fn undo_and_redo_from_the_memo(first: Vec<Op>, second: Vec<Op>) -> Result<u64, T
 
 #[test]
 fn an_undo_from_the_walk_memo_moves_exactly_to_its_target() {
-    let from_memo = std::cell::Cell::new(0);
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 48,
-        ..ProptestConfig::default()
-    });
     let ops = || proptest::collection::vec(file_op(), 1..12);
-    let outcome = runner.run(&(ops(), ops()), |(first, second)| {
-        from_memo.set(from_memo.get() + undo_and_redo_from_the_memo(first, second)?);
-        Ok(())
+    let from_memo = count_cases(48, (ops(), ops()), |(first, second)| {
+        undo_and_redo_from_the_memo(first, second)
     });
-    if let Err(e) = outcome {
-        panic!("{e}");
-    }
-    assert!(from_memo.get() > 0, "no undo was answered by the walk memo");
+    assert!(from_memo > 0, "no undo was answered by the walk memo");
 }
 
 /// An undo through the walk memo to a snapshot whose tree is HEAD's own (an edit saved, then
@@ -971,20 +964,12 @@ fn moves_against_the_disk(base: &Path, steps: Vec<Step>) -> Result<u64, TestCase
 /// exactly what is on disk, and every save records exactly what is on disk.
 #[test]
 fn the_memo_a_move_leaves_never_hides_a_change() {
-    let from_memo = std::cell::Cell::new(0);
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 40,
-        ..ProptestConfig::default()
+    let steps = proptest::collection::vec(step(), 1..24);
+    let from_memo = count_cases(40, steps, |steps| {
+        moves_against_the_disk(&std::env::temp_dir(), steps)
     });
-    let outcome = runner.run(&proptest::collection::vec(step(), 1..24), |steps| {
-        from_memo.set(from_memo.get() + moves_against_the_disk(&std::env::temp_dir(), steps)?);
-        Ok(())
-    });
-    if let Err(e) = outcome {
-        panic!("{e}");
-    }
     assert!(
-        from_memo.get() > 0,
+        from_memo > 0,
         "no move took the walk memo the move before it left"
     );
 }
@@ -998,26 +983,17 @@ fn the_memo_a_move_leaves_never_hides_a_change_on_one_second_timestamps() {
         eprintln!("cannot loop-mount an ext4 image here (needs root); skipping");
         return;
     };
-    let from_memo = std::cell::Cell::new(0);
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
-        cases: 16,
-        ..ProptestConfig::default()
-    });
     // The undo writes `a` back; rewritten in its tick with the same size and mtime, it stats
     // as the undo left it.
     let a = FILES.iter().position(|p| *p == "a").unwrap();
     let edited = vec![Step::Undo, Step::Edit(Op::SameSize(a)), Step::Redo];
     moves_against_the_disk(fs.dir.path(), edited).unwrap();
     let quick = step().prop_filter("no waits", |s| !matches!(s, Step::Tick));
-    let outcome = runner.run(&proptest::collection::vec(quick, 1..24), |steps| {
-        from_memo.set(from_memo.get() + moves_against_the_disk(fs.dir.path(), steps)?);
-        Ok(())
+    let from_memo = count_cases(16, proptest::collection::vec(quick, 1..24), |steps| {
+        moves_against_the_disk(fs.dir.path(), steps)
     });
-    if let Err(e) = outcome {
-        panic!("{e}");
-    }
     assert!(
-        from_memo.get() > 0,
+        from_memo > 0,
         "no move took the walk memo the move before it left"
     );
 }

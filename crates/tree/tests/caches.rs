@@ -663,15 +663,10 @@ fn the_caches_never_hide_a_change_on_one_second_timestamps() {
     });
 }
 
-/// An undo or redo that finds the tree as the walk memo left it reads nothing: it unfolds
-/// HEAD's stored tree only where the target differs (`flat::unfold_against`). It must still
-/// leave exactly the target on disk, and name exactly the changes a full diff names.
-fn undo_and_redo_from_the_memo(first: Vec<Op>, second: Vec<Op>) -> Result<u64, TestCaseError> {
+/// Counts the scans `ws` makes from now on (its captures that read and store files, which a
+/// capture the walk memo answers does not).
+fn count_scans(ws: &mut Workspace) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
     use std::sync::atomic::{AtomicU64, Ordering};
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("w");
-    std::fs::create_dir(&root).unwrap();
-    let mut ws = Workspace::init(&root, None, false).unwrap();
     let scans = std::sync::Arc::new(AtomicU64::new(0));
     let counted = std::sync::Arc::clone(&scans);
     ws.set_observer(Box::new(move |e| {
@@ -679,6 +674,19 @@ fn undo_and_redo_from_the_memo(first: Vec<Op>, second: Vec<Op>) -> Result<u64, T
             counted.fetch_add(1, Ordering::Relaxed);
         }
     }));
+    scans
+}
+
+/// An undo or redo that finds the tree as the walk memo left it reads nothing: it unfolds
+/// HEAD's stored tree only where the target differs (`flat::unfold_against`). It must still
+/// leave exactly the target on disk, and name exactly the changes a full diff names.
+fn undo_and_redo_from_the_memo(first: Vec<Op>, second: Vec<Op>) -> Result<u64, TestCaseError> {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("w");
+    std::fs::create_dir(&root).unwrap();
+    let mut ws = Workspace::init(&root, None, false).unwrap();
+    let scans = count_scans(&mut ws);
     let save_settled = |ops: &[Op]| {
         ops.iter().for_each(|op| apply(&root, op));
         settle(&root);
@@ -761,7 +769,7 @@ fn an_undo_from_the_memo_to_the_same_tree_touches_nothing() {
 /// content it still takes the memo (reading nothing else) and moves exactly to its target.
 #[test]
 fn an_undo_right_after_a_save_rereads_only_the_racy_files() {
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::Ordering;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("w");
     std::fs::create_dir(&root).unwrap();
@@ -774,13 +782,7 @@ fn an_undo_right_after_a_save_rereads_only_the_racy_files() {
         apply(&root, &Op::Write(i, f.as_bytes().to_vec()));
     }
     ws.save(&SaveOptions::default()).unwrap();
-    let scans = std::sync::Arc::new(AtomicU64::new(0));
-    let counted = std::sync::Arc::clone(&scans);
-    ws.set_observer(Box::new(move |e| {
-        if matches!(e, snap_tree::Event::Timing { step, .. } if step.starts_with("files stored")) {
-            counted.fetch_add(1, Ordering::Relaxed);
-        }
-    }));
+    let scans = count_scans(&mut ws);
     for round in 0..5u8 {
         let before = ws.files(&ws.head().unwrap().unwrap()).unwrap();
         std::fs::write(root.join("d/x"), [b'x', round]).unwrap();
@@ -912,18 +914,11 @@ fn checked_move(
 /// Steps of undo, redo, save and edits (some in the clock tick of the move before them).
 /// Returns how many moves right after a move took the walk memo that move left.
 fn moves_against_the_disk(base: &Path, steps: Vec<Step>) -> Result<u64, TestCaseError> {
-    use std::sync::atomic::{AtomicU64, Ordering};
     let dir = tempfile::tempdir_in(base).unwrap();
     let root = dir.path().join("w");
     std::fs::create_dir(&root).unwrap();
     let mut ws = Workspace::init(&root, None, false).unwrap();
-    let scans = std::sync::Arc::new(AtomicU64::new(0));
-    let counted = std::sync::Arc::clone(&scans);
-    ws.set_observer(Box::new(move |e| {
-        if matches!(e, snap_tree::Event::Timing { step, .. } if step.starts_with("files stored")) {
-            counted.fetch_add(1, Ordering::Relaxed);
-        }
-    }));
+    let scans = count_scans(&mut ws);
     let rounds: [&[&str]; 2] = [&["a", "d/x"], &["a", "d/e/z", "d/e/f/deep"]];
     for (round, files) in rounds.iter().enumerate() {
         for f in *files {

@@ -12,6 +12,14 @@ use crate::dircache::{DirCache, DirCacheUpdate};
 use crate::statcache::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo};
 use crate::{ObjectId, StoreError};
 
+/// `put` sorted by key. In key order, rows fill redb's leaves; in walk order (threads
+/// finishing directories as they go) they split leaves and leave them about half empty.
+fn in_key_order<'a, V>(put: impl IntoIterator<Item = (&'a [u8], V)>) -> Vec<(&'a [u8], V)> {
+    let mut put: Vec<(&[u8], V)> = put.into_iter().collect();
+    put.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    put
+}
+
 impl Catalog {
     pub(super) fn write_stat_cache(
         &self,
@@ -38,7 +46,7 @@ impl Catalog {
         // at once, would take as much memory again as the rows themselves.
         let mut put: Vec<&(Vec<u8>, StatEntry)> = update.put.iter().collect();
         put.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        self.write_sorted_rows(
+        self.write_rows(
             txn,
             STAT_CACHE,
             update.remove.iter().map(Vec::as_slice),
@@ -47,7 +55,7 @@ impl Catalog {
         // Before the tree cache entries: a new config drops every directory's entries.
         self.write_dir_cache(txn, &update.dirs)?;
         let put = update.trees.iter().map(|(p, m)| (p.as_slice(), m.encode()));
-        self.write_rows(txn, TREE_CACHE, [], put)
+        self.write_rows(txn, TREE_CACHE, [], in_key_order(put))
     }
 
     fn write_dir_cache(
@@ -64,7 +72,7 @@ impl Catalog {
         }
         let gone = || update.remove.iter().map(Vec::as_slice);
         let put = update.put.iter().map(|(p, r)| (p.as_slice(), r.as_slice()));
-        self.write_rows(txn, DIR_CACHE, gone(), put)?;
+        self.write_rows(txn, DIR_CACHE, gone(), in_key_order(put))?;
         self.write_rows(
             txn,
             TREE_CACHE,
@@ -81,23 +89,9 @@ impl Catalog {
         Ok(())
     }
 
-    /// Removes the `remove` keys from `table`, then inserts the `put` rows.
+    /// Removes the `remove` keys from `table`, then inserts the `put` rows, which come in
+    /// key order (see [`in_key_order`]).
     fn write_rows<'a, V: AsRef<[u8]>>(
-        &self,
-        txn: &WriteTransaction,
-        table: TableDefinition<&[u8], &[u8]>,
-        remove: impl IntoIterator<Item = &'a [u8]>,
-        put: impl IntoIterator<Item = (&'a [u8], V)>,
-    ) -> Result<(), StoreError> {
-        // In key order, rows fill redb's leaves; in walk order (threads finishing directories
-        // as they go) they split leaves and leave them about half empty.
-        let mut put: Vec<(&[u8], V)> = put.into_iter().collect();
-        put.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        self.write_sorted_rows(txn, table, remove, put)
-    }
-
-    /// As [`Self::write_rows`], with `put` already in key order.
-    fn write_sorted_rows<'a, V: AsRef<[u8]>>(
         &self,
         txn: &WriteTransaction,
         table: TableDefinition<&[u8], &[u8]>,

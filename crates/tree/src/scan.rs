@@ -183,9 +183,11 @@ pub fn store_walk(
     keep_stats: bool,
     tick: &(dyn Fn() + Sync),
 ) -> Result<Stored, TreeError> {
-    walk.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    // Descending, so that each pass takes the smallest paths off the end and the entries
+    // already stored are given back as storing goes (see the loop below).
+    walk.entries.sort_unstable_by(|a, b| b.0.cmp(&a.0));
     let dir_modes = std::mem::take(&mut walk.dir_modes);
-    let (hits, gone) = match_cache(&walk.entries, cache.entries);
+    let (hits, gone) = match_cache(walk.entries.iter().rev(), cache.entries);
     let one = |((rel, kind, stat), hit): (WalkEntry, Option<&StatEntry>)| {
         tick();
         match (stat, hit) {
@@ -214,7 +216,7 @@ pub fn store_walk(
     };
     // A save after a small change reads a handful of files: starting the thread pool for
     // them costs more than they do.
-    let to_read = (walk.entries.iter().zip(&hits))
+    let to_read = (walk.entries.iter().rev().zip(&hits))
         .filter(|((_, kind, stat), hit)| *kind != EntryKind::Dir && !trusted(stat, hit))
         .count();
     let mut report = ScanReport {
@@ -225,14 +227,17 @@ pub fn store_walk(
     let mut hashed = Vec::new();
     let mut stats = Vec::new();
     let mut nodes = Vec::with_capacity(walk.entries.len());
-    let mut entries = walk.entries.into_iter().zip(hits);
-    // In chunks: what storing returns for a path is several times the path's entry, and a
-    // million of them at once was most of a first save's peak memory.
-    loop {
-        let chunk: Vec<_> = entries.by_ref().take(STORE_CHUNK).collect();
-        if chunk.is_empty() {
-            break;
-        }
+    let mut hits = hits.into_iter();
+    // In passes, in path order: what storing returns for a path is several times the path's
+    // entry, and a million of them at once was most of a first save's peak memory. Each pass
+    // gives its entries' room back.
+    while !walk.entries.is_empty() {
+        let mut taken = walk
+            .entries
+            .split_off(walk.entries.len().saturating_sub(STORE_CHUNK));
+        walk.entries.shrink_to_fit();
+        taken.reverse();
+        let chunk: Vec<_> = taken.into_iter().zip(hits.by_ref()).collect();
         let stored: Vec<Result<Option<StoredEntry>, TreeError>> = match to_read {
             n if n <= SERIAL_READ_MAX => chunk.into_iter().map(one).collect(),
             _ => chunk.into_par_iter().map(one).collect(),
@@ -271,8 +276,8 @@ pub fn store_walk(
 /// Pairs each walked regular file with its stat cache entry by merging the two lists, both in
 /// path byte order, so no map of every path is built. Also returns the cached paths that are
 /// no longer regular files.
-fn match_cache<'c>(
-    entries: &[(Vec<u8>, EntryKind, Option<StatKey>)],
+fn match_cache<'e, 'c>(
+    entries: impl ExactSizeIterator<Item = &'e WalkEntry>,
     cache: &'c [(Vec<u8>, StatEntry)],
 ) -> (Vec<Option<&'c StatEntry>>, Vec<Vec<u8>>) {
     let mut hits = Vec::with_capacity(entries.len());

@@ -118,10 +118,11 @@ pub fn walk(
 /// holding something left out, and their parents, can be such: decided from each one's count
 /// of tracked entries, without sorting the entries.
 fn drop_hollow(walk: &mut Walk) {
-    if walk.left_out.is_empty() {
+    // The root is never dropped, and it always holds the store: most walks stop here.
+    let mut left_out: HashSet<Vec<u8>> = walk.left_out.drain(..).collect();
+    if left_out.iter().all(|dir| dir.is_empty()) {
         return;
     }
-    let mut left_out: HashSet<Vec<u8>> = walk.left_out.drain(..).collect();
     let mut dirs: Vec<&(Vec<u8>, u32)> = walk.tracked.iter().collect();
     // A parent is a proper prefix of its children, so in descending byte order every
     // directory comes after everything under it.

@@ -128,6 +128,15 @@ impl Plan {
         self.set_modes.retain(|(p, _)| keep(p));
     }
 
+    /// True when the plan writes, removes or makes a `.gitignore` or `.snapignore`: after
+    /// it, the ignore rules (and so what a walk tracks) may differ anywhere below.
+    pub fn changes_rules(&self) -> bool {
+        self.paths().iter().any(|p| {
+            let name = crate::flat::split(p).1;
+            name == crate::rules::GITIGNORE.as_bytes() || name == scan::SNAPIGNORE.as_bytes()
+        })
+    }
+
     /// Every path the plan touches.
     pub fn paths(&self) -> Vec<&[u8]> {
         let (files, dirs) = (self.remove_files.iter(), self.remove_dirs.iter());

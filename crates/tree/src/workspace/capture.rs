@@ -135,8 +135,8 @@ pub(super) fn unchanged_capture(
 
 pub(super) struct Capture {
     pub(super) flat: FlatTree,
-    /// Each regular file's stat as the scan saw it, in no particular order; only when asked for (moves
-    /// check that nothing changed since), else empty.
+    /// Each regular file's stat as the scan saw it, in no particular order; only when asked
+    /// for (moves check that nothing changed since), else empty.
     pub(super) stats: Vec<(Vec<u8>, StatKey)>,
     pub(super) root: ObjectId,
     pub(super) report: ScanReport,

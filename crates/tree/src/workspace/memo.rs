@@ -46,14 +46,10 @@ impl Workspace {
         plan: &Plan,
         target_root: &ObjectId,
     ) -> Option<WalkMemo> {
-        let paths = plan.paths();
-        let rules_changed = paths.iter().any(|p| {
-            let name = flat::split(p).1;
-            name == b".gitignore" || name == scan::SNAPIGNORE.as_bytes()
-        });
-        if rules_changed {
+        if plan.changes_rules() {
             return None;
         }
+        let paths = plan.paths();
         let removed: HashSet<&[u8]> = plan.remove_dirs.iter().map(Vec::as_slice).collect();
         let mut touched: BTreeSet<&[u8]> = paths.iter().map(|p| flat::split(p).0).collect();
         touched.extend(plan.make_dirs.iter().map(Vec::as_slice));

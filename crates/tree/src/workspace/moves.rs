@@ -610,11 +610,7 @@ impl Workspace {
         plan: &Plan,
         target: &Snapshot,
     ) -> Result<Vec<Vec<u8>>, TreeError> {
-        let rules_changed = plan.paths().iter().any(|p| {
-            let name = flat::split(p).1;
-            name == b".gitignore" || name == scan::SNAPIGNORE.as_bytes()
-        });
-        if !rules_changed {
+        if !plan.changes_rules() {
             return Ok(Vec::new());
         }
         let now = self.capture(&self.store.dry_writer())?;

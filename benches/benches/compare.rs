@@ -119,9 +119,11 @@ fn bench_snap(c: &mut Criterion, b: &Bench, first: &mut Vec<(String, Duration)>)
     ));
     let store = b.tree.join(".snap");
     eprintln!(
-        "snap store after first save: {} MB (packs {} MB, catalog {} MB)",
+        "snap store after first save: {} MB on disk (packs {} MB, catalog and the rest {} MB; the \
+         catalog's length {} MB)",
         dir_size(&store) >> 20,
         dir_size(&store.join("packs")) >> 20,
+        (dir_size(&store) - dir_size(&store.join("packs"))) >> 20,
         std::fs::metadata(store.join("catalog.redb")).map_or(0, |m| m.len()) >> 20
     );
     let mut g = c.benchmark_group(format!("{}-files", b.files));

@@ -62,6 +62,15 @@ impl<'s> ObjectWriter<'s> {
         }
     }
 
+    /// Makes room for `objects` more ids in the set of those seen, ahead of storing them.
+    /// Grown as it fills, the set holds its old and new tables at once, and a first save of a
+    /// million files does that at its peak.
+    pub fn expect(&self, objects: usize) {
+        if !self.dry_run {
+            lock_poisoned(&self.seen).reserve(objects);
+        }
+    }
+
     /// Stores `raw` as an object of `kind` unless it is already there; returns its id.
     pub fn put(&self, kind: ObjectKind, raw: &[u8]) -> Result<ObjectId, StoreError> {
         self.put_against(kind, raw, None)

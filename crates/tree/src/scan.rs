@@ -224,7 +224,10 @@ pub fn store_walk(
         special: walk.special,
         vanished: 0,
     };
-    let mut hashed = Vec::new();
+    writer.expect(to_read);
+    // At most one entry per file read, reserved at once: doubling as it grew held a million
+    // entries' room twice over in the last step.
+    let mut hashed = Vec::with_capacity(to_read);
     let mut stats = Vec::new();
     let mut nodes = Vec::with_capacity(walk.entries.len());
     let mut hits = hits.into_iter();

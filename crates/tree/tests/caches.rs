@@ -848,8 +848,7 @@ enum Step {
     Edit(Op),
     Tick,
     Save,
-    Undo,
-    Redo,
+    Move(Move),
 }
 
 /// Edits of files, including those a stat barely sees (same size with the mtime put back,
@@ -868,18 +867,29 @@ fn step() -> impl Strategy<Value = Step> {
         3 => edit_op().prop_map(Step::Edit),
         2 => Just(Step::Tick),
         1 => Just(Step::Save),
-        3 => Just(Step::Undo),
-        3 => Just(Step::Redo),
+        3 => Just(Step::Move(Move::Undo)),
+        3 => Just(Step::Move(Move::Redo)),
+        2 => (1u64..=2).prop_map(|seq| Step::Move(Move::Restore(seq))),
     ]
 }
 
-/// One undo or redo checked against the disk: it finds the tree dirty exactly when the disk
-/// is not HEAD, saves first exactly what was on disk, and leaves exactly its target. Returns
-/// whether it moved and whether it took the walk memo (read no file but racy ones).
+/// A move the property tests make.
+#[derive(Clone, Copy, Debug)]
+enum Move {
+    Undo,
+    Redo,
+    /// A whole-tree restore of the snapshot of this number.
+    Restore(u64),
+}
+
+/// One undo, redo or restore checked against the disk: it finds the tree dirty exactly when
+/// the disk is not HEAD, saves first exactly what was on disk, and leaves exactly its target
+/// (a restore: the source's tree, recorded with its totals). Returns whether it moved and
+/// whether it took the walk memo (read no file but racy ones).
 fn checked_move(
     ws: &Workspace,
     root: &Path,
-    undo: bool,
+    mv: Move,
     scans: &std::sync::atomic::AtomicU64,
 ) -> Result<(bool, bool), TestCaseError> {
     use std::sync::atomic::Ordering;
@@ -887,10 +897,10 @@ fn checked_move(
     let head = ws.head().unwrap().unwrap();
     let dirty = before != snapshot_picture(ws, &head);
     let counted = scans.load(Ordering::Relaxed);
-    let moved = if undo {
-        ws.undo(1, snap_tree::Run::Apply)
-    } else {
-        ws.redo(1, snap_tree::Run::Apply)
+    let moved = match mv {
+        Move::Undo => ws.undo(1, snap_tree::Run::Apply),
+        Move::Redo => ws.redo(1, snap_tree::Run::Apply),
+        Move::Restore(seq) => ws.restore(&format!("#{seq}"), &[], snap_tree::Run::Apply),
     };
     let moved = match moved {
         Ok(moved) => moved,
@@ -899,15 +909,25 @@ fn checked_move(
         }
         Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
     };
-    prop_assert_eq!(moved.was_dirty, dirty, "undo {}: dirty", undo);
+    prop_assert_eq!(moved.was_dirty, dirty, "{:?}: dirty", mv);
     if let Some(saved) = &moved.auto_saved {
         prop_assert_eq!(&snapshot_picture(ws, saved), &before, "saved first");
     }
     prop_assert!(moved.kept.is_empty(), "kept {:?}", moved.kept);
-    prop_assert_eq!(
-        disk_picture(root),
-        snapshot_picture(ws, &ws.head().unwrap().unwrap())
-    );
+    let head = ws.head().unwrap().unwrap();
+    let after = disk_picture(root);
+    prop_assert_eq!(&after, &snapshot_picture(ws, &head));
+    if let Move::Restore(seq) = mv {
+        let source = ws.resolve(&format!("#{seq}")).unwrap();
+        prop_assert_eq!(&after, &snapshot_picture(ws, &source), "restored");
+        let stats = &head.record.stats;
+        let files = after.iter().filter(|(_, kind, _)| *kind != EntryKind::Dir);
+        let totals = (
+            files.clone().count() as u64,
+            files.map(|f| f.2.len() as u64).sum(),
+        );
+        prop_assert_eq!((stats.files, stats.bytes), totals, "restore's totals");
+    }
     Ok((true, scans.load(Ordering::Relaxed) == counted))
 }
 
@@ -941,9 +961,8 @@ fn moves_against_the_disk(base: &Path, steps: Vec<Step>) -> Result<u64, TestCase
                 head_matches_disk(&ws, &root)?;
                 after_move = false;
             }
-            Step::Undo | Step::Redo => {
-                let undo = matches!(step, Step::Undo);
-                let (moved, memo) = checked_move(&ws, &root, undo, &scans)?;
+            Step::Move(mv) => {
+                let (moved, memo) = checked_move(&ws, &root, *mv, &scans)?;
                 from_memo += u64::from(moved && memo && after_move);
                 after_move |= moved;
             }
@@ -981,7 +1000,11 @@ fn the_memo_a_move_leaves_never_hides_a_change_on_one_second_timestamps() {
     // The undo writes `a` back; rewritten in its tick with the same size and mtime, it stats
     // as the undo left it.
     let a = FILES.iter().position(|p| *p == "a").unwrap();
-    let edited = vec![Step::Undo, Step::Edit(Op::SameSize(a)), Step::Redo];
+    let edited = vec![
+        Step::Move(Move::Undo),
+        Step::Edit(Op::SameSize(a)),
+        Step::Move(Move::Redo),
+    ];
     moves_against_the_disk(fs.dir.path(), edited).unwrap();
     let quick = step().prop_filter("no waits", |s| !matches!(s, Step::Tick));
     let from_memo = count_cases(16, proptest::collection::vec(quick, 1..24), |steps| {
@@ -1023,7 +1046,7 @@ fn what_changes_during_a_move_is_not_taken_into_its_memo() {
     }));
     ws.undo(1, snap_tree::Run::Apply).unwrap();
     assert!(!armed.load(Ordering::Relaxed), "the undo wrote nothing");
-    let (moved, _) = checked_move(&ws, &root, false, &AtomicU64::new(0)).unwrap();
+    let (moved, _) = checked_move(&ws, &root, Move::Redo, &AtomicU64::new(0)).unwrap();
     assert!(moved);
 }
 

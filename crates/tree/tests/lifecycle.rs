@@ -219,6 +219,51 @@ fn a_missing_or_truncated_pack_is_named_and_the_rest_still_restores() {
     }
 }
 
+/// Sleeps until the filesystem's clock is past `path`'s mtime, so that the next save's walk
+/// memo vouches for it without reading it (it is not racily modified).
+fn wait_past_mtime(path: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let mtime = |p: &Path| {
+        let m = std::fs::metadata(p).unwrap();
+        (m.mtime(), m.mtime_nsec())
+    };
+    let written = mtime(path);
+    for _ in 0..3000 {
+        let probe = tempfile::NamedTempFile::new_in(path.parent().unwrap()).unwrap();
+        if mtime(probe.path()) > written {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    panic!("the filesystem clock did not pass {}", path.display());
+}
+
+/// A whole-tree restore plans from HEAD's stored trees when the walk memo vouches for the
+/// tree on disk. With HEAD's pack gone it reads the tree on disk instead, as it did before it
+/// took the memo, and the snapshot before still restores.
+#[test]
+fn a_restore_from_a_head_whose_pack_is_gone_reads_the_disk_instead() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ws = Workspace::init(root, None, false).unwrap();
+    write(root, "a", &"a".repeat(5000));
+    write(root, "dir/b", &"b".repeat(5000));
+    save(&ws);
+    let first = pack_paths(root);
+    write(root, "c", &"c".repeat(5000));
+    wait_past_mtime(&root.join("c"));
+    save(&ws);
+    drop(ws);
+    for pack in pack_paths(root).iter().filter(|p| !first.contains(p)) {
+        std::fs::remove_file(pack).unwrap();
+    }
+    let ws = Workspace::discover(root, None).unwrap();
+    ws.restore("#1", &[], snap_tree::Run::Apply).unwrap();
+    let b = std::fs::read_to_string(root.join("dir/b")).unwrap();
+    assert_eq!(b, "b".repeat(5000));
+    assert!(!root.join("c").exists());
+}
+
 #[test]
 fn repair_rebuilds_a_zero_length_catalog_from_the_packs() {
     let dir = tempfile::tempdir().unwrap();

@@ -49,6 +49,17 @@ struct PreparedMove<'s> {
     outcome: MoveOutcome,
 }
 
+/// What a restore moves the tree to: the root, the plan from the current tree, the target's
+/// entries the plan needs (all of them when only some paths are restored), the changes it
+/// records and the whole tree's files and bytes.
+struct RestoreTarget {
+    root: ObjectId,
+    plan: Plan,
+    flat: FlatTree,
+    changes: Vec<(Vec<u8>, Change)>,
+    totals: (u64, u64),
+}
+
 /// How a move records unsaved changes: the automatic snapshot's kind, and whether HEAD moves
 /// to it (undo: it is the first step back) or not (redo: the stack stays whole).
 struct MoveSteps {
@@ -321,6 +332,32 @@ impl Workspace {
         })
     }
 
+    /// The capture a whole-tree restore plans from: as undo's, against HEAD's root so that
+    /// the walk memo can vouch for the tree, and then HEAD's tree unfolded where `target`
+    /// differs. Both read HEAD's trees from the store (the capture compares racy files with
+    /// them). A restore has never needed them, since it can read the tree on disk whole, so
+    /// a HEAD whose pack is damaged or gone does not stop it: it reads the disk instead.
+    fn capture_for_restore(
+        &self,
+        writer: &ObjectWriter<'_>,
+        head: ObjectId,
+        target: &ObjectId,
+    ) -> Result<Capture, TreeError> {
+        let whole_disk = || self.capture_with(writer, CaptureMode::BeforeMove { head: None });
+        let mut cap = match self.capture_with(writer, CaptureMode::BeforeMove { head: Some(head) })
+        {
+            Err(TreeError::Store(_)) => return whole_disk(),
+            captured => captured?,
+        };
+        if cap.root == head && cap.flat.is_empty() {
+            match flat::unfold_against(&self.store, &cap.root, target) {
+                Ok(flat) => cap.flat = flat,
+                Err(_) => return whole_disk(),
+            }
+        }
+        Ok(cap)
+    }
+
     /// The rest of an undo: unsaved changes are saved as the first step back (HEAD moves to
     /// them), and the redo stack is as [`stack_after_undo`] leaves it.
     fn finish_undo(
@@ -405,23 +442,24 @@ impl Workspace {
         let source = self.resolve(reference)?;
         let head = self.head()?;
         let writer = self.writer(dry_run);
-        let cap = self.capture_with(&writer, CaptureMode::BeforeMove { head: None })?;
-        let dirty = head.as_ref().is_none_or(|h| h.record.root != cap.root);
-        let (target_root, target_flat) = if paths.iter().any(|p| p.is_empty()) || paths.is_empty() {
-            (source.record.root, self.files(&source)?)
-        } else {
-            let mut merged =
-                merge_paths(&cap.flat, &self.files(&source)?, paths, source.record.seq)?;
-            (build_trees(&writer, &mut merged)?, merged)
+        let whole = paths.is_empty() || paths.iter().any(|p| p.is_empty());
+        // A whole-tree restore plans as undo does, from HEAD's tree where the walk memo
+        // vouches for it; restoring some paths merges them into the whole current tree.
+        let cap = match head.as_ref().filter(|_| whole) {
+            Some(head) => {
+                self.capture_for_restore(&writer, head.record.root, &source.record.root)?
+            }
+            None => self.capture_with(&writer, CaptureMode::BeforeMove { head: None })?,
         };
-        let changes = diff_files(&cap.flat, &target_flat);
+        let dirty = head.as_ref().is_none_or(|h| h.record.root != cap.root);
+        let target = self.restore_target(&writer, &cap.flat, &source, paths)?;
         let mut outcome = MoveOutcome::planned(
             Op::Restore,
             dry_run,
             dirty,
             source.clone(),
             Vec::new(),
-            changes,
+            target.changes,
         );
         if dry_run {
             return Ok(outcome);
@@ -440,7 +478,7 @@ impl Workspace {
             After::Advance,
         )?;
         // The tree already matches: HEAD now names it (the unsaved changes' snapshot, if any).
-        if target_root == cap.root {
+        if target.root == cap.root {
             return Ok(outcome);
         }
         let parent = outcome.auto_saved.clone().or(head);
@@ -458,16 +496,15 @@ impl Workspace {
             NewSnapshot {
                 kind: SnapshotKind::Restore,
                 opts: &opts,
-                root: target_root,
-                flat: &target_flat,
-                totals: flat_totals(&target_flat),
+                root: target.root,
+                flat: &target.flat,
+                totals: target.totals,
                 parent: parent.as_ref(),
                 parent_flat: &cap.flat,
                 changes: &outcome.changes,
                 after: After::Detached,
             },
         )?;
-        let plan = Plan::new(&cap.flat, &target_flat);
         let scanned = Scanned {
             flat: &cap.flat,
             stats: &cap.stats,
@@ -480,11 +517,41 @@ impl Workspace {
             &created,
             Vec::new(),
             scanned,
-            (&plan, &target_flat),
+            (&target.plan, &target.flat),
         )?;
         outcome.target = created.clone();
         outcome.created = Some(created);
         Ok(outcome)
+    }
+
+    /// What restoring `paths` of `source` (all of it when `paths` is empty or names the root)
+    /// moves the tree `current` to.
+    fn restore_target(
+        &self,
+        writer: &ObjectWriter<'_>,
+        current: &FlatTree,
+        source: &Snapshot,
+        paths: &[Vec<u8>],
+    ) -> Result<RestoreTarget, TreeError> {
+        if paths.is_empty() || paths.iter().any(|p| p.is_empty()) {
+            let (plan, part) = Plan::to_stored(&self.store, &source.record.root, current)?;
+            let stats = &source.record.stats;
+            return Ok(RestoreTarget {
+                root: source.record.root,
+                changes: plan.changes(current),
+                plan,
+                flat: part,
+                totals: (stats.files, stats.bytes),
+            });
+        }
+        let mut merged = merge_paths(current, &self.files(source)?, paths, source.record.seq)?;
+        Ok(RestoreTarget {
+            root: build_trees(writer, &mut merged)?,
+            changes: diff_files(current, &merged),
+            plan: Plan::new(current, &merged),
+            totals: flat_totals(&merged),
+            flat: merged,
+        })
     }
 
     /// The §7 protocol: marker, working tree, HEAD, marker removed, guarded by §14: new

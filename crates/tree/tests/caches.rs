@@ -377,10 +377,10 @@ fn run_in(base: &Path, ops: Vec<Op>) -> Result<u64, TestCaseError> {
         trusted += cached_walk_matches(&root, &clock, &mut records)?;
         // A save that finds nothing changed leaves HEAD as it was: then HEAD must still be
         // what is on disk.
-        let before = ws
-            .head()
-            .unwrap()
-            .map(|h| ws.files(&h).unwrap())
+        let head = ws.head().unwrap();
+        let before = head
+            .as_ref()
+            .map(|h| ws.files(h).unwrap())
             .unwrap_or_default();
         let status = ws.status().unwrap();
         let had_head = status.head.is_some();
@@ -407,7 +407,13 @@ fn run_in(base: &Path, ops: Vec<Op>) -> Result<u64, TestCaseError> {
             Some(snapshot) => ws.files(snapshot).unwrap(),
             None => before.clone(),
         };
-        prop_assert_eq!(diff, diff_entries(&before, &after));
+        prop_assert_eq!(&diff, &diff_entries(&before, &after));
+        // Between two snapshots, diff reads only the directories whose trees differ.
+        if let (Some(head), Some(snapshot)) = (&head, &saved.snapshot) {
+            let (from, to) = (head.record.seq, snapshot.record.seq);
+            let between = ws.diff(Some(&format!("#{from}")), Some(&format!("#{to}")), &[]);
+            prop_assert_eq!(&between.unwrap().entries, &diff, "#{} to #{}", from, to);
+        }
         head_matches_disk(&ws, &root)?;
         if let Some(snapshot) = saved.snapshot {
             record_matches(&ws, &snapshot, &before, &saved.changes)?;

@@ -219,6 +219,13 @@ impl Workspace {
                 let against = self.against_head(head.as_deref())?;
                 (against.old, against.new, against.changes)
             }
+            // Two snapshots: only the directories whose trees differ are read.
+            (Side::Snapshot(Some(a)), Side::Snapshot(Some(b))) => {
+                let old = flat::unfold_against(&self.store, &a.record.root, &b.record.root)?;
+                let new = flat::unfold_against(&self.store, &b.record.root, &a.record.root)?;
+                let changes = diff_files(&old, &new);
+                (old, new, changes)
+            }
             _ => {
                 let (old, new) = (self.side_flat(&from)?, self.side_flat(&to)?);
                 let changes = diff_files(&old, &new);

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use crate::catalog::{Catalog, Commit, HistoryState, Location};
+use crate::catalog::{Catalog, Commit, HistoryState, Locations};
 use crate::delta::DeltaHeader;
 use crate::lock::{StoreLock, lock_timeout};
 use crate::pack::{Compression, FrameInfo, HEADER_LEN, PackReader, decode_payload, pack_file_name};
@@ -123,7 +123,7 @@ impl Store {
                 }
             }
         }
-        for loc in locations.values() {
+        for loc in locations.iter() {
             if bad_packs.contains(&loc.pack) {
                 damage.object(
                     loc.frame.id,
@@ -333,7 +333,7 @@ fn recover_pack(path: &Path, report: &mut RepairReport) -> Result<RecoveredPack,
 /// snapshots and paths.
 struct Walker<'a> {
     store: &'a Store,
-    locations: &'a HashMap<ObjectId, Location>,
+    locations: &'a Locations,
     damage: &'a mut Damage,
     healthy: HashMap<ObjectId, bool>,
 }

@@ -25,7 +25,6 @@ use redb::{
     ReadableTableMetadata, TableDefinition, TableHandle, WriteTransaction,
 };
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -34,9 +33,11 @@ use crate::statcache::StatCacheUpdate;
 use crate::{ObjectId, SnapshotRecord, StoreError};
 
 mod caches;
+mod locations;
 mod rows;
 mod turns;
 
+pub(crate) use locations::Locations;
 pub use rows::{HistoryState, Location, decode_snapshot_row};
 
 /// Catalog format version stored under `meta["format"]`. Version 2 stores may hold delta
@@ -486,17 +487,18 @@ impl Catalog {
     }
 
     /// Every object location, by object id.
-    pub fn locations(&self) -> Result<HashMap<ObjectId, Location>, StoreError> {
+    pub(crate) fn locations(&self) -> Result<Locations, StoreError> {
         let txn = self.read()?;
         let table = txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
-        let mut out = HashMap::new();
+        let rows = table.len().map_err(|e| self.err(e))?;
+        let mut out = Locations::with_capacity(usize::try_from(rows).unwrap_or(0));
         for row in table.iter().map_err(|e| self.err(e))? {
             let (k, v) = row.map_err(|e| self.err(e))?;
             let id = ObjectId::from_slice(k.value())
                 .ok_or_else(|| self.err("object key is not 32 bytes"))?;
             let location = Location::decode(id, v.value())
                 .ok_or_else(|| self.err(format!("bad location record for {id}")))?;
-            out.insert(id, location);
+            out.insert(location);
         }
         Ok(out)
     }

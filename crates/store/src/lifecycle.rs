@@ -87,6 +87,8 @@ struct GcPlan {
     dead_objects: Vec<ObjectId>,
     /// Live objects in sparse packs, with where they are now.
     to_copy: Vec<Location>,
+    /// Every object a snapshot needs.
+    live: HashSet<ObjectId>,
     reclaimable: u64,
     pack_bytes: u64,
 }
@@ -277,6 +279,7 @@ impl Store {
                 plan.dead_objects.push(loc.frame.id);
             }
         }
+        plan.live = live;
         Ok(plan)
     }
 
@@ -345,9 +348,10 @@ impl Store {
             .filter(|p| !written.contains(p))
             .copied()
             .collect();
-        // The stat cache may name objects this gc drops: start it over (the next save rehashes).
+        // The caches may name objects this gc drops: only rows naming live objects stay (the
+        // next save reads the files whose rows went, and builds their trees again).
         let stat_cache = crate::StatCacheUpdate {
-            clear: true,
+            only_live: Some(plan.live),
             ..Default::default()
         };
         self.commit(&Commit {

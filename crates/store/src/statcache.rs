@@ -207,8 +207,10 @@ pub struct StatCacheUpdate {
     pub put: Vec<(Vec<u8>, StatEntry)>,
     /// Paths to drop: no longer tracked as regular files.
     pub remove: Vec<Vec<u8>>,
-    /// Drop every entry first (gc).
-    pub clear: bool,
+    /// With the set of live objects (gc), first drop every stat and tree cache row, and the
+    /// scan and walk memos, that names an object outside it or whose check fails: gc may
+    /// have just dropped those objects. The rest name objects gc keeps, and stay trusted.
+    pub only_live: Option<std::collections::HashSet<ObjectId>>,
     /// A new memo of the scan, when it differs from the stored one.
     pub memo: Option<ScanMemo>,
     /// A new walk memo, when it differs from the stored one.
@@ -224,7 +226,7 @@ impl StatCacheUpdate {
     pub fn is_empty(&self) -> bool {
         self.put.is_empty()
             && self.remove.is_empty()
-            && !self.clear
+            && self.only_live.is_none()
             && self.memo.is_none()
             && self.walk.is_none()
             && self.trees.is_empty()

@@ -855,6 +855,8 @@ enum Step {
     Tick,
     Save,
     Move(Move),
+    /// Prune to the last two snapshots (HEAD's chain and the redo stack stay), then gc.
+    Gc,
 }
 
 /// Edits of files, including those a stat barely sees (same size with the mtime put back,
@@ -876,6 +878,7 @@ fn step() -> impl Strategy<Value = Step> {
         3 => Just(Step::Move(Move::Undo)),
         3 => Just(Step::Move(Move::Redo)),
         2 => (1u64..=2).prop_map(|seq| Step::Move(Move::Restore(seq))),
+        1 => Just(Step::Gc),
     ]
 }
 
@@ -906,6 +909,7 @@ fn checked_move(
     let moved = match mv {
         Move::Undo => ws.undo(1, snap_tree::Run::Apply),
         Move::Redo => ws.redo(1, snap_tree::Run::Apply),
+        Move::Restore(seq) if ws.resolve(&format!("#{seq}")).is_err() => return Ok((false, false)),
         Move::Restore(seq) => ws.restore(&format!("#{seq}"), &[], snap_tree::Run::Apply),
     };
     let moved = match moved {
@@ -966,6 +970,14 @@ fn moves_against_the_disk(base: &Path, steps: Vec<Step>) -> Result<u64, TestCase
                 prop_assert_eq!(saved.snapshot.is_none(), clean, "save after {:?}", steps);
                 head_matches_disk(&ws, &root)?;
                 after_move = false;
+            }
+            Step::Gc => {
+                let keep = snap_tree::snap_store::Retention {
+                    keep_last: 2,
+                    keep_within_ns: None,
+                };
+                ws.prune(&keep, snap_tree::Run::Apply).unwrap();
+                ws.gc().unwrap();
             }
             Step::Move(mv) => {
                 let (moved, memo) = checked_move(&ws, &root, *mv, &scans)?;

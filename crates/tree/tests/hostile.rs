@@ -241,8 +241,11 @@ fn same_size_edits_in_the_same_tick_are_never_missed() {
     }
 }
 
+/// A row vouching for an object gc drops must go with it; the rest stay trusted, so the save
+/// after a gc reads only what changed.
 #[test]
 fn the_stat_cache_skips_unchanged_files_and_survives_gc() {
+    use snap_tree::snap_store::{ObjectId, StatCacheUpdate, StatEntry, StatKey};
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let ws = Workspace::init(root, None, false).unwrap();
@@ -259,6 +262,33 @@ fn the_stat_cache_skips_unchanged_files_and_survives_gc() {
         b"changed"
     );
     assert_eq!(ws.store().stat_cache().unwrap().len(), 20);
+    // A row naming an object no snapshot holds (as one a pruned snapshot's file left would).
+    let key = StatKey {
+        size: 5,
+        mtime_ns: 1,
+        ctime_ns: 1,
+        ino: 1,
+        mode: 0o100644,
+    };
+    let ghost = StatEntry {
+        key,
+        kind: EntryKind::File,
+        id: ObjectId([7; 32]),
+        written_ns: 2,
+    };
+    let put = vec![(b"d/ghost".to_vec(), ghost)];
+    let stat_cache = StatCacheUpdate {
+        put,
+        ..StatCacheUpdate::default()
+    };
+    ws.store()
+        .commit(&Commit {
+            stat_cache,
+            ..Commit::default()
+        })
+        .unwrap();
+    let trees = ws.store().tree_cache().unwrap().len();
+    assert!(trees > 0);
     ws.prune(
         &snap_tree::snap_store::Retention {
             keep_last: 1,
@@ -268,12 +298,17 @@ fn the_stat_cache_skips_unchanged_files_and_survives_gc() {
     )
     .unwrap();
     ws.gc().unwrap();
-    assert!(
-        ws.store().stat_cache().unwrap().is_empty(),
-        "gc starts the cache over"
-    );
+    let rows = ws.store().stat_cache().unwrap();
+    assert_eq!(rows.len(), 20, "gc keeps exactly the rows of live objects");
+    assert!(rows.iter().all(|(path, _)| path != b"d/ghost"));
+    assert_eq!(ws.store().tree_cache().unwrap().len(), trees);
+    assert!(ws.store().walk_memo().unwrap().is_some());
     write(root, "d/f4", "changed too");
     save(&ws);
+    assert_eq!(
+        ws.read_file(&ws.head().unwrap().unwrap(), b"d/f4").unwrap(),
+        b"changed too"
+    );
     assert!(ws.verify(true).unwrap().problems.is_empty());
     std::fs::remove_file(root.join("d/f5")).unwrap();
     save(&ws);

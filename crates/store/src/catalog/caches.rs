@@ -26,15 +26,8 @@ impl Catalog {
         txn: &WriteTransaction,
         update: &StatCacheUpdate,
     ) -> Result<(), StoreError> {
-        if update.clear {
-            // All four vouch for objects, which gc may have just dropped: a memo can name the
-            // root of a scan whose snapshot prune removed.
-            txn.delete_table(STAT_CACHE).map_err(|e| self.err(e))?;
-            txn.delete_table(TREE_CACHE).map_err(|e| self.err(e))?;
-            let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            for memo in ["scan", "walk"] {
-                meta.remove(memo).map_err(|e| self.err(e))?;
-            }
+        if let Some(live) = &update.only_live {
+            self.retain_live(txn, live)?;
         }
         if let Some(memo) = update.memo {
             self.set_meta(txn, "scan", &memo.encode())?;
@@ -56,6 +49,41 @@ impl Catalog {
         self.write_dir_cache(txn, &update.dirs)?;
         let put = update.trees.iter().map(|(p, m)| (p.as_slice(), m.encode()));
         self.write_rows(txn, TREE_CACHE, [], in_key_order(put))
+    }
+
+    /// Drops the stat and tree cache rows and the scan and walk memos that name an object
+    /// outside `live`, or whose check fails. All four vouch for objects, which gc may have
+    /// just dropped (a memo can name the root of a scan whose snapshot prune removed); an
+    /// object in `live` is one gc keeps, and so is everything under a live tree.
+    fn retain_live(
+        &self,
+        txn: &WriteTransaction,
+        live: &std::collections::HashSet<ObjectId>,
+    ) -> Result<(), StoreError> {
+        let vouched = |key: &[u8], value: &[u8], id: fn(&[u8]) -> Option<ObjectId>| {
+            unseal(key, value)
+                .and_then(id)
+                .is_some_and(|id| live.contains(&id))
+        };
+        let stat_id: fn(&[u8]) -> Option<ObjectId> = |v| StatEntry::decode(v).map(|e| e.id);
+        let tree_id: fn(&[u8]) -> Option<ObjectId> = |v| WalkMemo::decode(v).map(|m| m.root);
+        for (table, id) in [(STAT_CACHE, stat_id), (TREE_CACHE, tree_id)] {
+            let mut rows = txn.open_table(table).map_err(|e| self.err(e))?;
+            rows.retain(|k, v| vouched(k, v, id))
+                .map_err(|e| self.err(e))?;
+        }
+        let scan_id: fn(&[u8]) -> Option<ObjectId> = |v| ScanMemo::decode(v).map(|m| m.root);
+        let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        for (key, id) in [("scan", scan_id), ("walk", tree_id)] {
+            let keep = match meta.get(key).map_err(|e| self.err(e))? {
+                Some(v) => vouched(key.as_bytes(), v.value(), id),
+                None => true,
+            };
+            if !keep {
+                meta.remove(key).map_err(|e| self.err(e))?;
+            }
+        }
+        Ok(())
     }
 
     fn write_dir_cache(

@@ -364,7 +364,7 @@ impl Workspace {
             StatCacheUpdate {
                 put: stored.hashed,
                 remove: stored.gone,
-                clear: false,
+                only_live: None,
                 // A pruned scan's digest covers only part of the tree: no scan memo from it.
                 memo: memo.filter(|_| pruned == 0),
                 walk: walk_memo,

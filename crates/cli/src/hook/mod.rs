@@ -7,6 +7,7 @@
 //! no store, to the user's state directory. One module per agent maps its payload to a
 //! [`HookEvent`]; all of them end in the same save.
 
+mod agent_config;
 mod claude;
 mod cline;
 mod codex;

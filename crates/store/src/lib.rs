@@ -49,7 +49,7 @@ pub use object::{
     encode_record,
 };
 pub use statcache::{
-    STAT_ENTRY_LEN, STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey, WalkMemo,
+    STAT_ENTRY_LEN, STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey, StatRows, WalkMemo,
 };
 pub use store::Store;
 pub use verify::{Problem, RepairReport, VerifyReport};

@@ -16,6 +16,7 @@ use std::path::Path;
 use rayon::prelude::*;
 use snap_store::{
     ChunkList, ChunkRef, EntryKind, ObjectId, ObjectKind, ObjectWriter, StatEntry, StatKey,
+    StatRows,
 };
 
 use crate::TreeError;
@@ -162,7 +163,7 @@ pub struct Stored {
     /// Files skipped or vanished.
     pub report: ScanReport,
     /// Entries for the files this scan hashed, to write to the stat cache.
-    pub hashed: Vec<(Vec<u8>, StatEntry)>,
+    pub hashed: StatRows,
     /// Cached paths that are no longer regular files in the tree, to drop from the cache.
     pub gone: Vec<Vec<u8>>,
     /// With `keep_stats`: each regular file's stat as the scan settled on it, in path order.
@@ -216,18 +217,20 @@ pub fn store_walk(
     };
     // A save after a small change reads a handful of files: starting the thread pool for
     // them costs more than they do.
-    let to_read = (walk.entries.iter().rev().zip(&hits))
+    let (to_read, path_bytes) = (walk.entries.iter().rev().zip(&hits))
         .filter(|((_, kind, stat), hit)| *kind != EntryKind::Dir && !trusted(stat, hit))
-        .count();
+        .fold((0, 0), |(n, bytes), ((path, _, _), _)| {
+            (n + 1, bytes + path.len())
+        });
     let mut report = ScanReport {
         too_large: walk.too_large,
         special: walk.special,
         vanished: 0,
     };
     writer.expect(to_read);
-    // At most one entry per file read, reserved at once: doubling as it grew held a million
-    // entries' room twice over in the last step.
-    let mut hashed = Vec::with_capacity(to_read);
+    // At most one row per file read, reserved at once: doubling as it grew held a million
+    // rows' room twice over in the last step.
+    let mut hashed = StatRows::with_capacity(to_read, path_bytes);
     let mut stats = Vec::new();
     let mut nodes = Vec::with_capacity(walk.entries.len());
     let mut hits = hits.into_iter();
@@ -255,7 +258,7 @@ pub fn store_walk(
                         stats.push((path.clone(), stat));
                     }
                     if let Some(entry) = entry {
-                        hashed.push((path.clone(), entry));
+                        hashed.push(&path, &entry);
                     }
                     nodes.push((path, node));
                 }

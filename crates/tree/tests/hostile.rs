@@ -276,7 +276,7 @@ fn the_stat_cache_skips_unchanged_files_and_survives_gc() {
         id: ObjectId([7; 32]),
         written_ns: 2,
     };
-    let put = vec![(b"d/ghost".to_vec(), ghost)];
+    let put = [(b"d/ghost".to_vec(), ghost)].into_iter().collect();
     let stat_cache = StatCacheUpdate {
         put,
         ..StatCacheUpdate::default()

@@ -35,16 +35,15 @@ impl Catalog {
         if let Some(walk) = update.walk {
             self.set_meta(txn, "walk", &walk.encode())?;
         }
-        // Sorted by reference and encoded row by row: a first save's million rows, encoded
-        // at once, would take as much memory again as the rows themselves.
-        let mut put: Vec<&(Vec<u8>, StatEntry)> = update.put.iter().collect();
-        put.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        self.write_rows(
-            txn,
-            STAT_CACHE,
-            update.remove.iter().map(Vec::as_slice),
-            put.into_iter().map(|(p, e)| (p.as_slice(), e.encode())),
-        )?;
+        // A scan pushes its rows in path order; only rows that come otherwise are sorted
+        // (by reference: a first save's million rows sorted by copy would take as much memory
+        // again as the rows themselves).
+        let remove = update.remove.iter().map(Vec::as_slice);
+        if update.put.iter().is_sorted_by(|a, b| a.0 < b.0) {
+            self.write_rows(txn, STAT_CACHE, remove, update.put.iter())?;
+        } else {
+            self.write_rows(txn, STAT_CACHE, remove, in_key_order(update.put.iter()))?;
+        }
         // Before the tree cache entries: a new config drops every directory's entries.
         self.write_dir_cache(txn, &update.dirs)?;
         let put = update.trees.iter().map(|(p, m)| (p.as_slice(), m.encode()));
@@ -334,7 +333,7 @@ mod tests {
             written_ns: 9,
         };
         let update = StatCacheUpdate {
-            put: vec![(b"f".to_vec(), entry)],
+            put: [(b"f".to_vec(), entry)].into_iter().collect(),
             ..StatCacheUpdate::default()
         };
         let catalog = Catalog::open(&path, false).unwrap();
@@ -370,5 +369,43 @@ mod tests {
             let faults = catalog.audit_caches(|_| true).unwrap();
             assert!(faults[0].contains("damaged"), "bit {bit}: {faults:?}");
         }
+    }
+
+    /// Rows pushed out of path order (a scan pushes them in order) are all written.
+    #[test]
+    fn stat_rows_out_of_path_order_are_all_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        let catalog = Catalog::create(&path).unwrap();
+        let entry = |n: u64| StatEntry {
+            key: crate::StatKey {
+                size: n,
+                mtime_ns: 1,
+                ctime_ns: 2,
+                ino: 3,
+                mode: 0o100644,
+            },
+            kind: crate::EntryKind::File,
+            id: ObjectId([7; 32]),
+            written_ns: 9,
+        };
+        let rows = [
+            (b"b/z".to_vec(), entry(1)),
+            (b"a".to_vec(), entry(2)),
+            (b"b".to_vec(), entry(3)),
+        ];
+        let stat_cache = StatCacheUpdate {
+            put: rows.iter().cloned().collect(),
+            ..StatCacheUpdate::default()
+        };
+        catalog
+            .commit(&Commit {
+                stat_cache,
+                ..Commit::default()
+            })
+            .unwrap();
+        let mut want = rows.to_vec();
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(catalog.stat_cache().unwrap(), want);
     }
 }

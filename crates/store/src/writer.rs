@@ -71,6 +71,14 @@ impl<'s> ObjectWriter<'s> {
         }
     }
 
+    /// Forgets the ids stored so far, giving their set's room back; a later put of one of
+    /// them stores it again (a second frame of the same object, never a missing one). A scan
+    /// calls it once its files are stored: what it puts after is trees and a snapshot, whose
+    /// ids no file's content shares (the kind is hashed into every id).
+    pub fn forget_seen(&self) {
+        *lock_poisoned(&self.seen) = HashSet::new();
+    }
+
     /// Stores `raw` as an object of `kind` unless it is already there; returns its id.
     pub fn put(&self, kind: ObjectKind, raw: &[u8]) -> Result<ObjectId, StoreError> {
         self.put_against(kind, raw, None)

@@ -266,6 +266,7 @@ pub fn store_walk(
             }
         }
     }
+    writer.forget_seen();
     drop_orphans(&mut nodes);
     let digest = digest(&nodes);
     // The walk sorted the paths, so this builds the map in one pass instead of n inserts.

@@ -131,12 +131,21 @@ fn pack_paths(root: &Path) -> Vec<std::path::PathBuf> {
 
 /// Two snapshots in two packs: #1 with `a` and `b`, #2 adding `c` (its own pack).
 fn two_packs(root: &Path) -> (Workspace, std::path::PathBuf) {
+    two_packs_with(root, false)
+}
+
+/// As [`two_packs`]; with `settled`, `c` is written before the clock tick of the second save,
+/// so that the walk memo vouches for it without reading it.
+fn two_packs_with(root: &Path, settled: bool) -> (Workspace, std::path::PathBuf) {
     let ws = Workspace::init(root, None, false).unwrap();
     write(root, "a", &"a".repeat(5000));
     write(root, "dir/b", &"b".repeat(5000));
     save(&ws);
     let first = pack_paths(root);
     write(root, "c", &"c".repeat(5000));
+    if settled {
+        wait_past_mtime(&root.join("c"));
+    }
     save(&ws);
     let second = pack_paths(root)
         .into_iter()
@@ -245,18 +254,9 @@ fn wait_past_mtime(path: &Path) {
 fn a_restore_from_a_head_whose_pack_is_gone_reads_the_disk_instead() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let ws = Workspace::init(root, None, false).unwrap();
-    write(root, "a", &"a".repeat(5000));
-    write(root, "dir/b", &"b".repeat(5000));
-    save(&ws);
-    let first = pack_paths(root);
-    write(root, "c", &"c".repeat(5000));
-    wait_past_mtime(&root.join("c"));
-    save(&ws);
+    let (ws, second) = two_packs_with(root, true);
     drop(ws);
-    for pack in pack_paths(root).iter().filter(|p| !first.contains(p)) {
-        std::fs::remove_file(pack).unwrap();
-    }
+    std::fs::remove_file(second).unwrap();
     let ws = Workspace::discover(root, None).unwrap();
     ws.restore("#1", &[], snap_tree::Run::Apply).unwrap();
     let b = std::fs::read_to_string(root.join("dir/b")).unwrap();

@@ -313,16 +313,11 @@ mod tests {
     use super::*;
     use crate::Commit;
 
-    /// One flipped bit anywhere in a cache row makes the row absent (the file is read
-    /// again), and the audit names it; a sound row naming a missing object is named too.
-    #[test]
-    fn a_damaged_cache_row_is_never_trusted_and_the_audit_names_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("catalog.redb");
-        drop(Catalog::create(&path).unwrap());
-        let entry = StatEntry {
+    /// A stat row's entry for a file of `size` bytes.
+    fn entry_of_size(size: u64) -> StatEntry {
+        StatEntry {
             key: crate::StatKey {
-                size: 5,
+                size,
                 mtime_ns: 1,
                 ctime_ns: 2,
                 ino: 3,
@@ -331,7 +326,17 @@ mod tests {
             kind: crate::EntryKind::File,
             id: ObjectId([7; 32]),
             written_ns: 9,
-        };
+        }
+    }
+
+    /// One flipped bit anywhere in a cache row makes the row absent (the file is read
+    /// again), and the audit names it; a sound row naming a missing object is named too.
+    #[test]
+    fn a_damaged_cache_row_is_never_trusted_and_the_audit_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        drop(Catalog::create(&path).unwrap());
+        let entry = entry_of_size(5);
         let update = StatCacheUpdate {
             put: [(b"f".to_vec(), entry)].into_iter().collect(),
             ..StatCacheUpdate::default()
@@ -377,18 +382,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("catalog.redb");
         let catalog = Catalog::create(&path).unwrap();
-        let entry = |n: u64| StatEntry {
-            key: crate::StatKey {
-                size: n,
-                mtime_ns: 1,
-                ctime_ns: 2,
-                ino: 3,
-                mode: 0o100644,
-            },
-            kind: crate::EntryKind::File,
-            id: ObjectId([7; 32]),
-            written_ns: 9,
-        };
+        let entry = entry_of_size;
         let rows = [
             (b"b/z".to_vec(), entry(1)),
             (b"a".to_vec(), entry(2)),

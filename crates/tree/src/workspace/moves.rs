@@ -452,7 +452,11 @@ impl Workspace {
             None => self.capture_with(&writer, CaptureMode::BeforeMove { head: None })?,
         };
         let dirty = head.as_ref().is_none_or(|h| h.record.root != cap.root);
-        let target = self.restore_target(&writer, &cap.flat, &source, paths)?;
+        let target = if whole {
+            self.restore_whole(&cap.flat, &source)?
+        } else {
+            self.restore_paths(&writer, &cap.flat, &source, paths)?
+        };
         let mut outcome = MoveOutcome::planned(
             Op::Restore,
             dry_run,
@@ -524,26 +528,33 @@ impl Workspace {
         Ok(outcome)
     }
 
-    /// What restoring `paths` of `source` (all of it when `paths` is empty or names the root)
-    /// moves the tree `current` to.
-    fn restore_target(
+    /// What restoring all of `source` moves the tree `current` to: planned from the stored
+    /// trees, reading only where they differ from `current`'s.
+    fn restore_whole(
+        &self,
+        current: &FlatTree,
+        source: &Snapshot,
+    ) -> Result<RestoreTarget, TreeError> {
+        let (plan, part) = Plan::to_stored(&self.store, &source.record.root, current)?;
+        let stats = &source.record.stats;
+        Ok(RestoreTarget {
+            root: source.record.root,
+            changes: plan.changes(current),
+            plan,
+            flat: part,
+            totals: (stats.files, stats.bytes),
+        })
+    }
+
+    /// What restoring `paths` of `source` moves the tree `current` (whole) to: those paths
+    /// merged into it.
+    fn restore_paths(
         &self,
         writer: &ObjectWriter<'_>,
         current: &FlatTree,
         source: &Snapshot,
         paths: &[Vec<u8>],
     ) -> Result<RestoreTarget, TreeError> {
-        if paths.is_empty() || paths.iter().any(|p| p.is_empty()) {
-            let (plan, part) = Plan::to_stored(&self.store, &source.record.root, current)?;
-            let stats = &source.record.stats;
-            return Ok(RestoreTarget {
-                root: source.record.root,
-                changes: plan.changes(current),
-                plan,
-                flat: part,
-                totals: (stats.files, stats.bytes),
-            });
-        }
         let mut merged = merge_paths(current, &self.files(source)?, paths, source.record.seq)?;
         Ok(RestoreTarget {
             root: build_trees(writer, &mut merged)?,

@@ -314,12 +314,7 @@ impl Workspace {
         let mut cap = self.capture_with(&writer, CaptureMode::BeforeMove { head: head_root })?;
         let dirty = cap.root != head.record.root;
         let (passed, target) = choose(dirty)?;
-        if !dirty && cap.flat.is_empty() {
-            // The walk memo vouched for HEAD's tree and nothing was read (or HEAD's tree is
-            // empty): HEAD's tree, unfolded where the target differs, is all the plan and
-            // the guarded apply need. (A dirty capture's empty tree is not in the store yet.)
-            cap.flat = flat::unfold_against(&self.store, &cap.root, &target.record.root)?;
-        }
+        self.unfold_where_vouched(&mut cap, &head.record.root, &target.record.root)?;
         let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
         let changes = plan.changes(&cap.flat);
         let outcome = MoveOutcome::planned(op, dry_run, dirty, target, passed, changes);
@@ -333,10 +328,11 @@ impl Workspace {
     }
 
     /// The capture a whole-tree restore plans from: as undo's, against HEAD's root so that
-    /// the walk memo can vouch for the tree, and then HEAD's tree unfolded where `target`
-    /// differs. Both read HEAD's trees from the store (the capture compares racy files with
-    /// them). A restore has never needed them, since it can read the tree on disk whole, so
-    /// a HEAD whose pack is damaged or gone does not stop it: it reads the disk instead.
+    /// the walk memo can vouch for the tree, then unfolded where `target` differs
+    /// ([`Self::unfold_where_vouched`]). Both read HEAD's trees from the store (the capture
+    /// compares racy files with them). A restore has never needed them, since it can read
+    /// the tree on disk whole, so a HEAD whose pack is damaged or gone does not stop it: it
+    /// reads the disk instead.
     fn capture_for_restore(
         &self,
         writer: &ObjectWriter<'_>,
@@ -349,13 +345,25 @@ impl Workspace {
             Err(TreeError::Store(_)) => return whole_disk(),
             captured => captured?,
         };
-        if cap.root == head && cap.flat.is_empty() {
-            match flat::unfold_against(&self.store, &cap.root, target) {
-                Ok(flat) => cap.flat = flat,
-                Err(_) => return whole_disk(),
-            }
+        match self.unfold_where_vouched(&mut cap, &head, target) {
+            Ok(()) => Ok(cap),
+            Err(_) => whole_disk(),
         }
-        Ok(cap)
+    }
+
+    /// When the walk memo vouched for HEAD's tree (`head`) and nothing was read (or HEAD's
+    /// tree is empty), HEAD's tree unfolded where `target` differs: all that the plan and
+    /// the guarded apply need. (A dirty capture's empty tree is not in the store yet.)
+    fn unfold_where_vouched(
+        &self,
+        cap: &mut Capture,
+        head: &ObjectId,
+        target: &ObjectId,
+    ) -> Result<(), snap_store::StoreError> {
+        if cap.root == *head && cap.flat.is_empty() {
+            cap.flat = flat::unfold_against(&self.store, &cap.root, target)?;
+        }
+        Ok(())
     }
 
     /// The rest of an undo: unsaved changes are saved as the first step back (HEAD moves to

@@ -38,7 +38,12 @@ enum Op {
     Undo(u64),
     Redo(u64),
     Restore(usize),
+    /// Snapshot (index), step size, and the path exported (index into `EXPORTED`, or all).
+    Export(usize, usize, Option<usize>),
 }
+
+/// Paths an export may be limited to: files, directories, and one that is never there.
+const EXPORTED: [&str; 6] = ["a", "d", "d/e", "d/e/z", "g", "nowhere"];
 
 fn op() -> impl Strategy<Value = Op> {
     let f = 0..FILES.len();
@@ -53,6 +58,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (1..3u64).prop_map(Op::Undo),
         2 => (1..3u64).prop_map(Op::Redo),
         1 => (0..8usize).prop_map(Op::Restore),
+        1 => (0..8usize, 1..5usize, proptest::option::of(0..EXPORTED.len()))
+            .prop_map(|(k, step, path)| Op::Export(k, step, path)),
     ]
 }
 
@@ -307,6 +314,13 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     .unwrap();
                 model.restore(seq);
             }
+            Op::Export(k, step, path) => {
+                if model.snaps.is_empty() {
+                    continue;
+                }
+                let seq = (*k as u64 % model.snaps.len() as u64) + 1;
+                export_matches(&ws, &model.snaps[&seq].0, seq, *step, *path)?;
+            }
             edit_op => edit(root, &mut model.wt, edit_op),
         }
         prop_assert_eq!(
@@ -318,6 +332,72 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
         let head = ws.head().unwrap().map(|h| h.record.seq);
         prop_assert_eq!(head, model.head, "HEAD differs after {:?}", op);
     }
+    Ok(())
+}
+
+/// Exports snapshot `seq` in steps of `step` entries (of `EXPORTED[path]` only, when given)
+/// into a new directory, and checks that it holds exactly what the snapshot does there: the
+/// path, everything under it, and the directories above it.
+fn export_matches(
+    ws: &Workspace,
+    snap: &State,
+    seq: u64,
+    step: usize,
+    path: Option<usize>,
+) -> Result<(), TestCaseError> {
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("export");
+    let paths: Vec<Vec<u8>> = path
+        .map(|i| EXPORTED[i].as_bytes().to_vec())
+        .into_iter()
+        .collect();
+    let result = ws.export_in_steps(&format!("#{seq}"), &paths, &dest, step);
+    let Some(p) = path.map(|i| EXPORTED[i]) else {
+        result.unwrap();
+        prop_assert_eq!(
+            &read_disk(&dest),
+            snap,
+            "export of #{} in steps of {}",
+            seq,
+            step
+        );
+        return Ok(());
+    };
+    let within = |q: &str| q == p || q.starts_with(&format!("{p}/"));
+    let above = |q: &str| p.starts_with(&format!("{q}/"));
+    let want = State {
+        files: snap
+            .files
+            .iter()
+            .filter(|(q, _)| within(q))
+            .map(|(q, e)| (q.clone(), e.clone()))
+            .collect(),
+        dirs: snap
+            .dirs
+            .iter()
+            .filter(|q| within(q) || above(q))
+            .cloned()
+            .collect(),
+    };
+    if want.files.is_empty() && !want.dirs.contains(p) {
+        prop_assert!(
+            matches!(result, Err(TreeError::PathNotInSnapshot(..))),
+            "{:?}",
+            result
+        );
+        prop_assert!(!dest.exists(), "a refused export creates nothing");
+        return Ok(());
+    }
+    let files = result.unwrap().files;
+    prop_assert_eq!(files, want.files.len());
+    prop_assert_eq!(
+        &read_disk(&dest),
+        &want,
+        "export of {} from #{} in steps of {}",
+        p,
+        seq,
+        step
+    );
     Ok(())
 }
 

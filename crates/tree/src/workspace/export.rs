@@ -1,8 +1,13 @@
 //! `export`: a snapshot, or some paths of it, written into another directory with the restore
 //! engine (temporary names, renames, no symlink followed, modes as recorded), never touching
-//! the workspace or its history.
+//! the workspace or its history. The snapshot's trees are read one directory at a time and
+//! written in steps of at most a fixed number of entries, so an export holds one step in
+//! memory whatever the snapshot's size.
 
 use super::*;
+
+/// Entries written per step of an export (at 1M files, a whole-tree plan held 376 MB).
+const EXPORT_STEP_ENTRIES: usize = 1 << 16;
 
 /// What an export wrote.
 #[derive(Clone, Debug)]
@@ -24,23 +29,45 @@ impl Workspace {
         paths: &[Vec<u8>],
         dest: &Path,
     ) -> Result<ExportOutcome, TreeError> {
+        self.export_in_steps(reference, paths, dest, EXPORT_STEP_ENTRIES)
+    }
+
+    /// As [`Self::export`], writing at most `step` entries per step (at least one).
+    pub fn export_in_steps(
+        &self,
+        reference: &str,
+        paths: &[Vec<u8>],
+        dest: &Path,
+        step: usize,
+    ) -> Result<ExportOutcome, TreeError> {
         let snapshot = self.resolve(reference)?;
-        let wanted = self.export_entries(&snapshot, paths)?;
+        let (above, given) = self.export_roots(&snapshot, paths)?;
         let dir = self.export_dir(dest)?;
-        let tree = restore::WorkTree {
-            root: &dir,
-            store: &self.store,
-            max_file_size: u64::MAX,
-            stop: self.stop.as_deref(),
+        let mut out = Steps {
+            tree: restore::WorkTree {
+                root: &dir,
+                store: &self.store,
+                max_file_size: u64::MAX,
+                stop: self.stop.as_deref(),
+            },
+            step: step.max(1),
+            pending: FlatTree::new(),
+            modes: Vec::new(),
+            files: 0,
         };
-        let empty = FlatTree::new();
-        let plan = Plan::new(&empty, &wanted);
-        let sides = restore::Sides {
-            before: &empty,
-            after: &wanted,
-        };
-        restore::apply(tree, &plan, sides)?;
-        let files = wanted.values().filter(|n| n.kind != EntryKind::Dir).count();
+        for (path, node) in above {
+            out.add(path, node)?;
+        }
+        for (path, node) in given {
+            // The root's own entry is not written: it is `dest`.
+            if !path.is_empty() {
+                out.add(path.clone(), node)?;
+            }
+            if node.kind == EntryKind::Dir {
+                out.add_tree(&path, &node.id)?;
+            }
+        }
+        let files = out.finish()?;
         Ok(ExportOutcome {
             snapshot,
             dir,
@@ -48,39 +75,45 @@ impl Workspace {
         })
     }
 
-    /// The snapshot's entries at or under `paths` (all of them when none), with the
-    /// directories above them; a path the snapshot lacks is an error.
-    fn export_entries(
-        &self,
-        snapshot: &Snapshot,
-        paths: &[Vec<u8>],
-    ) -> Result<FlatTree, TreeError> {
-        let all = self.files(snapshot)?;
+    /// Where the export starts: the directories above the given paths (written, not
+    /// walked), and the paths to write with everything under them. With no paths (or the
+    /// root among them), the root tree at the empty path. A path the snapshot lacks is an
+    /// error; a path inside another one given is left to that one.
+    fn export_roots(&self, snapshot: &Snapshot, paths: &[Vec<u8>]) -> Result<Roots, TreeError> {
+        let root = &snapshot.record.root;
         if paths.is_empty() || paths.iter().any(|p| p.is_empty()) {
-            return Ok(all);
+            let node = Node {
+                kind: EntryKind::Dir,
+                size: 0,
+                id: *root,
+                mode: None,
+            };
+            return Ok((FlatTree::new(), vec![(Vec::new(), node)]));
         }
-        let mut out = FlatTree::new();
-        for path in paths {
-            let before = out.len();
-            let inside = all.iter().filter(|(p, _)| flat::is_within(p, path));
-            out.extend(inside.map(|(p, n)| (p.clone(), *n)));
-            if out.len() == before {
+        let mut wanted = paths.to_vec();
+        wanted.sort_unstable();
+        let (mut above, mut given) = (FlatTree::new(), Vec::<(Vec<u8>, Node)>::new());
+        for path in wanted {
+            let Some(node) = flat::entry_at(&self.store, root, &path)? else {
                 return Err(TreeError::PathNotInSnapshot(
-                    String::from_utf8_lossy(path).into_owned(),
+                    String::from_utf8_lossy(&path).into_owned(),
                     format!("#{}", snapshot.record.seq),
                 ));
+            };
+            if given.iter().any(|(g, _)| flat::is_within(&path, g)) {
+                continue;
             }
-            let mut up = flat::split(path).0;
+            let mut up = flat::split(&path).0;
             while !up.is_empty() {
-                if let Some(node) = all.get(up) {
-                    out.insert(up.to_vec(), *node);
+                if let Some(node) = flat::entry_at(&self.store, root, up)? {
+                    above.insert(up.to_vec(), node);
                 }
                 up = flat::split(up).0;
             }
+            given.push((path, node));
         }
-        Ok(out)
+        Ok((above, given))
     }
-
     /// `dest`, created if absent; refused when it holds anything or lies in the workspace
     /// (judged before anything is created).
     fn export_dir(&self, dest: &Path) -> Result<PathBuf, TreeError> {
@@ -121,4 +154,79 @@ fn resolved(path: &Path) -> Result<PathBuf, TreeError> {
     let mut out = canonical(existing)?;
     out.extend(rest.iter().rev());
     Ok(out)
+}
+
+/// The directories above the given paths, and the given paths with their entries.
+type Roots = (FlatTree, Vec<(Vec<u8>, Node)>);
+
+/// An export under way: the entries gathered for the next step, and the modes of every
+/// directory written so far, set last so that a read-only directory refuses nothing.
+struct Steps<'a> {
+    tree: restore::WorkTree<'a>,
+    step: usize,
+    pending: FlatTree,
+    modes: Vec<(Vec<u8>, u16)>,
+    files: usize,
+}
+
+impl Steps<'_> {
+    /// Gathers one entry, writing the step once it is full. A directory's entry is always
+    /// gathered before what is inside it, so it is made by this step or an earlier one.
+    fn add(&mut self, path: Vec<u8>, node: Node) -> Result<(), TreeError> {
+        self.files += usize::from(node.kind != EntryKind::Dir);
+        self.pending.insert(path, node);
+        if self.pending.len() >= self.step {
+            self.write_step()?;
+        }
+        Ok(())
+    }
+
+    /// Gathers everything under directory `dir` (tree `id`), one tree at a time, depth
+    /// first: only the trees still to visit wait in memory.
+    fn add_tree(&mut self, dir: &[u8], id: &ObjectId) -> Result<(), TreeError> {
+        let mut stack = vec![(dir.to_vec(), *id)];
+        while let Some((prefix, id)) = stack.pop() {
+            for entry in self.tree.store.read_tree(&id)?.entries {
+                let path = flat::join(&prefix, &entry.name);
+                if entry.kind == EntryKind::Dir {
+                    stack.push((path.clone(), entry.id));
+                }
+                self.add(path, Node::from(&entry))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the gathered entries into the new directory, which holds nothing of theirs
+    /// yet; directory modes wait for [`Steps::finish`].
+    fn write_step(&mut self) -> Result<(), TreeError> {
+        let target = std::mem::take(&mut self.pending);
+        let empty = FlatTree::new();
+        let mut plan = Plan::new(&empty, &target);
+        self.modes.append(&mut plan.set_modes);
+        let sides = restore::Sides {
+            before: &empty,
+            after: &target,
+        };
+        restore::apply(self.tree, &plan, sides)?;
+        Ok(())
+    }
+
+    /// Writes the last step, then gives every directory its mode, deepest first: a parent
+    /// made unreadable does not hide its children. Returns the files and symlinks written.
+    fn finish(mut self) -> Result<usize, TreeError> {
+        self.write_step()?;
+        let mut plan = Plan {
+            set_modes: std::mem::take(&mut self.modes),
+            ..Plan::default()
+        };
+        plan.set_modes.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        let empty = FlatTree::new();
+        let sides = restore::Sides {
+            before: &empty,
+            after: &empty,
+        };
+        restore::apply(self.tree, &plan, sides)?;
+        Ok(self.files)
+    }
 }

@@ -922,6 +922,12 @@ fn checked_move(
     prop_assert_eq!(moved.was_dirty, dirty, "{:?}: dirty", mv);
     if let Some(saved) = &moved.auto_saved {
         prop_assert_eq!(&snapshot_picture(ws, saved), &before, "saved first");
+        let stats = &saved.record.stats;
+        prop_assert_eq!(
+            (stats.files, stats.bytes),
+            totals(&before),
+            "saved first: totals"
+        );
     }
     prop_assert!(moved.kept.is_empty(), "kept {:?}", moved.kept);
     let head = ws.head().unwrap().unwrap();
@@ -931,14 +937,24 @@ fn checked_move(
         let source = ws.resolve(&format!("#{seq}")).unwrap();
         prop_assert_eq!(&after, &snapshot_picture(ws, &source), "restored");
         let stats = &head.record.stats;
-        let files = after.iter().filter(|(_, kind, _)| *kind != EntryKind::Dir);
-        let totals = (
-            files.clone().count() as u64,
-            files.map(|f| f.2.len() as u64).sum(),
+        prop_assert_eq!(
+            (stats.files, stats.bytes),
+            totals(&after),
+            "restore's totals"
         );
-        prop_assert_eq!((stats.files, stats.bytes), totals, "restore's totals");
     }
     Ok((true, scans.load(Ordering::Relaxed) == counted))
+}
+
+/// Files (and symlinks) in a picture, and their bytes: what a snapshot of it records.
+fn totals(picture: &[(Vec<u8>, EntryKind, Vec<u8>)]) -> (u64, u64) {
+    let files = picture
+        .iter()
+        .filter(|(_, kind, _)| *kind != EntryKind::Dir);
+    (
+        files.clone().count() as u64,
+        files.map(|f| f.2.len() as u64).sum(),
+    )
 }
 
 /// Steps of undo, redo, save and edits (some in the clock tick of the move before them).

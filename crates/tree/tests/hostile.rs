@@ -457,6 +457,48 @@ fn a_file_changing_during_the_save_is_never_recorded_torn() {
     assert!(ws.verify(true).unwrap().problems.is_empty());
 }
 
+/// As below, with unsaved changes in another directory: the undo saves them first, reading
+/// only that directory and taking the other files' stats from its walk, and still refuses a
+/// file there that another process rewrote after the walk.
+#[test]
+fn a_file_rewritten_during_an_undo_of_unsaved_changes_is_kept_and_undo_refuses() {
+    use snap_tree::Event;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let mut ws = Workspace::init(&root, None, false).unwrap();
+    write(&root, "a/f", "first\n");
+    write(&root, "b/g", "saved\n");
+    save(&ws);
+    write(&root, "a/f", "second\n");
+    save(&ws);
+    // Past the save's clock tick, a save makes the caches vouch for `a` as it is.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    save(&ws);
+    write(&root, "b/g", "unsaved\n");
+    let fired = AtomicBool::new(false);
+    let writer_root = root.clone();
+    ws.set_observer(Box::new(move |e| {
+        let walked = matches!(e, Event::Timing { step, .. } if step.starts_with("tree walked"));
+        if walked && !fired.swap(true, Ordering::SeqCst) {
+            std::fs::write(writer_root.join("a/f"), "written by another process\n").unwrap();
+        }
+    }));
+    // Two steps: the unsaved changes are the first; the second puts `a/f` back to "first".
+    let err = ws.undo(2, snap_tree::Run::Apply).unwrap_err();
+    assert!(matches!(err, TreeError::ChangedDuringMove { .. }), "{err}");
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+    assert_eq!(read("a/f"), "written by another process\n");
+    assert_eq!(read("b/g"), "unsaved\n");
+    let head = ws.head().unwrap().unwrap();
+    assert_eq!(
+        ws.read_file(&head, b"b/g").unwrap(),
+        b"unsaved\n",
+        "saved first"
+    );
+    assert!(!root.join(".snap/.undoing").exists());
+}
+
 /// Another process rewrites a file after undo's scan saved it and before undo replaces it:
 /// undo refuses before touching anything, and the other process's content is kept.
 #[test]

@@ -12,8 +12,7 @@ pub(crate) fn cmd_cat(ctx: &Ctx, reference: &str, path: &Path) -> Result<()> {
         Ok(content) => content,
         Err(e) => {
             let is_dir = ws
-                .files(&snap)?
-                .get(&rel)
+                .entry_of(&snap, &rel)?
                 .is_some_and(|n| n.kind == snap_tree::EntryKind::Dir);
             if is_dir {
                 bail!(

@@ -6,19 +6,7 @@ pub(crate) fn cmd_ls(ctx: &Ctx, reference: &str, paths: &[PathBuf]) -> Result<()
     let ws = open_reading(ctx)?;
     let snap = ws.resolve(reference)?;
     let filter = workspace_paths(&ws, &ctx.start, paths)?;
-    let under = |p: &[u8]| {
-        filter.is_empty()
-            || filter.iter().any(|f| {
-                f.is_empty()
-                    || p == f.as_slice()
-                    || (p.starts_with(f) && p.get(f.len()) == Some(&b'/'))
-            })
-    };
-    let files: Vec<_> = ws
-        .files(&snap)?
-        .into_iter()
-        .filter(|(p, _)| under(p))
-        .collect();
+    let files: Vec<_> = ws.files_under(&snap, &filter)?.into_iter().collect();
     let entries = files.iter().map(|(p, n)| json::LsEntryDoc {
         path: path_str(p),
         kind: kind_str(n.kind),

@@ -324,10 +324,9 @@ fn changed_under_agent(
     let newest_now = saved.map_or(newest.id, |s| s.id);
     ws.store()
         .set_told(session, &newest_now, &now.record.root)?;
-    let changes = snap_tree::flat::diff_files(
-        &snap_tree::flat::flatten(ws.store(), &known)?,
-        &ws.files(&now)?,
-    );
+    // Only the directories whose trees differ are read: the agent changed a few files.
+    let (old, new) = snap_tree::flat::unfold_pair(ws.store(), &known, &now.record.root)?;
+    let changes = snap_tree::flat::diff_files(&old, &new);
     let mut named: Vec<String> = changes
         .iter()
         .take(CONTEXT_PATHS)

@@ -96,6 +96,16 @@ pub fn unfold_against(
     Ok(out)
 }
 
+/// Trees `a` and `b`, each unfolded only where the other differs: [`diff_files`] of the two
+/// is that of their whole flat trees, and reading them costs the directories that differ.
+pub fn unfold_pair(
+    store: &Store,
+    a: &ObjectId,
+    b: &ObjectId,
+) -> Result<(FlatTree, FlatTree), StoreError> {
+    Ok((unfold_against(store, a, b)?, unfold_against(store, b, a)?))
+}
+
 /// Lists directory `dir` (tree `id`) into `out`, and unfolds each subdirectory that differs
 /// from its twin in `target` (or, without a twin, all of it).
 fn unfold_dir(

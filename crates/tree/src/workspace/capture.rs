@@ -37,6 +37,11 @@ pub(super) enum CaptureMode {
     BeforeMove {
         /// HEAD's root tree, when the shortcut may be taken.
         head: Option<ObjectId>,
+        /// When the walk memo does not vouch, leave out (as a save does) what lies under
+        /// directories the tree cache vouches for, so that reading a changed tree costs what
+        /// a save of it costs: the flat tree then lists only the changed directories
+        /// ([`Capture::pruned`] names the others), and the stats still cover every file.
+        prune: bool,
     },
     /// The whole tree, as it is.
     Whole,
@@ -94,6 +99,8 @@ pub(super) struct ScanStart {
     /// HEAD's root, for a save.
     pub(super) clean_root: Option<ObjectId>,
     pub(super) keep_stats: bool,
+    /// Leave out what lies under directories the tree cache vouches for.
+    pub(super) prune: bool,
     pub(super) dirs: DirCacheUpdate,
 }
 
@@ -220,10 +227,10 @@ impl Workspace {
     ) -> Result<Capture, TreeError> {
         // `clean_root` lets a save skip what is unchanged; `memo_root` only lets the walk
         // memo answer for the whole tree.
-        let (keep_stats, clean_root, memo_root) = match mode {
-            CaptureMode::Save { head } => (false, head, head),
-            CaptureMode::BeforeMove { head } => (true, None, head),
-            CaptureMode::Whole => (false, None, None),
+        let (keep_stats, clean_root, memo_root, prune) = match mode {
+            CaptureMode::Save { head } => (false, head, head, head.is_some()),
+            CaptureMode::BeforeMove { head, prune } => (true, None, head, prune),
+            CaptureMode::Whole => (false, None, None, false),
         };
         let timer = PhaseTimer::new(self.observer.0.as_ref());
         let fs_now_ns = self.fs_clock();
@@ -262,6 +269,7 @@ impl Workspace {
             old_walk,
             clean_root,
             keep_stats,
+            prune,
             dirs,
         };
         self.store_capture(writer, walk, preloaded, start, &timer)
@@ -318,10 +326,11 @@ impl Workspace {
         };
         // A save leaves out what lies under directories whose trees the tree cache vouches
         // for: it needs their ids, not their files (its diff falls back if HEAD differs there).
-        let pruned = if start.clean_root.is_some() && !start.keep_stats {
-            scan::prune_under(&mut walk, |dir| clean.contains_key(dir))
-        } else {
-            0
+        // A move that prunes still needs every file's stat: the walk's, for the files left
+        // out (the scan settles on the others' as it reads them).
+        let (pruned, left_out_stats) = match start.prune {
+            true => scan::prune_under(&mut walk, |dir| clean.contains_key(dir), start.keep_stats),
+            false => (0, Vec::new()),
         };
         let cached = match (preloaded, pruned) {
             (Some(cached), _) => cached?,
@@ -374,7 +383,7 @@ impl Workspace {
         };
         Ok(Capture {
             flat: stored.flat,
-            stats: stored.stats,
+            stats: [stored.stats, left_out_stats].concat(),
             root,
             report: stored.report,
             cache,

@@ -47,6 +47,8 @@ struct PreparedMove<'s> {
     /// The parts of the target the plan needs (`Plan::to_stored`).
     target_part: FlatTree,
     outcome: MoveOutcome,
+    /// The unsaved changes, when they were saved before planning (see `prepare_move`).
+    saved: Option<Snapshot>,
 }
 
 /// What a restore moves the tree to: the root, the plan from the current tree, the target's
@@ -66,6 +68,16 @@ struct MoveSteps {
     kind: SnapshotKind,
     after: After,
 }
+
+const UNDO_STEPS: MoveSteps = MoveSteps {
+    kind: SnapshotKind::AutoBeforeUndo,
+    after: After::Advance,
+};
+
+const REDO_STEPS: MoveSteps = MoveSteps {
+    kind: SnapshotKind::AutoBeforeRedo,
+    after: After::Detached,
+};
 
 impl MoveOutcome {
     /// The outcome as planned, before anything is saved or written.
@@ -222,7 +234,7 @@ impl Workspace {
         }
         let history = self.store.history()?;
         // Unsaved changes count as the first step back.
-        let prepared = self.prepare_move(Op::Undo, dry_run, &head, |dirty| {
+        let prepared = self.prepare_move(Op::Undo, dry_run, (&head, &UNDO_STEPS), |dirty| {
             self.walk_back(&head, if dirty { n - 1 } else { n })
         })?;
         self.finish_undo(&head, prepared, history.redo)
@@ -241,7 +253,7 @@ impl Workspace {
             .ok_or_else(|| TreeError::NothingToUndo("there are no snapshots yet".into()))?;
         let steps = self.steps_back_to(&head, target)?;
         let history = self.store.history()?;
-        let prepared = self.prepare_move(Op::Undo, dry_run, &head, |dirty| {
+        let prepared = self.prepare_move(Op::Undo, dry_run, (&head, &UNDO_STEPS), |dirty| {
             if steps == 0 && !dirty {
                 let why = format!("HEAD is already #{}", head.record.seq);
                 return Err(TreeError::NothingToUndo(why));
@@ -291,30 +303,50 @@ impl Workspace {
             .last()
             .cloned()
             .ok_or_else(|| TreeError::NothingToRedo("empty".into()))?;
-        let prepared = self.prepare_move(Op::Redo, dry_run, &head, |_| Ok((passed, target)))?;
-        let steps = MoveSteps {
-            kind: SnapshotKind::AutoBeforeRedo,
-            after: After::Detached,
-        };
-        self.finish_move(&head, prepared, steps, |_| history.redo[..keep].to_vec())
+        let prepared = self.prepare_move(Op::Redo, dry_run, (&head, &REDO_STEPS), |_| {
+            Ok((passed, target))
+        })?;
+        self.finish_move(&head, prepared, &REDO_STEPS, |_| {
+            history.redo[..keep].to_vec()
+        })
     }
 
     /// What undo and redo share up to the point where they write: the capture, whether it
     /// differs from HEAD, the target `choose` picks given that (snapshots passed, target),
-    /// and the plan from the tree to it.
+    /// and the plan from the tree to it. Unsaved changes are saved first (as `steps` says),
+    /// so that a changed tree is read as a save reads it, only where it changed, and the
+    /// plan unfolds the saved tree where the target differs.
     fn prepare_move(
         &self,
         op: Op,
         dry_run: bool,
-        head: &Snapshot,
+        (head, steps): (&Snapshot, &MoveSteps),
         choose: impl FnOnce(bool) -> Result<(Vec<Snapshot>, Snapshot), TreeError>,
     ) -> Result<PreparedMove<'_>, TreeError> {
         let writer = self.writer(dry_run);
-        let head_root = Some(head.record.root);
-        let mut cap = self.capture_with(&writer, CaptureMode::BeforeMove { head: head_root })?;
+        let (mut cap, diff) = self.capture_before_move(&writer, head, dry_run)?;
         let dirty = cap.root != head.record.root;
         let (passed, target) = choose(dirty)?;
-        self.unfold_where_vouched(&mut cap, &head.record.root, &target.record.root)?;
+        let (writer, saved) = match dirty && !dry_run {
+            true => {
+                let unsaved = Unsaved {
+                    dirty,
+                    root: cap.root,
+                    flat: &cap.flat,
+                    cache: std::mem::take(&mut cap.cache),
+                    diff,
+                };
+                let saved =
+                    self.keep_unsaved(writer, unsaved, Some(head), steps.kind, steps.after)?;
+                (self.writer(false), saved)
+            }
+            false => (writer, None),
+        };
+        // The tree's trees are in the store now: HEAD's, or the unsaved changes' just saved.
+        if !cap.pruned.is_empty() || (cap.root == head.record.root && cap.flat.is_empty()) {
+            cap.flat = flat::unfold_against(&self.store, &cap.root, &target.record.root)?;
+            cap.pruned.clear();
+        }
         let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
         let changes = plan.changes(&cap.flat);
         let outcome = MoveOutcome::planned(op, dry_run, dirty, target, passed, changes);
@@ -324,7 +356,33 @@ impl Workspace {
             plan,
             target_part,
             outcome,
+            saved,
         })
+    }
+
+    /// The capture a move plans from. Where the walk memo cannot vouch for HEAD's tree, it
+    /// leaves out what the tree cache vouches for (not in a dry run, which cannot save the
+    /// changes first), and returns the changes from HEAD that it then needs recorded; when
+    /// those would have to look under what it left out, it reads the tree whole instead.
+    fn capture_before_move(
+        &self,
+        writer: &ObjectWriter<'_>,
+        head: &Snapshot,
+        dry_run: bool,
+    ) -> Result<(Capture, Option<flat::StoredDiff>), TreeError> {
+        let mode = |prune| CaptureMode::BeforeMove {
+            head: Some(head.record.root),
+            prune,
+        };
+        let cap = self.capture_with(writer, mode(!dry_run))?;
+        if cap.pruned.is_empty() {
+            return Ok((cap, None));
+        }
+        let pruned = |dir: &[u8]| cap.pruned.contains(dir);
+        match flat::diff_stored_pruned(&self.store, &head.record.root, &cap.flat, &pruned)? {
+            Some(diff) => Ok((cap, Some(diff))),
+            None => Ok((self.capture_with(writer, mode(false))?, None)),
+        }
     }
 
     /// The capture a whole-tree restore plans from: as undo's, against HEAD's root so that
@@ -339,9 +397,22 @@ impl Workspace {
         head: ObjectId,
         target: &ObjectId,
     ) -> Result<Capture, TreeError> {
-        let whole_disk = || self.capture_with(writer, CaptureMode::BeforeMove { head: None });
-        let mut cap = match self.capture_with(writer, CaptureMode::BeforeMove { head: Some(head) })
-        {
+        let whole_disk = || {
+            self.capture_with(
+                writer,
+                CaptureMode::BeforeMove {
+                    head: None,
+                    prune: false,
+                },
+            )
+        };
+        let mut cap = match self.capture_with(
+            writer,
+            CaptureMode::BeforeMove {
+                head: Some(head),
+                prune: false,
+            },
+        ) {
             Err(TreeError::Store(_)) => return whole_disk(),
             captured => captured?,
         };
@@ -374,11 +445,7 @@ impl Workspace {
         prepared: PreparedMove<'_>,
         redo: Vec<ObjectId>,
     ) -> Result<MoveOutcome, TreeError> {
-        let steps = MoveSteps {
-            kind: SnapshotKind::AutoBeforeUndo,
-            after: After::Advance,
-        };
-        self.finish_move(head, prepared, steps, |outcome| {
+        self.finish_move(head, prepared, &UNDO_STEPS, |outcome| {
             stack_after_undo(redo, outcome)
         })
     }
@@ -390,7 +457,7 @@ impl Workspace {
         &self,
         head: &Snapshot,
         prepared: PreparedMove<'_>,
-        steps: MoveSteps,
+        steps: &MoveSteps,
         redo: impl FnOnce(&mut MoveOutcome) -> Vec<ObjectId>,
     ) -> Result<MoveOutcome, TreeError> {
         let PreparedMove {
@@ -399,19 +466,21 @@ impl Workspace {
             plan,
             target_part,
             mut outcome,
+            saved,
         } = prepared;
         if outcome.dry_run {
             outcome.kept = self.keep_ruled_out(&mut plan.clone(), &cap.flat);
             return Ok(outcome);
         }
         let unsaved = Unsaved {
-            dirty: outcome.was_dirty,
+            dirty: outcome.was_dirty && saved.is_none(),
             root: cap.root,
             flat: &cap.flat,
             cache: cap.cache,
+            diff: None,
         };
-        outcome.auto_saved =
-            self.keep_unsaved(writer, unsaved, Some(head), steps.kind, steps.after)?;
+        let kept = self.keep_unsaved(writer, unsaved, Some(head), steps.kind, steps.after)?;
+        outcome.auto_saved = saved.or(kept);
         let redo = redo(&mut outcome);
         let scanned = Scanned {
             flat: &cap.flat,
@@ -457,7 +526,13 @@ impl Workspace {
             Some(head) => {
                 self.capture_for_restore(&writer, head.record.root, &source.record.root)?
             }
-            None => self.capture_with(&writer, CaptureMode::BeforeMove { head: None })?,
+            None => self.capture_with(
+                &writer,
+                CaptureMode::BeforeMove {
+                    head: None,
+                    prune: false,
+                },
+            )?,
         };
         let dirty = head.as_ref().is_none_or(|h| h.record.root != cap.root);
         let target = if whole {
@@ -481,6 +556,7 @@ impl Workspace {
             root: cap.root,
             flat: &cap.flat,
             cache: cap.cache,
+            diff: None,
         };
         outcome.auto_saved = self.keep_unsaved(
             writer,

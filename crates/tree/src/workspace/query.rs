@@ -31,6 +31,35 @@ impl Workspace {
         Ok(flatten(&self.store, &snapshot.record.root)?)
     }
 
+    /// The paths of a snapshot at or under `paths` (every path when none is given, or the
+    /// root is), reading only the trees on the way to them and those under them.
+    pub fn files_under(
+        &self,
+        snapshot: &Snapshot,
+        paths: &[Vec<u8>],
+    ) -> Result<FlatTree, TreeError> {
+        if paths.is_empty() || paths.iter().any(|p| p.is_empty()) {
+            return self.files(snapshot);
+        }
+        let mut out = FlatTree::new();
+        for path in paths {
+            let Some(node) = self.entry_of(snapshot, path)? else {
+                continue;
+            };
+            if node.kind == EntryKind::Dir {
+                let inside = flatten(&self.store, &node.id)?;
+                out.extend(inside.into_iter().map(|(p, n)| (flat::join(path, &p), n)));
+            }
+            out.insert(path.clone(), node);
+        }
+        Ok(out)
+    }
+
+    /// The entry at `path` in a snapshot, reading only the trees on the way to it.
+    pub fn entry_of(&self, snapshot: &Snapshot, path: &[u8]) -> Result<Option<Node>, TreeError> {
+        Ok(flat::entry_at(&self.store, &snapshot.record.root, path)?)
+    }
+
     pub(super) fn flat_of(&self, snapshot: Option<&Snapshot>) -> Result<FlatTree, TreeError> {
         snapshot.map_or_else(|| Ok(FlatTree::new()), |s| self.files(s))
     }
@@ -44,9 +73,7 @@ impl Workspace {
             )
         };
         let node = self
-            .files(snapshot)?
-            .get(path)
-            .copied()
+            .entry_of(snapshot, path)?
             .filter(|n| n.kind != EntryKind::Dir)
             .ok_or_else(|| {
                 let (p, s) = shown();
@@ -69,11 +96,13 @@ impl Workspace {
 
     /// What changed in `snapshot` against its parent (everything, if the parent was pruned).
     pub fn changes_of(&self, snapshot: &Snapshot) -> Result<Vec<PathChange>, TreeError> {
-        let parent = self.parent_of(snapshot)?;
-        Ok(diff_files(
-            &self.flat_of(parent.as_ref())?,
-            &self.files(snapshot)?,
-        ))
+        let (old, new) = match self.parent_of(snapshot)? {
+            Some(parent) => {
+                flat::unfold_pair(&self.store, &parent.record.root, &snapshot.record.root)?
+            }
+            None => (FlatTree::new(), self.files(snapshot)?),
+        };
+        Ok(diff_files(&old, &new))
     }
 
     /// Snapshots newest first: HEAD's ancestry and the redo stack, or every one with `all`.

@@ -9,6 +9,10 @@ pub(super) struct Unsaved<'a> {
     pub(super) root: ObjectId,
     pub(super) flat: &'a FlatTree,
     pub(super) cache: StatCacheUpdate,
+    /// The changes from the parent and its entries of the changed paths, when `flat` lists
+    /// only the changed directories (a pruned capture): the totals then follow from the
+    /// parent's. `None`: `flat` is the whole tree.
+    pub(super) diff: Option<flat::StoredDiff>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -252,8 +256,23 @@ impl Workspace {
             self.commit_packs(writer, unsaved.cache)?;
             return Ok(None);
         }
-        let parent_flat = self.flat_of(parent)?;
-        let changes = diff_files(&parent_flat, unsaved.flat);
+        // The capture's directories carry built ids, so only those that differ from the
+        // parent's are read; the parent's entries of the changed paths are all the line
+        // counts need.
+        let ((changes, parent_flat), totals) = match (parent, unsaved.diff) {
+            (Some(p), Some(diff)) => {
+                let totals = totals_after(&p.record.stats, &diff.0, &diff.1, unsaved.flat);
+                (diff, totals)
+            }
+            (Some(p), None) => (
+                flat::diff_stored(&self.store, &p.record.root, unsaved.flat)?,
+                flat_totals(unsaved.flat),
+            ),
+            (None, _) => (
+                (diff_files(&FlatTree::new(), unsaved.flat), FlatTree::new()),
+                flat_totals(unsaved.flat),
+            ),
+        };
         let before = match kind {
             SnapshotKind::AutoBeforeRedo => "redo",
             SnapshotKind::AutoBeforeRestore => "restore",
@@ -271,7 +290,7 @@ impl Workspace {
                 opts: &opts,
                 root: unsaved.root,
                 flat: unsaved.flat,
-                totals: flat_totals(unsaved.flat),
+                totals,
                 parent,
                 parent_flat: &parent_flat,
                 changes: &changes,

@@ -221,8 +221,7 @@ impl Workspace {
             }
             // Two snapshots: only the directories whose trees differ are read.
             (Side::Snapshot(Some(a)), Side::Snapshot(Some(b))) => {
-                let old = flat::unfold_against(&self.store, &a.record.root, &b.record.root)?;
-                let new = flat::unfold_against(&self.store, &b.record.root, &a.record.root)?;
+                let (old, new) = flat::unfold_pair(&self.store, &a.record.root, &b.record.root)?;
                 let changes = diff_files(&old, &new);
                 (old, new, changes)
             }

@@ -79,6 +79,11 @@ const REDO_STEPS: MoveSteps = MoveSteps {
     after: After::Detached,
 };
 
+const RESTORE_STEPS: MoveSteps = MoveSteps {
+    kind: SnapshotKind::AutoBeforeRestore,
+    after: After::Advance,
+};
+
 impl MoveOutcome {
     /// The outcome as planned, before anything is saved or written.
     pub(super) fn planned(
@@ -327,26 +332,8 @@ impl Workspace {
         let (mut cap, diff) = self.capture_before_move(&writer, head, dry_run)?;
         let dirty = cap.root != head.record.root;
         let (passed, target) = choose(dirty)?;
-        let (writer, saved) = match dirty && !dry_run {
-            true => {
-                let unsaved = Unsaved {
-                    dirty,
-                    root: cap.root,
-                    flat: &cap.flat,
-                    cache: std::mem::take(&mut cap.cache),
-                    diff,
-                };
-                let saved =
-                    self.keep_unsaved(writer, unsaved, Some(head), steps.kind, steps.after)?;
-                (self.writer(false), saved)
-            }
-            false => (writer, None),
-        };
-        // The tree's trees are in the store now: HEAD's, or the unsaved changes' just saved.
-        if !cap.pruned.is_empty() || (cap.root == head.record.root && cap.flat.is_empty()) {
-            cap.flat = flat::unfold_against(&self.store, &cap.root, &target.record.root)?;
-            cap.pruned.clear();
-        }
+        let (writer, saved) = self.save_first(writer, &mut cap, diff, (head, steps))?;
+        self.unfold_for_plan(&mut cap, &head.record.root, &target.record.root)?;
         let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
         let changes = plan.changes(&cap.flat);
         let outcome = MoveOutcome::planned(op, dry_run, dirty, target, passed, changes);
@@ -386,53 +373,80 @@ impl Workspace {
     }
 
     /// The capture a whole-tree restore plans from: as undo's, against HEAD's root so that
-    /// the walk memo can vouch for the tree, then unfolded where `target` differs
-    /// ([`Self::unfold_where_vouched`]). Both read HEAD's trees from the store (the capture
-    /// compares racy files with them). A restore has never needed them, since it can read
-    /// the tree on disk whole, so a HEAD whose pack is damaged or gone does not stop it: it
-    /// reads the disk instead.
-    fn capture_for_restore(
-        &self,
-        writer: &ObjectWriter<'_>,
-        head: ObjectId,
+    /// the walk memo can vouch for the tree, with unsaved changes saved first, then unfolded
+    /// where `target` differs. Both steps read HEAD's trees from the store (the capture
+    /// compares racy files with them, and takes the directories it leaves out from them). A
+    /// restore has never needed them, since it can read the tree on disk whole, so a HEAD
+    /// whose pack is damaged or gone does not stop it: it reads the disk instead. Returns
+    /// the capture, the writer to go on with, and the unsaved changes' snapshot.
+    fn capture_for_restore<'s>(
+        &'s self,
+        writer: ObjectWriter<'s>,
+        head: &Snapshot,
         target: &ObjectId,
-    ) -> Result<Capture, TreeError> {
-        let whole_disk = || {
-            self.capture_with(
-                writer,
-                CaptureMode::BeforeMove {
-                    head: None,
-                    prune: false,
-                },
-            )
-        };
-        let mut cap = match self.capture_with(
-            writer,
-            CaptureMode::BeforeMove {
-                head: Some(head),
+    ) -> Result<(Capture, ObjectWriter<'s>, Option<Snapshot>), TreeError> {
+        let whole_disk = |writer: &ObjectWriter<'_>| {
+            let mode = CaptureMode::BeforeMove {
+                head: None,
                 prune: false,
-            },
-        ) {
-            Err(TreeError::Store(_)) => return whole_disk(),
+            };
+            self.capture_with(writer, mode)
+        };
+        let (mut cap, diff) = match self.capture_before_move(&writer, head, writer.is_dry_run()) {
+            Err(TreeError::Store(_)) => return Ok((whole_disk(&writer)?, writer, None)),
             captured => captured?,
         };
-        match self.unfold_where_vouched(&mut cap, &head, target) {
-            Ok(()) => Ok(cap),
-            Err(_) => whole_disk(),
+        let (writer, saved) = self.save_first(writer, &mut cap, diff, (head, &RESTORE_STEPS))?;
+        if self
+            .unfold_for_plan(&mut cap, &head.record.root, target)
+            .is_err()
+        {
+            // After a save first, the disk is the saved tree: read whole, it is that again.
+            cap = whole_disk(&writer)?;
         }
+        Ok((cap, writer, saved))
     }
 
-    /// When the walk memo vouched for HEAD's tree (`head`) and nothing was read (or HEAD's
-    /// tree is empty), HEAD's tree unfolded where `target` differs: all that the plan and
-    /// the guarded apply need. (A dirty capture's empty tree is not in the store yet.)
-    fn unfold_where_vouched(
+    /// Saves the unsaved changes `cap` holds, if any (not in a dry run), as `steps` says,
+    /// before the move is planned: a capture that left out what the tree cache vouches for
+    /// can then be unfolded from the store ([`Self::unfold_for_plan`]). `diff` is the changes
+    /// from `head` such a capture needs recorded. Returns the writer to go on with, and the
+    /// snapshot saved.
+    fn save_first<'s>(
+        &'s self,
+        writer: ObjectWriter<'s>,
+        cap: &mut Capture,
+        diff: Option<flat::StoredDiff>,
+        (head, steps): (&Snapshot, &MoveSteps),
+    ) -> Result<(ObjectWriter<'s>, Option<Snapshot>), TreeError> {
+        if cap.root == head.record.root || writer.is_dry_run() {
+            return Ok((writer, None));
+        }
+        let unsaved = Unsaved {
+            dirty: true,
+            root: cap.root,
+            flat: &cap.flat,
+            cache: std::mem::take(&mut cap.cache),
+            diff,
+        };
+        let saved = self.keep_unsaved(writer, unsaved, Some(head), steps.kind, steps.after)?;
+        Ok((self.writer(false), saved))
+    }
+
+    /// When `cap` does not list the whole tree (the walk memo vouched for HEAD's tree, `head`,
+    /// and nothing was read; or the capture left out what the tree cache vouches for, and its
+    /// changes were saved first), its stored tree unfolded where `target` differs: all that
+    /// the plan and the guarded apply need. (A dirty capture's empty tree is not in the
+    /// store yet.)
+    fn unfold_for_plan(
         &self,
         cap: &mut Capture,
         head: &ObjectId,
         target: &ObjectId,
     ) -> Result<(), snap_store::StoreError> {
-        if cap.root == *head && cap.flat.is_empty() {
+        if !cap.pruned.is_empty() || (cap.root == *head && cap.flat.is_empty()) {
             cap.flat = flat::unfold_against(&self.store, &cap.root, target)?;
+            cap.pruned.clear();
         }
         Ok(())
     }
@@ -522,19 +536,17 @@ impl Workspace {
         let whole = paths.is_empty() || paths.iter().any(|p| p.is_empty());
         // A whole-tree restore plans as undo does, from HEAD's tree where the walk memo
         // vouches for it; restoring some paths merges them into the whole current tree.
-        let cap = match head.as_ref().filter(|_| whole) {
-            Some(head) => {
-                self.capture_for_restore(&writer, head.record.root, &source.record.root)?
-            }
-            None => self.capture_with(
-                &writer,
-                CaptureMode::BeforeMove {
+        let (cap, writer, saved) = match head.as_ref().filter(|_| whole) {
+            Some(head) => self.capture_for_restore(writer, head, &source.record.root)?,
+            None => {
+                let mode = CaptureMode::BeforeMove {
                     head: None,
                     prune: false,
-                },
-            )?,
+                };
+                (self.capture_with(&writer, mode)?, writer, None)
+            }
         };
-        let dirty = head.as_ref().is_none_or(|h| h.record.root != cap.root);
+        let dirty = saved.is_some() || head.as_ref().is_none_or(|h| h.record.root != cap.root);
         let target = if whole {
             self.restore_whole(&cap.flat, &source)?
         } else {
@@ -551,20 +563,23 @@ impl Workspace {
         if dry_run {
             return Ok(outcome);
         }
+        // Saved first, or not; and saved (again) if the disk differs from that.
+        let base = saved.clone().or(head.clone());
         let unsaved = Unsaved {
-            dirty,
+            dirty: base.as_ref().is_none_or(|b| b.record.root != cap.root),
             root: cap.root,
             flat: &cap.flat,
             cache: cap.cache,
             diff: None,
         };
-        outcome.auto_saved = self.keep_unsaved(
+        let kept = self.keep_unsaved(
             writer,
             unsaved,
-            head.as_ref(),
-            SnapshotKind::AutoBeforeRestore,
-            After::Advance,
+            base.as_ref(),
+            RESTORE_STEPS.kind,
+            RESTORE_STEPS.after,
         )?;
+        outcome.auto_saved = kept.or(saved);
         // The tree already matches: HEAD now names it (the unsaved changes' snapshot, if any).
         if target.root == cap.root {
             return Ok(outcome);

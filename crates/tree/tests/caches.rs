@@ -878,6 +878,7 @@ fn step() -> impl Strategy<Value = Step> {
         3 => Just(Step::Move(Move::Undo)),
         3 => Just(Step::Move(Move::Redo)),
         2 => (1u64..=2).prop_map(|seq| Step::Move(Move::Restore(seq))),
+        2 => (1u64..=2, 0..RESTORED.len()).prop_map(|(seq, p)| Step::Move(Move::RestorePath(seq, p))),
         1 => Just(Step::Gc),
     ]
 }
@@ -889,7 +890,12 @@ enum Move {
     Redo,
     /// A whole-tree restore of the snapshot of this number.
     Restore(u64),
+    /// A restore of one path (`RESTORED`) of the snapshot of this number.
+    RestorePath(u64, usize),
 }
+
+/// Paths a restore of some paths names: directories, files, and one that is never there.
+const RESTORED: [&str; 6] = ["d", "d/e", "a", "d/e/f/deep", "g", "nowhere"];
 
 /// One undo, redo or restore checked against the disk: it finds the tree dirty exactly when
 /// the disk is not HEAD, saves first exactly what was on disk, and leaves exactly its target
@@ -911,12 +917,21 @@ fn checked_move(
         Move::Redo => ws.redo(1, snap_tree::Run::Apply),
         Move::Restore(seq) if ws.resolve(&format!("#{seq}")).is_err() => return Ok((false, false)),
         Move::Restore(seq) => ws.restore(&format!("#{seq}"), &[], snap_tree::Run::Apply),
+        Move::RestorePath(seq, _) if ws.resolve(&format!("#{seq}")).is_err() => {
+            return Ok((false, false));
+        }
+        Move::RestorePath(seq, p) => {
+            let paths = [RESTORED[p].as_bytes().to_vec()];
+            ws.restore(&format!("#{seq}"), &paths, snap_tree::Run::Apply)
+        }
     };
     let moved = match moved {
         Ok(moved) => moved,
-        Err(snap_tree::TreeError::NothingToUndo(_) | snap_tree::TreeError::NothingToRedo(_)) => {
-            return Ok((false, false));
-        }
+        Err(
+            snap_tree::TreeError::NothingToUndo(_)
+            | snap_tree::TreeError::NothingToRedo(_)
+            | snap_tree::TreeError::PathNotInSnapshot(..),
+        ) => return Ok((false, false)),
         Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
     };
     prop_assert_eq!(moved.was_dirty, dirty, "{:?}: dirty", mv);
@@ -936,6 +951,27 @@ fn checked_move(
     if let Move::Restore(seq) = mv {
         let source = ws.resolve(&format!("#{seq}")).unwrap();
         prop_assert_eq!(&after, &snapshot_picture(ws, &source), "restored");
+        let stats = &head.record.stats;
+        prop_assert_eq!(
+            (stats.files, stats.bytes),
+            totals(&after),
+            "restore's totals"
+        );
+    }
+    if let Move::RestorePath(seq, p) = mv {
+        let source = ws.resolve(&format!("#{seq}")).unwrap();
+        let within = |picture: Vec<(Vec<u8>, EntryKind, Vec<u8>)>| -> Vec<_> {
+            let p = RESTORED[p].as_bytes();
+            let inside = |path: &[u8]| {
+                path == p || (path.starts_with(p) && path.get(p.len()) == Some(&b'/'))
+            };
+            picture
+                .into_iter()
+                .filter(|(path, _, _)| inside(path))
+                .collect()
+        };
+        let restored = within(snapshot_picture(ws, &source));
+        prop_assert_eq!(within(after.clone()), restored, "restored {}", RESTORED[p]);
         let stats = &head.record.stats;
         prop_assert_eq!(
             (stats.files, stats.bytes),

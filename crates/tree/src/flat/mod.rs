@@ -137,6 +137,40 @@ fn unfold_dir(
     Ok(())
 }
 
+/// Tree `root` listed along `paths`: the entries of each directory above a path, and
+/// everything at or under each path; every other directory stays a single node, its
+/// contents unread. That is all of a tree that restoring those paths reads or rebuilds.
+pub fn unfold_along(
+    store: &Store,
+    root: &ObjectId,
+    paths: &[Vec<u8>],
+) -> Result<FlatTree, StoreError> {
+    let mut out = FlatTree::new();
+    let mut listed = std::collections::HashSet::new();
+    for path in paths {
+        let (mut dir, mut id) = (Vec::new(), *root);
+        for name in path.split(|&b| b == b'/') {
+            if listed.insert(dir.clone()) {
+                for entry in store.read_tree(&id)?.entries {
+                    out.insert(join(&dir, &entry.name), Node::from(&entry));
+                }
+            }
+            let here = join(&dir, name);
+            match out.get(&here) {
+                Some(node) if node.kind == EntryKind::Dir => (dir, id) = (here, node.id),
+                // Absent, or a file: nothing lies further down.
+                _ => break,
+            }
+        }
+        if dir == *path {
+            for (sub, node) in flatten(store, &id)? {
+                out.insert(join(path, &sub), node);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The entry tree `root` holds at `path`, reading only the trees on the way to it.
 pub fn entry_at(store: &Store, root: &ObjectId, path: &[u8]) -> Result<Option<Node>, StoreError> {
     let mut id = *root;
@@ -426,5 +460,36 @@ mod tests {
                 proptest::prop_assert_eq!(n.id, back[path].id, "built id of {:?}", path);
             }
         }
+
+        /// A tree unfolded along some paths (there or not, under files or not) lists exactly
+        /// what lies at or under them, and the entries of each directory above them.
+        #[test]
+        fn unfolding_along_paths_lists_them_and_what_is_above(
+            files in proptest::collection::btree_set(names(), 1..16),
+            paths in proptest::collection::vec(names(), 1..4),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::init(dir.path()).unwrap();
+            let mut flat: FlatTree = (files.iter().enumerate())
+                .filter(|(_, f)| !files.iter().any(|g| g.len() > f.len() && g.starts_with(&format!("{f}/"))))
+                .map(|(i, f)| (f.clone().into_bytes(), node(EntryKind::File, i as u8)))
+                .collect();
+            let writer = store.writer();
+            let root = build_trees(&writer, &mut flat).unwrap();
+            let packs = writer.finish().unwrap();
+            store.commit(&snap_store::Commit { packs, ..Default::default() }).unwrap();
+            let paths: Vec<Vec<u8>> = paths.into_iter().map(String::into_bytes).collect();
+            let want: FlatTree = (flatten(&store, &root).unwrap().into_iter())
+                .filter(|(e, _)| paths.iter().any(|p| is_within(e, p) || is_within(p, split(e).0)))
+                .collect();
+            proptest::prop_assert_eq!(unfold_along(&store, &root, &paths).unwrap(), want);
+        }
+    }
+
+    /// Paths of one to three names from a few that sort around `/`.
+    fn names() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::strategy::Strategy;
+        proptest::collection::vec(proptest::sample::select(vec!["a", "a.b", "b", "a0"]), 1..4)
+            .prop_map(|parts| parts.join("/"))
     }
 }

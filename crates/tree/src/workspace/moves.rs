@@ -69,6 +69,14 @@ struct MoveSteps {
     after: After,
 }
 
+/// How much of a stored tree a move plans from: where a target tree differs from it, or
+/// along the paths a restore of some paths replaces.
+#[derive(Clone, Copy)]
+enum Unfold<'a> {
+    Against(&'a ObjectId),
+    Along(&'a [Vec<u8>]),
+}
+
 const UNDO_STEPS: MoveSteps = MoveSteps {
     kind: SnapshotKind::AutoBeforeUndo,
     after: After::Advance,
@@ -333,7 +341,11 @@ impl Workspace {
         let dirty = cap.root != head.record.root;
         let (passed, target) = choose(dirty)?;
         let (writer, saved) = self.save_first(writer, &mut cap, diff, (head, steps))?;
-        self.unfold_for_plan(&mut cap, &head.record.root, &target.record.root)?;
+        self.unfold_for_plan(
+            &mut cap,
+            &head.record.root,
+            Unfold::Against(&target.record.root),
+        )?;
         let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
         let changes = plan.changes(&cap.flat);
         let outcome = MoveOutcome::planned(op, dry_run, dirty, target, passed, changes);
@@ -383,7 +395,7 @@ impl Workspace {
         &'s self,
         writer: ObjectWriter<'s>,
         head: &Snapshot,
-        target: &ObjectId,
+        unfold: Unfold<'_>,
     ) -> Result<(Capture, ObjectWriter<'s>, Option<Snapshot>), TreeError> {
         let whole_disk = |writer: &ObjectWriter<'_>| {
             let mode = CaptureMode::BeforeMove {
@@ -398,7 +410,7 @@ impl Workspace {
         };
         let (writer, saved) = self.save_first(writer, &mut cap, diff, (head, &RESTORE_STEPS))?;
         if self
-            .unfold_for_plan(&mut cap, &head.record.root, target)
+            .unfold_for_plan(&mut cap, &head.record.root, unfold)
             .is_err()
         {
             // After a save first, the disk is the saved tree: read whole, it is that again.
@@ -442,10 +454,13 @@ impl Workspace {
         &self,
         cap: &mut Capture,
         head: &ObjectId,
-        target: &ObjectId,
+        unfold: Unfold<'_>,
     ) -> Result<(), snap_store::StoreError> {
         if !cap.pruned.is_empty() || (cap.root == *head && cap.flat.is_empty()) {
-            cap.flat = flat::unfold_against(&self.store, &cap.root, target)?;
+            cap.flat = match unfold {
+                Unfold::Against(target) => flat::unfold_against(&self.store, &cap.root, target)?,
+                Unfold::Along(paths) => flat::unfold_along(&self.store, &cap.root, paths)?,
+            };
             cap.pruned.clear();
         }
         Ok(())
@@ -534,10 +549,14 @@ impl Workspace {
         let head = self.head()?;
         let writer = self.writer(dry_run);
         let whole = paths.is_empty() || paths.iter().any(|p| p.is_empty());
-        // A whole-tree restore plans as undo does, from HEAD's tree where the walk memo
-        // vouches for it; restoring some paths merges them into the whole current tree.
-        let (cap, writer, saved) = match head.as_ref().filter(|_| whole) {
-            Some(head) => self.capture_for_restore(writer, head, &source.record.root)?,
+        // Planned as undo is, from HEAD's tree (or the unsaved changes', saved first) where
+        // the walk memo or the tree cache vouches for it, unfolded where the restore needs.
+        let unfold = match whole {
+            true => Unfold::Against(&source.record.root),
+            false => Unfold::Along(paths),
+        };
+        let (cap, writer, saved) = match head.as_ref() {
+            Some(head) => self.capture_for_restore(writer, head, unfold)?,
             None => {
                 let mode = CaptureMode::BeforeMove {
                     head: None,
@@ -550,7 +569,10 @@ impl Workspace {
         let target = if whole {
             self.restore_whole(&cap.flat, &source)?
         } else {
-            self.restore_paths(&writer, &cap.flat, &source, paths)?
+            // The totals follow from those of the snapshot the capture's tree is, if any.
+            let known = (saved.as_ref().or(head.as_ref())).filter(|s| s.record.root == cap.root);
+            let current = (&cap.flat, known.map(|s| &s.record.stats));
+            self.restore_paths(&writer, current, &source, paths)?
         };
         let mut outcome = MoveOutcome::planned(
             Op::Restore,
@@ -645,21 +667,38 @@ impl Workspace {
         })
     }
 
-    /// What restoring `paths` of `source` moves the tree `current` (whole) to: those paths
-    /// merged into it.
+    /// What restoring `paths` of `source` moves the tree `current` to: those paths merged
+    /// into it. `current` is whole, or unfolded along `paths` (its other directories single
+    /// nodes whose trees are in the store) with the totals of the snapshot it is.
     fn restore_paths(
         &self,
         writer: &ObjectWriter<'_>,
-        current: &FlatTree,
+        (current, totals): (&FlatTree, Option<&ChangeStats>),
         source: &Snapshot,
         paths: &[Vec<u8>],
     ) -> Result<RestoreTarget, TreeError> {
-        let mut merged = merge_paths(current, &self.files(source)?, paths, source.record.seq)?;
+        let source_part = flat::unfold_along(&self.store, &source.record.root, paths)?;
+        let mut merged = merge_paths(current, &source_part, paths, source.record.seq)?;
+        // Every directory above a restored path is rebuilt (also where the path is only
+        // taken away); any other with an id is unchanged below and taken as built.
+        for path in paths {
+            let mut up = flat::split(path).0;
+            while let Some(node) = merged.get_mut(up).filter(|n| n.kind == EntryKind::Dir) {
+                node.id = UNBUILT;
+                up = flat::split(up).0;
+            }
+        }
+        let root = flat::build_trees_reusing(writer, &mut merged, &|_| None)?;
+        let changes = diff_files(current, &merged);
+        let totals = match totals {
+            Some(stats) => totals_after(stats, &changes, current, &merged),
+            None => flat_totals(&merged),
+        };
         Ok(RestoreTarget {
-            root: build_trees(writer, &mut merged)?,
-            changes: diff_files(current, &merged),
+            root,
             plan: Plan::new(current, &merged),
-            totals: flat_totals(&merged),
+            changes,
+            totals,
             flat: merged,
         })
     }

@@ -386,6 +386,9 @@ fn run_in(base: &Path, ops: Vec<Op>) -> Result<u64, TestCaseError> {
         let had_head = status.head.is_some();
         let (status, dirs) = (status.changes, status.dirs);
         let diff = ws.diff(None, None, &[]).unwrap().entries;
+        // From the first snapshot, which the tree cache knows nothing of after a few saves.
+        let first = ws.resolve("#1").ok();
+        let from_first = (first.as_ref()).map(|_| ws.diff(Some("#1"), None, &[]).unwrap().entries);
         let saved = ws
             .save(&SaveOptions {
                 message: format!("{op:?}"),
@@ -408,6 +411,10 @@ fn run_in(base: &Path, ops: Vec<Op>) -> Result<u64, TestCaseError> {
             None => before.clone(),
         };
         prop_assert_eq!(&diff, &diff_entries(&before, &after));
+        if let (Some(first), Some(from_first)) = (&first, &from_first) {
+            let whole = diff_entries(&ws.files(first).unwrap(), &after);
+            prop_assert_eq!(from_first, &whole, "#1 to the working tree");
+        }
         // Between two snapshots, diff reads only the directories whose trees differ.
         if let (Some(head), Some(snapshot)) = (&head, &saved.snapshot) {
             let (from, to) = (head.record.seq, snapshot.record.seq);

@@ -106,6 +106,49 @@ pub fn unfold_pair(
     Ok((unfold_against(store, a, b)?, unfold_against(store, b, a)?))
 }
 
+/// `flat`, a scan that left out what lies under the directories `pruned` names (their ids
+/// known, their trees in the store), unfolded from the store under each of those whose id
+/// differs from its twin in the stored tree `other`: [`diff_stored`] of the two then never
+/// needs what was left out, and reading them costs the directories that differ.
+pub fn unfold_pruned(
+    store: &Store,
+    flat: &mut FlatTree,
+    pruned: &dyn Fn(&[u8]) -> bool,
+    other: &ObjectId,
+) -> Result<(), StoreError> {
+    unfold_pruned_in(store, flat, pruned, &[], Some(other))
+}
+
+fn unfold_pruned_in(
+    store: &Store,
+    flat: &mut FlatTree,
+    pruned: &dyn Fn(&[u8]) -> bool,
+    dir: &[u8],
+    other: Option<&ObjectId>,
+) -> Result<(), StoreError> {
+    let theirs = match other {
+        Some(t) => store.read_tree(t)?.entries,
+        None => Vec::new(),
+    };
+    let twins: HashMap<&[u8], &TreeEntry> = theirs.iter().map(|t| (t.name.as_slice(), t)).collect();
+    let subdirs: Vec<(Vec<u8>, ObjectId)> = (children(flat, dir).into_iter())
+        .filter(|(_, node)| node.kind == EntryKind::Dir)
+        .map(|(name, node)| (name.to_vec(), node.id))
+        .collect();
+    for (name, id) in subdirs {
+        let path = join(dir, &name);
+        let twin = (twins.get(name.as_slice()))
+            .filter(|t| t.kind == EntryKind::Dir)
+            .map(|t| t.id);
+        match pruned(&path) {
+            true if twin == Some(id) => {}
+            true => unfold_dir(store, &path, &id, twin.as_ref(), flat)?,
+            false => unfold_pruned_in(store, flat, pruned, &path, twin.as_ref())?,
+        }
+    }
+    Ok(())
+}
+
 /// Lists directory `dir` (tree `id`) into `out`, and unfolds each subdirectory that differs
 /// from its twin in `target` (or, without a twin, all of it).
 fn unfold_dir(

@@ -59,6 +59,8 @@ pub(super) struct AgainstHead {
     pub(super) old: FlatTree,
     /// The working tree's entries of at least the changed paths.
     pub(super) new: FlatTree,
+    /// Directories `new` lists only as themselves, their trees known (`Capture::pruned`).
+    pub(super) pruned: HashSet<Vec<u8>>,
     pub(super) report: ScanReport,
 }
 
@@ -170,6 +172,7 @@ impl Workspace {
             root: cap.root,
             old,
             new: cap.flat,
+            pruned: cap.pruned,
             report: cap.report,
         })
     }
@@ -219,6 +222,10 @@ impl Workspace {
                 let against = self.against_head(head.as_deref())?;
                 (against.old, against.new, against.changes)
             }
+            // Another snapshot against the working tree, found as a save finds it: the
+            // directories the tree cache vouches for are read from the store where they
+            // differ from the snapshot's.
+            (Side::Snapshot(Some(a)), Side::WorkingTree) => self.against_snapshot(a)?,
             // Two snapshots: only the directories whose trees differ are read.
             (Side::Snapshot(Some(a)), Side::Snapshot(Some(b))) => {
                 let (old, new) = flat::unfold_pair(&self.store, &a.record.root, &b.record.root)?;
@@ -250,6 +257,30 @@ impl Workspace {
             })
             .collect();
         Ok(TreeDiff { from, to, entries })
+    }
+
+    /// The old entries, the working tree's and the changes from snapshot `a` to the working
+    /// tree, reading only the directories that differ.
+    fn against_snapshot(
+        &self,
+        a: &Snapshot,
+    ) -> Result<(FlatTree, FlatTree, Vec<PathChange>), TreeError> {
+        let head = self.head()?;
+        let mut against = self.against_head(head.as_ref())?;
+        match head {
+            // The tree is HEAD's: two stored trees, each unfolded against the other.
+            Some(h) if h.record.root == against.root => {
+                let (old, new) = flat::unfold_pair(&self.store, &a.record.root, &h.record.root)?;
+                let changes = diff_files(&old, &new);
+                Ok((old, new, changes))
+            }
+            _ => {
+                let pruned = |dir: &[u8]| against.pruned.contains(dir);
+                flat::unfold_pruned(&self.store, &mut against.new, &pruned, &a.record.root)?;
+                let (changes, old) = flat::diff_stored(&self.store, &a.record.root, &against.new)?;
+                Ok((old, against.new, changes))
+            }
+        }
     }
 
     pub(super) fn side_flat(&self, side: &Side) -> Result<FlatTree, TreeError> {

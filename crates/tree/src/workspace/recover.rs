@@ -11,14 +11,15 @@ impl Workspace {
     pub(super) fn recover(&mut self) -> Result<(), TreeError> {
         for marker in Marker::find(self.store.dir())? {
             let head = self.snapshot(marker.head)?;
-            let after = flatten(&self.store, &head.record.root)?;
             let from = match marker.from {
                 Some(from) => from,
                 // An older marker did not record it: before HEAD moves, HEAD is (nearly
                 // always) the tree the move started from, and the guards cover the rest.
                 None => self.head()?.map_or(head.record.root, |h| h.record.root),
             };
-            let before = flatten(&self.store, &from)?;
+            // Both trees, each unfolded only where the other differs: the paths the plan
+            // touches, with all that the guards compare them with.
+            let (before, after) = flat::unfold_pair(&self.store, &from, &head.record.root)?;
             let mut plan = Plan::new(&before, &after);
             plan.leave_out(&marker.kept);
             let sides = restore::Sides {

@@ -457,6 +457,27 @@ fn a_file_changing_during_the_save_is_never_recorded_torn() {
     assert!(ws.verify(true).unwrap().problems.is_empty());
 }
 
+/// A workspace with `file` saved as "first" and then "second" beside `other`, and saved again once the second
+/// save's clock tick has passed: `file` was written in that tick, so the cache could not
+/// vouch for it; the last save re-hashes it and makes the cache trust it. A move's scan then
+/// takes `file` from the cache and never reads it.
+fn two_versions_settled(
+    file: &str,
+    other: &str,
+) -> (tempfile::TempDir, std::path::PathBuf, Workspace) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let ws = Workspace::init(&root, None, false).unwrap();
+    write(&root, file, "first\n");
+    write(&root, other, "same\n");
+    save(&ws);
+    write(&root, file, "second\n");
+    save(&ws);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    save(&ws);
+    (dir, root, ws)
+}
+
 /// As below, with unsaved changes in another directory: the undo saves them first, reading
 /// only that directory and taking the other files' stats from its walk, and still refuses a
 /// file there that another process rewrote after the walk.
@@ -464,17 +485,7 @@ fn a_file_changing_during_the_save_is_never_recorded_torn() {
 fn a_file_rewritten_during_an_undo_of_unsaved_changes_is_kept_and_undo_refuses() {
     use snap_tree::Event;
     use std::sync::atomic::{AtomicBool, Ordering};
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().to_path_buf();
-    let mut ws = Workspace::init(&root, None, false).unwrap();
-    write(&root, "a/f", "first\n");
-    write(&root, "b/g", "saved\n");
-    save(&ws);
-    write(&root, "a/f", "second\n");
-    save(&ws);
-    // Past the save's clock tick, a save makes the caches vouch for `a` as it is.
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    save(&ws);
+    let (_dir, root, mut ws) = two_versions_settled("a/f", "b/g");
     write(&root, "b/g", "unsaved\n");
     let fired = AtomicBool::new(false);
     let writer_root = root.clone();
@@ -505,20 +516,8 @@ fn a_file_rewritten_during_an_undo_of_unsaved_changes_is_kept_and_undo_refuses()
 fn a_file_rewritten_during_undo_is_kept_and_undo_refuses() {
     use snap_tree::{Event, Phase};
     use std::sync::atomic::{AtomicBool, Ordering};
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().to_path_buf();
-    let mut ws = Workspace::init(&root, None, false).unwrap();
-    write(&root, "f", "first\n");
-    write(&root, "other", "same\n");
-    save(&ws);
-    write(&root, "f", "second\n");
-    save(&ws);
+    let (_dir, root, mut ws) = two_versions_settled("f", "other");
     let head = ws.head().unwrap().unwrap().id;
-    // `f` was written in the save's own clock tick, so the cache cannot vouch for it yet; a
-    // save after the tick has passed re-hashes it and makes the cache trust it. The scan of
-    // the undo then takes `f` from the cache and never reads the other process's bytes.
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    save(&ws);
     let fired = AtomicBool::new(false);
     let writer_root = root.clone();
     // Right after the walk took every stat: when the walk memo vouches for the tree, as here

@@ -457,10 +457,10 @@ fn a_file_changing_during_the_save_is_never_recorded_torn() {
     assert!(ws.verify(true).unwrap().problems.is_empty());
 }
 
-/// A workspace with `file` saved as "first" and then "second" beside `other`, and saved again once the second
-/// save's clock tick has passed: `file` was written in that tick, so the cache could not
-/// vouch for it; the last save re-hashes it and makes the cache trust it. A move's scan then
-/// takes `file` from the cache and never reads it.
+/// A workspace with `file` saved as "first" and then "second" beside `other`, and saved
+/// again once the second save's clock tick has passed: `file` was written in that tick, so
+/// the cache could not vouch for it; the last save re-hashes it and makes the cache trust
+/// it. A move's scan then takes `file` from the cache and never reads it.
 fn two_versions_settled(
     file: &str,
     other: &str,

@@ -918,20 +918,47 @@ fn checked_move(
     let before = disk_picture(root);
     let head = ws.head().unwrap().unwrap();
     let dirty = before != snapshot_picture(ws, &head);
-    let counted = scans.load(Ordering::Relaxed);
-    let moved = match mv {
-        Move::Undo => ws.undo(1, snap_tree::Run::Apply),
-        Move::Redo => ws.redo(1, snap_tree::Run::Apply),
-        Move::Restore(seq) if ws.resolve(&format!("#{seq}")).is_err() => return Ok((false, false)),
-        Move::Restore(seq) => ws.restore(&format!("#{seq}"), &[], snap_tree::Run::Apply),
-        Move::RestorePath(seq, _) if ws.resolve(&format!("#{seq}")).is_err() => {
-            return Ok((false, false));
-        }
+    let source = |seq: u64| ws.resolve(&format!("#{seq}")).is_ok();
+    let make = |run: snap_tree::Run| match mv {
+        Move::Undo => ws.undo(1, run),
+        Move::Redo => ws.redo(1, run),
+        Move::Restore(seq) => ws.restore(&format!("#{seq}"), &[], run),
         Move::RestorePath(seq, p) => {
             let paths = [RESTORED[p].as_bytes().to_vec()];
-            ws.restore(&format!("#{seq}"), &paths, snap_tree::Run::Apply)
+            ws.restore(&format!("#{seq}"), &paths, run)
         }
     };
+    if let Move::Restore(seq) | Move::RestorePath(seq, _) = mv
+        && !source(seq)
+    {
+        return Ok((false, false));
+    }
+    // A dry run first (it reads, and writes nothing): it must foresee the move.
+    let preview = make(snap_tree::Run::DryRun);
+    let counted = scans.load(Ordering::Relaxed);
+    let moved = make(snap_tree::Run::Apply);
+    match (&preview, &moved) {
+        (Ok(preview), Ok(moved)) => {
+            prop_assert_eq!(
+                &preview.changes,
+                &moved.changes,
+                "{:?}: dry run's changes",
+                mv
+            );
+            prop_assert_eq!(
+                preview.was_dirty,
+                moved.was_dirty,
+                "{:?}: dry run's dirty",
+                mv
+            );
+        }
+        (preview, moved) => prop_assert_eq!(
+            preview.as_ref().err().map(|e| e.to_string()),
+            moved.as_ref().err().map(|e| e.to_string()),
+            "{:?}: dry run's outcome",
+            mv
+        ),
+    }
     let moved = match moved {
         Ok(moved) => moved,
         Err(

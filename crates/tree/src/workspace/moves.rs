@@ -337,7 +337,7 @@ impl Workspace {
         choose: impl FnOnce(bool) -> Result<(Vec<Snapshot>, Snapshot), TreeError>,
     ) -> Result<PreparedMove<'_>, TreeError> {
         let writer = self.writer(dry_run);
-        let (mut cap, diff) = self.capture_before_move(&writer, head, dry_run)?;
+        let (mut cap, diff) = self.capture_before_move(&writer, head, true)?;
         let dirty = cap.root != head.record.root;
         let (passed, target) = choose(dirty)?;
         let (writer, saved) = self.save_first(writer, &mut cap, diff, (head, steps))?;
@@ -360,21 +360,21 @@ impl Workspace {
     }
 
     /// The capture a move plans from. Where the walk memo cannot vouch for HEAD's tree, it
-    /// leaves out what the tree cache vouches for (not in a dry run, which cannot save the
-    /// changes first), and returns the changes from HEAD that it then needs recorded; when
-    /// those would have to look under what it left out, it reads the tree whole instead.
+    /// leaves out (with `prune`) what the tree cache vouches for, and returns the changes
+    /// from HEAD that saving it first then records; when those would have to look under what
+    /// it left out, it reads the tree whole instead. A dry run saves nothing, so needs none.
     fn capture_before_move(
         &self,
         writer: &ObjectWriter<'_>,
         head: &Snapshot,
-        dry_run: bool,
+        prune: bool,
     ) -> Result<(Capture, Option<flat::StoredDiff>), TreeError> {
         let mode = |prune| CaptureMode::BeforeMove {
             head: Some(head.record.root),
             prune,
         };
-        let cap = self.capture_with(writer, mode(!dry_run))?;
-        if cap.pruned.is_empty() {
+        let cap = self.capture_with(writer, mode(prune))?;
+        if cap.pruned.is_empty() || writer.is_dry_run() {
             return Ok((cap, None));
         }
         let pruned = |dir: &[u8]| cap.pruned.contains(dir);
@@ -404,7 +404,10 @@ impl Workspace {
             };
             self.capture_with(writer, mode)
         };
-        let (mut cap, diff) = match self.capture_before_move(&writer, head, writer.is_dry_run()) {
+        // A dry run cannot save first, and unfolds a capture that left directories out only
+        // against a target tree (`unfold_for_plan`).
+        let prune = !writer.is_dry_run() || matches!(unfold, Unfold::Against(_));
+        let (mut cap, diff) = match self.capture_before_move(&writer, head, prune) {
             Err(TreeError::Store(_)) => return Ok((whole_disk(&writer)?, writer, None)),
             captured => captured?,
         };
@@ -446,23 +449,33 @@ impl Workspace {
     }
 
     /// When `cap` does not list the whole tree (the walk memo vouched for HEAD's tree, `head`,
-    /// and nothing was read; or the capture left out what the tree cache vouches for, and its
-    /// changes were saved first), its stored tree unfolded where `target` differs: all that
-    /// the plan and the guarded apply need. (A dirty capture's empty tree is not in the
-    /// store yet.)
+    /// and nothing was read; or the capture left out what the tree cache vouches for), its
+    /// stored tree unfolded where the move needs: all that the plan and the guarded apply
+    /// read. (A dirty capture's empty tree is not in the store yet.) Unsaved changes a dry
+    /// run did not save are not in the store either: then only the directories the capture
+    /// left out are read from it, where they differ from the target.
     fn unfold_for_plan(
         &self,
         cap: &mut Capture,
         head: &ObjectId,
         unfold: Unfold<'_>,
     ) -> Result<(), snap_store::StoreError> {
-        if !cap.pruned.is_empty() || (cap.root == *head && cap.flat.is_empty()) {
-            cap.flat = match unfold {
-                Unfold::Against(target) => flat::unfold_against(&self.store, &cap.root, target)?,
-                Unfold::Along(paths) => flat::unfold_along(&self.store, &cap.root, paths)?,
-            };
-            cap.pruned.clear();
+        let vouched = cap.root == *head && cap.flat.is_empty();
+        if cap.pruned.is_empty() && !vouched {
+            return Ok(());
         }
+        let stored = vouched || self.store.contains(&cap.root)?;
+        cap.flat = match unfold {
+            Unfold::Against(target) if !stored => {
+                let mut flat = std::mem::take(&mut cap.flat);
+                let pruned = |dir: &[u8]| cap.pruned.contains(dir);
+                flat::unfold_pruned(&self.store, &mut flat, &pruned, target)?;
+                flat
+            }
+            Unfold::Against(target) => flat::unfold_against(&self.store, &cap.root, target)?,
+            Unfold::Along(paths) => flat::unfold_along(&self.store, &cap.root, paths)?,
+        };
+        cap.pruned.clear();
         Ok(())
     }
 

@@ -126,10 +126,7 @@ fn unfold_pruned_in(
     dir: &[u8],
     other: Option<&ObjectId>,
 ) -> Result<(), StoreError> {
-    let theirs = match other {
-        Some(t) => store.read_tree(t)?.entries,
-        None => Vec::new(),
-    };
+    let theirs = entries_of(store, other)?;
     let twins: HashMap<&[u8], &TreeEntry> = theirs.iter().map(|t| (t.name.as_slice(), t)).collect();
     let subdirs: Vec<(Vec<u8>, ObjectId)> = (children(flat, dir).into_iter())
         .filter(|(_, node)| node.kind == EntryKind::Dir)
@@ -149,6 +146,11 @@ fn unfold_pruned_in(
     Ok(())
 }
 
+/// The entries of tree `id`; none without one (a directory the other side lacks).
+fn entries_of(store: &Store, id: Option<&ObjectId>) -> Result<Vec<TreeEntry>, StoreError> {
+    id.map_or_else(|| Ok(Vec::new()), |id| Ok(store.read_tree(id)?.entries))
+}
+
 /// Lists directory `dir` (tree `id`) into `out`, and unfolds each subdirectory that differs
 /// from its twin in `target` (or, without a twin, all of it).
 fn unfold_dir(
@@ -158,10 +160,7 @@ fn unfold_dir(
     target: Option<&ObjectId>,
     out: &mut FlatTree,
 ) -> Result<(), StoreError> {
-    let theirs = match target {
-        Some(t) => store.read_tree(t)?.entries,
-        None => Vec::new(),
-    };
+    let theirs = entries_of(store, target)?;
     let twins: HashMap<&[u8], &TreeEntry> = theirs.iter().map(|t| (t.name.as_slice(), t)).collect();
     for entry in store.read_tree(id)?.entries {
         let path = join(dir, &entry.name);

@@ -319,9 +319,7 @@ impl Workspace {
         let prepared = self.prepare_move(Op::Redo, dry_run, (&head, &REDO_STEPS), |_| {
             Ok((passed, target))
         })?;
-        self.finish_move(&head, prepared, &REDO_STEPS, |_| {
-            history.redo[..keep].to_vec()
-        })
+        self.finish_move(&head, prepared, |_| history.redo[..keep].to_vec())
     }
 
     /// What undo and redo share up to the point where they write: the capture, whether it
@@ -487,19 +485,16 @@ impl Workspace {
         prepared: PreparedMove<'_>,
         redo: Vec<ObjectId>,
     ) -> Result<MoveOutcome, TreeError> {
-        self.finish_move(head, prepared, &UNDO_STEPS, |outcome| {
-            stack_after_undo(redo, outcome)
-        })
+        self.finish_move(head, prepared, |outcome| stack_after_undo(redo, outcome))
     }
 
     /// The rest of an undo or redo: a preview names what the ignore rules would keep;
-    /// otherwise unsaved changes are saved (`steps`), `redo` gives the new redo stack, and
-    /// the tree is moved.
+    /// otherwise (unsaved changes already saved by `prepare_move`) `redo` gives the new redo
+    /// stack, and the tree is moved.
     fn finish_move(
         &self,
         head: &Snapshot,
         prepared: PreparedMove<'_>,
-        steps: &MoveSteps,
         redo: impl FnOnce(&mut MoveOutcome) -> Vec<ObjectId>,
     ) -> Result<MoveOutcome, TreeError> {
         let PreparedMove {
@@ -514,15 +509,10 @@ impl Workspace {
             outcome.kept = self.keep_ruled_out(&mut plan.clone(), &cap.flat);
             return Ok(outcome);
         }
-        let unsaved = Unsaved {
-            dirty: outcome.was_dirty && saved.is_none(),
-            root: cap.root,
-            flat: &cap.flat,
-            cache: cap.cache,
-            diff: None,
-        };
-        let kept = self.keep_unsaved(writer, unsaved, Some(head), steps.kind, steps.after)?;
-        outcome.auto_saved = saved.or(kept);
+        // Unsaved changes were saved in `prepare_move`; what is left is the capture's packs
+        // and cache rows (a tree that was HEAD's).
+        self.commit_packs(writer, cap.cache)?;
+        outcome.auto_saved = saved;
         let redo = redo(&mut outcome);
         let scanned = Scanned {
             flat: &cap.flat,

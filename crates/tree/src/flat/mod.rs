@@ -5,7 +5,7 @@
 //! trees are built), so empty directories survive.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 mod changes;
 
@@ -188,29 +188,107 @@ pub fn unfold_along(
     paths: &[Vec<u8>],
 ) -> Result<FlatTree, StoreError> {
     let mut out = FlatTree::new();
-    let mut listed = std::collections::HashSet::new();
+    let mut listed = HashSet::new();
     for path in paths {
-        let (mut dir, mut id) = (Vec::new(), *root);
+        list_along(store, &mut out, &mut listed, (Vec::new(), *root), path)?;
+    }
+    Ok(out)
+}
+
+/// `flat`, a scan that left out what lies under the directories `pruned` names (their ids
+/// known, their trees in the store), unfolded from the store along `paths` where it left
+/// them out: afterwards it lists at least what [`unfold_along`] of the scanned tree would.
+/// The directories the scan read are listed already.
+pub fn unfold_pruned_along(
+    store: &Store,
+    flat: &mut FlatTree,
+    pruned: &dyn Fn(&[u8]) -> bool,
+    paths: &[Vec<u8>],
+) -> Result<(), StoreError> {
+    let mut listed = HashSet::new();
+    for path in paths {
+        // The first directory on the way that was left out: nothing under it is in `flat`.
+        let mut left_out = None;
+        let mut here = Vec::new();
         for name in path.split(|&b| b == b'/') {
-            if listed.insert(dir.clone()) {
-                for entry in store.read_tree(&id)?.entries {
-                    out.insert(join(&dir, &entry.name), Node::from(&entry));
+            here = join(&here, name);
+            match flat.get(&here) {
+                Some(node) if node.kind == EntryKind::Dir && pruned(&here) => {
+                    left_out = Some((here.clone(), node.id));
+                    break;
                 }
-            }
-            let here = join(&dir, name);
-            match out.get(&here) {
-                Some(node) if node.kind == EntryKind::Dir => (dir, id) = (here, node.id),
-                // Absent, or a file: nothing lies further down.
+                Some(node) if node.kind == EntryKind::Dir => {}
                 _ => break,
             }
         }
-        if dir == *path {
-            for (sub, node) in flatten(store, &id)? {
-                out.insert(join(path, &sub), node);
-            }
+        match left_out {
+            Some(start) => list_along(store, flat, &mut listed, start, path)?,
+            None if here == *path => unfold_pruned_under(store, flat, pruned, path)?,
+            None => {}
         }
     }
-    Ok(out)
+    Ok(())
+}
+
+/// Unfolds from the store, whole, each directory under `dir` that the scan left out.
+fn unfold_pruned_under(
+    store: &Store,
+    flat: &mut FlatTree,
+    pruned: &dyn Fn(&[u8]) -> bool,
+    dir: &[u8],
+) -> Result<(), StoreError> {
+    let mut from = dir.to_vec();
+    from.push(b'/');
+    let left_out: Vec<(Vec<u8>, ObjectId)> = (flat.range(from.clone()..))
+        .take_while(|(path, _)| path.starts_with(&from))
+        .filter(|(path, node)| node.kind == EntryKind::Dir && pruned(path))
+        .map(|(path, node)| (path.clone(), node.id))
+        .collect();
+    for (path, id) in left_out {
+        for (sub, node) in flatten(store, &id)? {
+            flat.insert(join(&path, &sub), node);
+        }
+    }
+    Ok(())
+}
+
+/// Lists into `out`, from directory `dir` (tree `id`) down, the entries of each directory
+/// above `path` and everything at or under it. `path` lies at or under `dir`; `listed` names
+/// the directories already listed, so that paths sharing a parent read it once.
+fn list_along(
+    store: &Store,
+    out: &mut FlatTree,
+    listed: &mut HashSet<Vec<u8>>,
+    (mut dir, mut id): (Vec<u8>, ObjectId),
+    path: &[u8],
+) -> Result<(), StoreError> {
+    let rest = match dir.is_empty() {
+        true => path,
+        false => path.get(dir.len() + 1..).unwrap_or_default(),
+    };
+    let names: Vec<&[u8]> = match dir.as_slice() == path {
+        true => Vec::new(),
+        false => rest.split(|&b| b == b'/').collect(),
+    };
+    for name in names {
+        if listed.insert(dir.clone()) {
+            for entry in store.read_tree(&id)?.entries {
+                out.insert(join(&dir, &entry.name), Node::from(&entry));
+            }
+        }
+        let here = join(&dir, name);
+        match out.get(&here) {
+            Some(node) if node.kind == EntryKind::Dir => (dir, id) = (here, node.id),
+            // Absent, or a file: nothing lies further down.
+            _ => return Ok(()),
+        }
+    }
+    if dir == path {
+        for (sub, node) in flatten(store, &id)? {
+            out.insert(join(path, &sub), node);
+        }
+    }
+    Ok(())
 }
 
 /// The entry tree `root` holds at `path`, reading only the trees on the way to it.
@@ -525,6 +603,47 @@ mod tests {
                 .filter(|(e, _)| paths.iter().any(|p| is_within(e, p) || is_within(p, split(e).0)))
                 .collect();
             proptest::prop_assert_eq!(unfold_along(&store, &root, &paths).unwrap(), want);
+        }
+
+        /// A scan that left out some directories (any of them, nested or not), unfolded
+        /// along some paths, lists at least what the whole tree unfolded along them does,
+        /// and nothing the tree does not hold.
+        #[test]
+        fn a_pruned_scan_unfolded_along_paths_lists_what_the_tree_does(
+            files in proptest::collection::btree_set(names(), 1..16),
+            paths in proptest::collection::vec(names(), 1..4),
+            left_out in proptest::collection::vec(proptest::bool::ANY, 16),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::init(dir.path()).unwrap();
+            let mut flat: FlatTree = (files.iter().enumerate())
+                .filter(|(_, f)| !files.iter().any(|g| g.len() > f.len() && g.starts_with(&format!("{f}/"))))
+                .map(|(i, f)| (f.clone().into_bytes(), node(EntryKind::File, i as u8)))
+                .collect();
+            let writer = store.writer();
+            let root = build_trees(&writer, &mut flat).unwrap();
+            let packs = writer.finish().unwrap();
+            store.commit(&snap_store::Commit { packs, ..Default::default() }).unwrap();
+            let whole = flatten(&store, &root).unwrap();
+            let pruned: std::collections::HashSet<Vec<u8>> = (whole.iter())
+                .filter(|(_, n)| n.kind == EntryKind::Dir)
+                .zip(&left_out)
+                .filter(|(_, out)| **out)
+                .map(|((p, _), _)| p.clone())
+                .collect();
+            let mut scanned: FlatTree = (whole.iter())
+                .filter(|(p, _)| !pruned.iter().any(|d| p.len() > d.len() && is_within(p, d)))
+                .map(|(p, n)| (p.clone(), *n))
+                .collect();
+            let paths: Vec<Vec<u8>> = paths.into_iter().map(String::into_bytes).collect();
+            let is_pruned = |d: &[u8]| pruned.contains(d);
+            unfold_pruned_along(&store, &mut scanned, &is_pruned, &paths).unwrap();
+            for (path, want) in unfold_along(&store, &root, &paths).unwrap() {
+                proptest::prop_assert_eq!(scanned.get(&path), Some(&want), "{:?}", path);
+            }
+            for (path, got) in &scanned {
+                proptest::prop_assert_eq!(whole.get(path), Some(got), "{:?}", path);
+            }
         }
     }
 

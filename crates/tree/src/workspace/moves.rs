@@ -335,7 +335,7 @@ impl Workspace {
         choose: impl FnOnce(bool) -> Result<(Vec<Snapshot>, Snapshot), TreeError>,
     ) -> Result<PreparedMove<'_>, TreeError> {
         let writer = self.writer(dry_run);
-        let (mut cap, diff) = self.capture_before_move(&writer, head, true)?;
+        let (mut cap, diff) = self.capture_before_move(&writer, head)?;
         let dirty = cap.root != head.record.root;
         let (passed, target) = choose(dirty)?;
         let (writer, saved) = self.save_first(writer, &mut cap, diff, (head, steps))?;
@@ -358,20 +358,19 @@ impl Workspace {
     }
 
     /// The capture a move plans from. Where the walk memo cannot vouch for HEAD's tree, it
-    /// leaves out (with `prune`) what the tree cache vouches for, and returns the changes
+    /// leaves out what the tree cache vouches for, and returns the changes
     /// from HEAD that saving it first then records; when those would have to look under what
     /// it left out, it reads the tree whole instead. A dry run saves nothing, so needs none.
     fn capture_before_move(
         &self,
         writer: &ObjectWriter<'_>,
         head: &Snapshot,
-        prune: bool,
     ) -> Result<(Capture, Option<flat::StoredDiff>), TreeError> {
         let mode = |prune| CaptureMode::BeforeMove {
             head: Some(head.record.root),
             prune,
         };
-        let cap = self.capture_with(writer, mode(prune))?;
+        let cap = self.capture_with(writer, mode(true))?;
         if cap.pruned.is_empty() || writer.is_dry_run() {
             return Ok((cap, None));
         }
@@ -402,10 +401,7 @@ impl Workspace {
             };
             self.capture_with(writer, mode)
         };
-        // A dry run cannot save first, and unfolds a capture that left directories out only
-        // against a target tree (`unfold_for_plan`).
-        let prune = !writer.is_dry_run() || matches!(unfold, Unfold::Against(_));
-        let (mut cap, diff) = match self.capture_before_move(&writer, head, prune) {
+        let (mut cap, diff) = match self.capture_before_move(&writer, head) {
             Err(TreeError::Store(_)) => return Ok((whole_disk(&writer)?, writer, None)),
             captured => captured?,
         };
@@ -451,7 +447,8 @@ impl Workspace {
     /// stored tree unfolded where the move needs: all that the plan and the guarded apply
     /// read. (A dirty capture's empty tree is not in the store yet.) Unsaved changes a dry
     /// run did not save are not in the store either: then only the directories the capture
-    /// left out are read from it, where they differ from the target.
+    /// left out are read from it, where they differ from the target or lie along the paths
+    /// restored.
     fn unfold_for_plan(
         &self,
         cap: &mut Capture,
@@ -471,6 +468,12 @@ impl Workspace {
                 flat
             }
             Unfold::Against(target) => flat::unfold_against(&self.store, &cap.root, target)?,
+            Unfold::Along(paths) if !stored => {
+                let mut flat = std::mem::take(&mut cap.flat);
+                let pruned = |dir: &[u8]| cap.pruned.contains(dir);
+                flat::unfold_pruned_along(&self.store, &mut flat, &pruned, paths)?;
+                flat
+            }
             Unfold::Along(paths) => flat::unfold_along(&self.store, &cap.root, paths)?,
         };
         cap.pruned.clear();

@@ -368,6 +368,27 @@ impl Store {
         }
     }
 
+    /// Checks that every byte of a file's content (a chunk, or a chunk list and each of its
+    /// chunks) reads back whole and matches its id, holding one chunk at a time. The catalog
+    /// naming an object does not say its frame is sound: a pack can rot after it was written.
+    pub fn check_file(&self, id: &ObjectId) -> Result<(), StoreError> {
+        let (kind, bytes) = self.read(id)?;
+        match kind {
+            ObjectKind::Chunk => Ok(()),
+            ObjectKind::ChunkList => {
+                for chunk in &ChunkList::decode(*id, &bytes)?.chunks {
+                    self.read_kind(&chunk.id, ObjectKind::Chunk)?;
+                }
+                Ok(())
+            }
+            found => Err(StoreError::WrongKind {
+                id: *id,
+                expected: ObjectKind::Chunk,
+                found,
+            }),
+        }
+    }
+
     /// Drops cached pack readers (after gc deleted pack files).
     pub(crate) fn forget_readers(&self) {
         lock_poisoned(&self.readers).clear();
@@ -377,6 +398,13 @@ impl Store {
     /// Starts writing objects into new packs. Safe to share between threads.
     pub fn writer(&self) -> ObjectWriter<'_> {
         ObjectWriter::new(self, false)
+    }
+
+    /// As [`Store::writer`], also writing the objects the catalog already names: for content
+    /// whose named copy cannot be read back ([`Store::check_file`]) while its bytes are still
+    /// at hand. Committed, the new frames are the ones the catalog locates.
+    pub fn rewriting_writer(&self) -> ObjectWriter<'_> {
+        ObjectWriter::rewriting(self)
     }
 
     /// A writer that only computes ids and writes nothing: for status and previews.

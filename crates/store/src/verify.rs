@@ -2,7 +2,7 @@
 //! object's bytes against its id) and names what is damaged down to snapshot and path;
 //! `repair` rebuilds a lost or corrupt catalog from the packs alone.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::catalog::{Catalog, Commit, HistoryState, Locations};
@@ -234,16 +234,27 @@ impl Store {
         }
         let catalog = Catalog::create(&catalog_path)?;
         let mut commit = Commit::default();
+        let mut based = Vec::new();
         for path in pack_files(&dir.join("packs"))? {
             report.packs += 1;
             match recover_pack(&path, &mut report) {
-                Ok((pack, frames, snapshots)) => {
-                    commit.snapshots.extend(snapshots);
-                    commit.packs.push((pack, frames));
+                Ok(recovered) => {
+                    commit.snapshots.extend(recovered.snapshots);
+                    let pack = commit.packs.len();
+                    based.extend(
+                        recovered
+                            .based
+                            .into_iter()
+                            .map(|(f, base)| ((pack, f), base)),
+                    );
+                    commit.packs.push((recovered.pack, recovered.frames));
                 }
                 Err(_) => report.damaged_packs.push(path),
             }
         }
+        let dropped = drop_baseless(&mut commit.packs, &based);
+        report.objects -= dropped;
+        report.damaged_objects += dropped;
         commit.snapshots.sort_by_key(|(_, r)| r.seq);
         commit.snapshots.dedup_by_key(|(id, _)| *id);
         report.snapshots = commit.snapshots.len();
@@ -270,7 +281,55 @@ fn pack_files(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
     Ok(out)
 }
 
-type RecoveredPack = (ObjectId, Vec<FrameInfo>, Vec<(ObjectId, SnapshotRecord)>);
+/// What [`recover_pack`] finds in one pack.
+struct RecoveredPack {
+    pack: ObjectId,
+    /// Its good frames, in pack order.
+    frames: Vec<FrameInfo>,
+    /// The snapshot records among them.
+    snapshots: Vec<(ObjectId, SnapshotRecord)>,
+    /// Each delta or slice frame (its index in `frames`) with the base or block it needs.
+    based: Vec<(usize, ObjectId)>,
+}
+
+/// A frame of the repaired catalog: the pack's index in the commit, the frame's in the pack.
+type FrameAt = (usize, usize);
+
+/// Drops every delta and slice frame whose base or block no kept frame holds, until none is
+/// left (a chain loses every link above a lost one); returns how many. A frame the catalog
+/// names must be readable: a save takes what the catalog names for stored, and a move
+/// would refuse to replace a file whose only copy that is.
+fn drop_baseless(packs: &mut [(ObjectId, Vec<FrameInfo>)], based: &[(FrameAt, ObjectId)]) -> usize {
+    let mut held: HashMap<ObjectId, usize> = HashMap::new();
+    for frame in packs.iter().flat_map(|(_, frames)| frames) {
+        *held.entry(frame.id).or_default() += 1;
+    }
+    let mut dropped: HashSet<FrameAt> = HashSet::new();
+    loop {
+        let before = dropped.len();
+        for &((pack, at), base) in based {
+            if held.get(&base).is_some_and(|n| *n > 0) || dropped.contains(&(pack, at)) {
+                continue;
+            }
+            dropped.insert((pack, at));
+            let id = packs.get(pack).and_then(|(_, frames)| frames.get(at));
+            if let Some(n) = id.and_then(|frame| held.get_mut(&frame.id)) {
+                *n -= 1;
+            }
+        }
+        if dropped.len() == before {
+            break;
+        }
+    }
+    for (pack, (_, frames)) in packs.iter_mut().enumerate() {
+        let mut at = 0;
+        frames.retain(|_| {
+            at += 1;
+            !dropped.contains(&(pack, at - 1))
+        });
+    }
+    dropped.len()
+}
 
 /// The good frames of one pack, and the snapshot records among them. The pack keeps its name
 /// (catalog locations name packs by file name) even when its body hash no longer matches.
@@ -290,6 +349,7 @@ fn recover_pack(path: &Path, report: &mut RepairReport) -> Result<RecoveredPack,
         .unwrap_or(reader.file_len());
     let mut frames = Vec::new();
     let mut snapshots = Vec::new();
+    let mut based = Vec::new();
     let mut offset = HEADER_LEN;
     while offset < end {
         let Ok(header) = reader.read_at(offset, crate::pack::FRAME_HEADER_LEN) else {
@@ -302,6 +362,7 @@ fn recover_pack(path: &Path, report: &mut RepairReport) -> Result<RecoveredPack,
         // A delta's base or a slice's block may lie in a pack not scanned yet: its frame is
         // taken on the strength of its header, and its content is checked when it is read.
         let mut base_unknown = |_: &DeltaHeader| Err("base not at hand".to_string());
+        let mut base = None;
         let raw = reader
             .read_at(
                 info.offset + crate::pack::FRAME_HEADER_LEN,
@@ -309,14 +370,23 @@ fn recover_pack(path: &Path, report: &mut RepairReport) -> Result<RecoveredPack,
             )
             .ok()
             .and_then(|p| match info.compression {
-                Compression::Delta => DeltaHeader::parse(&p).ok().map(|_| Vec::new()),
-                Compression::Slice => SliceRef::parse(&p).ok().map(|_| Vec::new()),
+                Compression::Delta => DeltaHeader::parse(&p).ok().map(|h| {
+                    base = Some(h.base);
+                    Vec::new()
+                }),
+                Compression::Slice => SliceRef::parse(&p).ok().map(|r| {
+                    base = Some(r.block);
+                    Vec::new()
+                }),
                 _ => decode_payload(&info, p, &mut base_unknown).ok(),
             });
         let Some(raw) = raw else {
             report.damaged_objects += 1;
             continue;
         };
+        if let Some(base) = base {
+            based.push((frames.len(), base));
+        }
         if info.kind == ObjectKind::Snapshot {
             match SnapshotRecord::decode(info.id, &raw) {
                 Ok(record) => snapshots.push((info.id, record)),
@@ -326,7 +396,12 @@ fn recover_pack(path: &Path, report: &mut RepairReport) -> Result<RecoveredPack,
         report.objects += 1;
         frames.push(info);
     }
-    Ok((pack, frames, snapshots))
+    Ok(RecoveredPack {
+        pack,
+        frames,
+        snapshots,
+        based,
+    })
 }
 
 /// Walks snapshot trees, skipping subtrees already known healthy, attributing damage to

@@ -30,6 +30,9 @@ pub struct ObjectWriter<'s> {
     /// a restore, which reads in the same order, then needs each block on one thread only.
     blocks: Vec<Mutex<PendingBlock>>,
     dry_run: bool,
+    /// Stores objects the catalog already names, as new frames that the commit then
+    /// locates instead (see [`crate::Store::rewriting_writer`]).
+    rewrite: bool,
     /// Set when an append failed: the open pack it was writing, and the frames in it, are
     /// gone, so [`ObjectWriter::finish`] refuses, whatever the caller made of the error.
     failed: std::sync::atomic::AtomicBool,
@@ -58,8 +61,22 @@ impl<'s> ObjectWriter<'s> {
             sealed: Mutex::default(),
             blocks: (0..MAX_LANES).map(|_| Mutex::default()).collect(),
             dry_run,
+            rewrite: false,
             failed: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    pub(crate) fn rewriting(store: &'s Store) -> ObjectWriter<'s> {
+        ObjectWriter {
+            rewrite: true,
+            ..ObjectWriter::new(store, false)
+        }
+    }
+
+    /// True when `id` need not be written: the catalog names it, and this writer does not
+    /// rewrite what it names.
+    fn in_store(&self, id: &ObjectId) -> Result<bool, StoreError> {
+        Ok(!self.rewrite && self.store.contains(id)?)
     }
 
     /// Makes room for `objects` more ids in the set of those seen, ahead of storing them.
@@ -96,7 +113,7 @@ impl<'s> ObjectWriter<'s> {
         base: Option<ObjectId>,
     ) -> Result<ObjectId, StoreError> {
         let id = ObjectId::of(kind, raw);
-        if self.dry_run || !lock_poisoned(&self.seen).insert(id) || self.store.contains(&id)? {
+        if self.dry_run || !lock_poisoned(&self.seen).insert(id) || self.in_store(&id)? {
             return Ok(id);
         }
         // Compression runs outside any lock so that callers on several threads overlap.
@@ -169,7 +186,7 @@ impl<'s> ObjectWriter<'s> {
             _ => {}
         }
         let block_id = ObjectId::of(ObjectKind::Block, &block.raw);
-        if lock_poisoned(&self.seen).insert(block_id) && !self.store.contains(&block_id)? {
+        if lock_poisoned(&self.seen).insert(block_id) && !self.in_store(&block_id)? {
             let encoded = EncodedObject::encode_with_id(ObjectKind::Block, block_id, &block.raw)?;
             self.append(&encoded)?;
         }

@@ -585,3 +585,99 @@ fn the_merge_leaves_a_first_saves_pack_alone() {
     );
     assert!(ws.verify(true).unwrap().problems.is_empty());
 }
+
+/// Two saves of small files: #1 holds `a`, #2 rewrites `a` and adds `b`, whose contents
+/// share one block in #2's own pack. Returns the workspace and that pack.
+fn two_small_versions(root: &Path) -> (Workspace, std::path::PathBuf) {
+    let ws = Workspace::init(root, None, false).unwrap();
+    write(root, "a", "first a\n");
+    save(&ws);
+    let first = pack_paths(root);
+    write(root, "a", "second a, its only copy\n");
+    write(root, "b", "b, its only copy\n");
+    save(&ws);
+    let second = pack_paths(root)
+        .into_iter()
+        .find(|p| !first.contains(p))
+        .unwrap();
+    (ws, second)
+}
+
+/// Flips every payload byte of the block frames (kind 5) in `pack`, leaving the frames that
+/// name them (slices, trees, the snapshot) sound: content the catalog names, rotted.
+fn rot_blocks(pack: &Path) {
+    let mut bytes = std::fs::read(pack).unwrap();
+    let footer = bytes.len() - 56;
+    let index = u64::from_le_bytes(bytes[footer + 8..footer + 16].try_into().unwrap()) as usize;
+    let (mut at, mut rotted) = (16, 0);
+    while at < index {
+        let stored = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        if bytes[at] == 5 {
+            bytes[at + 44..at + 44 + stored]
+                .iter_mut()
+                .for_each(|b| *b ^= 0x5a);
+            rotted += 1;
+        }
+        at += 44 + stored;
+    }
+    assert!(rotted > 0, "no block in {pack:?}");
+    std::fs::write(pack, bytes).unwrap();
+}
+
+/// A pack can rot after it was written: the catalog still names the files' contents, but
+/// they no longer read back, and the working tree holds the only sound copy. An undo or a
+/// restore about to replace or remove such files stores them again first, so every version
+/// stays readable (DESIGN §14); before, the move destroyed them.
+#[test]
+fn a_move_stores_again_the_files_whose_saved_copies_rotted() {
+    for op in ["undo", "restore"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let (ws, second) = two_small_versions(root);
+        drop(ws);
+        rot_blocks(&second);
+        let ws = Workspace::discover(root, None).unwrap();
+        let two = ws.resolve("#2").unwrap();
+        assert!(ws.read_file(&two, b"a").is_err(), "{op}: the copy rotted");
+        match op {
+            "undo" => ws.undo(1, snap_tree::Run::Apply),
+            _ => ws.restore("#1", &[], snap_tree::Run::Apply),
+        }
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("a")).unwrap(),
+            "first a\n"
+        );
+        assert!(!root.join("b").exists(), "{op}");
+        drop(ws);
+        let ws = Workspace::discover(root, None).unwrap();
+        let two = ws.resolve("#2").unwrap();
+        assert_eq!(
+            ws.read_file(&two, b"a").unwrap(),
+            b"second a, its only copy\n"
+        );
+        assert_eq!(ws.read_file(&two, b"b").unwrap(), b"b, its only copy\n");
+    }
+}
+
+/// A repair drops the slices whose block rotted (and so every delta or slice down a chain
+/// from a lost frame): a catalog naming them would make the next save take them for stored.
+#[test]
+fn repair_drops_slices_whose_block_rotted_and_the_next_save_stores_them_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (ws, second) = two_small_versions(root);
+    drop(ws);
+    rot_blocks(&second);
+    std::fs::remove_file(root.join(".snap/catalog.redb")).unwrap();
+    let report = Store::repair(&root.join(".snap")).unwrap();
+    assert!(report.damaged_objects >= 3, "{report:?}");
+    let ws = Workspace::discover(root, None).unwrap();
+    save(&ws);
+    let head = ws.head().unwrap().unwrap();
+    assert_eq!(
+        ws.read_file(&head, b"a").unwrap(),
+        b"second a, its only copy\n"
+    );
+    assert_eq!(ws.read_file(&head, b"b").unwrap(), b"b, its only copy\n");
+}

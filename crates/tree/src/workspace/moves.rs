@@ -2,6 +2,7 @@
 //! §14 (docs/SAFETY.md): guarded apply, rollback of only what was touched, roll-forward.
 
 use super::*;
+use rayon::prelude::*;
 
 /// The result of an undo, redo or restore (or of its preview).
 #[derive(Clone, Debug)]
@@ -725,6 +726,7 @@ impl Workspace {
         restore::check_unchanged(&self.root, plan, scanned.stats)?;
         let mut plan = plan.clone();
         let ruled_out = self.keep_ruled_out(&mut plan, scanned.flat);
+        self.keep_sound_copies(&plan, scanned.flat)?;
         let marker = Marker {
             op,
             head: target.id,
@@ -782,6 +784,43 @@ impl Workspace {
         kept.sort_unstable();
         kept.dedup();
         Ok(kept)
+    }
+
+    /// Reads back, before anything is touched, the saved copy of every file and symlink
+    /// `plan` replaces or removes (DESIGN §14): the catalog naming an object does not make it
+    /// readable, as a pack can rot after it was written. A copy that cannot be read is
+    /// written again from the working tree (which the scan found holding it), so that the
+    /// move never destroys the last sound copy of anything; a file that no longer hashes to
+    /// it has changed since the scan, and the move is refused.
+    fn keep_sound_copies(&self, plan: &Plan, before: &FlatTree) -> Result<(), TreeError> {
+        let replaced = plan.write.iter().map(|(path, _)| path);
+        let mut copies: Vec<(ObjectId, &[u8])> = (plan.remove_files.iter().chain(replaced))
+            .filter_map(|path| before.get(path).map(|node| (node, path)))
+            .filter(|(node, _)| node.kind != EntryKind::Dir)
+            .map(|(node, path)| (node.id, path.as_slice()))
+            .collect();
+        copies.sort_unstable();
+        copies.dedup_by_key(|(id, _)| *id);
+        let copies: Vec<(ObjectId, &[u8])> = (copies.into_par_iter())
+            .filter(|(id, _)| self.store.check_file(id).is_err())
+            .collect();
+        if copies.is_empty() {
+            return Ok(());
+        }
+        let writer = self.store.rewriting_writer();
+        for (id, path) in &copies {
+            if scan::store_path(&self.root, path, &writer)?.id != *id {
+                return Err(TreeError::ChangedDuringMove {
+                    path: scan::abs(&self.root, path),
+                });
+            }
+        }
+        let packs = writer.finish()?;
+        self.store.commit(&Commit {
+            packs,
+            ..Commit::default()
+        })?;
+        Ok(())
     }
 
     /// Directories the target has empty that the move left holding only what it had no

@@ -681,3 +681,51 @@ fn repair_drops_slices_whose_block_rotted_and_the_next_save_stores_them_again() 
     );
     assert_eq!(ws.read_file(&head, b"b").unwrap(), b"b, its only copy\n");
 }
+
+/// Another process writes, during an undo, content saved long ago whose copy has rotted
+/// since: the undo saves what it found before replacing it, and that saved copy must read
+/// back too (deduplicated against the rotted one, it did not).
+#[test]
+fn content_found_during_a_move_whose_old_copy_rotted_is_stored_again() {
+    use snap_tree::{Event, Phase};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ws = Workspace::init(root, None, false).unwrap();
+    write(root, "x", "version zero of x\n");
+    write(root, "w", "w stays as it is\n");
+    save(&ws);
+    let first = pack_paths(root);
+    write(root, "x", "version one of x\n");
+    save(&ws);
+    write(root, "x", "version two of x\n");
+    write(root, "r", "removed by the undo\n");
+    save(&ws);
+    drop(ws);
+    first.iter().for_each(|pack| rot_blocks(pack));
+    let mut ws = Workspace::discover(root, None).unwrap();
+    let fired = AtomicBool::new(false);
+    let writer_root = root.to_path_buf();
+    // After the scan and the read-back, before the guarded steps.
+    ws.set_observer(Box::new(move |e| {
+        let restoring = matches!(
+            e,
+            Event::Progress {
+                phase: Phase::Restore,
+                ..
+            }
+        );
+        if restoring && !fired.swap(true, Ordering::SeqCst) {
+            std::fs::write(writer_root.join("x"), "version zero of x\n").unwrap();
+        }
+    }));
+    ws.undo(1, snap_tree::Run::Apply).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("x")).unwrap(),
+        "version one of x\n"
+    );
+    let readable = (ws.log(true).unwrap().iter())
+        .filter_map(|e| ws.read_file(&e.snapshot, b"x").ok())
+        .any(|x| x == b"version zero of x\n");
+    assert!(readable, "what the undo found reads back from a snapshot");
+}

@@ -195,6 +195,8 @@ impl Workspace {
         let saved = self.save_found(op, &differs, sides.before, parent)?;
         let mut rest = plan.clone();
         rest.keep_only(&differs);
+        // What was found may be content saved long ago, in a pack that has rotted since.
+        self.keep_sound_copies(&rest, &saved)?;
         let again = restore::Sides {
             before: &saved,
             after: sides.after,

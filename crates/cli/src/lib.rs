@@ -171,7 +171,13 @@ impl std::fmt::Display for Reported {
 impl std::error::Error for Reported {}
 
 fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
-    let message = one_line(e);
+    let mut message = one_line(e);
+    if is_damage(e) {
+        message.push_str(
+            " (`snap verify` names every damaged snapshot and path; `snap repair` rebuilds \
+             the catalog from what the packs still hold)",
+        );
+    }
     eprintln!("error: {message}");
     if json_mode && e.downcast_ref::<Reported>().is_none() {
         println!("{}", json::value(&json::ErrorDoc { error: &message }));
@@ -181,6 +187,18 @@ fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
         Some(TreeError::Interrupted) => ExitCode::from(signals::exit_code().unwrap_or(143)),
         _ => ExitCode::FAILURE,
     }
+}
+
+/// True when the error comes from damage in the store (a rotted pack, a missing object).
+fn is_damage(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        let store = cause.downcast_ref::<snap_tree::snap_store::StoreError>();
+        let tree = match cause.downcast_ref::<TreeError>() {
+            Some(TreeError::Store(s)) => Some(s),
+            _ => None,
+        };
+        store.or(tree).is_some_and(|s| s.is_damage())
+    })
 }
 
 /// The error and its causes on one line. Library errors already name their source in their

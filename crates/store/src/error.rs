@@ -154,6 +154,19 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// True when what the store holds is damaged or missing (a pack, an object, a delta
+    /// base), as opposed to the store being unreachable: `verify` and `repair` are then the
+    /// way on.
+    pub fn is_damage(&self) -> bool {
+        matches!(
+            self,
+            StoreError::CorruptPack { .. }
+                | StoreError::CorruptObject { .. }
+                | StoreError::BrokenBase { .. }
+                | StoreError::MissingObject { .. }
+        )
+    }
+
     /// An I/O error on `path`.
     pub fn io(path: &Path, source: std::io::Error) -> StoreError {
         StoreError::Io {

@@ -606,13 +606,18 @@ fn two_small_versions(root: &Path) -> (Workspace, std::path::PathBuf) {
 /// Flips every payload byte of the block frames (kind 5) in `pack`, leaving the frames that
 /// name them (slices, trees, the snapshot) sound: content the catalog names, rotted.
 fn rot_blocks(pack: &Path) {
+    rot_frames(pack, 5);
+}
+
+/// Flips every payload byte of the frames of object kind `kind` in `pack`.
+fn rot_frames(pack: &Path, kind: u8) {
     let mut bytes = std::fs::read(pack).unwrap();
     let footer = bytes.len() - 56;
     let index = u64::from_le_bytes(bytes[footer + 8..footer + 16].try_into().unwrap()) as usize;
     let (mut at, mut rotted) = (16, 0);
     while at < index {
         let stored = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
-        if bytes[at] == 5 {
+        if bytes[at] == kind {
             bytes[at + 44..at + 44 + stored]
                 .iter_mut()
                 .for_each(|b| *b ^= 0x5a);
@@ -620,7 +625,7 @@ fn rot_blocks(pack: &Path) {
         }
         at += 44 + stored;
     }
-    assert!(rotted > 0, "no block in {pack:?}");
+    assert!(rotted > 0, "no frame of kind {kind} in {pack:?}");
     std::fs::write(pack, bytes).unwrap();
 }
 
@@ -728,4 +733,37 @@ fn content_found_during_a_move_whose_old_copy_rotted_is_stored_again() {
         .filter_map(|e| ws.read_file(&e.snapshot, b"x").ok())
         .any(|x| x == b"version zero of x\n");
     assert!(readable, "what the undo found reads back from a snapshot");
+}
+
+/// HEAD's trees rot and a repair leaves them out of the catalog: a save must still work
+/// (every path counts as added, and the trees are written anew), and so must a restore of
+/// an older snapshot; before, every save failed on HEAD's missing root.
+#[test]
+fn saves_go_on_after_a_repair_lost_heads_trees() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (ws, second) = two_small_versions(root);
+    drop(ws);
+    rot_frames(&second, 3);
+    snap_tree::repair(root, None).unwrap();
+    let ws = Workspace::discover(root, None).unwrap();
+    write(root, "c", "after the repair\n");
+    save(&ws);
+    let head = ws.head().unwrap().unwrap();
+    assert_eq!(head.record.stats.files, 3);
+    for (path, body) in [
+        ("a", "second a, its only copy\n"),
+        ("b", "b, its only copy\n"),
+    ] {
+        assert_eq!(
+            ws.read_file(&head, path.as_bytes()).unwrap(),
+            body.as_bytes()
+        );
+    }
+    ws.restore("#1", &[], snap_tree::Run::Apply).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("a")).unwrap(),
+        "first a\n"
+    );
+    assert!(!root.join("c").exists());
 }

@@ -326,9 +326,9 @@ fn status_names_every_directory_change_a_save_records() {
     assert_eq!(json(d, &["save"])["created"], false);
 }
 
-/// Flips every payload byte of the block frames (kind 5) in the packs of `d` not in `old`:
-/// the frames naming them (slices, trees, the snapshot) stay sound.
-fn rot_new_blocks(d: &Path, old: &[std::path::PathBuf]) {
+/// Flips every payload byte of the frames of object kind `kind` (5: blocks, 3: trees) in the
+/// packs of `d` not in `old`; the other frames stay sound.
+fn rot_new_frames(d: &Path, old: &[std::path::PathBuf], kind: u8) {
     let packs = std::fs::read_dir(d.join(".snap/packs")).unwrap();
     for pack in packs
         .map(|e| e.unwrap().path())
@@ -340,7 +340,7 @@ fn rot_new_blocks(d: &Path, old: &[std::path::PathBuf]) {
         let mut at = 16;
         while at < index as usize {
             let stored = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
-            if bytes[at] == 5 {
+            if bytes[at] == kind {
                 bytes[at + 44..at + 44 + stored]
                     .iter_mut()
                     .for_each(|b| *b ^= 0x5a);
@@ -366,9 +366,39 @@ fn a_restore_over_a_rotted_pack_loses_nothing() {
     write(d, "a.txt", b"version 2 of A, its only copy\n");
     write(d, "b.txt", b"b, its only copy\n");
     ok(d, &["save"]);
-    rot_new_blocks(d, &old);
+    rot_new_frames(d, &old, 5);
     write(d, "c.txt", b"unsaved c\n");
     let out = conserving(d, &["restore", "#1"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), b"hello A\n");
+}
+
+/// A move that cannot read what it needs from a damaged store changes nothing, and its one
+/// `error:` line says where to go from there.
+#[test]
+fn an_undo_over_rotted_trees_changes_nothing_and_points_at_verify_and_repair() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "sub/a.txt", b"one\n");
+    ok(d, &["save"]);
+    let old: Vec<_> = std::fs::read_dir(d.join(".snap/packs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    write(d, "sub/a.txt", b"two\n");
+    ok(d, &["save"]);
+    rot_new_frames(d, &old, 3);
+    write(d, "sub/a.txt", b"three, unsaved\n");
+    let out = conserving(d, &["undo"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: ") && err.contains("snap repair"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(d.join("sub/a.txt")).unwrap(),
+        b"three, unsaved\n"
+    );
 }

@@ -190,13 +190,34 @@ impl Workspace {
             return Ok((diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()));
         };
         let pruned = |dir: &[u8]| cap.pruned.contains(dir);
-        if let Some(diff) =
-            flat::diff_stored_pruned(&self.store, &h.record.root, &cap.flat, &pruned)?
-        {
-            return Ok(diff);
+        match flat::diff_stored_pruned(&self.store, &h.record.root, &cap.flat, &pruned) {
+            Ok(Some(diff)) => return Ok(diff),
+            Ok(None) => {}
+            Err(snap_store::StoreError::MissingObject { .. }) => {
+                return self.diff_from_lost(writer, cap);
+            }
+            Err(e) => return Err(e.into()),
         }
         *cap = self.capture_with(writer, CaptureMode::Whole)?;
-        Ok(flat::diff_stored(&self.store, &h.record.root, &cap.flat)?)
+        match flat::diff_stored(&self.store, &h.record.root, &cap.flat) {
+            Err(snap_store::StoreError::MissingObject { .. }) => self.diff_from_lost(writer, cap),
+            diff => Ok(diff?),
+        }
+    }
+
+    /// The changes to `cap` from a HEAD whose trees the catalog no longer holds (a repair
+    /// left out what had rotted): every path counts as added. Nothing missing can be taken
+    /// for stored, so the save writes the trees it needs anew, and `cap` becomes a whole
+    /// capture (what it left out was vouched for by HEAD's trees).
+    fn diff_from_lost(
+        &self,
+        writer: &ObjectWriter<'_>,
+        cap: &mut Capture,
+    ) -> Result<flat::StoredDiff, TreeError> {
+        if !cap.pruned.is_empty() {
+            *cap = self.capture_with(writer, CaptureMode::Whole)?;
+        }
+        Ok((diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()))
     }
 
     /// The files that differ from `from` (default HEAD) to `to` (default the working tree),

@@ -662,6 +662,10 @@ fn a_move_stores_again_the_files_whose_saved_copies_rotted() {
             b"second a, its only copy\n"
         );
         assert_eq!(ws.read_file(&two, b"b").unwrap(), b"b, its only copy\n");
+        // Nothing live is left in the rotted frames: gc drops them, and the store is whole.
+        ws.gc().unwrap();
+        let problems = ws.verify(true).unwrap().problems;
+        assert!(problems.is_empty(), "{op}: {problems:?}");
     }
 }
 

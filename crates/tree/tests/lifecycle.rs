@@ -587,8 +587,11 @@ fn the_merge_leaves_a_first_saves_pack_alone() {
 }
 
 /// Two saves of small files: #1 holds `a`, #2 rewrites `a` and adds `b`, whose contents
-/// share one block in #2's own pack. Returns the workspace and that pack.
-fn two_small_versions(root: &Path) -> (Workspace, std::path::PathBuf) {
+/// share one block in #2's own pack; then the frames of object kind `kind` in that pack rot
+/// (5: the block, 3: the trees). Returns the workspace directory, its store closed.
+fn two_small_versions_rotted(kind: u8) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
     let ws = Workspace::init(root, None, false).unwrap();
     write(root, "a", "first a\n");
     save(&ws);
@@ -600,16 +603,13 @@ fn two_small_versions(root: &Path) -> (Workspace, std::path::PathBuf) {
         .into_iter()
         .find(|p| !first.contains(p))
         .unwrap();
-    (ws, second)
+    drop(ws);
+    rot_frames(&second, kind);
+    dir
 }
 
-/// Flips every payload byte of the block frames (kind 5) in `pack`, leaving the frames that
-/// name them (slices, trees, the snapshot) sound: content the catalog names, rotted.
-fn rot_blocks(pack: &Path) {
-    rot_frames(pack, 5);
-}
-
-/// Flips every payload byte of the frames of object kind `kind` in `pack`.
+/// Flips every payload byte of the frames of object kind `kind` in `pack`, leaving the other
+/// frames (those naming them included) sound: objects the catalog names, rotted.
 fn rot_frames(pack: &Path, kind: u8) {
     let mut bytes = std::fs::read(pack).unwrap();
     let footer = bytes.len() - 56;
@@ -636,11 +636,8 @@ fn rot_frames(pack: &Path, kind: u8) {
 #[test]
 fn a_move_stores_again_the_files_whose_saved_copies_rotted() {
     for op in ["undo", "restore"] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = two_small_versions_rotted(5);
         let root = dir.path();
-        let (ws, second) = two_small_versions(root);
-        drop(ws);
-        rot_blocks(&second);
         let ws = Workspace::discover(root, None).unwrap();
         let two = ws.resolve("#2").unwrap();
         assert!(ws.read_file(&two, b"a").is_err(), "{op}: the copy rotted");
@@ -673,11 +670,8 @@ fn a_move_stores_again_the_files_whose_saved_copies_rotted() {
 /// from a lost frame): a catalog naming them would make the next save take them for stored.
 #[test]
 fn repair_drops_slices_whose_block_rotted_and_the_next_save_stores_them_again() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = two_small_versions_rotted(5);
     let root = dir.path();
-    let (ws, second) = two_small_versions(root);
-    drop(ws);
-    rot_blocks(&second);
     std::fs::remove_file(root.join(".snap/catalog.redb")).unwrap();
     let report = Store::repair(&root.join(".snap")).unwrap();
     assert!(report.damaged_objects >= 3, "{report:?}");
@@ -711,7 +705,7 @@ fn content_found_during_a_move_whose_old_copy_rotted_is_stored_again() {
     write(root, "r", "removed by the undo\n");
     save(&ws);
     drop(ws);
-    first.iter().for_each(|pack| rot_blocks(pack));
+    first.iter().for_each(|pack| rot_frames(pack, 5));
     let mut ws = Workspace::discover(root, None).unwrap();
     let fired = AtomicBool::new(false);
     let writer_root = root.to_path_buf();
@@ -744,11 +738,8 @@ fn content_found_during_a_move_whose_old_copy_rotted_is_stored_again() {
 /// an older snapshot; before, every save failed on HEAD's missing root.
 #[test]
 fn saves_go_on_after_a_repair_lost_heads_trees() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = two_small_versions_rotted(3);
     let root = dir.path();
-    let (ws, second) = two_small_versions(root);
-    drop(ws);
-    rot_frames(&second, 3);
     snap_tree::repair(root, None).unwrap();
     let ws = Workspace::discover(root, None).unwrap();
     write(root, "c", "after the repair\n");

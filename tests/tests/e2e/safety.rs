@@ -326,14 +326,15 @@ fn status_names_every_directory_change_a_save_records() {
     assert_eq!(json(d, &["save"])["created"], false);
 }
 
+fn pack_files(d: &Path) -> Vec<std::path::PathBuf> {
+    let packs = std::fs::read_dir(d.join(".snap/packs")).unwrap();
+    packs.map(|e| e.unwrap().path()).collect()
+}
+
 /// Flips every payload byte of the frames of object kind `kind` (5: blocks, 3: trees) in the
 /// packs of `d` not in `old`; the other frames stay sound.
 fn rot_new_frames(d: &Path, old: &[std::path::PathBuf], kind: u8) {
-    let packs = std::fs::read_dir(d.join(".snap/packs")).unwrap();
-    for pack in packs
-        .map(|e| e.unwrap().path())
-        .filter(|p| !old.contains(p))
-    {
+    for pack in pack_files(d).into_iter().filter(|p| !old.contains(p)) {
         let mut bytes = std::fs::read(&pack).unwrap();
         let footer = bytes.len() - 56;
         let index = u64::from_le_bytes(bytes[footer + 8..footer + 16].try_into().unwrap());
@@ -359,10 +360,7 @@ fn a_restore_over_a_rotted_pack_loses_nothing() {
     let d = dir.path();
     write(d, "a.txt", b"hello A\n");
     ok(d, &["save"]);
-    let old: Vec<_> = std::fs::read_dir(d.join(".snap/packs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let old = pack_files(d);
     write(d, "a.txt", b"version 2 of A, its only copy\n");
     write(d, "b.txt", b"b, its only copy\n");
     ok(d, &["save"]);
@@ -381,10 +379,7 @@ fn an_undo_over_rotted_trees_changes_nothing_and_points_at_verify_and_repair() {
     let d = dir.path();
     write(d, "sub/a.txt", b"one\n");
     ok(d, &["save"]);
-    let old: Vec<_> = std::fs::read_dir(d.join(".snap/packs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let old = pack_files(d);
     write(d, "sub/a.txt", b"two\n");
     ok(d, &["save"]);
     rot_new_frames(d, &old, 3);

@@ -588,16 +588,7 @@ mod tests {
             files in proptest::collection::btree_set(names(), 1..16),
             paths in proptest::collection::vec(names(), 1..4),
         ) {
-            let dir = tempfile::tempdir().unwrap();
-            let store = Store::init(dir.path()).unwrap();
-            let mut flat: FlatTree = (files.iter().enumerate())
-                .filter(|(_, f)| !files.iter().any(|g| g.len() > f.len() && g.starts_with(&format!("{f}/"))))
-                .map(|(i, f)| (f.clone().into_bytes(), node(EntryKind::File, i as u8)))
-                .collect();
-            let writer = store.writer();
-            let root = build_trees(&writer, &mut flat).unwrap();
-            let packs = writer.finish().unwrap();
-            store.commit(&snap_store::Commit { packs, ..Default::default() }).unwrap();
+            let (_dir, store, root) = stored_tree(&files);
             let paths: Vec<Vec<u8>> = paths.into_iter().map(String::into_bytes).collect();
             let want: FlatTree = (flatten(&store, &root).unwrap().into_iter())
                 .filter(|(e, _)| paths.iter().any(|p| is_within(e, p) || is_within(p, split(e).0)))
@@ -614,16 +605,7 @@ mod tests {
             paths in proptest::collection::vec(names(), 1..4),
             left_out in proptest::collection::vec(proptest::bool::ANY, 16),
         ) {
-            let dir = tempfile::tempdir().unwrap();
-            let store = Store::init(dir.path()).unwrap();
-            let mut flat: FlatTree = (files.iter().enumerate())
-                .filter(|(_, f)| !files.iter().any(|g| g.len() > f.len() && g.starts_with(&format!("{f}/"))))
-                .map(|(i, f)| (f.clone().into_bytes(), node(EntryKind::File, i as u8)))
-                .collect();
-            let writer = store.writer();
-            let root = build_trees(&writer, &mut flat).unwrap();
-            let packs = writer.finish().unwrap();
-            store.commit(&snap_store::Commit { packs, ..Default::default() }).unwrap();
+            let (_dir, store, root) = stored_tree(&files);
             let whole = flatten(&store, &root).unwrap();
             let pruned: std::collections::HashSet<Vec<u8>> = (whole.iter())
                 .filter(|(_, n)| n.kind == EntryKind::Dir)
@@ -645,6 +627,34 @@ mod tests {
                 proptest::prop_assert_eq!(whole.get(path), Some(got), "{:?}", path);
             }
         }
+    }
+
+    /// A store holding the tree of `files` (a name with another under it is a directory):
+    /// its directory, the store, and the root tree's id.
+    fn stored_tree(
+        files: &std::collections::BTreeSet<String>,
+    ) -> (tempfile::TempDir, Store, ObjectId) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(dir.path()).unwrap();
+        let is_dir = |f: &String| {
+            files
+                .iter()
+                .any(|g| g.len() > f.len() && g.starts_with(&format!("{f}/")))
+        };
+        let mut flat: FlatTree = (files.iter().enumerate())
+            .filter(|(_, f)| !is_dir(f))
+            .map(|(i, f)| (f.clone().into_bytes(), node(EntryKind::File, i as u8)))
+            .collect();
+        let writer = store.writer();
+        let root = build_trees(&writer, &mut flat).unwrap();
+        let packs = writer.finish().unwrap();
+        store
+            .commit(&snap_store::Commit {
+                packs,
+                ..Default::default()
+            })
+            .unwrap();
+        (dir, store, root)
     }
 
     /// Paths of one to three names from a few that sort around `/`.

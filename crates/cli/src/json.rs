@@ -469,5 +469,8 @@ pub struct RepairDoc {
     pub damaged_objects: usize,
     pub snapshots: usize,
     pub head: Option<String>,
+    /// HEAD and the redo stack are the old catalog's (else HEAD is the newest snapshot).
+    pub history_kept: bool,
+    pub redo: usize,
     pub old_catalog: Option<String>,
 }

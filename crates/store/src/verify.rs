@@ -58,8 +58,14 @@ pub struct RepairReport {
     pub damaged_objects: usize,
     /// Snapshot records recovered, one per id.
     pub snapshots: usize,
-    /// The new HEAD (the newest snapshot recovered) with its sequence number.
+    /// The new HEAD with its sequence number: the old catalog's HEAD when that could be
+    /// read and its snapshot was recovered, else the newest snapshot recovered.
     pub head: Option<(ObjectId, u64)>,
+    /// True when HEAD and the redo stack are the old catalog's (less what was not
+    /// recovered); false when HEAD is the newest snapshot and the redo stack empty.
+    pub history_kept: bool,
+    /// Snapshots on the new redo stack.
+    pub redo: usize,
     /// Where the old catalog was moved, if there was one.
     pub old_catalog: Option<PathBuf>,
 }
@@ -218,8 +224,9 @@ impl Store {
     }
 
     /// Rebuilds `catalog.redb` in `dir` from the packs alone. The old catalog (if any) is
-    /// moved aside, never deleted. HEAD becomes the newest snapshot found; the redo stack is
-    /// empty. Damaged frames are skipped and counted.
+    /// moved aside, never deleted. HEAD and the redo stack stay the old catalog's where it
+    /// still reads and its HEAD was recovered; otherwise HEAD becomes the newest snapshot
+    /// found and the redo stack is empty. Damaged frames are skipped and counted.
     pub fn repair(dir: &Path) -> Result<RepairReport, StoreError> {
         if !dir.join("packs").is_dir() {
             return Err(StoreError::NotFound(dir.to_path_buf()));
@@ -227,6 +234,7 @@ impl Store {
         let _lock = StoreLock::acquire(&dir.join("lock"), lock_timeout()?)?;
         let mut report = RepairReport::default();
         let catalog_path = dir.join("catalog.redb");
+        let old_history = readable_history(&catalog_path);
         if catalog_path.exists() {
             let aside = dir.join(format!("catalog.redb.damaged-{}", std::process::id()));
             std::fs::rename(&catalog_path, &aside).map_err(|e| StoreError::io(&catalog_path, e))?;
@@ -258,15 +266,44 @@ impl Store {
         commit.snapshots.sort_by_key(|(_, r)| r.seq);
         commit.snapshots.dedup_by_key(|(id, _)| *id);
         report.snapshots = commit.snapshots.len();
-        report.head = commit.snapshots.last().map(|(id, r)| (*id, r.seq));
-        commit.history = Some(HistoryState {
-            head: report.head.map(|(id, _)| id),
+        let history = history_after_repair(old_history, &commit.snapshots);
+        report.history_kept = history.is_some();
+        let history = history.unwrap_or_else(|| HistoryState {
+            head: commit.snapshots.last().map(|(id, _)| *id),
             redo: Vec::new(),
         });
+        report.head = (commit.snapshots.iter())
+            .find(|(id, _)| Some(*id) == history.head)
+            .map(|(id, r)| (*id, r.seq));
+        report.redo = history.redo.len();
+        commit.history = Some(history);
         catalog.commit(&commit)?;
         crate::fsio::sync_dir(dir)?;
         Ok(report)
     }
+}
+
+/// HEAD and the redo stack of the catalog at `path`, when it opens and reads. A catalog
+/// damaged enough that redb panics on it counts as unreadable: repair is what it needs.
+fn readable_history(path: &Path) -> Option<HistoryState> {
+    let read = || Catalog::open(path, true).and_then(|c| c.history()).ok();
+    std::panic::catch_unwind(read).ok().flatten()
+}
+
+/// The old catalog's history, kept when its HEAD was recovered (a repair after objects
+/// rotted, the catalog being sound, must not move HEAD to a snapshot a refused move left in
+/// a pack), with the redo entries that were recovered too.
+fn history_after_repair(
+    old: Option<HistoryState>,
+    recovered: &[(ObjectId, SnapshotRecord)],
+) -> Option<HistoryState> {
+    let found = |id: &ObjectId| recovered.iter().any(|(r, _)| r == id);
+    let old = old?;
+    let head = old.head.filter(|id| found(id))?;
+    Some(HistoryState {
+        head: Some(head),
+        redo: old.redo.into_iter().filter(|id| found(id)).collect(),
+    })
 }
 
 fn pack_files(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {

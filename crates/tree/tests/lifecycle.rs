@@ -762,3 +762,26 @@ fn saves_go_on_after_a_repair_lost_heads_trees() {
     );
     assert!(!root.join("c").exists());
 }
+
+/// A repair of a catalog that still reads (run because objects rotted, say) keeps its HEAD
+/// and redo stack: after an undo, HEAD must not jump to the newest snapshot, and the redo
+/// must still be there.
+#[test]
+fn repair_keeps_head_and_the_redo_stack_of_a_catalog_that_still_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ws = Workspace::init(root, None, false).unwrap();
+    for version in ["one\n", "two\n", "three\n"] {
+        write(root, "f", version);
+        save(&ws);
+    }
+    ws.undo(1, snap_tree::Run::Apply).unwrap();
+    drop(ws);
+    let report = Store::repair(&root.join(".snap")).unwrap();
+    assert!(report.history_kept, "{report:?}");
+    assert_eq!((report.head.map(|(_, seq)| seq), report.redo), (Some(2), 1));
+    let ws = Workspace::discover(root, None).unwrap();
+    assert_eq!(ws.head().unwrap().unwrap().record.seq, 2);
+    ws.redo(1, snap_tree::Run::Apply).unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("f")).unwrap(), "three\n");
+}

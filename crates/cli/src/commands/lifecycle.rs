@@ -220,6 +220,8 @@ pub fn repair(ctx: &Ctx) -> Result<()> {
             damaged_objects: report.damaged_objects,
             snapshots: report.snapshots,
             head: report.head.map(|(id, _)| id.to_hex()),
+            history_kept: report.history_kept,
+            redo: report.redo,
             old_catalog: report.old_catalog.as_ref().map(|p| p.display().to_string()),
         }),
         || {
@@ -227,11 +229,17 @@ pub fn repair(ctx: &Ctx) -> Result<()> {
                 "rebuilt the catalog from {} pack(s): {} object(s), {} snapshot(s)",
                 report.packs, report.objects, report.snapshots
             );
-            if let Some((id, seq)) = report.head {
-                println!(
+            match report.head {
+                Some((id, seq)) if report.history_kept => println!(
+                    "HEAD is #{seq} {}, as the old catalog had it; the redo stack keeps {} snapshot(s)",
+                    id.short(),
+                    report.redo
+                ),
+                Some((id, seq)) => println!(
                     "HEAD is #{seq} {} (the newest snapshot found); the redo stack is empty",
                     id.short()
-                );
+                ),
+                None => {}
             }
             if report.damaged_objects > 0 || !damaged.is_empty() {
                 println!(

@@ -334,8 +334,7 @@ type FrameAt = (usize, usize);
 
 /// Drops every delta and slice frame whose base or block no kept frame holds, until none is
 /// left (a chain loses every link above a lost one); returns how many. A frame the catalog
-/// names must be readable: a save takes what the catalog names for stored, and a move
-/// would refuse to replace a file whose only copy that is.
+/// names must be readable: a save takes what the catalog names for stored.
 fn drop_baseless(packs: &mut [(ObjectId, Vec<FrameInfo>)], based: &[(FrameAt, ObjectId)]) -> usize {
     let mut held: HashMap<ObjectId, usize> = HashMap::new();
     for frame in packs.iter().flat_map(|(_, frames)| frames) {

@@ -40,6 +40,8 @@ fn a_damaged_catalog_never_panics() {
             &["save"],
             &["undo"],
             &["restore", "#1"],
+            // Reads the damaged catalog's HEAD before rebuilding it from the packs.
+            &["repair"],
         ];
         for args in commands {
             std::fs::write(&catalog, &bytes).unwrap();

@@ -463,21 +463,24 @@ impl Workspace {
             return Ok(());
         }
         let stored = vouched || self.store.contains(&cap.root)?;
-        cap.flat = match unfold {
-            Unfold::Against(target) if !stored => {
+        cap.flat = match (unfold, stored) {
+            (Unfold::Against(target), true) => {
+                flat::unfold_against(&self.store, &cap.root, target)?
+            }
+            (Unfold::Along(paths), true) => flat::unfold_along(&self.store, &cap.root, paths)?,
+            (unfold, false) => {
                 let mut flat = std::mem::take(&mut cap.flat);
                 let pruned = |dir: &[u8]| cap.pruned.contains(dir);
-                flat::unfold_pruned(&self.store, &mut flat, &pruned, target)?;
+                match unfold {
+                    Unfold::Against(target) => {
+                        flat::unfold_pruned(&self.store, &mut flat, &pruned, target)?
+                    }
+                    Unfold::Along(paths) => {
+                        flat::unfold_pruned_along(&self.store, &mut flat, &pruned, paths)?
+                    }
+                }
                 flat
             }
-            Unfold::Against(target) => flat::unfold_against(&self.store, &cap.root, target)?,
-            Unfold::Along(paths) if !stored => {
-                let mut flat = std::mem::take(&mut cap.flat);
-                let pruned = |dir: &[u8]| cap.pruned.contains(dir);
-                flat::unfold_pruned_along(&self.store, &mut flat, &pruned, paths)?;
-                flat
-            }
-            Unfold::Along(paths) => flat::unfold_along(&self.store, &cap.root, paths)?,
         };
         cap.pruned.clear();
         Ok(())

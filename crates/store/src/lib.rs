@@ -23,6 +23,7 @@ pub mod pack;
 mod refs;
 pub mod slice;
 mod statcache;
+mod statrows;
 mod store;
 #[doc(hidden)]
 pub mod testing;
@@ -49,8 +50,9 @@ pub use object::{
     encode_record,
 };
 pub use statcache::{
-    STAT_ENTRY_LEN, STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey, StatRows, WalkMemo,
+    STAT_ENTRY_LEN, STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey, WalkMemo,
 };
+pub use statrows::StatRows;
 pub use store::Store;
 pub use verify::{Problem, RepairReport, VerifyReport};
 pub use writer::ObjectWriter;

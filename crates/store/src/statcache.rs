@@ -200,74 +200,11 @@ impl WalkMemo {
     }
 }
 
-/// Stat cache rows to write, packed in one buffer: each row is its path's length (u32 LE), the
-/// path, and the 77-byte [`StatEntry`]. Held as a path and an entry apiece, a million rows
-/// took 144 bytes each beside the path, most of a first save's stat rows at its peak.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StatRows {
-    bytes: Vec<u8>,
-    rows: usize,
-}
-
-/// Bytes a row takes beside its path.
-const ROW_OVERHEAD: usize = 4 + STAT_ENTRY_LEN;
-
-impl StatRows {
-    /// Room for `rows` rows whose paths add up to `path_bytes`, reserved at once.
-    pub fn with_capacity(rows: usize, path_bytes: usize) -> StatRows {
-        StatRows {
-            bytes: Vec::with_capacity(rows * ROW_OVERHEAD + path_bytes),
-            rows: 0,
-        }
-    }
-
-    /// Adds the row of `path`. Paths are at most `u32::MAX` bytes (the kernel's are 4 KiB).
-    pub fn push(&mut self, path: &[u8], entry: &StatEntry) {
-        self.bytes
-            .extend_from_slice(&(path.len() as u32).to_le_bytes());
-        self.bytes.extend_from_slice(path);
-        self.bytes.extend_from_slice(&entry.encode());
-        self.rows += 1;
-    }
-
-    /// The number of rows.
-    pub fn len(&self) -> usize {
-        self.rows
-    }
-
-    /// True when there is no row.
-    pub fn is_empty(&self) -> bool {
-        self.rows == 0
-    }
-
-    /// Each row's path and encoded entry, in the order they were pushed.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
-        let mut rest = self.bytes.as_slice();
-        std::iter::from_fn(move || {
-            let (len, tail) = rest.split_first_chunk::<4>()?;
-            let (path, tail) = tail.split_at(u32::from_le_bytes(*len) as usize);
-            let (entry, tail) = tail.split_at(STAT_ENTRY_LEN);
-            rest = tail;
-            Some((path, entry))
-        })
-    }
-}
-
-impl FromIterator<(Vec<u8>, StatEntry)> for StatRows {
-    fn from_iter<I: IntoIterator<Item = (Vec<u8>, StatEntry)>>(rows: I) -> StatRows {
-        let mut out = StatRows::default();
-        for (path, entry) in rows {
-            out.push(&path, &entry);
-        }
-        out
-    }
-}
-
 /// Changes to the stat cache, committed with the snapshot (or alone).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct StatCacheUpdate {
     /// Entries to write, keyed by workspace-relative path.
-    pub put: StatRows,
+    pub put: crate::StatRows,
     /// Paths to drop: no longer tracked as regular files.
     pub remove: Vec<Vec<u8>>,
     /// With the set of live objects (gc), first drop every stat and tree cache row, and the
@@ -300,31 +237,6 @@ impl StatCacheUpdate {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Rows come back as pushed, whatever their paths' lengths.
-    #[test]
-    fn stat_rows_give_back_each_path_and_entry_in_order() {
-        let paths: Vec<Vec<u8>> = (0..40usize)
-            .map(|n| vec![b'a' + (n % 26) as u8; 1 + n * 37 % 300])
-            .collect();
-        let bytes: usize = paths.iter().map(Vec::len).sum();
-        let mut rows = StatRows::with_capacity(paths.len(), bytes);
-        let capacity = rows.bytes.capacity();
-        for (n, path) in paths.iter().enumerate() {
-            rows.push(path, &entry(n as i64, 100));
-        }
-        assert_eq!(rows.bytes.capacity(), capacity, "reserved exactly");
-        assert_eq!(rows.len(), paths.len());
-        let back: Vec<(Vec<u8>, StatEntry)> = rows
-            .iter()
-            .map(|(p, e)| (p.to_vec(), StatEntry::decode(e).unwrap()))
-            .collect();
-        let want: Vec<(Vec<u8>, StatEntry)> = (paths.iter().enumerate())
-            .map(|(n, p)| (p.clone(), entry(n as i64, 100)))
-            .collect();
-        assert_eq!(back, want);
-        assert!(StatRows::default().iter().next().is_none());
-    }
 
     fn entry(mtime_ns: i64, written_ns: i64) -> StatEntry {
         StatEntry {

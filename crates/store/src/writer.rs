@@ -8,6 +8,7 @@ use crate::delta::DeltaHeader;
 use crate::delta::MAX_DELTA_DEPTH;
 use crate::pack::{EncodedObject, FrameInfo, PACK_TARGET_SIZE, PackWriter};
 use crate::slice::{PendingBlock, SLICE_MAX};
+use crate::statrows::StatRows;
 use crate::store::{Store, lock_poisoned};
 use crate::{ObjectId, ObjectKind, StoreError};
 
@@ -94,6 +95,12 @@ impl<'s> ObjectWriter<'s> {
     /// ids no file's content shares (the kind is hashed into every id).
     pub fn forget_seen(&self) {
         *lock_poisoned(&self.seen) = HashSet::new();
+    }
+
+    /// Stat cache rows for a scan storing through this writer, spilled past a few MiB to an
+    /// unnamed file in the store's `tmp/` (see [`StatRows`]).
+    pub fn stat_rows(&self) -> StatRows {
+        StatRows::spilling_into(&self.store.dir().join("tmp"))
     }
 
     /// Stores `raw` as an object of `kind` unless it is already there; returns its id.

@@ -238,20 +238,16 @@ pub fn store_walk(
     };
     // A save after a small change reads a handful of files: starting the thread pool for
     // them costs more than they do.
-    let (to_read, path_bytes) = (walk.entries.iter().rev().zip(&hits))
+    let to_read = (walk.entries.iter().rev().zip(&hits))
         .filter(|((_, kind, stat), hit)| *kind != EntryKind::Dir && !trusted(stat, hit))
-        .fold((0, 0), |(n, bytes), ((path, _, _), _)| {
-            (n + 1, bytes + path.len())
-        });
+        .count();
     let mut report = ScanReport {
         too_large: walk.too_large,
         special: walk.special,
         vanished: 0,
     };
     writer.expect(to_read);
-    // At most one row per file read, reserved at once: doubling as it grew held a million
-    // rows' room twice over in the last step.
-    let mut hashed = StatRows::with_capacity(to_read, path_bytes);
+    let mut hashed = writer.stat_rows();
     let mut stats = Vec::new();
     let mut nodes = Vec::with_capacity(walk.entries.len());
     let mut hits = hits.into_iter();

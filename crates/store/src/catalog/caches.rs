@@ -10,6 +10,7 @@ use super::rows::{capacity_hint, seal, unseal};
 use super::{Catalog, DIR_CACHE, META, STAT_CACHE, TREE_CACHE};
 use crate::dircache::{DirCache, DirCacheUpdate};
 use crate::statcache::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo};
+use crate::statrows::StatRows;
 use crate::{ObjectId, StoreError};
 
 /// `put` sorted by key. In key order, rows fill redb's leaves; in walk order (threads
@@ -35,19 +36,41 @@ impl Catalog {
         if let Some(walk) = update.walk {
             self.set_meta(txn, "walk", &walk.encode())?;
         }
-        // A scan pushes its rows in path order; only rows that come otherwise are sorted
-        // (by reference: a first save's million rows sorted by copy would take as much memory
-        // again as the rows themselves).
-        let remove = update.remove.iter().map(Vec::as_slice);
-        if update.put.iter().is_sorted_by(|a, b| a.0 < b.0) {
-            self.write_rows(txn, STAT_CACHE, remove, update.put.iter())?;
-        } else {
-            self.write_rows(txn, STAT_CACHE, remove, in_key_order(update.put.iter()))?;
-        }
+        self.write_stat_rows(txn, &update.remove, &update.put)?;
         // Before the tree cache entries: a new config drops every directory's entries.
         self.write_dir_cache(txn, &update.dirs)?;
         let put = update.trees.iter().map(|(p, m)| (p.as_slice(), m.encode()));
         self.write_rows(txn, TREE_CACHE, [], in_key_order(put))
+    }
+
+    /// Removes the `remove` rows of the stat cache, then writes the `put` rows. A scan pushes
+    /// its rows in path order, which they are written in as they are read back (a first
+    /// save's million rows are mostly in its spill file); rows that come otherwise are few,
+    /// and sorted first.
+    fn write_stat_rows(
+        &self,
+        txn: &WriteTransaction,
+        remove: &[Vec<u8>],
+        put: &StatRows,
+    ) -> Result<(), StoreError> {
+        let remove = remove.iter().map(Vec::as_slice);
+        if !put.is_sorted() {
+            let mut rows = Vec::with_capacity(put.len());
+            put.try_for_each(|p, e| {
+                rows.push((p.to_vec(), e.to_vec()));
+                Ok::<_, StoreError>(())
+            })?;
+            let rows = rows.iter().map(|(p, e)| (p.as_slice(), e.as_slice()));
+            return self.write_rows(txn, STAT_CACHE, remove, in_key_order(rows));
+        }
+        self.write_rows(
+            txn,
+            STAT_CACHE,
+            remove,
+            std::iter::empty::<(&[u8], &[u8])>(),
+        )?;
+        let mut table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
+        put.try_for_each(|path, entry| self.put_sealed(&mut table, path, entry))
     }
 
     /// Drops the stat and tree cache rows and the scan and walk memos that name an object
@@ -130,11 +153,22 @@ impl Catalog {
             table.remove(key).map_err(|e| self.err(e))?;
         }
         for (key, value) in put {
-            let sealed = seal(key, value.as_ref());
-            table
-                .insert(key, sealed.as_slice())
-                .map_err(|e| self.err(e))?;
+            self.put_sealed(&mut table, key, value.as_ref())?;
         }
+        Ok(())
+    }
+
+    /// Inserts `value` under `key`, sealed with its check.
+    fn put_sealed(
+        &self,
+        table: &mut redb::Table<&[u8], &[u8]>,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(), StoreError> {
+        let sealed = seal(key, value);
+        table
+            .insert(key, sealed.as_slice())
+            .map_err(|e| self.err(e))?;
         Ok(())
     }
 
@@ -401,5 +435,41 @@ mod tests {
         let mut want = rows.to_vec();
         want.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(catalog.stat_cache().unwrap(), want);
+    }
+
+    /// Rows most of which were spilled to a file are all written, pushed in path order or
+    /// not, and the rows the update removes are gone.
+    #[test]
+    fn spilled_stat_rows_are_all_written() {
+        for reversed in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let catalog = Catalog::create(&dir.path().join("catalog.redb")).unwrap();
+            let mut want: Vec<_> = (0..2000u64)
+                .map(|n| (format!("d{}/f{n:05}", n % 7).into_bytes(), entry_of_size(n)))
+                .collect();
+            want.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut put = crate::StatRows::spilling_at(dir.path(), 1000);
+            let order: Vec<_> = match reversed {
+                false => want.iter().collect(),
+                true => want.iter().rev().collect(),
+            };
+            for (path, entry) in order {
+                put.push(path, entry);
+            }
+            let old = (b"gone".to_vec(), entry_of_size(1));
+            for stat_cache in [[old].into_iter().collect(), put].map(|put| StatCacheUpdate {
+                put,
+                remove: vec![b"gone".to_vec()],
+                ..StatCacheUpdate::default()
+            }) {
+                catalog
+                    .commit(&Commit {
+                        stat_cache,
+                        ..Commit::default()
+                    })
+                    .unwrap();
+            }
+            assert_eq!(catalog.stat_cache().unwrap(), want, "reversed: {reversed}");
+        }
     }
 }

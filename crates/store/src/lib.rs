@@ -21,6 +21,7 @@ mod merge;
 mod object;
 pub mod pack;
 mod refs;
+mod seen;
 pub mod slice;
 mod statcache;
 mod statrows;

@@ -1,12 +1,12 @@
 //! `ObjectWriter`: new objects into packs, from many threads at once, each stored once;
 //! small chunks gathered into blocks, trees stored against their previous version.
 
-use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard};
 
 use crate::delta::DeltaHeader;
 use crate::delta::MAX_DELTA_DEPTH;
 use crate::pack::{EncodedObject, FrameInfo, PACK_TARGET_SIZE, PackWriter};
+use crate::seen::SeenIds;
 use crate::slice::{PendingBlock, SLICE_MAX};
 use crate::statrows::StatRows;
 use crate::store::{Store, lock_poisoned};
@@ -22,7 +22,7 @@ use crate::{ObjectId, ObjectKind, StoreError};
 pub struct ObjectWriter<'s> {
     store: &'s Store,
     /// Ids this writer stored or is storing: an object met twice in one save is written once.
-    seen: Mutex<HashSet<ObjectId>>,
+    seen: SeenIds,
     lanes: Vec<Mutex<Option<PackWriter>>>,
     /// Full packs sealed so far, with their frames.
     sealed: Mutex<Vec<(ObjectId, Vec<FrameInfo>)>>,
@@ -57,7 +57,7 @@ impl<'s> ObjectWriter<'s> {
     pub(crate) fn new(store: &'s Store, dry_run: bool) -> ObjectWriter<'s> {
         ObjectWriter {
             store,
-            seen: Mutex::default(),
+            seen: SeenIds::default(),
             lanes: (0..MAX_LANES).map(|_| Mutex::default()).collect(),
             sealed: Mutex::default(),
             blocks: (0..MAX_LANES).map(|_| Mutex::default()).collect(),
@@ -85,7 +85,7 @@ impl<'s> ObjectWriter<'s> {
     /// million files does that at its peak.
     pub fn expect(&self, objects: usize) {
         if !self.dry_run {
-            lock_poisoned(&self.seen).reserve(objects);
+            self.seen.expect(objects);
         }
     }
 
@@ -94,7 +94,7 @@ impl<'s> ObjectWriter<'s> {
     /// calls it once its files are stored: what it puts after is trees and a snapshot, whose
     /// ids no file's content shares (the kind is hashed into every id).
     pub fn forget_seen(&self) {
-        *lock_poisoned(&self.seen) = HashSet::new();
+        self.seen.clear();
     }
 
     /// Stat cache rows for a scan storing through this writer, spilled past a few MiB to an
@@ -120,7 +120,7 @@ impl<'s> ObjectWriter<'s> {
         base: Option<ObjectId>,
     ) -> Result<ObjectId, StoreError> {
         let id = ObjectId::of(kind, raw);
-        if self.dry_run || !lock_poisoned(&self.seen).insert(id) || self.in_store(&id)? {
+        if self.dry_run || !self.seen.insert(id) || self.in_store(&id)? {
             return Ok(id);
         }
         // Compression runs outside any lock so that callers on several threads overlap.
@@ -193,7 +193,7 @@ impl<'s> ObjectWriter<'s> {
             _ => {}
         }
         let block_id = ObjectId::of(ObjectKind::Block, &block.raw);
-        if lock_poisoned(&self.seen).insert(block_id) && !self.in_store(&block_id)? {
+        if self.seen.insert(block_id) && !self.in_store(&block_id)? {
             let encoded = EncodedObject::encode_with_id(ObjectKind::Block, block_id, &block.raw)?;
             self.append(&encoded)?;
         }
@@ -205,7 +205,7 @@ impl<'s> ObjectWriter<'s> {
 
     /// Appends an already-encoded object as it is (gc copying live objects out of a pack).
     pub fn copy(&self, encoded: &EncodedObject) -> Result<(), StoreError> {
-        if lock_poisoned(&self.seen).insert(encoded.id) {
+        if self.seen.insert(encoded.id) {
             self.append(encoded)?;
         }
         Ok(())
@@ -300,7 +300,6 @@ impl<'s> ObjectWriter<'s> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashSet;
 
     use super::*;
     use crate::Commit;
@@ -335,7 +334,13 @@ mod tests {
             .map(|f| f.id)
             .collect();
         assert_eq!(frames.len(), 500);
-        assert_eq!(frames.iter().collect::<HashSet<_>>().len(), 500);
+        assert_eq!(
+            frames
+                .iter()
+                .collect::<std::collections::HashSet<_>>()
+                .len(),
+            500
+        );
         assert!(packs.len() <= MAX_LANES);
         store
             .commit(&Commit {

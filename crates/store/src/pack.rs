@@ -251,19 +251,22 @@ impl PackWriter {
     /// directory. Returns the pack id and its frames. Only after this may the catalog name it.
     pub fn finish(mut self, packs_dir: &Path) -> Result<(ObjectId, Vec<FrameInfo>), StoreError> {
         let body_hash = ObjectId(*self.hasher.finalize().as_bytes());
-        let mut trailer =
-            Vec::with_capacity(self.frames.len() * INDEX_ENTRY_LEN as usize + FOOTER_LEN as usize);
-        for f in &self.frames {
-            trailer.extend_from_slice(&f.id.0);
-            trailer.extend_from_slice(&f.offset.to_le_bytes());
-        }
-        trailer.extend_from_slice(&(self.frames.len() as u64).to_le_bytes());
-        trailer.extend_from_slice(&self.offset.to_le_bytes());
-        trailer.extend_from_slice(&body_hash.0);
-        trailer.extend_from_slice(TRAILER_MAGIC);
         let tmp_path = self.tmp_path.clone();
         let io = |e| StoreError::io(&tmp_path, e);
-        self.file.write_all(&trailer).map_err(io)?;
+        // Entry by entry through the buffered file: the index of a pack of a million small
+        // files is 40 MB, which a first save held at once at its peak.
+        for f in &self.frames {
+            let mut entry = [0u8; INDEX_ENTRY_LEN as usize];
+            entry[..32].copy_from_slice(&f.id.0);
+            entry[32..].copy_from_slice(&f.offset.to_le_bytes());
+            self.file.write_all(&entry).map_err(io)?;
+        }
+        let mut footer = Vec::with_capacity(FOOTER_LEN as usize);
+        footer.extend_from_slice(&(self.frames.len() as u64).to_le_bytes());
+        footer.extend_from_slice(&self.offset.to_le_bytes());
+        footer.extend_from_slice(&body_hash.0);
+        footer.extend_from_slice(TRAILER_MAGIC);
+        self.file.write_all(&footer).map_err(io)?;
         let tmp = self.file.into_inner().map_err(|e| io(e.into_error()))?;
         crate::failpoint("pack-written");
         tmp.as_file().sync_all().map_err(io)?;

@@ -185,12 +185,21 @@ impl Workspace {
         Some(total)
     }
 
+    /// Writes the snapshot `new` describes and commits it with what `writer` stored and the
+    /// stat cache changes.
     pub(super) fn record_snapshot(
         &self,
         writer: ObjectWriter<'_>,
         stat_cache: StatCacheUpdate,
         new: NewSnapshot<'_>,
     ) -> Result<Snapshot, TreeError> {
+        let after = new.after;
+        let record = self.new_record(new)?;
+        self.commit_record(writer, stat_cache, record, after)
+    }
+
+    /// The record of the snapshot `new` describes: the only step that reads its flat trees.
+    pub(super) fn new_record(&self, new: NewSnapshot<'_>) -> Result<SnapshotRecord, TreeError> {
         let NewSnapshot {
             kind,
             opts,
@@ -200,7 +209,7 @@ impl Workspace {
             parent,
             parent_flat,
             changes,
-            after,
+            after: _,
         } = new;
         let (added, modified, deleted) = count_changes(changes);
         let stats = ChangeStats {
@@ -211,7 +220,7 @@ impl Workspace {
             bytes,
             lines: self.line_stats(parent_flat, flat, changes),
         };
-        let record = SnapshotRecord {
+        Ok(SnapshotRecord {
             seq: self.store.next_seq()?,
             root,
             parent: parent.map(|p| p.id),
@@ -222,7 +231,18 @@ impl Workspace {
             session: opts.session.clone(),
             meta: opts.meta.clone(),
             stats,
-        };
+        })
+    }
+
+    /// Writes `record` and commits it with what `writer` stored and the stat cache changes;
+    /// with [`After::Advance`], HEAD moves to it and the redo stack empties.
+    pub(super) fn commit_record(
+        &self,
+        writer: ObjectWriter<'_>,
+        stat_cache: StatCacheUpdate,
+        record: SnapshotRecord,
+        after: After,
+    ) -> Result<Snapshot, TreeError> {
         let id = writer.put(ObjectKind::Snapshot, &record.encode())?;
         let packs = writer.finish()?;
         let history = (after == After::Advance).then(|| HistoryState {

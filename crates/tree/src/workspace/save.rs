@@ -97,21 +97,21 @@ impl Workspace {
             (false, Some(h)) => totals_after(&h.record.stats, &changes, &head_flat, &cap.flat),
             _ => flat_totals(&cap.flat),
         };
-        let snapshot = self.record_snapshot(
-            writer,
-            cap.cache,
-            NewSnapshot {
-                kind: SnapshotKind::Save,
-                opts,
-                root: cap.root,
-                flat: &cap.flat,
-                totals,
-                parent: head.as_ref(),
-                parent_flat: &head_flat,
-                changes: &changes,
-                after: After::Advance,
-            },
-        )?;
+        let record = self.new_record(NewSnapshot {
+            kind: SnapshotKind::Save,
+            opts,
+            root: cap.root,
+            flat: &cap.flat,
+            totals,
+            parent: head.as_ref(),
+            parent_flat: &head_flat,
+            changes: &changes,
+            after: After::Advance,
+        })?;
+        // The commit reads none of the working tree's entries: a first save of a million
+        // files gives their 100 MB back before its commit, which has its own peak.
+        drop(std::mem::take(&mut cap.flat));
+        let snapshot = self.commit_record(writer, cap.cache, record, After::Advance)?;
         let retention = self.auto_retention()?;
         // gc merges small packs itself; otherwise a save past the pack threshold ends with a
         // bounded merge, so one-file saves do not leave a pack file each. The snapshot is

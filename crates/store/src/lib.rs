@@ -20,9 +20,11 @@ mod lock;
 mod merge;
 mod object;
 pub mod pack;
+mod packframes;
 mod refs;
 mod seen;
 pub mod slice;
+mod spill;
 mod statcache;
 mod statrows;
 mod store;
@@ -50,6 +52,7 @@ pub use object::{
     SnapshotKind, SnapshotRecord, TREE_VERSION, Tree, TreeEntry, check_entry_name, decode_record,
     encode_record,
 };
+pub use packframes::PackFrames;
 pub use statcache::{
     STAT_ENTRY_LEN, STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey, WalkMemo,
 };

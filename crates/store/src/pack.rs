@@ -18,6 +18,7 @@ use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use crate::packframes::PackFrames;
 use crate::{ObjectId, ObjectKind, StoreError};
 
 /// First bytes of every pack.
@@ -182,7 +183,7 @@ pub struct PackWriter {
     tmp_path: PathBuf,
     hasher: blake3::Hasher,
     offset: u64,
-    frames: Vec<FrameInfo>,
+    frames: PackFrames,
 }
 
 impl PackWriter {
@@ -198,7 +199,7 @@ impl PackWriter {
             tmp_path,
             hasher: blake3::Hasher::new(),
             offset: 0,
-            frames: Vec::new(),
+            frames: PackFrames::spilling_into(tmp_dir),
         };
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
         header.extend_from_slice(PACK_MAGIC);
@@ -233,7 +234,7 @@ impl PackWriter {
         };
         self.write_body(&encode_frame_header(&info))?;
         self.write_body(&obj.payload)?;
-        self.frames.push(info);
+        self.frames.push(&info);
         Ok(info)
     }
 
@@ -249,18 +250,19 @@ impl PackWriter {
 
     /// Writes the trailer, fsyncs, renames into `packs_dir` as `<body hash>.pack` and fsyncs the
     /// directory. Returns the pack id and its frames. Only after this may the catalog name it.
-    pub fn finish(mut self, packs_dir: &Path) -> Result<(ObjectId, Vec<FrameInfo>), StoreError> {
+    pub fn finish(mut self, packs_dir: &Path) -> Result<(ObjectId, PackFrames), StoreError> {
         let body_hash = ObjectId(*self.hasher.finalize().as_bytes());
         let tmp_path = self.tmp_path.clone();
         let io = |e| StoreError::io(&tmp_path, e);
         // Entry by entry through the buffered file: the index of a pack of a million small
         // files is 40 MB, which a first save held at once at its peak.
-        for f in &self.frames {
+        let file = &mut self.file;
+        self.frames.try_for_each(|f| {
             let mut entry = [0u8; INDEX_ENTRY_LEN as usize];
             entry[..32].copy_from_slice(&f.id.0);
             entry[32..].copy_from_slice(&f.offset.to_le_bytes());
-            self.file.write_all(&entry).map_err(io)?;
-        }
+            file.write_all(&entry).map_err(io)
+        })?;
         let mut footer = Vec::with_capacity(FOOTER_LEN as usize);
         footer.extend_from_slice(&(self.frames.len() as u64).to_le_bytes());
         footer.extend_from_slice(&self.offset.to_le_bytes());
@@ -286,7 +288,7 @@ pub fn pack_file_name(id: &ObjectId) -> String {
     format!("{}.pack", id.to_hex())
 }
 
-fn encode_frame_header(f: &FrameInfo) -> [u8; FRAME_HEADER_LEN as usize] {
+pub(crate) fn encode_frame_header(f: &FrameInfo) -> [u8; FRAME_HEADER_LEN as usize] {
     let mut h = [0u8; FRAME_HEADER_LEN as usize];
     h[0] = f.kind as u8;
     h[1] = f.compression as u8;
@@ -612,7 +614,8 @@ mod tests {
         for (kind, raw) in objects {
             w.add(&EncodedObject::encode(*kind, raw).unwrap()).unwrap();
         }
-        w.finish(&packs).unwrap()
+        let (id, frames) = w.finish(&packs).unwrap();
+        (id, frames.to_vec().unwrap())
     }
 
     #[test]

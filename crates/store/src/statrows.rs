@@ -1,123 +1,61 @@
-//! `StatRows`: the stat cache rows a scan hands to its commit. They are packed in one
-//! buffer and, past a few MiB, written to an unnamed file in the store's `tmp/`, so that a
-//! first save of a million files does not hold a million rows in memory from the moment it
-//! reads them until its commit (they were about 98 MB of its 400 MB peak).
+//! `StatRows`: the stat cache rows a scan hands to its commit, spilled past a few MiB to an
+//! unnamed file (see [`crate::spill`]): they were about 98 MB of a first save's 400 MB peak
+//! at a million files.
 //!
 //! ```text
 //! row  path_len u32 LE | path [path_len] | StatEntry [77]   (statcache.rs)
 //! ```
-//! The spill file holds rows in that layout, one after another, and the rows still in memory
-//! follow it. The file has no name (`O_TMPFILE` where the filesystem has it), so nothing is
-//! left behind by a crash, and it is only ever read by the process that wrote it: it is not
-//! part of the on-disk format.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::StoreError;
+use crate::spill::{SPILL_AT, SpillBuf};
 use crate::statcache::{STAT_ENTRY_LEN, StatEntry};
-
-/// Bytes of rows held in memory before they are written to the spill file.
-const SPILL_AT: usize = 4 << 20;
-
-/// Bytes read from the spill file at a time.
-const READ_AT_ONCE: usize = 1 << 20;
 
 /// Stat cache rows to write, in the order they were pushed.
 #[derive(Debug, Default)]
 pub struct StatRows {
-    /// The rows not spilled, after those in the spill file.
-    bytes: Vec<u8>,
-    rows: usize,
+    rows: SpillBuf,
+    count: usize,
     /// Set once a row's path did not sort strictly after the one pushed before it.
     unsorted: bool,
     last: Vec<u8>,
-    spill: Option<Spill>,
-}
-
-/// Where rows go past `at` bytes in memory.
-#[derive(Debug)]
-struct Spill {
-    /// The directory the file is made in, when the first rows are spilled.
-    dir: PathBuf,
-    at: usize,
-    file: Option<File>,
-    /// Bytes of rows in the file; the first `len` bytes are whole rows.
-    len: u64,
-    /// Set when the file could not be made or written: the rows after it stay in memory.
-    stopped: bool,
 }
 
 impl StatRows {
-    /// Rows that go to an unnamed file made in `dir` past [`SPILL_AT`] bytes in memory. If
-    /// the file cannot be made or written, the rows stay in memory: spilling saves memory,
-    /// it is never a reason for a scan to fail.
+    /// Rows that go to an unnamed file made in `dir` past a few MiB in memory (see
+    /// [`crate::spill`]).
     pub fn spilling_into(dir: &Path) -> StatRows {
         StatRows::spilling_at(dir, SPILL_AT)
     }
 
     pub(crate) fn spilling_at(dir: &Path, at: usize) -> StatRows {
         StatRows {
-            spill: Some(Spill {
-                dir: dir.to_path_buf(),
-                at,
-                file: None,
-                len: 0,
-                stopped: false,
-            }),
+            rows: SpillBuf::spilling_at(dir, at),
             ..StatRows::default()
         }
     }
 
     /// Adds the row of `path`. Paths are at most `u32::MAX` bytes (the kernel's are 4 KiB).
     pub fn push(&mut self, path: &[u8], entry: &StatEntry) {
-        if self.rows > 0 && path <= self.last.as_slice() {
+        if self.count > 0 && path <= self.last.as_slice() {
             self.unsorted = true;
         }
         self.last.clear();
         self.last.extend_from_slice(path);
-        self.bytes
-            .extend_from_slice(&(path.len() as u32).to_le_bytes());
-        self.bytes.extend_from_slice(path);
-        self.bytes.extend_from_slice(&entry.encode());
-        self.rows += 1;
-        if self
-            .spill
-            .as_ref()
-            .is_some_and(|s| self.bytes.len() >= s.at)
-        {
-            self.spill_rows();
-        }
-    }
-
-    /// Moves the rows in memory to the end of the spill file.
-    fn spill_rows(&mut self) {
-        let Some(spill) = self.spill.as_mut().filter(|s| !s.stopped) else {
-            return;
-        };
-        if spill.file.is_none() {
-            spill.file = tempfile::tempfile_in(&spill.dir).ok();
-        }
-        let written = (spill.file.as_ref()).map(|f| f.write_all_at(&self.bytes, spill.len));
-        match written {
-            Some(Ok(())) => {
-                spill.len += self.bytes.len() as u64;
-                self.bytes.clear();
-            }
-            // A short write leaves bytes past `len`, which are never read.
-            _ => spill.stopped = true,
-        }
+        let len = (path.len() as u32).to_le_bytes();
+        self.rows.push(&[&len, path, &entry.encode()]);
+        self.count += 1;
     }
 
     /// The number of rows.
     pub fn len(&self) -> usize {
-        self.rows
+        self.count
     }
 
     /// True when there is no row.
     pub fn is_empty(&self) -> bool {
-        self.rows == 0
+        self.count == 0
     }
 
     /// True when each row's path sorts strictly after the one before it.
@@ -130,47 +68,9 @@ impl StatRows {
         &self,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<(), E>,
     ) -> Result<(), E> {
-        if let Some(Spill {
-            dir,
-            file: Some(file),
-            len,
-            ..
-        }) = &self.spill
-        {
-            read_spilled(dir, file, *len, &mut f)?;
-        }
-        let used = whole_rows(&self.bytes, &mut f)?;
-        debug_assert_eq!(used, self.bytes.len(), "rows in memory are whole");
-        Ok(())
+        self.rows
+            .try_for_each_piece(|piece| whole_rows(piece, &mut f))
     }
-}
-
-/// Calls `f` on the rows of the first `len` bytes of `file`, read a piece at a time.
-fn read_spilled<E: From<StoreError>>(
-    dir: &Path,
-    file: &File,
-    len: u64,
-    f: &mut impl FnMut(&[u8], &[u8]) -> Result<(), E>,
-) -> Result<(), E> {
-    let mut buf = Vec::with_capacity(READ_AT_ONCE);
-    let mut at = 0;
-    while at < len {
-        let start = buf.len();
-        let piece = READ_AT_ONCE.min(usize::try_from(len - at).unwrap_or(usize::MAX));
-        buf.resize(start + piece, 0);
-        (file.read_exact_at(&mut buf[start..], at)).map_err(|e| StoreError::io(dir, e))?;
-        at += piece as u64;
-        let used = whole_rows(&buf, f)?;
-        buf.drain(..used);
-    }
-    if buf.is_empty() {
-        return Ok(());
-    }
-    let cut = std::io::Error::new(
-        std::io::ErrorKind::InvalidData,
-        "the spilled stat rows end inside a row",
-    );
-    Err(StoreError::io(dir, cut).into())
 }
 
 /// Calls `f` on each whole row at the start of `bytes`; returns the bytes those rows take.
@@ -267,7 +167,6 @@ mod tests {
         for (path, e) in &want {
             rows.push(path, e);
         }
-        assert!(rows.spill.as_ref().is_some_and(|s| s.stopped && s.len == 0));
         assert_eq!(back(&rows), want);
     }
 
@@ -287,7 +186,6 @@ mod tests {
             for (path, e) in &want {
                 rows.push(path, e);
             }
-            prop_assert!(rows.bytes.len() < at + 4 + 300 + STAT_ENTRY_LEN);
             prop_assert_eq!(rows.len(), want.len());
             prop_assert_eq!(rows.is_sorted(), paths.windows(2).all(|w| w[0] < w[1]));
             prop_assert_eq!(back(&rows), want);

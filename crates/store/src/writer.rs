@@ -6,6 +6,7 @@ use std::sync::{Mutex, MutexGuard};
 use crate::delta::DeltaHeader;
 use crate::delta::MAX_DELTA_DEPTH;
 use crate::pack::{EncodedObject, FrameInfo, PACK_TARGET_SIZE, PackWriter};
+use crate::packframes::PackFrames;
 use crate::seen::SeenIds;
 use crate::slice::{PendingBlock, SLICE_MAX};
 use crate::statrows::StatRows;
@@ -25,7 +26,7 @@ pub struct ObjectWriter<'s> {
     seen: SeenIds,
     lanes: Vec<Mutex<Option<PackWriter>>>,
     /// Full packs sealed so far, with their frames.
-    sealed: Mutex<Vec<(ObjectId, Vec<FrameInfo>)>>,
+    sealed: Mutex<Vec<(ObjectId, PackFrames)>>,
     /// Small chunks gathered for the next blocks (see [`crate::slice`]), one block per
     /// thread (by a hash of its id), so that a block holds files stored one after another:
     /// a restore, which reads in the same order, then needs each block on one thread only.
@@ -277,7 +278,7 @@ impl<'s> ObjectWriter<'s> {
             .filter(|w| !w.is_empty())
             .collect();
         if open.is_empty() {
-            return Ok(sealed);
+            return frames_of(sealed);
         }
         let packs = self.store.dir().join("packs");
         let (sealing, prepared) = std::thread::scope(|s| {
@@ -294,8 +295,17 @@ impl<'s> ObjectWriter<'s> {
         });
         sealed.extend(sealing?);
         prepared?;
-        Ok(sealed)
+        frames_of(sealed)
     }
+}
+
+/// The frames of each pack, read back from where they were spilled for the commit.
+fn frames_of(
+    packs: Vec<(ObjectId, PackFrames)>,
+) -> Result<Vec<(ObjectId, Vec<FrameInfo>)>, StoreError> {
+    (packs.into_iter())
+        .map(|(pack, frames)| Ok((pack, frames.to_vec()?)))
+        .collect()
 }
 
 #[cfg(test)]

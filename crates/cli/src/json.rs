@@ -418,6 +418,7 @@ pub struct GcDoc {
     pub packs_repacked: usize,
     pub objects_removed: usize,
     pub orphan_packs_deleted: usize,
+    pub orphan_packs_kept: Vec<String>,
     pub tmp_files_removed: usize,
 }
 

@@ -117,5 +117,6 @@ fn add(total: &mut GcReport, more: &GcReport) {
     total.packs_repacked += more.packs_repacked;
     total.objects_removed += more.objects_removed;
     total.orphan_packs_deleted += more.orphan_packs_deleted;
+    total.orphan_packs_kept.clone_from(&more.orphan_packs_kept);
     total.tmp_files_removed += more.tmp_files_removed;
 }

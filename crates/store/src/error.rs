@@ -22,6 +22,17 @@ pub enum StoreError {
     /// The directory holds no store (no `packs/` in it); carries the store directory.
     #[error("no snap store at {0} (run `snap init` or `snap save` first)")]
     NotFound(PathBuf),
+    /// Making a store in a directory that holds something else; carries the directory and
+    /// one entry that is not snap's.
+    #[error(
+        "refusing to make a store in {dir}: it holds {entry}, which is not snap's (give --store an empty or new directory)"
+    )]
+    ForeignEntries {
+        /// The directory named as the store.
+        dir: PathBuf,
+        /// An entry in it that a store does not have.
+        entry: String,
+    },
     /// Creating a store where one already exists; carries its directory.
     #[error("a snap store already exists at {0}")]
     AlreadyExists(PathBuf),

@@ -20,6 +20,8 @@ pub const FAILPOINTS: &[&str] = &[
     "after-head-commit",
     "gc-after-commit",
     "merge-after-commit",
+    "repair-built",
+    "repair-linked",
 ];
 
 static HITS: AtomicU64 = AtomicU64::new(0);

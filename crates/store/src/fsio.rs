@@ -51,6 +51,38 @@ const STORE_ENTRIES: [&str; 10] = [
     ".restoring",
 ];
 
+/// Refuses to make a store in `dir` when it holds anything a store does not: a directory
+/// named by `--store` that already holds a person's files would have them overwritten (the
+/// lock) and swept (`tmp/`). Entries a store has are allowed, since another command may be
+/// making the same store at once.
+pub fn refuse_foreign_entries(dir: &Path) -> Result<(), StoreError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(StoreError::io(dir, e)),
+    };
+    for entry in entries {
+        let name = entry.map_err(|e| StoreError::io(dir, e))?.file_name();
+        let name = name.to_string_lossy();
+        if !is_store_entry(&name) {
+            return Err(StoreError::ForeignEntries {
+                dir: dir.to_path_buf(),
+                entry: name.into_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// True for a name a store directory holds: its entries, what `init` writes, the files
+/// `write_atomic` renames into place while they have a temporary name, and old catalogs.
+fn is_store_entry(name: &str) -> bool {
+    STORE_ENTRIES.contains(&name)
+        || [".gitignore", "hook.log", "hook.log.old"].contains(&name)
+        || name.starts_with(".tmp")
+        || name.starts_with("catalog.redb.")
+}
+
 /// Refuses a store any of whose own entries is a symlink.
 pub fn refuse_links(dir: &Path) -> Result<(), StoreError> {
     for name in STORE_ENTRIES {

@@ -7,7 +7,7 @@
 //! then deletes old pack files, so a crash at any point loses nothing committed.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::catalog::{Commit, HistoryState, Location, Locations};
 use crate::delta::{DELTA_HEADER_LEN, DeltaHeader};
@@ -57,6 +57,9 @@ pub struct GcReport {
     pub objects_removed: usize,
     /// Pack files no catalog commit named (left by a crash), deleted.
     pub orphan_packs_deleted: usize,
+    /// Pack files the catalog does not name that were kept: those that do not read, and
+    /// every one while the catalog names no pack (see `delete_orphan_packs`).
+    pub orphan_packs_kept: Vec<PathBuf>,
     /// Leftover files swept from `tmp/`.
     pub tmp_files_removed: usize,
 }
@@ -329,6 +332,7 @@ impl Store {
             bytes_before: plan.pack_bytes,
             ..GcReport::default()
         };
+        let catalog_lost = self.catalog.packs()?.is_empty();
         let writer = self.writer();
         let total = plan.to_copy.len() as u64;
         for (done, loc) in plan.to_copy.iter().enumerate() {
@@ -369,7 +373,8 @@ impl Store {
         report.packs_deleted = plan.dead.len();
         report.packs_repacked = plan.sparse.len();
         report.objects_removed = plan.dead_objects.len();
-        report.orphan_packs_deleted = self.delete_orphan_packs()?;
+        (report.orphan_packs_deleted, report.orphan_packs_kept) =
+            self.delete_orphan_packs(catalog_lost)?;
         report.tmp_files_removed = sweep_dir(&self.dir().join("tmp"))?;
         crate::fsio::sync_dir(&self.dir().join("packs"))?;
         report.bytes_after = self
@@ -385,8 +390,16 @@ impl Store {
         Ok(report)
     }
 
-    /// Pack files the catalog does not name: left by a save or gc that crashed before its commit.
-    pub(crate) fn delete_orphan_packs(&self) -> Result<usize, StoreError> {
+    /// Deletes the pack files the catalog does not name, left by a save or gc that crashed
+    /// before its commit; returns how many, and the orphans kept. Two kinds are kept, since
+    /// either may hold the only copy of history: a pack whose trailer does not read (repair
+    /// skips it; only a person can tell what it held), and, with `catalog_lost` (the catalog
+    /// named no pack when the command began, which is what a lost or replaced catalog looks
+    /// like), every orphan: `snap repair` rebuilds the catalog from them.
+    pub(crate) fn delete_orphan_packs(
+        &self,
+        catalog_lost: bool,
+    ) -> Result<(usize, Vec<PathBuf>), StoreError> {
         let named: HashSet<String> = self
             .catalog
             .packs()?
@@ -394,16 +407,26 @@ impl Store {
             .map(|(p, _)| pack_file_name(p))
             .collect();
         let dir = self.dir().join("packs");
-        let mut removed = 0;
+        let (mut removed, mut kept) = (0, Vec::new());
         for entry in std::fs::read_dir(&dir).map_err(|e| StoreError::io(&dir, e))? {
             let entry = entry.map_err(|e| StoreError::io(&dir, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".pack") && !named.contains(&name) {
-                remove_if_present(&entry.path())?;
-                removed += 1;
+            if !name.ends_with(".pack") || named.contains(&name) {
+                continue;
             }
+            let path = entry.path();
+            let reads = PackReader::open(&path)
+                .and_then(|r| r.read_trailer())
+                .is_ok();
+            if catalog_lost || !reads {
+                kept.push(path);
+                continue;
+            }
+            remove_if_present(&path)?;
+            removed += 1;
         }
-        Ok(removed)
+        kept.sort();
+        Ok((removed, kept))
     }
 
     /// Removes every snapshot and clears HEAD and the redo stack, then collects the garbage.
@@ -468,12 +491,15 @@ pub(crate) fn remove_if_present(path: &Path) -> Result<(), StoreError> {
     }
 }
 
-/// Deletes every file in `dir` (tmp/: no writer is active while the lock is held).
+/// Deletes the packs left half-written in `dir` (tmp/: no writer is active while the lock is
+/// held). Only files named as a pack writer names them: nothing else is snap's to delete.
 fn sweep_dir(dir: &Path) -> Result<usize, StoreError> {
     let mut removed = 0;
     for entry in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
         let path = entry.map_err(|e| StoreError::io(dir, e))?.path();
-        if path.is_file() {
+        let name = path.file_name().map(|n| n.to_string_lossy());
+        let ours = name.is_some_and(|n| n.starts_with(".tmp") && n.ends_with(".pack"));
+        if ours && path.is_file() {
             remove_if_present(&path)?;
             removed += 1;
         }
@@ -583,6 +609,56 @@ mod tests {
             let removed = store.prune(&policy, now, true).unwrap().removed;
             assert_eq!(!removed.is_empty(), due, "{policy:?}");
         }
+    }
+
+    /// Packs written and never committed.
+    fn orphan_pack(store: &Store, content: &[u8]) -> PathBuf {
+        let writer = store.writer();
+        writer.put(ObjectKind::Chunk, content).unwrap();
+        let packs = writer.finish().unwrap();
+        store.pack_path(&packs[0].0)
+    }
+
+    /// gc deletes a crashed save's pack, but keeps a pack that does not read (it may be the
+    /// only copy of history a repair skipped) and every orphan when the catalog names no
+    /// pack as it begins (a lost catalog looks like that).
+    #[test]
+    fn gc_keeps_the_orphans_that_may_be_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join("store")).unwrap();
+        let first = orphan_pack(&store, b"a save that crashed before its commit");
+        let report = store.gc().unwrap();
+        assert_eq!(report.orphan_packs_kept, vec![first.clone()]);
+        assert!(first.exists(), "the catalog names no pack: kept");
+        let writer = store.writer();
+        writer.put(ObjectKind::Chunk, b"committed").unwrap();
+        let packs = writer.finish().unwrap();
+        store
+            .commit(&Commit {
+                packs,
+                ..Commit::default()
+            })
+            .unwrap();
+        let rotten = store
+            .dir()
+            .join("packs")
+            .join(format!("{}.pack", "0".repeat(64)));
+        std::fs::write(&rotten, b"SNAPPACK and then nothing a pack has").unwrap();
+        let report = store.gc().unwrap();
+        assert_eq!(report.orphan_packs_deleted, 1);
+        assert!(
+            !first.exists(),
+            "a readable orphan is a crashed save's: deleted"
+        );
+        assert_eq!(report.orphan_packs_kept, vec![rotten.clone()]);
+        assert!(rotten.exists());
+        let problems = store.verify(false).unwrap().problems;
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0]
+                .what
+                .contains("is not in the catalog and does not read")
+        );
     }
 
     #[test]

@@ -137,7 +137,8 @@ impl Store {
         for pack in &remove_packs {
             crate::lifecycle::remove_if_present(&self.pack_path(pack))?;
         }
-        report.orphan_packs_deleted = self.delete_orphan_packs()?;
+        // A merge runs after a commit that named packs: the catalog is not lost.
+        report.orphan_packs_deleted = self.delete_orphan_packs(false)?.0;
         crate::fsio::sync_dir(&self.dir().join("packs"))?;
         Ok(report)
     }

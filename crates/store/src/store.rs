@@ -82,6 +82,9 @@ impl Store {
     /// the catalog is durable: a command racing this one (two first saves at once) finds no
     /// store, not one without a catalog, and then waits here for the lock.
     pub fn init(dir: &Path) -> Result<Store, StoreError> {
+        if !dir.join("packs").is_dir() {
+            crate::fsio::refuse_foreign_entries(dir)?;
+        }
         std::fs::create_dir_all(dir.join("tmp")).map_err(|e| StoreError::io(dir, e))?;
         let ignore = dir.join(".gitignore");
         if !ignore.exists() {
@@ -90,6 +93,14 @@ impl Store {
         let catalog = dir.join("catalog.redb");
         if !catalog.exists() || !dir.join("packs").is_dir() {
             let _lock = StoreLock::acquire(&dir.join("lock"), lock_timeout()?)?;
+            // A store whose catalog is gone still has its history in the packs: an empty
+            // catalog in its place would say there is none, and gc would delete the packs.
+            if !catalog.exists() && dir.join("packs").is_dir() {
+                return Err(StoreError::CatalogUnreadable {
+                    path: catalog,
+                    why: "it is missing, and packs/ holds the history".into(),
+                });
+            }
             if !catalog.exists() {
                 drop(Catalog::create(&catalog)?);
                 crate::fsio::sync_dir(dir)?;

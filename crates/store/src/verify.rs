@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::catalog::{Catalog, Commit, HistoryState, Locations};
 use crate::delta::DeltaHeader;
+use crate::lifecycle::remove_if_present;
 use crate::lock::{StoreLock, lock_timeout};
 use crate::pack::{Compression, FrameInfo, HEADER_LEN, PackReader, decode_payload, pack_file_name};
 use crate::slice::SliceRef;
@@ -111,6 +112,7 @@ impl Store {
         let mut damage = Damage::default();
         let mut bad_packs = BTreeSet::new();
         let packs = self.catalog.packs()?;
+        damage.other.extend(self.unreadable_orphans(&packs)?);
         let total = packs.len() as u64 + if read_data { locations.len() as u64 } else { 0 };
         let mut done = 0;
         for (pack, count) in packs {
@@ -201,6 +203,31 @@ impl Store {
         Ok(reader.file_len())
     }
 
+    /// A problem for each pack file the catalog does not name that does not read: a repair
+    /// skipped it, and it may hold the only copy of history (gc keeps it; FORMAT.md 7.4). A
+    /// readable one is a crashed save's leftover, which gc deletes, and no problem.
+    fn unreadable_orphans(&self, named: &[(ObjectId, u64)]) -> Result<Vec<Problem>, StoreError> {
+        let named: HashSet<String> = named.iter().map(|(p, _)| pack_file_name(p)).collect();
+        let mut problems = Vec::new();
+        for path in pack_files(&self.dir().join("packs"))? {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            if name.is_some_and(|n| named.contains(&n)) {
+                continue;
+            }
+            if let Err(e) = PackReader::open(&path).and_then(|r| r.read_trailer()) {
+                problems.push(Problem {
+                    what: format!(
+                        "{} is not in the catalog and does not read ({e}); it is kept, as it may \
+                         hold history",
+                        path.display()
+                    ),
+                    ..Problem::default()
+                });
+            }
+        }
+        Ok(problems)
+    }
+
     fn check_history(
         &self,
         snapshots: &[(ObjectId, SnapshotRecord)],
@@ -235,12 +262,12 @@ impl Store {
         let mut report = RepairReport::default();
         let catalog_path = dir.join("catalog.redb");
         let old_history = readable_history(&catalog_path);
-        if catalog_path.exists() {
-            let aside = dir.join(format!("catalog.redb.damaged-{}", std::process::id()));
-            std::fs::rename(&catalog_path, &aside).map_err(|e| StoreError::io(&catalog_path, e))?;
-            report.old_catalog = Some(aside);
-        }
-        let catalog = Catalog::create(&catalog_path)?;
+        // Built under another name and swapped in whole: a repair killed midway must leave
+        // the old catalog in place, never an empty one that says there is no history (and
+        // lets gc delete every pack as an orphan).
+        let building = dir.join(REPAIRING);
+        remove_if_present(&building)?;
+        let catalog = Catalog::create(&building)?;
         let mut commit = Commit::default();
         let mut based = Vec::new();
         for path in pack_files(&dir.join("packs"))? {
@@ -278,9 +305,37 @@ impl Store {
         report.redo = history.redo.len();
         commit.history = Some(history);
         catalog.commit(&commit)?;
-        crate::fsio::sync_dir(dir)?;
+        drop(catalog);
+        report.old_catalog = swap_in(dir, &building, &catalog_path)?;
         Ok(report)
     }
+}
+
+/// The name a repair builds the new catalog under, in the store directory.
+pub const REPAIRING: &str = "catalog.redb.repairing";
+
+/// Puts the catalog built at `new` in place of the one at `path`, keeping the old one under
+/// `catalog.redb.damaged-PID` (returned). `path` names a whole catalog at every instant:
+/// the old one is linked to its new name before the rename replaces it.
+fn swap_in(dir: &Path, new: &Path, path: &Path) -> Result<Option<PathBuf>, StoreError> {
+    crate::failpoint("repair-built");
+    let aside = dir.join(format!("catalog.redb.damaged-{}", std::process::id()));
+    let kept = match std::fs::symlink_metadata(path) {
+        Ok(_) => {
+            remove_if_present(&aside)?;
+            if std::fs::hard_link(path, &aside).is_err() {
+                std::fs::copy(path, &aside).map_err(|e| StoreError::io(&aside, e))?;
+            }
+            Some(aside)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(StoreError::io(path, e)),
+    };
+    crate::fsio::sync_dir(dir)?;
+    crate::failpoint("repair-linked");
+    std::fs::rename(new, path).map_err(|e| StoreError::io(path, e))?;
+    crate::fsio::sync_dir(dir)?;
+    Ok(kept)
 }
 
 /// HEAD and the redo stack of the catalog at `path`, when it opens and reads. A catalog

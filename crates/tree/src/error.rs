@@ -21,6 +21,17 @@ pub enum TreeError {
     /// No ancestor of the starting directory holds a store; carries the starting directory.
     #[error("no snap store found in {0} or any parent (run `snap init` or `snap save` there)")]
     NoWorkspace(PathBuf),
+    /// A store named at the workspace root or above it, which would hold the workspace (and
+    /// leave nothing to save, the walk skipping the store); carries the store and the root.
+    #[error(
+        "the store {store} would hold the workspace {root}: name a directory outside the workspace, or inside it"
+    )]
+    StoreHoldsWorkspace {
+        /// The store directory named.
+        store: PathBuf,
+        /// The workspace root.
+        root: PathBuf,
+    },
     /// `init` refused `/` or `$HOME` without `force`; carries that root.
     #[error("refusing to create a store in {0} (use --force to do it anyway)")]
     RefusedRoot(PathBuf),

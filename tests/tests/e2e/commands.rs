@@ -351,6 +351,44 @@ fn store_elsewhere_and_w_alias() {
     assert_eq!(read(d, "f"), "1");
 }
 
+/// `--store` naming a directory that holds a person's files, or one that would hold the
+/// workspace, is refused with one line, and the directory is left exactly as it was (a store
+/// made there once overwrote its `lock` and gc swept its `tmp/`).
+#[test]
+fn a_store_is_never_made_over_other_files_or_around_the_workspace() {
+    let ws = tempfile::tempdir().unwrap();
+    let d = &ws.path().join("w");
+    write(d, "f", b"work");
+    let docs = ws.path().join("docs");
+    write(&docs, "thesis.txt", b"three years");
+    write(&docs, "lock", b"my notes");
+    write(&docs, "tmp/scratch.txt", b"scratch");
+    let before = everything(&docs);
+    for (store, why) in [
+        (&docs, "thesis.txt, which is not snap's"),
+        (d, "would hold the workspace"),
+    ] {
+        for args in [&["save"][..], &["init"], &["status"], &["gc"]] {
+            let out = with_store(d, store, args);
+            assert_eq!(out.status.code(), Some(1), "{args:?} with {store:?}");
+            let err = stderr(&out);
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.starts_with("error: "), "{err}");
+            if args == ["save"] {
+                assert!(err.contains(why), "{err}");
+            }
+        }
+    }
+    assert_eq!(everything(&docs), before);
+    assert!(!d.join(".snap").exists() && !d.join("packs").exists());
+    let parent = with_store(d, ws.path(), &["save"]);
+    assert!(
+        stderr(&parent).contains("would hold the workspace"),
+        "{}",
+        stderr(&parent)
+    );
+}
+
 #[test]
 fn ignored_files_are_never_touched() {
     let dir = tempfile::tempdir().unwrap();
@@ -429,9 +467,14 @@ fn lifecycle_commands_and_their_exit_codes() {
     std::fs::write(&packs[0], saved).unwrap();
     // A lost catalog: every command points at repair, and repair brings the snapshots back.
     std::fs::remove_file(d.join(".snap/catalog.redb")).unwrap();
-    let out = snap(d, &["log"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("snap repair"));
+    for command in ["log", "init", "save", "gc"] {
+        let out = snap(d, &[command]);
+        assert_eq!(out.status.code(), Some(1), "{command}");
+        assert!(stderr(&out).contains("snap repair"), "{command}");
+    }
+    // `init` once made an empty catalog there, which said there was no history and let gc
+    // delete every pack.
+    assert!(!d.join(".snap/catalog.redb").exists());
     assert_eq!(json(d, &["repair"])["snapshots"], 2);
     assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
     assert_eq!(

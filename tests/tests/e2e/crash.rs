@@ -108,6 +108,12 @@ fn crash_setup(d: &Path, op: &str) -> (Tree, Tree, Vec<&'static str>) {
             ok(d, &["prune", "--keep-last", "18"]);
             return (b.clone(), b, vec!["gc"]);
         }
+        // A repair of a sound store, killed anywhere, must leave a catalog that lists every
+        // snapshot (a killed repair once left an empty one, and gc then deleted every pack).
+        "repair" => {
+            ok(d, &["save"]);
+            return (b.clone(), b, vec!["repair"]);
+        }
         "merge" => {
             // 32 packs: the next save seals the 33rd and merges the small ones.
             let saves = snap_tree::snap_store::AUTO_MERGE_PACKS - 1;
@@ -236,6 +242,10 @@ const CRASH_CASES: &[(&str, &[&str])] = &[
     ),
     ("prune", &["before-commit", "after-commit"]),
     ("gc", &["pack-renamed", "before-commit", "gc-after-commit"]),
+    (
+        "repair",
+        &["before-commit", "repair-built", "repair-linked"],
+    ),
     // A save whose commit makes the 33rd pack, then merges: the second pack and commit are
     // the merge's.
     (
@@ -272,6 +282,14 @@ fn every_failpoint_is_driven() {
 #[test]
 fn a_crash_in_save_prune_or_gc_loses_nothing() {
     crash_cases(&["save", "prune", "gc", "merge"], None);
+}
+
+/// A repair killed anywhere leaves a catalog that lists every snapshot, and a gc after it
+/// deletes no pack that history needs (`check_store` reads every snapshot back).
+#[test]
+fn a_crash_in_repair_loses_nothing() {
+    crash_cases(&["repair"], None);
+    crash_cases(&["repair"], Some(powerloss::Cut::DropUnsynced));
 }
 
 #[test]

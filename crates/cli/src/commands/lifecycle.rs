@@ -55,6 +55,9 @@ fn gc_doc(g: &GcReport) -> json::GcDoc {
         packs_repacked: g.packs_repacked,
         objects_removed: g.objects_removed,
         orphan_packs_deleted: g.orphan_packs_deleted,
+        orphan_packs_kept: (g.orphan_packs_kept.iter())
+            .map(|p| p.display().to_string())
+            .collect(),
         tmp_files_removed: g.tmp_files_removed,
     }
 }
@@ -68,6 +71,13 @@ fn print_gc(g: &GcReport) {
         g.packs_repacked,
         g.objects_removed
     );
+    for path in &g.orphan_packs_kept {
+        eprintln!(
+            "warning: kept {}: the catalog does not name it, and it does not read or the \
+             catalog names no pack at all (`snap repair` rebuilds the catalog from the packs)",
+            path.display()
+        );
+    }
 }
 
 /// The policy from the flags, or from the config when no flag is given.

@@ -184,6 +184,26 @@ fn canonical(dir: &Path) -> Result<PathBuf, TreeError> {
     dir.canonicalize().map_err(|e| TreeError::io(dir, e))
 }
 
+/// `path` with its longest existing ancestor made canonical and the rest as given (the
+/// store of a first save does not exist yet).
+fn canonical_as_far_as_it_exists(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut rest = Vec::new();
+    let mut at = absolute.as_path();
+    loop {
+        if let Ok(found) = at.canonicalize() {
+            return rest.iter().rev().fold(found, |p, name| p.join(name));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
 impl Workspace {
     /// Opens the workspace whose root is `start` or its nearest ancestor with a store, or, with
     /// `store_dir`, the workspace rooted at `start` with its store there. Finishes any
@@ -236,6 +256,13 @@ impl Workspace {
             return Err(TreeError::RefusedRoot(root));
         }
         let store_dir = store_dir.map_or_else(|| root.join(STORE_DIR), Path::to_path_buf);
+        let store_abs = canonical_as_far_as_it_exists(&store_dir);
+        if root.starts_with(&store_abs) {
+            return Err(TreeError::StoreHoldsWorkspace {
+                store: store_abs,
+                root,
+            });
+        }
         drop(Store::init(&store_dir)?);
         let claim = if force { Claim::Here } else { Claim::Inside };
         Workspace::open(&root, &store_dir, Interrupted::Finish, claim)

@@ -325,7 +325,7 @@ fn match_cache<'e, 'c>(
 const SERIAL_READ_MAX: usize = 4;
 
 /// Entries stored per parallel pass (see `store_walk`).
-const STORE_CHUNK: usize = 1 << 14;
+const STORE_CHUNK: usize = 1 << 16;
 
 /// True when the stat cache entry vouches for the entry's current stat.
 fn trusted(stat: &Option<StatKey>, hit: &Option<&StatEntry>) -> bool {

@@ -466,6 +466,8 @@ pub struct ProblemDoc {
 pub struct RepairDoc {
     pub packs: usize,
     pub damaged_packs: Vec<String>,
+    /// Packs whose header alone had rotted, rewritten as the pack's name proves it was.
+    pub headers_rewritten: Vec<String>,
     pub objects: usize,
     pub damaged_objects: usize,
     pub snapshots: usize,

@@ -201,11 +201,7 @@ impl PackWriter {
             offset: 0,
             frames: PackFrames::spilling_into(tmp_dir),
         };
-        let mut header = Vec::with_capacity(HEADER_LEN as usize);
-        header.extend_from_slice(PACK_MAGIC);
-        header.extend_from_slice(&PACK_VERSION.to_le_bytes());
-        header.extend_from_slice(&0u32.to_le_bytes());
-        writer.write_body(&header)?;
+        writer.write_body(&sound_header())?;
         Ok(writer)
     }
 
@@ -281,6 +277,70 @@ impl PackWriter {
         crate::fsio::sync_dir(packs_dir)?;
         Ok((body_hash, self.frames))
     }
+}
+
+/// The header every pack of this version starts with: magic | version u32 LE | reserved u32.
+fn sound_header() -> [u8; HEADER_LEN as usize] {
+    let mut header = [0u8; HEADER_LEN as usize];
+    header[..8].copy_from_slice(PACK_MAGIC);
+    header[8..12].copy_from_slice(&PACK_VERSION.to_le_bytes());
+    header
+}
+
+/// Rewrites the header of the pack at `path` when it is not the sound one and the sound one
+/// makes the body (header and frames, up to the index offset its footer gives) hash to the
+/// pack's name: then the header was all that rotted, and its bytes are known exactly.
+/// Returns whether it rewrote it. Before, `repair` skipped such a pack whole, frames intact.
+pub fn heal_header(path: &Path) -> Result<bool, StoreError> {
+    let io = |e| StoreError::io(path, e);
+    let named = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(ObjectId::from_hex);
+    let Some(named) = named else {
+        return Ok(false);
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    let mut head = [0u8; HEADER_LEN as usize];
+    let mut footer = [0u8; FOOTER_LEN as usize];
+    if len < HEADER_LEN + FOOTER_LEN {
+        return Ok(false);
+    }
+    file.read_exact_at(&mut head, 0).map_err(io)?;
+    file.read_exact_at(&mut footer, len - FOOTER_LEN)
+        .map_err(io)?;
+    // The footer: count u64 | index offset u64 | body hash | magic.
+    let Some(index_offset) = footer.as_chunks::<8>().0.get(1) else {
+        return Ok(false);
+    };
+    let end = u64::from_le_bytes(*index_offset);
+    let sound = sound_header();
+    if head == sound || !(HEADER_LEN..=len - FOOTER_LEN).contains(&end) {
+        return Ok(false);
+    }
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&sound);
+    let mut piece = vec![0u8; 1 << 20];
+    let mut at = HEADER_LEN;
+    while at < end {
+        let n = piece
+            .len()
+            .min(usize::try_from(end - at).unwrap_or(usize::MAX));
+        file.read_exact_at(&mut piece[..n], at).map_err(io)?;
+        hasher.update(&piece[..n]);
+        at += n as u64;
+    }
+    if hasher.finalize().as_bytes() != &named.0 {
+        return Ok(false);
+    }
+    file.write_all_at(&sound, 0).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    Ok(true)
 }
 
 /// `<64 hex>.pack`.
@@ -616,6 +676,28 @@ mod tests {
         }
         let (id, frames) = w.finish(&packs).unwrap();
         (id, frames.to_vec().unwrap())
+    }
+
+    /// A rotted header is rewritten when the sound one makes the body hash to the pack's
+    /// name, and only then: never over other damage, never on a sound pack.
+    #[test]
+    fn only_a_header_proven_by_the_packs_name_is_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let objects = [(ObjectKind::Chunk, b"hello".to_vec())];
+        let (pack, _) = write_pack(dir.path(), &objects);
+        let path = dir.path().join("packs").join(pack_file_name(&pack));
+        let sound = std::fs::read(&path).unwrap();
+        assert!(!heal_header(&path).unwrap(), "a sound pack");
+        let mut rotted = sound.clone();
+        rotted[..8].copy_from_slice(&[0; 8]);
+        std::fs::write(&path, &rotted).unwrap();
+        assert!(PackReader::open(&path).is_err());
+        assert!(heal_header(&path).unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), sound);
+        rotted[HEADER_LEN as usize + 20] ^= 1;
+        std::fs::write(&path, &rotted).unwrap();
+        assert!(!heal_header(&path).unwrap(), "the body rotted too");
+        assert_eq!(std::fs::read(&path).unwrap(), rotted, "left as it was");
     }
 
     #[test]

@@ -53,6 +53,8 @@ pub struct RepairReport {
     pub packs: usize,
     /// Pack files that could not be opened, left out of the new catalog.
     pub damaged_packs: Vec<PathBuf>,
+    /// Packs whose header alone had rotted, rewritten (see [`crate::pack::heal_header`]).
+    pub headers_rewritten: Vec<PathBuf>,
     /// Frames recovered into the new catalog.
     pub objects: usize,
     /// Unreadable frames skipped, plus snapshot objects whose record does not decode.
@@ -272,6 +274,9 @@ impl Store {
         let mut based = Vec::new();
         for path in pack_files(&dir.join("packs"))? {
             report.packs += 1;
+            if crate::pack::heal_header(&path).unwrap_or(false) {
+                report.headers_rewritten.push(path.clone());
+            }
             match recover_pack(&path, &mut report) {
                 Ok(recovered) => {
                     commit.snapshots.extend(recovered.snapshots);

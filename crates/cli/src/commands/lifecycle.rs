@@ -226,6 +226,9 @@ pub fn repair(ctx: &Ctx) -> Result<()> {
         json::value(&json::RepairDoc {
             packs: report.packs,
             damaged_packs: damaged.clone(),
+            headers_rewritten: (report.headers_rewritten.iter())
+                .map(|p| p.display().to_string())
+                .collect(),
             objects: report.objects,
             damaged_objects: report.damaged_objects,
             snapshots: report.snapshots,
@@ -256,6 +259,12 @@ pub fn repair(ctx: &Ctx) -> Result<()> {
                     "skipped {} damaged object(s) and {} unreadable pack(s)",
                     report.damaged_objects,
                     damaged.len()
+                );
+            }
+            for p in &report.headers_rewritten {
+                println!(
+                    "rewrote the rotted header of {} (the rest of the pack hashes to its name)",
+                    p.display()
                 );
             }
             if let Some(p) = &report.old_catalog {

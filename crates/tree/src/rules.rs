@@ -67,12 +67,21 @@ impl Rules {
 /// The rules for a directory: its own `.gitignore` and `.snapignore` (where present) over
 /// its parent's.
 pub(crate) fn read_rules(abs: &Path, has_git: bool, has_snap: bool, parent: &Arc<Rules>) -> Rules {
-    let load = |present: bool, file: &str| {
-        if !present {
-            return None;
-        }
+    let read = |present: bool, file: &str| present.then(|| read_rule_file(&abs.join(file)))?;
+    let (git, snap) = (read(has_git, GITIGNORE), read(has_snap, SNAPIGNORE));
+    rules_of_files(abs, (git, snap), parent)
+}
+
+/// The rules for the directory at `abs` whose `.gitignore` and `.snapignore` hold `files`
+/// (`None` where there is none), over its parent's.
+fn rules_of_files(
+    abs: &Path,
+    files: (Option<Vec<u8>>, Option<Vec<u8>>),
+    parent: &Arc<Rules>,
+) -> Rules {
+    let load = |bytes: Option<Vec<u8>>, file: &str| {
+        let bytes = bytes?;
         let path = abs.join(file);
-        let bytes = read_rule_file(&path)?;
         let mut builder = GitignoreBuilder::new(abs);
         for line in rule_lines(&bytes) {
             // A malformed line is skipped, as git skips it; the file's other lines still apply.
@@ -80,7 +89,7 @@ pub(crate) fn read_rules(abs: &Path, has_git: bool, has_snap: bool, parent: &Arc
         }
         builder.build().ok()
     };
-    let (git, snap) = (load(has_git, GITIGNORE), load(has_snap, SNAPIGNORE));
+    let (git, snap) = (load(files.0, GITIGNORE), load(files.1, SNAPIGNORE));
     let any = parent.any || git.is_some() || snap.is_some();
     Rules {
         parent: Some(Arc::clone(parent)),
@@ -157,6 +166,9 @@ pub struct IgnoreJudge<'a> {
     skip: Option<&'a Path>,
     /// Each directory asked about: its rules, or `None` when the directory is left out.
     dirs: HashMap<Vec<u8>, Option<Arc<Rules>>>,
+    /// Ignore files as a move will leave them, by workspace-relative path: the content it
+    /// writes, or `None` where it removes one. Others are read from disk.
+    after: HashMap<Vec<u8>, Option<Vec<u8>>>,
 }
 
 impl std::fmt::Debug for IgnoreJudge<'_> {
@@ -175,6 +187,21 @@ impl<'a> IgnoreJudge<'a> {
             config,
             skip,
             dirs: HashMap::new(),
+            after: HashMap::new(),
+        }
+    }
+
+    /// A judge of the rules as a move will leave them: the ignore files at the paths of
+    /// `after` hold what it gives (`None`: removed), the others what they hold now.
+    pub fn after_move(
+        root: &'a Path,
+        config: &'a Config,
+        skip: Option<&'a Path>,
+        after: HashMap<Vec<u8>, Option<Vec<u8>>>,
+    ) -> IgnoreJudge<'a> {
+        IgnoreJudge {
+            after,
+            ..IgnoreJudge::new(root, config, skip)
         }
     }
 
@@ -210,13 +237,12 @@ impl<'a> IgnoreJudge<'a> {
         };
         let rules = parent.map(|parent| {
             let abs = abs(self.root, dir);
-            let present = |file: &str| std::fs::symlink_metadata(abs.join(file)).is_ok();
-            Arc::new(read_rules(
-                &abs,
-                present(GITIGNORE),
-                present(SNAPIGNORE),
-                &parent,
-            ))
+            let file = |name: &str| match self.after.get(&crate::flat::join(dir, name.as_bytes())) {
+                Some(after) => after.clone(),
+                None => read_rule_file(&abs.join(name)),
+            };
+            let files = (file(GITIGNORE), file(SNAPIGNORE));
+            Arc::new(rules_of_files(&abs, files, &parent))
         });
         self.dirs.insert(dir.to_vec(), rules.clone());
         rules

@@ -60,6 +60,50 @@ fn undo_never_overwrites_an_ignored_file() {
     );
 }
 
+/// An undo that takes a `.gitignore` away keeps the file it ignored; the redo (or restore)
+/// that brings the `.gitignore` back keeps it too, where it once removed it: the target's
+/// rules ignore it, so the target says nothing about it. Nested rules and a whole ignored
+/// directory the same.
+#[test]
+fn a_move_never_removes_what_the_rules_it_brings_ignore() {
+    for last in [&["redo"][..], &["restore", "#2"]] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        write(d, "app.py", b"print(1)\n");
+        ok(d, &["save"]);
+        write(d, ".gitignore", b".env\ngen/\n");
+        write(d, ".env", b"API_KEY=secret\n");
+        write(d, "gen/out.o", b"obj\n");
+        write(d, "d/.gitignore", b"*.log\n");
+        write(d, "d/x.log", b"log\n");
+        ok(d, &["save"]);
+        let out = conserving(d, &["undo"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(!d.join(".gitignore").exists() && d.join(".env").exists());
+        let dry = json(d, &[last, &["--dry-run"]].concat());
+        let out = conserving(d, last);
+        assert!(out.status.success(), "{last:?}: {}", stderr(&out));
+        for (path, content) in [
+            (".env", "API_KEY=secret\n"),
+            ("gen/out.o", "obj\n"),
+            ("d/x.log", "log\n"),
+        ] {
+            assert_eq!(read(d, path), content, "{last:?} removed {path}");
+        }
+        let err = stderr(&out);
+        assert!(
+            err.contains("kept .env") && err.contains("kept gen"),
+            "{last:?}: {err}"
+        );
+        assert_eq!(
+            dry["kept"],
+            serde_json::json!([".env", "d/x.log", "gen"]),
+            "{last:?}"
+        );
+        assert_eq!(json(d, &["status"])["clean"], true, "{last:?}");
+    }
+}
+
 #[test]
 fn undo_never_creates_a_path_the_ignore_rules_leave_out() {
     let dir = tempfile::tempdir().unwrap();

@@ -595,6 +595,7 @@ impl Workspace {
             target.changes,
         );
         if dry_run {
+            outcome.kept = self.keep_ruled_out(&mut target.plan.clone(), &cap.flat);
             return Ok(outcome);
         }
         // Saved first, or not; and saved (again) if the disk differs from that.
@@ -885,9 +886,63 @@ impl Workspace {
     }
 
     /// Takes out of `plan` the paths it would create that the ignore rules (as they are
-    /// now, before the move) or the default excludes leave out, with everything under them;
+    /// now, before the move) or the default excludes leave out, and the paths it would
+    /// remove that the rules as the move leaves them leave out, with everything under them;
     /// returns them.
     pub(super) fn keep_ruled_out(&self, plan: &mut Plan, current: &FlatTree) -> Vec<Vec<u8>> {
+        let mut kept = self.keep_ruled_out_now(plan, current);
+        kept.extend(self.keep_ruled_out_after(plan));
+        kept.sort_unstable();
+        kept
+    }
+
+    /// The paths `plan` would remove that the ignore rules as it leaves them leave out: the
+    /// target cannot say what belongs there (a snapshot holds nothing its rules ignore), so
+    /// the move leaves them as they are. An undo that takes away a `.gitignore` keeps the
+    /// file it ignored; the redo that brings the `.gitignore` back once removed that file.
+    fn keep_ruled_out_after(&self, plan: &mut Plan) -> Vec<Vec<u8>> {
+        if !plan.changes_rules() {
+            return Vec::new();
+        }
+        let is_rule_file = |path: &[u8]| {
+            let name = flat::split(path).1;
+            name == crate::rules::GITIGNORE.as_bytes()
+                || name == crate::paths::SNAPIGNORE.as_bytes()
+        };
+        let written = (plan.write.iter())
+            .filter(|(p, _)| is_rule_file(p))
+            .map(|(p, node)| {
+                // A symlinked ignore file is never read; one that does not read is no rules.
+                let bytes = (node.kind != EntryKind::Symlink)
+                    .then(|| self.store.read_file(&node.id).ok())
+                    .flatten();
+                (p.clone(), bytes)
+            });
+        let removed = (plan.remove_files.iter())
+            .filter(|p| is_rule_file(p))
+            .map(|p| (p.clone(), None));
+        let after = written.chain(removed).collect();
+        let mut judge = crate::rules::IgnoreJudge::after_move(
+            &self.root,
+            &self.config,
+            Some(self.store.dir()),
+            after,
+        );
+        let gone_dirs = plan.remove_dirs.iter().rev().map(|p| (p, true));
+        let gone_files = plan.remove_files.iter().map(|p| (p, false));
+        let mut kept: Vec<Vec<u8>> = Vec::new();
+        for (path, is_dir) in gone_dirs.chain(gone_files) {
+            let below_kept = kept.iter().any(|k| flat::is_within(path, k));
+            if !below_kept && !is_rule_file(path) && judge.leaves_out(path, is_dir) {
+                kept.push(path.clone());
+            }
+        }
+        plan.leave_out(&kept);
+        kept
+    }
+
+    /// The paths `plan` would create that the ignore rules as they are now leave out.
+    fn keep_ruled_out_now(&self, plan: &mut Plan, current: &FlatTree) -> Vec<Vec<u8>> {
         let mut judge =
             crate::rules::IgnoreJudge::new(&self.root, &self.config, Some(self.store.dir()));
         let new_dirs = plan.make_dirs.iter().map(|p| (p, true));

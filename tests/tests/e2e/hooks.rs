@@ -489,6 +489,20 @@ fn install_wires_claude_in_one_command_and_an_undo_never_removes_the_hook() {
             .code(),
         Some(1)
     );
+    // A settings file install refuses (comments) leaves the store's config as it was too.
+    let commented = "{\n// mine\n\"a\": 1}\n";
+    std::fs::write(d.join(".claude/settings.local.json"), commented).unwrap();
+    let out = snap(d, &["hook", "install", "--agent", "claude"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("left untouched"), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(d.join(".snap/config.toml")).unwrap(),
+        config
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join(".claude/settings.local.json")).unwrap(),
+        commented
+    );
 }
 
 /// Each agent's own event names and fields for: a session start, a prompt, a tool call.

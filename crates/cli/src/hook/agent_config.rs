@@ -37,6 +37,12 @@ pub(super) fn apply(target: &Target, agent: &str, command: Option<&str>) -> Resu
     let Some(root) = config.as_object_mut() else {
         bail!("{} is not a JSON object; left untouched", path.display());
     };
+    if let Some(key) = misshapen(root, &target.layout) {
+        bail!(
+            "{}: {key} is not what the agent reads there (an object of events, each a list); left untouched",
+            path.display()
+        );
+    }
     let before = root.clone();
     remove_ours(root, agent);
     if let Some(command) = command {
@@ -60,6 +66,24 @@ fn not_plain_json(path: &Path, text: &str, e: serde_json::Error) -> anyhow::Erro
         )
     } else {
         anyhow::anyhow!("{} is not valid JSON ({e}); left untouched", path.display())
+    }
+}
+
+/// The first key snap would merge into that holds something else: `"hooks"` when it is not
+/// an object, or an event snap adds to that is not a list. Merging would drop or skip it.
+fn misshapen(root: &Map<String, Value>, layout: &Layout) -> Option<String> {
+    let events: Vec<&str> = match layout {
+        Layout::Grouped { events, .. } => events.iter().map(|(e, _)| *e).collect(),
+        Layout::Flat { events } => events.to_vec(),
+        Layout::Scripts { .. } | Layout::Plugin => Vec::new(),
+    };
+    match root.get("hooks") {
+        None => None,
+        Some(Value::Object(hooks)) => events
+            .into_iter()
+            .find(|e| hooks.get(*e).is_some_and(|v| !v.is_array()))
+            .map(|e| format!("\"hooks\".\"{e}\"")),
+        Some(_) => Some("\"hooks\"".to_string()),
     }
 }
 

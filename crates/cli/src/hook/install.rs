@@ -181,13 +181,30 @@ pub(super) fn shell_unquote(s: &str) -> String {
     }
 }
 
-/// True for a command snap installed for `agent`: `<…/snap-undo or …/snap> hook --agent A`.
+/// True for a command snap installed for `agent`: `<…/snap-undo, …/snap or this program>
+/// hook --agent A`. A renamed binary installs its hook under its own name, and must find
+/// it again to replace it (not add a second) and to uninstall it.
 pub(super) fn is_ours(command: &str, agent: &str) -> bool {
     let Some((program, rest)) = command.trim().split_once(" hook --agent ") else {
         return false;
     };
-    let name = program.trim_matches('\'').rsplit('/').next().unwrap_or("");
-    (name == "snap-undo" || name == "snap") && rest.trim() == agent
+    let name = shell_unquote(program)
+        .rsplit('/')
+        .next()
+        .unwrap_or("")
+        .to_string();
+    let own = || own_name().is_some_and(|own| own == name);
+    (name == "snap-undo" || name == "snap" || own()) && rest.trim() == agent
+}
+
+/// The file name of the program the hook command runs (see [`hook_command`]).
+fn own_name() -> Option<&'static str> {
+    static NAME: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let name = NAME.get_or_init(|| {
+        let exe = invoked_as().or_else(|| std::env::current_exe().ok())?;
+        Some(exe.file_name()?.to_string_lossy().into_owned())
+    });
+    name.as_deref()
 }
 
 /// Where snap's hook for one agent is installed, for `snap doctor`.
@@ -319,9 +336,13 @@ pub(crate) fn cmd_install(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> R
             Err(e) => return Err(e),
         };
     let target = target(agent, scope, ws.root())?;
-    if let Some(dir) = target.exclude
-        && snap_tree::add_exclude_path(ws.store().dir(), dir)?
-    {
+    // Before the hook is written, so that no undo ever removes it; taken back if the
+    // agent's config refuses the hook.
+    let excluded = match target.exclude {
+        Some(dir) => snap_tree::add_exclude_path(ws.store().dir(), dir)?.then_some(dir),
+        None => None,
+    };
+    if let Some(dir) = excluded {
         say(
             ctx,
             &format!("excluded {dir}/ from snapshots and moves (.snap/config.toml)"),
@@ -334,7 +355,15 @@ pub(crate) fn cmd_install(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> R
         ..SaveOptions::default()
     };
     ws.save(&baseline)?;
-    let changed = apply(&target, agent, Some(&command))?;
+    let changed = match apply(&target, agent, Some(&command)) {
+        Ok(changed) => changed,
+        Err(e) => {
+            if let Some(dir) = excluded {
+                snap_tree::remove_exclude_path(ws.store().dir(), dir)?;
+            }
+            return Err(e);
+        }
+    };
     let what = target.path.display();
     say(
         ctx,
@@ -549,5 +578,31 @@ mod tests {
         assert!(is_ours("'/my dir/snap' hook --agent codex", "codex"));
         assert!(!is_ours("/a/snap-undo hook --agent codex", "claude"));
         assert!(!is_ours("/usr/bin/other hook --agent claude", "claude"));
+        // A renamed binary's own hook, which it must replace (not double) and uninstall.
+        let own = own_name().unwrap();
+        let renamed = format!(
+            "{} hook --agent claude",
+            shell_quote(&format!("/x y/{own}"))
+        );
+        assert!(is_ours(&renamed, "claude"), "{renamed}");
+    }
+
+    /// A `"hooks"` that is not an object, or an event snap adds to that is not a list, is
+    /// refused and left as it is: merging once dropped the one and skipped the other while
+    /// install said it had installed the hook.
+    #[test]
+    fn a_config_whose_hooks_have_another_shape_is_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = claude(dir.path());
+        std::fs::create_dir_all(t.path.parent().unwrap()).unwrap();
+        for text in [r#"{"hooks": 5}"#, r#"{"hooks": {"PostToolUse": 7}}"#] {
+            std::fs::write(&t.path, text).unwrap();
+            let err = apply(&t, "claude", Some("/x/snap-undo hook --agent claude")).unwrap_err();
+            assert!(err.to_string().contains("left untouched"), "{err}");
+            assert_eq!(std::fs::read_to_string(&t.path).unwrap(), text);
+        }
+        let other = r#"{"hooks": {"Notification": 7}}"#;
+        std::fs::write(&t.path, other).unwrap();
+        assert!(apply(&t, "claude", Some("/x/snap-undo hook --agent claude")).unwrap());
     }
 }

@@ -215,10 +215,21 @@ fn polish_from_a_new_user_trial() {
     );
     assert_eq!(snap(d, &["log", "-n", "x"]).status.code(), Some(2));
     assert!(ok(d, &["log", "--since", "2h"]).contains("changed"));
-    // A directory is named as one.
+    // A directory is named as one, the root as `.`.
     let out = snap(d, &["cat", "@", "src"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("is a directory"), "{}", stderr(&out));
+    let out = snap(d, &["cat", "@", "."]);
+    assert!(
+        stderr(&out).starts_with("error: . is a directory"),
+        "{}",
+        stderr(&out)
+    );
+    // Filters that select nothing say so, not that there is no history.
+    for filter in [&["-n", "0"][..], &["--step", "9"], &["--since", "0s"]] {
+        let out = ok(d, &[&["log"][..], filter].concat());
+        assert_eq!(out.trim(), "no snapshot matches", "{filter:?}");
+    }
     // Control characters in names never reach the terminal raw.
     write(d, "weird\nname\x1b[31m", b"y");
     let shown = ok(d, &["status"]);

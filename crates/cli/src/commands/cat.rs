@@ -11,15 +11,20 @@ pub(crate) fn cmd_cat(ctx: &Ctx, reference: &str, path: &Path) -> Result<()> {
     let content = match ws.read_file(&snap, &rel) {
         Ok(content) => content,
         Err(e) => {
-            let is_dir = ws
-                .entry_of(&snap, &rel)?
-                .is_some_and(|n| n.kind == snap_tree::EntryKind::Dir);
+            // The root is no entry of its tree, and is a directory in every snapshot.
+            let is_dir = rel.is_empty()
+                || ws
+                    .entry_of(&snap, &rel)?
+                    .is_some_and(|n| n.kind == snap_tree::EntryKind::Dir);
             if is_dir {
-                bail!(
-                    "{} is a directory in #{}: `snap ls {reference} -- {}` lists it",
-                    path_shown(&rel),
-                    snap.record.seq,
+                let shown = if rel.is_empty() {
+                    ".".into()
+                } else {
                     path_shown(&rel)
+                };
+                bail!(
+                    "{shown} is a directory in #{}: `snap ls {reference} -- {shown}` lists it",
+                    snap.record.seq,
                 );
             }
             return Err(e.into());

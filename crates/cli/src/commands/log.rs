@@ -21,6 +21,11 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
         .take(f.max_count.unwrap_or(usize::MAX))
         .collect();
     let head = ws.head()?.map(|h| h.id.to_hex());
+    // Filters that select nothing are not an empty history.
+    let filtered =
+        f.since.is_some() || f.step.is_some() || f.session.is_some() || f.max_count.is_some();
+    let none_match =
+        entries.is_empty() && filtered && (head.is_some() || !ws.log(true)?.is_empty());
     let stats = if f.stats { Some(ws.stats()?) } else { None };
     let value = json::value(&json::LogDoc {
         head,
@@ -31,8 +36,10 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
         if let Some(s) = &stats {
             lifecycle::print_stats(s);
         }
-        if entries.is_empty() {
-            println!("no snapshots yet");
+        match (entries.is_empty(), none_match) {
+            (true, true) => println!("no snapshot matches"),
+            (true, false) => println!("no snapshots yet"),
+            _ => {}
         }
         for e in &entries {
             println!("{}", log_line(e));

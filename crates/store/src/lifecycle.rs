@@ -632,13 +632,7 @@ mod tests {
         assert!(first.exists(), "the catalog names no pack: kept");
         let writer = store.writer();
         writer.put(ObjectKind::Chunk, b"committed").unwrap();
-        let packs = writer.finish().unwrap();
-        store
-            .commit(&Commit {
-                packs,
-                ..Commit::default()
-            })
-            .unwrap();
+        crate::store::tests::commit_writer(&store, writer);
         let rotten = store
             .dir()
             .join("packs")

@@ -425,7 +425,7 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::Location;
     use crate::pack::Compression;
@@ -451,7 +451,7 @@ mod tests {
     }
 
     /// Seals `writer`'s packs and commits them.
-    fn commit_writer(store: &Store, writer: ObjectWriter<'_>) {
+    pub(crate) fn commit_writer(store: &Store, writer: ObjectWriter<'_>) {
         let packs = writer.finish().unwrap();
         store
             .commit(&Commit {

@@ -410,6 +410,14 @@ mod tests {
         }
     }
 
+    fn commit_stat_cache(catalog: &Catalog, stat_cache: StatCacheUpdate) {
+        let commit = Commit {
+            stat_cache,
+            ..Commit::default()
+        };
+        catalog.commit(&commit).unwrap();
+    }
+
     /// Rows pushed out of path order (a scan pushes them in order) are all written.
     #[test]
     fn stat_rows_out_of_path_order_are_all_written() {
@@ -426,12 +434,7 @@ mod tests {
             put: rows.iter().cloned().collect(),
             ..StatCacheUpdate::default()
         };
-        catalog
-            .commit(&Commit {
-                stat_cache,
-                ..Commit::default()
-            })
-            .unwrap();
+        commit_stat_cache(&catalog, stat_cache);
         let mut want = rows.to_vec();
         want.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(catalog.stat_cache().unwrap(), want);
@@ -462,12 +465,7 @@ mod tests {
                 remove: vec![b"gone".to_vec()],
                 ..StatCacheUpdate::default()
             }) {
-                catalog
-                    .commit(&Commit {
-                        stat_cache,
-                        ..Commit::default()
-                    })
-                    .unwrap();
+                commit_stat_cache(&catalog, stat_cache);
             }
             assert_eq!(catalog.stat_cache().unwrap(), want, "reversed: {reversed}");
         }

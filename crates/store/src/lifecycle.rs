@@ -391,11 +391,12 @@ impl Store {
     }
 
     /// Deletes the pack files the catalog does not name, left by a save or gc that crashed
-    /// before its commit; returns how many, and the orphans kept. Two kinds are kept, since
-    /// either may hold the only copy of history: a pack whose trailer does not read (repair
-    /// skips it; only a person can tell what it held), and, with `catalog_lost` (the catalog
-    /// named no pack when the command began, which is what a lost or replaced catalog looks
-    /// like), every orphan: `snap repair` rebuilds the catalog from them.
+    /// before its commit; returns how many, and the orphans kept. Three kinds are kept,
+    /// since each may hold the only copy of history: a pack whose trailer does not read
+    /// (repair skips it; only a person can tell what it held), a pack older than the catalog
+    /// (written before it was made: a lost catalog's history, never a crashed save's), and,
+    /// with `catalog_lost` (the catalog named no pack when the command began), every orphan.
+    /// `snap repair` rebuilds the catalog from them.
     pub(crate) fn delete_orphan_packs(
         &self,
         catalog_lost: bool,
@@ -406,6 +407,7 @@ impl Store {
             .iter()
             .map(|(p, _)| pack_file_name(p))
             .collect();
+        let created = self.catalog.created_ns()?;
         let dir = self.dir().join("packs");
         let (mut removed, mut kept) = (0, Vec::new());
         for entry in std::fs::read_dir(&dir).map_err(|e| StoreError::io(&dir, e))? {
@@ -418,7 +420,12 @@ impl Store {
             let reads = PackReader::open(&path)
                 .and_then(|r| r.read_trailer())
                 .is_ok();
-            if catalog_lost || !reads {
+            let modified = entry.metadata().and_then(|m| m.modified());
+            let before_catalog = match (created, modified) {
+                (Some(created), Ok(modified)) => crate::catalog::unix_ns(modified) < created,
+                _ => false,
+            };
+            if catalog_lost || before_catalog || !reads {
                 kept.push(path);
                 continue;
             }
@@ -492,13 +499,15 @@ pub(crate) fn remove_if_present(path: &Path) -> Result<(), StoreError> {
 }
 
 /// Deletes the packs left half-written in `dir` (tmp/: no writer is active while the lock is
-/// held). Only files named as a pack writer names them: nothing else is snap's to delete.
+/// held). Only files named as snap names them there: nothing else is snap's to delete.
 fn sweep_dir(dir: &Path) -> Result<usize, StoreError> {
     let mut removed = 0;
     for entry in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
         let path = entry.map_err(|e| StoreError::io(dir, e))?.path();
+        // Packs being written, and spill files where the filesystem has no O_TMPFILE (named
+        // `.tmp*` for the instant before they are unlinked).
         let name = path.file_name().map(|n| n.to_string_lossy());
-        let ours = name.is_some_and(|n| n.starts_with(".tmp") && n.ends_with(".pack"));
+        let ours = name.is_some_and(|n| n.starts_with(".tmp"));
         if ours && path.is_file() {
             remove_if_present(&path)?;
             removed += 1;
@@ -646,6 +655,20 @@ mod tests {
         );
         assert_eq!(report.orphan_packs_kept, vec![rotten.clone()]);
         assert!(rotten.exists());
+        // A readable orphan written before the catalog was made held a lost catalog's history.
+        let old = orphan_pack(&store, b"history from before this catalog");
+        let then = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30);
+        std::fs::File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(then)
+            .unwrap();
+        let report = store.gc().unwrap();
+        let mut both = vec![old.clone(), rotten.clone()];
+        both.sort();
+        assert_eq!(report.orphan_packs_kept, both);
+        assert!(old.exists());
         let problems = store.verify(false).unwrap().problems;
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(

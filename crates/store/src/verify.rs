@@ -316,6 +316,39 @@ impl Store {
     }
 }
 
+/// Links (or copies, synced) the catalog at `path` to a new `catalog.redb.damaged-PID[-N]`,
+/// never over an older one (a pid comes round again).
+fn keep_aside(dir: &Path, path: &Path) -> Result<PathBuf, StoreError> {
+    let pid = std::process::id();
+    let mut n = 0u64;
+    loop {
+        let aside = match n {
+            0 => dir.join(format!("catalog.redb.damaged-{pid}")),
+            n => dir.join(format!("catalog.redb.damaged-{pid}-{n}")),
+        };
+        n += 1;
+        match std::fs::hard_link(path, &aside) {
+            Ok(()) => return Ok(aside),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) => {}
+        }
+        let io = |e| StoreError::io(&aside, e);
+        let mut copy = match std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .open(&aside)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io(e)),
+        };
+        let mut old = std::fs::File::open(path).map_err(|e| StoreError::io(path, e))?;
+        std::io::copy(&mut old, &mut copy).map_err(io)?;
+        copy.sync_all().map_err(io)?;
+        return Ok(aside);
+    }
+}
+
 /// The name a repair builds the new catalog under, in the store directory.
 pub const REPAIRING: &str = "catalog.redb.repairing";
 
@@ -324,15 +357,8 @@ pub const REPAIRING: &str = "catalog.redb.repairing";
 /// the old one is linked to its new name before the rename replaces it.
 fn swap_in(dir: &Path, new: &Path, path: &Path) -> Result<Option<PathBuf>, StoreError> {
     crate::failpoint("repair-built");
-    let aside = dir.join(format!("catalog.redb.damaged-{}", std::process::id()));
     let kept = match std::fs::symlink_metadata(path) {
-        Ok(_) => {
-            remove_if_present(&aside)?;
-            if std::fs::hard_link(path, &aside).is_err() {
-                std::fs::copy(path, &aside).map_err(|e| StoreError::io(&aside, e))?;
-            }
-            Some(aside)
-        }
+        Ok(_) => Some(keep_aside(dir, path)?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(StoreError::io(path, e)),
     };

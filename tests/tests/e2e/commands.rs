@@ -364,10 +364,14 @@ fn a_store_is_never_made_over_other_files_or_around_the_workspace() {
     write(&docs, "lock", b"my notes");
     write(&docs, "tmp/scratch.txt", b"scratch");
     let before = everything(&docs);
-    for (store, why) in [
+    let (docs_up, d_up) = (docs.join("new/.."), d.join("new/.."));
+    let stores = [
         (&docs, "thesis.txt, which is not snap's"),
         (d, "would hold the workspace"),
-    ] {
+        (&docs_up, "thesis.txt, which is not snap's"),
+        (&d_up, "would hold the workspace"),
+    ];
+    for (store, why) in stores {
         for args in [&["save"][..], &["init"], &["status"], &["gc"]] {
             let out = with_store(d, store, args);
             assert_eq!(out.status.code(), Some(1), "{args:?} with {store:?}");
@@ -381,6 +385,7 @@ fn a_store_is_never_made_over_other_files_or_around_the_workspace() {
     }
     assert_eq!(everything(&docs), before);
     assert!(!d.join(".snap").exists() && !d.join("packs").exists());
+    assert!(!d.join("new").exists() && !docs.join("new").exists());
     let parent = with_store(d, ws.path(), &["save"]);
     assert!(
         stderr(&parent).contains("would hold the workspace"),

@@ -37,7 +37,7 @@ pub(super) fn apply(target: &Target, agent: &str, command: Option<&str>) -> Resu
     let Some(root) = config.as_object_mut() else {
         bail!("{} is not a JSON object; left untouched", path.display());
     };
-    if let Some(key) = misshapen(root, &target.layout) {
+    if let Some(key) = command.and_then(|_| misshapen(root, &target.layout)) {
         bail!(
             "{}: {key} is not what the agent reads there (an object of events, each a list); left untouched",
             path.display()

@@ -354,12 +354,16 @@ pub(crate) fn cmd_install(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> R
         message: format!("baseline at hook install ({agent})"),
         ..SaveOptions::default()
     };
-    ws.save(&baseline)?;
-    let changed = match apply(&target, agent, Some(&command)) {
+    let installed = ws
+        .save(&baseline)
+        .map_err(anyhow::Error::from)
+        .and_then(|_| apply(&target, agent, Some(&command)));
+    let changed = match installed {
         Ok(changed) => changed,
         Err(e) => {
-            if let Some(dir) = excluded {
-                snap_tree::remove_exclude_path(ws.store().dir(), dir)?;
+            let undone = excluded.map(|dir| snap_tree::remove_exclude_path(ws.store().dir(), dir));
+            if let Some(Err(undo)) = undone {
+                eprintln!("warning: could not take back the exclude_paths entry: {undo}");
             }
             return Err(e);
         }

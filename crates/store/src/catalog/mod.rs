@@ -27,6 +27,7 @@ use redb::{
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
 
 use crate::pack::FrameInfo;
 use crate::statcache::StatCacheUpdate;
@@ -293,6 +294,13 @@ impl Catalog {
             if write_format {
                 meta.insert("format", CATALOG_VERSION.to_le_bytes().as_slice())
                     .map_err(|e| self.err(e))?;
+                // A pack file older than this catalog that it does not name held history
+                // before it (a lost catalog's), never a crashed save's: gc keeps those.
+                meta.insert(
+                    "created",
+                    unix_ns(SystemTime::now()).to_le_bytes().as_slice(),
+                )
+                .map_err(|e| self.err(e))?;
             }
             txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
             txn.open_table(PACKS).map_err(|e| self.err(e))?;
@@ -303,6 +311,15 @@ impl Catalog {
             txn.open_table(TREE_CACHE).map_err(|e| self.err(e))?;
         }
         txn.commit().map_err(|e| self.err(e))
+    }
+
+    /// When this catalog was made (nanoseconds since the Unix epoch, see [`unix_ns`]); `None` for catalogs
+    /// made before it was recorded.
+    pub fn created_ns(&self) -> Result<Option<i64>, StoreError> {
+        let txn = self.read()?;
+        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        let value = meta.get("created").map_err(|e| self.err(e))?;
+        Ok(value.and_then(|v| v.value().try_into().ok().map(i64::from_le_bytes)))
     }
 
     /// Where `id` lives, if the catalog knows it.
@@ -556,6 +573,12 @@ fn open_error(path: &Path, e: redb::DatabaseError) -> StoreError {
             why: e.to_string(),
         },
     }
+}
+
+/// Nanoseconds since the Unix epoch (0 before it, saturated far after).
+pub(crate) fn unix_ns(t: SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

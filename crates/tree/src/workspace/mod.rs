@@ -184,24 +184,34 @@ fn canonical(dir: &Path) -> Result<PathBuf, TreeError> {
     dir.canonicalize().map_err(|e| TreeError::io(dir, e))
 }
 
-/// `path` with its longest existing ancestor made canonical and the rest as given (the
-/// store of a first save does not exist yet).
-fn canonical_as_far_as_it_exists(path: &Path) -> PathBuf {
+/// The directory `path` names once it is made, without making it: each existing prefix
+/// made canonical (links followed, so a `..` after it is its real parent), and the missing
+/// rest taken as the directories `create_dir_all` would make (a `..` after a missing one
+/// undoes it). `new/..` is the directory it is in, which a check on the path as given
+/// would miss.
+fn resolve_dir(path: &Path) -> PathBuf {
+    use std::path::Component;
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut rest = Vec::new();
-    let mut at = absolute.as_path();
-    loop {
-        if let Ok(found) = at.canonicalize() {
-            return rest.iter().rev().fold(found, |p, name| p.join(name));
-        }
-        match (at.parent(), at.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                at = parent;
+    let mut out = PathBuf::from("/");
+    // How many names at the end of `out` do not exist; the prefix before them is canonical.
+    let mut missing = 0usize;
+    for part in absolute.components() {
+        match part {
+            Component::Normal(name) => {
+                out.push(name);
+                match (missing, out.canonicalize()) {
+                    (0, Ok(real)) => out = real,
+                    _ => missing += 1,
+                }
             }
-            _ => return absolute,
+            Component::ParentDir => {
+                out.pop();
+                missing = missing.saturating_sub(1);
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
         }
     }
+    out
 }
 
 impl Workspace {
@@ -256,10 +266,10 @@ impl Workspace {
             return Err(TreeError::RefusedRoot(root));
         }
         let store_dir = store_dir.map_or_else(|| root.join(STORE_DIR), Path::to_path_buf);
-        let store_abs = canonical_as_far_as_it_exists(&store_dir);
-        if root.starts_with(&store_abs) {
+        let store_dir = resolve_dir(&store_dir);
+        if root.starts_with(&store_dir) {
             return Err(TreeError::StoreHoldsWorkspace {
-                store: store_abs,
+                store: store_dir,
                 root,
             });
         }

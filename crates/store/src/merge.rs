@@ -42,8 +42,6 @@ pub struct MergeReport {
     pub objects_copied: usize,
     /// Bytes of the packs merged.
     pub bytes_merged: u64,
-    /// Pack files no catalog commit named (left by a crash), deleted.
-    pub orphan_packs_deleted: usize,
 }
 
 impl Store {
@@ -137,8 +135,6 @@ impl Store {
         for pack in &remove_packs {
             crate::lifecycle::remove_if_present(&self.pack_path(pack))?;
         }
-        // A merge runs after a commit that named packs: the catalog is not lost.
-        report.orphan_packs_deleted = self.delete_orphan_packs(false)?.0;
         crate::fsio::sync_dir(&self.dir().join("packs"))?;
         Ok(report)
     }

@@ -317,8 +317,9 @@ impl Store {
 }
 
 /// Links (or copies, synced) the catalog at `path` to a new `catalog.redb.damaged-PID[-N]`,
-/// never over an older one (a pid comes round again).
-fn keep_aside(dir: &Path, path: &Path) -> Result<PathBuf, StoreError> {
+/// never over an older one (a pid comes round again). Anything there but a file or a link
+/// (a directory) is moved aside whole: it is no catalog, and the new one needs its name.
+fn keep_aside(dir: &Path, path: &Path, file_or_link: bool) -> Result<PathBuf, StoreError> {
     let pid = std::process::id();
     let mut n = 0u64;
     loop {
@@ -327,6 +328,13 @@ fn keep_aside(dir: &Path, path: &Path) -> Result<PathBuf, StoreError> {
             n => dir.join(format!("catalog.redb.damaged-{pid}-{n}")),
         };
         n += 1;
+        if std::fs::symlink_metadata(&aside).is_ok() {
+            continue;
+        }
+        if !file_or_link {
+            std::fs::rename(path, &aside).map_err(|e| StoreError::io(path, e))?;
+            return Ok(aside);
+        }
         match std::fs::hard_link(path, &aside) {
             Ok(()) => return Ok(aside),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -358,7 +366,7 @@ pub const REPAIRING: &str = "catalog.redb.repairing";
 fn swap_in(dir: &Path, new: &Path, path: &Path) -> Result<Option<PathBuf>, StoreError> {
     crate::failpoint("repair-built");
     let kept = match std::fs::symlink_metadata(path) {
-        Ok(_) => Some(keep_aside(dir, path)?),
+        Ok(m) => Some(keep_aside(dir, path, !m.is_dir())?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(StoreError::io(path, e)),
     };

@@ -482,6 +482,17 @@ fn lifecycle_commands_and_their_exit_codes() {
     assert!(!d.join(".snap/catalog.redb").exists());
     assert_eq!(json(d, &["repair"])["snapshots"], 2);
     assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
+    // A catalog that is a directory is moved aside whole, and the repair goes on.
+    let catalog = d.join(".snap/catalog.redb");
+    std::fs::remove_file(&catalog).unwrap();
+    write(&catalog, "inside", b"not a catalog");
+    let repaired = json(d, &["repair"]);
+    assert_eq!(repaired["snapshots"], 2);
+    let aside = Path::new(repaired["old_catalog"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read(aside.join("inside")).unwrap(),
+        b"not a catalog"
+    );
     assert_eq!(
         snap(d, &["delete", "--all"]).status.code(),
         Some(1),

@@ -32,7 +32,7 @@ mod plan;
 use durable::{Durability, sync_file, sync_restored};
 pub use durable::{EACH_PATH_MAX_BYTES, EACH_PATH_MAX_PATHS};
 use guard::*;
-pub use plan::{Plan, check_unchanged};
+pub use plan::{Plan, check_unchanged, is_rule_file};
 
 /// Prefix of the temporary names restores write before renaming; a crash can leave one, and
 /// the roll-forward of the interrupted operation deletes it as an untracked path.

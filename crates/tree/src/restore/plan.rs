@@ -20,6 +20,12 @@ pub struct Plan {
     pub set_modes: Vec<(Vec<u8>, u16)>,
 }
 
+/// True when `path` names a `.gitignore` or `.snapignore`.
+pub fn is_rule_file(path: &[u8]) -> bool {
+    let name = crate::flat::split(path).1;
+    name == crate::rules::GITIGNORE.as_bytes() || name == scan::SNAPIGNORE.as_bytes()
+}
+
 impl Plan {
     /// The steps that turn `current` into `target`.
     pub fn new(current: &FlatTree, target: &FlatTree) -> Plan {
@@ -131,10 +137,7 @@ impl Plan {
     /// True when the plan writes, removes or makes a `.gitignore` or `.snapignore`: after
     /// it, the ignore rules (and so what a walk tracks) may differ anywhere below.
     pub fn changes_rules(&self) -> bool {
-        self.paths().iter().any(|p| {
-            let name = crate::flat::split(p).1;
-            name == crate::rules::GITIGNORE.as_bytes() || name == scan::SNAPIGNORE.as_bytes()
-        })
+        self.paths().iter().any(|p| is_rule_file(p))
     }
 
     /// Every path the plan touches.

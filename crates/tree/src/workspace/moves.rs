@@ -904,11 +904,7 @@ impl Workspace {
         if !plan.changes_rules() {
             return Vec::new();
         }
-        let is_rule_file = |path: &[u8]| {
-            let name = flat::split(path).1;
-            name == crate::rules::GITIGNORE.as_bytes()
-                || name == crate::paths::SNAPIGNORE.as_bytes()
-        };
+        let is_rule_file = restore::is_rule_file;
         let written = (plan.write.iter())
             .filter(|(p, _)| is_rule_file(p))
             .map(|(p, node)| {

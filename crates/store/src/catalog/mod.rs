@@ -4,9 +4,13 @@
 //! ```text
 //! meta       &str  -> &[u8]  "format" u32 LE | "head" id [32] | "redo" id[32]* (bottom first)
 //!                            | "scan" scan memo | "walk" walk memo | "dirs" dir-cache fingerprint
-//! objects    &[u8] -> &[u8]  id [32] -> pack id [32] | offset u64 | kind u8 | compression u8
-//!                                       | raw_len u32 | stored_len u32            (50 bytes)
+//!                            | "created" i64 LE | "pack_next" u32 LE (the next pack number)
+//! objects    &[u8] -> &[u8]  id [32] -> pack number u32 | offset u64 | kind u8 | compression u8
+//!                                       | raw_len u32 | stored_len u32            (22 bytes)
+//!                                       (before version 5: pack id [32] in place of the number)
 //! packs      &[u8] -> u64    pack id [32] -> object count
+//! pack_ids   u32   -> &[u8]  pack number -> pack id [32]
+//! pack_numbers &[u8] -> u32  pack id [32] -> pack number
 //! snapshots  u64   -> &[u8]  seq -> snapshot id [32] | encoded SnapshotRecord
 //! snap_ids   &[u8] -> u64    snapshot id [32] -> seq
 //! stat_cache &[u8] -> &[u8]  path -> StatEntry (77 bytes)
@@ -18,6 +22,7 @@
 //! ignored. Every change of a save, undo, redo or restore is one write transaction, committed
 //! durably.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use redb::{
@@ -39,18 +44,22 @@ mod rows;
 mod turns;
 
 pub(crate) use locations::Locations;
+use rows::encode_location;
 pub use rows::{HistoryState, Location, decode_snapshot_row};
 
 /// Catalog format version stored under `meta["format"]`. Version 2 stores may hold delta
 /// frames (compression 2), version 3 stores blocks (kind 5) and slices (compression 3),
 /// version 4 stores delta chains up to 16 deep (file deltas), all of which older readers
-/// would call corrupt; an older catalog is marked current by the first commit that adds
-/// packs.
-pub const CATALOG_VERSION: u32 = 4;
+/// would call corrupt; version 5 names an object's pack by number (22-byte `objects` rows),
+/// which older readers would take for damage. An older catalog is marked current by the first
+/// commit that adds packs; its rows are read as they are.
+pub const CATALOG_VERSION: u32 = 5;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const OBJECTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("objects");
 const PACKS: TableDefinition<&[u8], u64> = TableDefinition::new("packs");
+const PACK_IDS: TableDefinition<u32, &[u8]> = TableDefinition::new("pack_ids");
+const PACK_NUMBERS: TableDefinition<&[u8], u32> = TableDefinition::new("pack_numbers");
 const SNAPSHOTS: TableDefinition<u64, &[u8]> = TableDefinition::new("snapshots");
 const SNAP_IDS: TableDefinition<&[u8], u64> = TableDefinition::new("snap_ids");
 const STAT_CACHE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("stat_cache");
@@ -76,8 +85,12 @@ pub struct Commit {
     pub stat_cache: StatCacheUpdate,
 }
 
-/// A read-only view of the `objects` table.
-type ObjectsTable = ReadOnlyTable<&'static [u8], &'static [u8]>;
+/// A read-only view of the `objects` table, with the pack each number stands for.
+#[derive(Debug)]
+struct ObjectsView {
+    table: ReadOnlyTable<&'static [u8], &'static [u8]>,
+    packs: HashMap<u32, ObjectId>,
+}
 
 /// The database: read-only until the first write (or for good, on a store the process cannot
 /// write), then opened for writing.
@@ -115,7 +128,7 @@ pub struct Catalog {
     /// The store cannot be written: every write is refused.
     read_only: bool,
     path: PathBuf,
-    objects: Mutex<Option<Arc<ObjectsTable>>>,
+    objects: Mutex<Option<Arc<ObjectsView>>>,
     /// The format `meta` records (see [`CATALOG_VERSION`]).
     format: AtomicU32,
 }
@@ -278,6 +291,8 @@ impl Catalog {
             META.name(),
             OBJECTS.name(),
             PACKS.name(),
+            PACK_IDS.name(),
+            PACK_NUMBERS.name(),
             SNAPSHOTS.name(),
             SNAP_IDS.name(),
             STAT_CACHE.name(),
@@ -304,6 +319,8 @@ impl Catalog {
             }
             txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
             txn.open_table(PACKS).map_err(|e| self.err(e))?;
+            txn.open_table(PACK_IDS).map_err(|e| self.err(e))?;
+            txn.open_table(PACK_NUMBERS).map_err(|e| self.err(e))?;
             txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
             txn.open_table(SNAP_IDS).map_err(|e| self.err(e))?;
             txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
@@ -324,11 +341,11 @@ impl Catalog {
 
     /// Where `id` lives, if the catalog knows it.
     pub fn locate(&self, id: &ObjectId) -> Result<Option<Location>, StoreError> {
-        let table = self.objects_table()?;
-        let Some(v) = table.get(id.0.as_slice()).map_err(|e| self.err(e))? else {
+        let view = self.objects_view()?;
+        let Some(v) = view.table.get(id.0.as_slice()).map_err(|e| self.err(e))? else {
             return Ok(None);
         };
-        Location::decode(*id, v.value())
+        Location::decode(*id, v.value(), |n| view.packs.get(&n).copied())
             .map(Some)
             .ok_or_else(|| self.err(format!("bad location record for {id}")))
     }
@@ -336,15 +353,40 @@ impl Catalog {
     /// The `objects` table as of the last commit. Opening a read transaction per lookup costs
     /// more than the lookup; this process holds the store lock, so only its own commits can
     /// change the table, and each of them drops this cached view.
-    fn objects_table(&self) -> Result<Arc<ObjectsTable>, StoreError> {
+    fn objects_view(&self) -> Result<Arc<ObjectsView>, StoreError> {
         let mut slot = self.objects.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(table) = slot.as_ref() {
-            return Ok(Arc::clone(table));
+        if let Some(view) = slot.as_ref() {
+            return Ok(Arc::clone(view));
         }
         let txn = self.read()?;
-        let table = Arc::new(txn.open_table(OBJECTS).map_err(|e| self.err(e))?);
-        *slot = Some(Arc::clone(&table));
-        Ok(table)
+        let view = Arc::new(ObjectsView {
+            table: txn.open_table(OBJECTS).map_err(|e| self.err(e))?,
+            packs: self.pack_ids(&txn)?,
+        });
+        *slot = Some(Arc::clone(&view));
+        Ok(view)
+    }
+
+    /// The `pack_ids` table whole: each pack number and the pack it stands for. A catalog
+    /// opened read-only before version 5 has no such table, and no numbered rows.
+    fn pack_ids(&self, txn: &redb::ReadTransaction) -> Result<HashMap<u32, ObjectId>, StoreError> {
+        let table = match txn.open_table(PACK_IDS) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(HashMap::new()),
+            Err(e) => return Err(self.err(e)),
+        };
+        let mut out = HashMap::new();
+        for row in table.iter().map_err(|e| self.err(e))? {
+            let (number, pack) = row.map_err(|e| self.err(e))?;
+            let pack = ObjectId::from_slice(pack.value()).ok_or_else(|| {
+                self.err(format!(
+                    "pack number {} names no 32-byte id",
+                    number.value()
+                ))
+            })?;
+            out.insert(number.value(), pack);
+        }
+        Ok(out)
     }
 
     /// HEAD and the redo stack.
@@ -433,34 +475,83 @@ impl Catalog {
 
     fn write_objects(&self, txn: &WriteTransaction, commit: &Commit) -> Result<(), StoreError> {
         let mut objects = txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
-        let mut packs = txn.open_table(PACKS).map_err(|e| self.err(e))?;
         for id in &commit.remove_objects {
             objects.remove(id.0.as_slice()).map_err(|e| self.err(e))?;
         }
-        for pack in &commit.remove_packs {
-            packs.remove(pack.0.as_slice()).map_err(|e| self.err(e))?;
-        }
+        self.remove_packs(txn, &commit.remove_packs)?;
         // References, not copies: a first save of a million files locates a million frames.
-        let mut located: Vec<(&ObjectId, &FrameInfo)> = Vec::new();
+        let mut located: Vec<(u32, &FrameInfo)> = Vec::new();
         for (pack, frames) in &commit.packs {
-            packs
-                .insert(pack.0.as_slice(), frames.len() as u64)
-                .map_err(|e| self.err(e))?;
-            located.extend(frames.iter().map(|frame| (pack, frame)));
+            let number = self.add_pack(txn, pack, frames.len() as u64)?;
+            located.extend(frames.iter().map(|frame| (number, frame)));
         }
         // In key order, the B-tree fills its pages instead of splitting them at random: a
         // first save's catalog of 100k files is 21 MB instead of 36.
         located.sort_unstable_by_key(|(_, frame)| frame.id);
-        for (pack, frame) in located {
-            let loc = Location {
-                pack: *pack,
-                frame: *frame,
-            };
+        for (number, frame) in located {
             objects
-                .insert(frame.id.0.as_slice(), loc.encode().as_slice())
+                .insert(
+                    frame.id.0.as_slice(),
+                    encode_location(number, frame).as_slice(),
+                )
                 .map_err(|e| self.err(e))?;
         }
         Ok(())
+    }
+
+    /// Drops `gone` from `packs` and their numbers. A number is never given again (see
+    /// `add_pack`), so a row left naming one fails to decode instead of naming another pack.
+    fn remove_packs(&self, txn: &WriteTransaction, gone: &[ObjectId]) -> Result<(), StoreError> {
+        let mut packs = txn.open_table(PACKS).map_err(|e| self.err(e))?;
+        let mut numbers = txn.open_table(PACK_NUMBERS).map_err(|e| self.err(e))?;
+        let mut ids = txn.open_table(PACK_IDS).map_err(|e| self.err(e))?;
+        for pack in gone {
+            packs.remove(pack.0.as_slice()).map_err(|e| self.err(e))?;
+            let number = numbers.remove(pack.0.as_slice()).map_err(|e| self.err(e))?;
+            if let Some(number) = number.map(|n| n.value()) {
+                ids.remove(number).map_err(|e| self.err(e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Names `pack` in `packs` with its object count, and returns its number: the one it
+    /// has, or the next never given (`meta["pack_next"]`, u32 LE).
+    fn add_pack(
+        &self,
+        txn: &WriteTransaction,
+        pack: &ObjectId,
+        objects: u64,
+    ) -> Result<u32, StoreError> {
+        let mut packs = txn.open_table(PACKS).map_err(|e| self.err(e))?;
+        packs
+            .insert(pack.0.as_slice(), objects)
+            .map_err(|e| self.err(e))?;
+        let mut numbers = txn.open_table(PACK_NUMBERS).map_err(|e| self.err(e))?;
+        if let Some(number) = numbers.get(pack.0.as_slice()).map_err(|e| self.err(e))? {
+            return Ok(number.value());
+        }
+        let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        let next = match meta.get("pack_next").map_err(|e| self.err(e))? {
+            Some(v) => u32::from_le_bytes(
+                v.value()
+                    .try_into()
+                    .map_err(|_| self.err("bad pack_next record"))?,
+            ),
+            None => 0,
+        };
+        let after = next
+            .checked_add(1)
+            .ok_or_else(|| self.err("every pack number is taken"))?;
+        meta.insert("pack_next", after.to_le_bytes().as_slice())
+            .map_err(|e| self.err(e))?;
+        numbers
+            .insert(pack.0.as_slice(), next)
+            .map_err(|e| self.err(e))?;
+        let mut ids = txn.open_table(PACK_IDS).map_err(|e| self.err(e))?;
+        ids.insert(next, pack.0.as_slice())
+            .map_err(|e| self.err(e))?;
+        Ok(next)
     }
 
     fn write_snapshots(&self, txn: &WriteTransaction, commit: &Commit) -> Result<(), StoreError> {
@@ -506,6 +597,7 @@ impl Catalog {
     /// Every object location, by object id.
     pub(crate) fn locations(&self) -> Result<Locations, StoreError> {
         let txn = self.read()?;
+        let packs = self.pack_ids(&txn)?;
         let table = txn.open_table(OBJECTS).map_err(|e| self.err(e))?;
         let rows = table.len().map_err(|e| self.err(e))?;
         let mut out = Locations::with_capacity(usize::try_from(rows).unwrap_or(0));
@@ -513,7 +605,7 @@ impl Catalog {
             let (k, v) = row.map_err(|e| self.err(e))?;
             let id = ObjectId::from_slice(k.value())
                 .ok_or_else(|| self.err("object key is not 32 bytes"))?;
-            let location = Location::decode(id, v.value())
+            let location = Location::decode(id, v.value(), |n| packs.get(&n).copied())
                 .ok_or_else(|| self.err(format!("bad location record for {id}")))?;
             out.insert(location);
         }
@@ -643,6 +735,84 @@ mod tests {
         drop(catalog);
         let catalog = Catalog::open(&path, false).unwrap();
         assert_eq!(catalog.locate(&frame.id).unwrap().unwrap().frame, frame);
+    }
+
+    fn frame_of(n: u8) -> FrameInfo {
+        FrameInfo {
+            id: ObjectId([n; 32]),
+            kind: ObjectKind::Chunk,
+            compression: Compression::Zstd,
+            offset: 16 + u64::from(n),
+            raw_len: 10,
+            stored_len: 8,
+        }
+    }
+
+    #[test]
+    fn packs_get_numbers_never_given_again_and_rows_name_their_pack_by_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = Catalog::create(&dir.path().join("catalog.redb")).unwrap();
+        let (a, b, c) = (
+            ObjectId([0xa; 32]),
+            ObjectId([0xb; 32]),
+            ObjectId([0xc; 32]),
+        );
+        let add = |pack: ObjectId, frames: Vec<FrameInfo>, remove_packs: Vec<ObjectId>| {
+            let commit = Commit {
+                packs: vec![(pack, frames)],
+                remove_packs,
+                ..Commit::default()
+            };
+            catalog.commit(&commit).unwrap();
+        };
+        add(a, vec![frame_of(1)], vec![]);
+        add(b, vec![frame_of(2)], vec![]);
+        // The highest number's pack goes and another comes: the number is not reused.
+        add(c, vec![frame_of(2), frame_of(3)], vec![b]);
+        let txn = catalog.read().unwrap();
+        let ids = catalog.pack_ids(&txn).unwrap();
+        assert_eq!(ids, HashMap::from([(0, a), (2, c)]));
+        let located = |n: u8| catalog.locate(&ObjectId([n; 32])).unwrap().unwrap();
+        assert_eq!((located(1).pack, located(1).frame), (a, frame_of(1)));
+        assert_eq!((located(2).pack, located(3).pack), (c, c));
+        let all = catalog.locations().unwrap();
+        assert_eq!(all.get(&ObjectId([2; 32])).map(|l| l.pack), Some(c));
+        // A row is 22 bytes: the pack's number, not its id.
+        let objects = txn.open_table(OBJECTS).unwrap();
+        let row = objects.get([1u8; 32].as_slice()).unwrap().unwrap();
+        assert_eq!(row.value().len(), 22);
+    }
+
+    #[test]
+    fn a_row_naming_its_pack_by_id_is_read_beside_numbered_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        let catalog = Catalog::create(&path).unwrap();
+        catalog
+            .commit(&Commit {
+                packs: vec![(ObjectId([0xa; 32]), vec![frame_of(1)])],
+                ..Commit::default()
+            })
+            .unwrap();
+        drop(catalog);
+        // A version 4 row: pack id [32] | the same 18 bytes of frame.
+        let db = Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut objects = txn.open_table(OBJECTS).unwrap();
+            let numbered = encode_location(0, &frame_of(2));
+            let row = [[0xbu8; 32].as_slice(), &numbered[4..]].concat();
+            objects
+                .insert([2u8; 32].as_slice(), row.as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+        drop(db);
+        let catalog = Catalog::open(&path, true).unwrap();
+        let old = catalog.locate(&ObjectId([2; 32])).unwrap().unwrap();
+        assert_eq!((old.pack, old.frame), (ObjectId([0xb; 32]), frame_of(2)));
+        let new = catalog.locate(&ObjectId([1; 32])).unwrap().unwrap();
+        assert_eq!(new.pack, ObjectId([0xa; 32]));
     }
 
     #[test]

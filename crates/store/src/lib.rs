@@ -37,7 +37,9 @@ mod writer;
 use failpoint::failpoint;
 
 pub use budget::{BUDGET_KEEPS_UNDO, BUDGET_ROUNDS, BudgetReport};
-pub use catalog::{CATALOG_VERSION, Commit, HistoryState, Location, decode_snapshot_row};
+pub use catalog::{
+    CATALOG_VERSION, Commit, HistoryState, Location, decode_snapshot_row, encode_location,
+};
 pub use dircache::{DirCache, DirCacheUpdate, DirHeader, DirRecord, ListedKind, encode_dir_record};
 pub use error::StoreError;
 pub use id::{ID_LEN, ObjectId};
@@ -54,7 +56,8 @@ pub use object::{
 };
 pub use packframes::PackFrames;
 pub use statcache::{
-    STAT_ENTRY_LEN, STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey, WalkMemo,
+    EncodedEntry, MAX_STAT_ENTRY_LEN, STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey,
+    WalkMemo,
 };
 pub use statrows::StatRows;
 pub use store::Store;

@@ -2,21 +2,37 @@
 //! hashed and the id its content got, so a save re-reads only files whose stat changed.
 //!
 //! ```text
-//! stat_cache  &[u8] path -> size u64 | mtime_ns i64 | ctime_ns i64 | ino u64 | mode u32
-//!                           | kind u8 | id [32] | written_ns i64                  (77 bytes LE)
+//! stat_cache  &[u8] path -> flags u8 | id [32] | size varint | mtime_ns i64 LE
+//!                           | ctime_ns - mtime_ns zigzag varint | ino varint | mode varint
+//!                                                                  (42 to 76 bytes)
 //! (the catalog appends an 8-byte check to every row: `catalog::seal`)
 //! ```
-//! An entry is trusted only when the file's stat key equals it and the file's mtime is strictly
-//! before `written_ns`, the filesystem's clock when the entry was written: a file modified in
-//! the same clock tick as the scan that hashed it (racy) is hashed again, and its entry then
-//! rewritten with a later clock, so it is not rehashed forever. Entries are only written by
-//! scans whose objects were committed, and gc clears the cache, so a trusted id is always in
-//! the store.
+//! An entry is trusted only when the file's stat key equals it and the file was modified and
+//! changed strictly before the filesystem's clock when the scan that hashed it began: a file
+//! modified in the same clock tick as that scan (racy) is hashed again, and its entry then
+//! rewritten by a later scan, so it is not rehashed forever. That comparison is made once,
+//! as the entry is made, and kept as the `settled` flag. Entries are only written by scans
+//! whose objects were committed, and gc drops those naming objects it drops, so a trusted id
+//! is always in the store.
+//!
+//! Rows of the older fixed layout (77 bytes: the key, kind u8, id [32], written_ns i64, all
+//! LE) are still read; a row of the new layout is at most 76 bytes, so the length tells them
+//! apart.
 
 use crate::{EntryKind, ObjectId};
 
-/// Byte length of an encoded [`StatEntry`].
-pub const STAT_ENTRY_LEN: usize = 77;
+/// The most bytes an encoded [`StatEntry`] takes (flags, id, then a u64 varint of up to 10
+/// bytes, 8 bytes of mtime, two more 10-byte varints and a u32 varint of up to 5).
+pub const MAX_STAT_ENTRY_LEN: usize = 1 + 32 + 10 + 8 + 10 + 10 + 5;
+
+/// Byte length of a row of the older fixed layout, still read.
+const FIXED_ENTRY_LEN: usize = 77;
+
+const _: () = assert!(MAX_STAT_ENTRY_LEN < FIXED_ENTRY_LEN);
+
+/// `flags` bits: the file is executable; its entry settled (see [`StatEntry::settled`]).
+const FLAG_EXECUTABLE: u8 = 1;
+const FLAG_SETTLED: u8 = 2;
 
 /// The parts of a file's stat that change when its content may have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -83,51 +99,154 @@ pub struct StatEntry {
     pub kind: EntryKind,
     /// Id the content got then: a chunk or a chunk list.
     pub id: ObjectId,
-    /// Filesystem time when this entry was written.
-    pub written_ns: i64,
+    /// The file was modified and changed (mtime and ctime) strictly before the filesystem
+    /// clock when the scan that hashed it began, so a later stat equal to `key` shows this
+    /// content (the racy rule, [`StatKey::still`]).
+    pub settled: bool,
 }
 
 impl StatEntry {
-    /// True when the file, now stat-ing as `key`, is certainly unchanged since it was hashed.
-    pub fn trusted_for(&self, key: &StatKey) -> bool {
-        self.key.still(key, self.written_ns)
-    }
-
-    /// The 77-byte little-endian encoding.
-    pub fn encode(&self) -> [u8; STAT_ENTRY_LEN] {
-        let mut v = [0u8; STAT_ENTRY_LEN];
-        v[0..STAT_KEY_LEN].copy_from_slice(&self.key.encode());
-        v[36] = kind_byte(self.kind);
-        v[37..69].copy_from_slice(&self.id.0);
-        v[69..77].copy_from_slice(&self.written_ns.to_le_bytes());
-        v
-    }
-
-    /// Decodes an entry; `None` for a malformed one (treated as absent: the file is rehashed).
-    pub fn decode(v: &[u8]) -> Option<StatEntry> {
-        if v.len() != STAT_ENTRY_LEN {
-            return None;
-        }
-        let key = StatKey::decode(&v[..STAT_KEY_LEN])?;
-        let kind = match v[36] {
-            0 => EntryKind::File,
-            1 => EntryKind::Executable,
-            _ => return None,
-        };
-        Some(StatEntry {
+    /// The entry of a file hashed by a scan that began at filesystem time `scan_ns`.
+    pub fn hashed(key: StatKey, kind: EntryKind, id: ObjectId, scan_ns: i64) -> StatEntry {
+        StatEntry {
             key,
             kind,
-            id: ObjectId::from_slice(&v[37..69])?,
-            written_ns: i64::from_le_bytes(v[69..77].try_into().ok()?),
+            id,
+            settled: key.still(&key, scan_ns),
+        }
+    }
+
+    /// True when the file, now stat-ing as `key`, is certainly unchanged since it was hashed.
+    pub fn trusted_for(&self, key: &StatKey) -> bool {
+        self.settled && self.key == *key
+    }
+
+    /// The encoding drawn at the top of this module, [`MAX_STAT_ENTRY_LEN`] bytes at most.
+    pub fn encode(&self) -> EncodedEntry {
+        let mut out = EncodedEntry {
+            bytes: [0; MAX_STAT_ENTRY_LEN],
+            len: 0,
+        };
+        let flags = match self.kind {
+            EntryKind::Executable => FLAG_EXECUTABLE,
+            _ => 0,
+        } | if self.settled { FLAG_SETTLED } else { 0 };
+        out.put(&[flags]);
+        out.put(&self.id.0);
+        out.put_varint(self.key.size);
+        out.put(&self.key.mtime_ns.to_le_bytes());
+        out.put_varint(zigzag(self.key.ctime_ns.wrapping_sub(self.key.mtime_ns)));
+        out.put_varint(self.key.ino);
+        out.put_varint(u64::from(self.key.mode));
+        out
+    }
+
+    /// Decodes an entry of either layout; `None` for a malformed one (treated as absent: the
+    /// file is rehashed).
+    pub fn decode(v: &[u8]) -> Option<StatEntry> {
+        if v.len() == FIXED_ENTRY_LEN {
+            return decode_fixed(v);
+        }
+        let (&flags, rest) = v.split_first()?;
+        if flags & !(FLAG_EXECUTABLE | FLAG_SETTLED) != 0 {
+            return None;
+        }
+        let (id, rest) = rest.split_at_checked(32)?;
+        let (size, rest) = take_varint(rest)?;
+        let (mtime, rest) = rest.split_first_chunk::<8>()?;
+        let mtime_ns = i64::from_le_bytes(*mtime);
+        let (ctime_delta, rest) = take_varint(rest)?;
+        let (ino, rest) = take_varint(rest)?;
+        let (mode, rest) = take_varint(rest)?;
+        if !rest.is_empty() {
+            return None;
+        }
+        Some(StatEntry {
+            key: StatKey {
+                size,
+                mtime_ns,
+                ctime_ns: mtime_ns.wrapping_add(unzigzag(ctime_delta)),
+                ino,
+                mode: u32::try_from(mode).ok()?,
+            },
+            kind: match flags & FLAG_EXECUTABLE {
+                0 => EntryKind::File,
+                _ => EntryKind::Executable,
+            },
+            id: ObjectId::from_slice(id)?,
+            settled: flags & FLAG_SETTLED != 0,
         })
     }
 }
 
-fn kind_byte(kind: EntryKind) -> u8 {
-    match kind {
-        EntryKind::Executable => 1,
-        _ => 0,
+/// A row of the older layout: key [36] | kind u8 | id [32] | written_ns i64 LE.
+fn decode_fixed(v: &[u8]) -> Option<StatEntry> {
+    let key = StatKey::decode(&v[..STAT_KEY_LEN])?;
+    let kind = match v[36] {
+        0 => EntryKind::File,
+        1 => EntryKind::Executable,
+        _ => return None,
+    };
+    let written_ns = i64::from_le_bytes(v[69..77].try_into().ok()?);
+    Some(StatEntry::hashed(
+        key,
+        kind,
+        ObjectId::from_slice(&v[37..69])?,
+        written_ns,
+    ))
+}
+
+/// An encoded [`StatEntry`]: its bytes are `bytes[..len]`.
+#[derive(Clone, Copy, Debug)]
+pub struct EncodedEntry {
+    bytes: [u8; MAX_STAT_ENTRY_LEN],
+    len: usize,
+}
+
+impl EncodedEntry {
+    /// The encoded bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
+
+    fn put(&mut self, b: &[u8]) {
+        self.bytes[self.len..self.len + b.len()].copy_from_slice(b);
+        self.len += b.len();
+    }
+
+    /// LEB128: seven bits a byte, low first, the high bit set on all but the last.
+    fn put_varint(&mut self, mut n: u64) {
+        while n >= 0x80 {
+            self.put(&[(n as u8) | 0x80]);
+            n >>= 7;
+        }
+        self.put(&[n as u8]);
+    }
+}
+
+/// A LEB128 u64 at the start of `v`, and the rest; `None` when cut short or over 64 bits.
+fn take_varint(v: &[u8]) -> Option<(u64, &[u8])> {
+    let mut n = 0u64;
+    for (i, &b) in v.iter().enumerate().take(10) {
+        let bits = u64::from(b & 0x7f);
+        if i == 9 && b > 1 {
+            return None;
+        }
+        n |= bits << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((n, &v[i + 1..]));
+        }
+    }
+    None
+}
+
+/// Signed to unsigned with small magnitudes small: 0, -1, 1, -2 -> 0, 1, 2, 3.
+fn zigzag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+fn unzigzag(n: u64) -> i64 {
+    ((n >> 1) as i64) ^ -((n & 1) as i64)
 }
 
 /// What the last full scan found: a digest of every path with its kind, size and id, and the
@@ -239,25 +358,63 @@ mod tests {
     use super::*;
 
     fn entry(mtime_ns: i64, written_ns: i64) -> StatEntry {
-        StatEntry {
-            key: StatKey {
-                size: 3,
-                mtime_ns,
-                ctime_ns: 5,
-                ino: 7,
-                mode: 0o100644,
-            },
-            kind: EntryKind::Executable,
-            id: ObjectId([4; 32]),
-            written_ns,
-        }
+        let key = StatKey {
+            size: 3,
+            mtime_ns,
+            ctime_ns: 5,
+            ino: 7,
+            mode: 0o100644,
+        };
+        StatEntry::hashed(key, EntryKind::Executable, ObjectId([4; 32]), written_ns)
     }
 
     #[test]
     fn round_trip() {
         let e = entry(-1, i64::MAX);
-        assert_eq!(StatEntry::decode(&e.encode()), Some(e));
-        assert_eq!(StatEntry::decode(&e.encode()[..76]), None);
+        let row = e.encode();
+        assert_eq!(StatEntry::decode(row.as_slice()), Some(e));
+        // 1 + 32 + size 1 + mtime 8 + ctime delta 1 + ino 1 + mode 3.
+        assert_eq!(row.as_slice().len(), 47);
+        assert_eq!(StatEntry::decode(&row.as_slice()[..46]), None);
+        assert_eq!(StatEntry::decode(&[row.as_slice(), &[0]].concat()), None);
+    }
+
+    #[test]
+    fn a_row_of_the_fixed_layout_still_decodes_and_keeps_its_racy_verdict() {
+        for (mtime_ns, written_ns, settled) in [(100, 200, true), (200, 200, false)] {
+            let e = entry(mtime_ns, written_ns);
+            let mut row = e.key.encode().to_vec();
+            row.push(1);
+            row.extend_from_slice(&e.id.0);
+            row.extend_from_slice(&written_ns.to_le_bytes());
+            let back = StatEntry::decode(&row).expect("a 77-byte row");
+            assert_eq!((back, back.settled), (e, settled));
+        }
+    }
+
+    proptest::proptest! {
+        /// Any key, kind and verdict comes back as it went in, within the length promised.
+        #[test]
+        fn any_entry_round_trips(
+            size: u64, mtime_ns: i64, ctime_ns: i64, ino: u64, mode: u32,
+            executable: bool, settled: bool, id: [u8; 32],
+        ) {
+            let e = StatEntry {
+                key: StatKey { size, mtime_ns, ctime_ns, ino, mode },
+                kind: if executable { EntryKind::Executable } else { EntryKind::File },
+                id: ObjectId(id),
+                settled,
+            };
+            let row = e.encode();
+            proptest::prop_assert!(row.as_slice().len() <= MAX_STAT_ENTRY_LEN);
+            proptest::prop_assert_eq!(StatEntry::decode(row.as_slice()), Some(e));
+        }
+
+        /// Whatever the bytes, decoding returns or refuses; it never panics.
+        #[test]
+        fn any_bytes_decode_or_are_refused(v in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..90)) {
+            let _ = StatEntry::decode(&v);
+        }
     }
 
     #[test]

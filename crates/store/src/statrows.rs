@@ -3,14 +3,14 @@
 //! at a million files.
 //!
 //! ```text
-//! row  path_len u32 LE | path [path_len] | StatEntry [77]   (statcache.rs)
+//! row  path_len u32 LE | path [path_len] | entry_len u8 | StatEntry [entry_len]   (statcache.rs)
 //! ```
 
 use std::path::Path;
 
 use crate::StoreError;
 use crate::spill::{SPILL_AT, SpillBuf};
-use crate::statcache::{STAT_ENTRY_LEN, StatEntry};
+use crate::statcache::StatEntry;
 
 /// Stat cache rows to write, in the order they were pushed.
 #[derive(Debug, Default)]
@@ -44,7 +44,10 @@ impl StatRows {
         self.last.clear();
         self.last.extend_from_slice(path);
         let len = (path.len() as u32).to_le_bytes();
-        self.rows.push(&[&len, path, &entry.encode()]);
+        let entry = entry.encode();
+        let entry = entry.as_slice();
+        // An entry is at most `MAX_STAT_ENTRY_LEN` (76) bytes: its length fits a byte.
+        self.rows.push(&[&len, path, &[entry.len() as u8], entry]);
         self.count += 1;
     }
 
@@ -91,7 +94,8 @@ fn whole_rows<E>(
 fn split_row(bytes: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
     let (len, tail) = bytes.split_first_chunk::<4>()?;
     let (path, tail) = tail.split_at_checked(u32::from_le_bytes(*len) as usize)?;
-    let (entry, tail) = tail.split_at_checked(STAT_ENTRY_LEN)?;
+    let (&entry_len, tail) = tail.split_first()?;
+    let (entry, tail) = tail.split_at_checked(usize::from(entry_len))?;
     Some((path, entry, tail))
 }
 
@@ -114,18 +118,19 @@ mod tests {
     use crate::{EntryKind, ObjectId};
 
     fn entry(n: u64) -> StatEntry {
-        StatEntry {
-            key: StatKey {
-                size: n,
-                mtime_ns: -(n as i64),
-                ctime_ns: 5,
-                ino: 7,
-                mode: 0o100644,
-            },
-            kind: EntryKind::Executable,
-            id: ObjectId([n as u8; 32]),
-            written_ns: n as i64,
-        }
+        let key = StatKey {
+            size: n << (n % 60),
+            mtime_ns: -(n as i64),
+            ctime_ns: 5,
+            ino: 7,
+            mode: 0o100644,
+        };
+        StatEntry::hashed(
+            key,
+            EntryKind::Executable,
+            ObjectId([n as u8; 32]),
+            n as i64,
+        )
     }
 
     fn back(rows: &StatRows) -> Vec<(Vec<u8>, StatEntry)> {

@@ -456,12 +456,7 @@ fn store_entry(
             };
             let kind = file_kind(&meta);
             let id = store_content_against(writer, &data, base)?;
-            let entry = StatEntry {
-                key: stat_key(&meta),
-                kind,
-                id,
-                written_ns: fs_now_ns,
-            };
+            let entry = StatEntry::hashed(stat_key(&meta), kind, id, fs_now_ns);
             Ok(Some((
                 rel,
                 Node {

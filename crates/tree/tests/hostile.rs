@@ -274,7 +274,7 @@ fn the_stat_cache_skips_unchanged_files_and_survives_gc() {
         key,
         kind: EntryKind::File,
         id: ObjectId([7; 32]),
-        written_ns: 2,
+        settled: true,
     };
     let put = [(b"d/ghost".to_vec(), ghost)].into_iter().collect();
     let stat_cache = StatCacheUpdate {

@@ -359,7 +359,7 @@ mod tests {
             },
             kind: crate::EntryKind::File,
             id: ObjectId([7; 32]),
-            written_ns: 9,
+            settled: true,
         }
     }
 
@@ -387,7 +387,7 @@ mod tests {
         assert!(faults[0].contains("names object"), "{faults:?}");
         assert!(catalog.audit_caches(|_| true).unwrap().is_empty());
         drop(catalog);
-        let sealed = seal(b"f", &entry.encode());
+        let sealed = seal(b"f", entry.encode().as_slice());
         for bit in 0..sealed.len() * 8 {
             let mut bad = sealed.clone();
             bad[bit / 8] ^= 1 << (bit % 8);

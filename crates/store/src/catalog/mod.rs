@@ -13,7 +13,7 @@
 //! pack_numbers &[u8] -> u32  pack id [32] -> pack number
 //! snapshots  u64   -> &[u8]  seq -> snapshot id [32] | encoded SnapshotRecord
 //! snap_ids   &[u8] -> u64    snapshot id [32] -> seq
-//! stat_cache &[u8] -> &[u8]  path -> StatEntry (77 bytes)
+//! stat_cache &[u8] -> &[u8]  path -> StatEntry (42 to 76 bytes; 77 in older rows)
 //! dir_cache  &[u8] -> &[u8]  directory path -> DirRecord (its listing)
 //! tree_cache &[u8] -> &[u8]  directory path -> subtree memo (72 bytes)
 //! ```
@@ -44,8 +44,7 @@ mod rows;
 mod turns;
 
 pub(crate) use locations::Locations;
-use rows::encode_location;
-pub use rows::{HistoryState, Location, decode_snapshot_row};
+pub use rows::{HistoryState, Location, decode_snapshot_row, encode_location};
 
 /// Catalog format version stored under `meta["format"]`. Version 2 stores may hold delta
 /// frames (compression 2), version 3 stores blocks (kind 5) and slices (compression 3),

@@ -31,7 +31,7 @@ pub struct Location {
 }
 
 /// The 22-byte `objects` value of `frame`, in the pack of catalog number `pack_number`.
-pub(crate) fn encode_location(pack_number: u32, frame: &FrameInfo) -> [u8; LOCATION_LEN] {
+pub fn encode_location(pack_number: u32, frame: &FrameInfo) -> [u8; LOCATION_LEN] {
     let mut v = [0u8; LOCATION_LEN];
     v[0..4].copy_from_slice(&pack_number.to_le_bytes());
     v[4..].copy_from_slice(&encode_frame_part(frame));
@@ -41,7 +41,7 @@ pub(crate) fn encode_location(pack_number: u32, frame: &FrameInfo) -> [u8; LOCAT
 impl Location {
     /// Decodes an `objects` value for object `id`, of either layout; `pack_of` names the pack
     /// a number stands for. `None` when malformed or the number names no pack.
-    pub(crate) fn decode(
+    pub fn decode(
         id: ObjectId,
         v: &[u8],
         pack_of: impl Fn(u32) -> Option<ObjectId>,

@@ -67,18 +67,18 @@ fn a_damaged_catalog_never_panics() {
     std::fs::write(&catalog, &pristine).unwrap();
 }
 
-/// Flips one bit of `id` wherever the catalog file holds it as a stat cache row's id (after
-/// the row's mode `0o100644` and kind 0). Returns how many copies it found.
+/// Flips one bit of `id` wherever the catalog file holds it as the stat cache row's id of a
+/// 5-byte file that is not executable (FORMAT.md 6.1: flags 0 or 2 (settled), the id, then
+/// the size as a one-byte varint). Returns how many copies it found.
 fn flip_stat_row_id(d: &Path, id: &[u8]) -> usize {
     let path = d.join(".snap/catalog.redb");
     let mut bytes = std::fs::read(&path).unwrap();
-    let mut pattern = vec![0xa4, 0x81, 0x00, 0x00, 0x00];
-    pattern.extend_from_slice(id);
+    let is_row = |w: &[u8]| matches!(w[0], 0 | 2) && &w[1..33] == id && w[33] == 5;
     let at: Vec<usize> = bytes
-        .windows(pattern.len())
+        .windows(34)
         .enumerate()
-        .filter(|(_, w)| *w == pattern.as_slice())
-        .map(|(i, _)| i + 5)
+        .filter(|(_, w)| is_row(w))
+        .map(|(i, _)| i + 1)
         .collect();
     for &i in &at {
         bytes[i] ^= 0x01;

@@ -110,7 +110,7 @@ fn a_flipped_bit_in_the_stat_cache_is_caught_and_never_recorded() {
         "verify passed a damaged cache row"
     );
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("stat_cache"),
+        String::from_utf8_lossy(&out.stdout).contains("stat cache row"),
         "{out:?}"
     );
     // A save that looks f up in the stat cache reads f again instead of trusting the row.

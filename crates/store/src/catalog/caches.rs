@@ -10,7 +10,6 @@ use super::rows::{capacity_hint, seal, unseal};
 use super::{Catalog, DIR_CACHE, META, STAT_CACHE, TREE_CACHE};
 use crate::dircache::{DirCache, DirCacheUpdate};
 use crate::statcache::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo};
-use crate::statrows::StatRows;
 use crate::{ObjectId, StoreError};
 
 /// `put` sorted by key. In key order, rows fill redb's leaves; in walk order (threads
@@ -36,41 +35,11 @@ impl Catalog {
         if let Some(walk) = update.walk {
             self.set_meta(txn, "walk", &walk.encode())?;
         }
-        self.write_stat_rows(txn, &update.remove, &update.put)?;
+        self.write_stat_dirs(txn, &update.remove, &update.put)?;
         // Before the tree cache entries: a new config drops every directory's entries.
         self.write_dir_cache(txn, &update.dirs)?;
         let put = update.trees.iter().map(|(p, m)| (p.as_slice(), m.encode()));
         self.write_rows(txn, TREE_CACHE, [], in_key_order(put))
-    }
-
-    /// Removes the `remove` rows of the stat cache, then writes the `put` rows. A scan pushes
-    /// its rows in path order, which they are written in as they are read back (a first
-    /// save's million rows are mostly in its spill file); rows that come otherwise are few,
-    /// and sorted first.
-    fn write_stat_rows(
-        &self,
-        txn: &WriteTransaction,
-        remove: &[Vec<u8>],
-        put: &StatRows,
-    ) -> Result<(), StoreError> {
-        let remove = remove.iter().map(Vec::as_slice);
-        if !put.is_sorted() {
-            let mut rows = Vec::with_capacity(put.len());
-            put.try_for_each(|p, e| {
-                rows.push((p.to_vec(), e.to_vec()));
-                Ok::<_, StoreError>(())
-            })?;
-            let rows = rows.iter().map(|(p, e)| (p.as_slice(), e.as_slice()));
-            return self.write_rows(txn, STAT_CACHE, remove, in_key_order(rows));
-        }
-        self.write_rows(
-            txn,
-            STAT_CACHE,
-            remove,
-            std::iter::empty::<(&[u8], &[u8])>(),
-        )?;
-        let mut table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
-        put.try_for_each(|path, entry| self.put_sealed(&mut table, path, entry))
     }
 
     /// Drops the stat and tree cache rows and the scan and walk memos that name an object
@@ -87,13 +56,11 @@ impl Catalog {
                 .and_then(id)
                 .is_some_and(|id| live.contains(&id))
         };
-        let stat_id: fn(&[u8]) -> Option<ObjectId> = |v| StatEntry::decode(v).map(|e| e.id);
+        self.retain_live_stats(txn, live)?;
         let tree_id: fn(&[u8]) -> Option<ObjectId> = |v| WalkMemo::decode(v).map(|m| m.root);
-        for (table, id) in [(STAT_CACHE, stat_id), (TREE_CACHE, tree_id)] {
-            let mut rows = txn.open_table(table).map_err(|e| self.err(e))?;
-            rows.retain(|k, v| vouched(k, v, id))
-                .map_err(|e| self.err(e))?;
-        }
+        let mut rows = txn.open_table(TREE_CACHE).map_err(|e| self.err(e))?;
+        rows.retain(|k, v| vouched(k, v, tree_id))
+            .map_err(|e| self.err(e))?;
         let scan_id: fn(&[u8]) -> Option<ObjectId> = |v| ScanMemo::decode(v).map(|m| m.root);
         let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
         for (key, id) in [("scan", scan_id), ("walk", tree_id)] {
@@ -254,6 +221,7 @@ impl Catalog {
         ] {
             self.audit_table(table, vouches, &known, &mut faults)?;
         }
+        self.audit_stat_dirs(&known, &mut faults)?;
         let txn = self.read()?;
         let meta = txn.open_table(META).map_err(|e| self.err(e))?;
         for key in ["scan", "walk", "dirs"] {
@@ -308,36 +276,6 @@ impl Catalog {
         }
         Ok(())
     }
-
-    /// The stat cache entries of `paths` (in their order, those that have one), read one by
-    /// one: for a scan that needs a few, not the whole table.
-    pub fn stat_entries(&self, paths: &[&[u8]]) -> Result<Vec<(Vec<u8>, StatEntry)>, StoreError> {
-        let txn = self.read()?;
-        let table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
-        let mut out = Vec::new();
-        for path in paths {
-            let value = table.get(*path).map_err(|e| self.err(e))?;
-            let entry = value.and_then(|v| unseal(path, v.value()).and_then(StatEntry::decode));
-            if let Some(entry) = entry {
-                out.push((path.to_vec(), entry));
-            }
-        }
-        Ok(out)
-    }
-
-    /// The whole stat cache. Malformed entries are left out (those files are rehashed).
-    pub fn stat_cache(&self) -> Result<Vec<(Vec<u8>, StatEntry)>, StoreError> {
-        let txn = self.read()?;
-        let table = txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
-        let mut out = Vec::with_capacity(capacity_hint(table.len().map_err(|e| self.err(e))?));
-        for row in table.iter().map_err(|e| self.err(e))? {
-            let (k, v) = row.map_err(|e| self.err(e))?;
-            if let Some(entry) = unseal(k.value(), v.value()).and_then(StatEntry::decode) {
-                out.push((k.value().to_vec(), entry));
-            }
-        }
-        Ok(out)
-    }
 }
 
 #[cfg(test)]
@@ -391,8 +329,13 @@ mod tests {
         for bit in 0..sealed.len() * 8 {
             let mut bad = sealed.clone();
             bad[bit / 8] ^= 1 << (bit % 8);
+            // A damaged row of the older per-path table, the entry's only copy.
             let db = Database::open(&path).unwrap();
             let txn = db.begin_write().unwrap();
+            txn.open_table(crate::catalog::statdirs::STAT_DIRS)
+                .unwrap()
+                .retain(|_, _| false)
+                .unwrap();
             txn.open_table(STAT_CACHE)
                 .unwrap()
                 .insert(b"f".as_slice(), bad.as_slice())

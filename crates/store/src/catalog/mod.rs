@@ -13,7 +13,8 @@
 //! pack_numbers &[u8] -> u32  pack id [32] -> pack number
 //! snapshots  u64   -> &[u8]  seq -> snapshot id [32] | encoded SnapshotRecord
 //! snap_ids   &[u8] -> u64    snapshot id [32] -> seq
-//! stat_cache &[u8] -> &[u8]  path -> StatEntry (42 to 76 bytes; 77 in older rows)
+//! stat_cache &[u8] -> &[u8]  path -> StatEntry (before version 5; emptied by its first write)
+//! stat_dirs  &[u8] -> &[u8]  directory | 0x00 | first name -> entries (statdirs.rs)
 //! dir_cache  &[u8] -> &[u8]  directory path -> DirRecord (its listing)
 //! tree_cache &[u8] -> &[u8]  directory path -> subtree memo (72 bytes)
 //! ```
@@ -41,6 +42,7 @@ use crate::{ObjectId, SnapshotRecord, StoreError};
 mod caches;
 mod locations;
 mod rows;
+mod statdirs;
 mod turns;
 
 pub(crate) use locations::Locations;
@@ -50,8 +52,9 @@ pub use rows::{HistoryState, Location, decode_snapshot_row, encode_location};
 /// frames (compression 2), version 3 stores blocks (kind 5) and slices (compression 3),
 /// version 4 stores delta chains up to 16 deep (file deltas), all of which older readers
 /// would call corrupt; version 5 names an object's pack by number (22-byte `objects` rows),
-/// which older readers would take for damage. An older catalog is marked current by the first
-/// commit that adds packs; its rows are read as they are.
+/// which older readers would take for damage, and keeps the stat cache by directory
+/// (`stat_dirs`), which an older gc would not clean. An older catalog is marked current by the
+/// first commit that adds packs or writes the stat cache; its rows are read as they are.
 pub const CATALOG_VERSION: u32 = 5;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -295,6 +298,7 @@ impl Catalog {
             SNAPSHOTS.name(),
             SNAP_IDS.name(),
             STAT_CACHE.name(),
+            statdirs::STAT_DIRS.name(),
             DIR_CACHE.name(),
             TREE_CACHE.name(),
         ];
@@ -323,6 +327,8 @@ impl Catalog {
             txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
             txn.open_table(SNAP_IDS).map_err(|e| self.err(e))?;
             txn.open_table(STAT_CACHE).map_err(|e| self.err(e))?;
+            txn.open_table(statdirs::STAT_DIRS)
+                .map_err(|e| self.err(e))?;
             txn.open_table(DIR_CACHE).map_err(|e| self.err(e))?;
             txn.open_table(TREE_CACHE).map_err(|e| self.err(e))?;
         }
@@ -449,8 +455,10 @@ impl Catalog {
         *self.objects.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let txn = self.begin_write()?;
         self.write_objects(&txn, commit)?;
-        let upgrade =
-            !commit.packs.is_empty() && self.format.load(Ordering::Relaxed) < CATALOG_VERSION;
+        // Packs may hold what older readers take for damage, and an older gc would leave
+        // `stat_dirs` rows naming objects it drops: either marks the catalog current.
+        let writes_new = !commit.packs.is_empty() || !commit.stat_cache.is_empty();
+        let upgrade = writes_new && self.format.load(Ordering::Relaxed) < CATALOG_VERSION;
         if upgrade {
             let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
             meta.insert("format", CATALOG_VERSION.to_le_bytes().as_slice())

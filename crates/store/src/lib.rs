@@ -22,6 +22,7 @@ mod object;
 pub mod pack;
 mod packframes;
 mod refs;
+pub mod relpath;
 mod seen;
 pub mod slice;
 mod spill;

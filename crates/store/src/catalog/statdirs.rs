@@ -21,6 +21,7 @@ use redb::{ReadableTable, ReadableTableMetadata, TableDefinition, WriteTransacti
 
 use super::rows::{capacity_hint, seal, unseal};
 use super::{Catalog, STAT_CACHE};
+use crate::relpath::{join, split};
 use crate::statcache::StatEntry;
 use crate::statrows::StatRows;
 use crate::{ObjectId, StoreError};
@@ -68,25 +69,6 @@ fn owned(entries: Vec<(&[u8], &[u8])>) -> DirEntries {
         .into_iter()
         .map(|(n, e)| (n.to_vec(), e.to_vec()))
         .collect()
-}
-
-/// `path` as (directory, name): the root's files have the directory `""`.
-pub(super) fn split(path: &[u8]) -> (&[u8], &[u8]) {
-    match path.iter().rposition(|&b| b == b'/') {
-        Some(at) => (&path[..at], &path[at + 1..]),
-        None => (&[], path),
-    }
-}
-
-fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
-    if dir.is_empty() {
-        return name.to_vec();
-    }
-    let mut path = Vec::with_capacity(dir.len() + 1 + name.len());
-    path.extend_from_slice(dir);
-    path.push(b'/');
-    path.extend_from_slice(name);
-    path
 }
 
 /// True when `dir` is `open` or lies under it.
@@ -498,15 +480,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn split_and_join_are_inverse() {
-        for path in [&b"a"[..], b"a/b", b"a/b/c.txt", b"x.y/z"] {
-            let (dir, name) = split(path);
-            assert_eq!(join(dir, name), path);
-        }
-        assert_eq!(split(b"top"), (&b""[..], &b"top"[..]));
-    }
-
-    #[test]
     fn within_is_the_directory_or_below_it() {
         assert!(within(b"a/b", b""));
         assert!(within(b"a/b", b"a"));
@@ -536,7 +509,7 @@ mod tests {
 }
 
 #[cfg(test)]
-mod catalog_tests {
+pub(super) mod catalog_tests {
     use std::collections::HashSet;
 
     use super::*;
@@ -789,22 +762,35 @@ mod catalog_tests {
         for bit in (0..row.len() * 8).step_by(7) {
             let mut bad = row.clone();
             bad[bit / 8] ^= 1 << (bit % 8);
-            let db = redb::Database::open(&path).unwrap();
-            let txn = db.begin_write().unwrap();
-            txn.open_table(STAT_DIRS)
-                .unwrap()
-                .insert(part_key(b"d", b"a").as_slice(), bad.as_slice())
-                .unwrap();
-            txn.commit().unwrap();
-            drop(db);
-            let catalog = Catalog::open(&path, true).unwrap();
-            assert!(catalog.stat_cache().unwrap().is_empty(), "bit {bit}");
-            assert!(
-                catalog.stat_entries(&[b"d/a"]).unwrap().is_empty(),
-                "bit {bit}"
-            );
-            let faults = catalog.audit_caches(|_| true).unwrap();
-            assert!(faults[0].contains("damaged"), "bit {bit}: {faults:?}");
+            let key = part_key(b"d", b"a");
+            let damage = |txn: &WriteTransaction| {
+                let mut table = txn.open_table(STAT_DIRS).unwrap();
+                table.insert(key.as_slice(), bad.as_slice()).unwrap();
+            };
+            damage_is_ignored_and_named(&path, damage, b"d/a", bit);
         }
+    }
+
+    /// Damages the catalog at `path` with `damage`, then checks, reopening it, that the stat
+    /// cache has no entry (`probe` among them), and that `verify`'s audit names the damage.
+    pub(in crate::catalog) fn damage_is_ignored_and_named(
+        path: &std::path::Path,
+        damage: impl FnOnce(&WriteTransaction),
+        probe: &[u8],
+        bit: usize,
+    ) {
+        let db = redb::Database::open(path).unwrap();
+        let txn = db.begin_write().unwrap();
+        damage(&txn);
+        txn.commit().unwrap();
+        drop(db);
+        let catalog = Catalog::open(path, true).unwrap();
+        assert!(catalog.stat_cache().unwrap().is_empty(), "bit {bit}");
+        assert!(
+            catalog.stat_entries(&[probe]).unwrap().is_empty(),
+            "bit {bit}"
+        );
+        let faults = catalog.audit_caches(|_| true).unwrap();
+        assert!(faults[0].contains("damaged"), "bit {bit}: {faults:?}");
     }
 }

@@ -311,25 +311,7 @@ pub fn entry_at(store: &Store, root: &ObjectId, path: &[u8]) -> Result<Option<No
     Ok(None)
 }
 
-/// `prefix/name`, or `name` at the root.
-pub fn join(prefix: &[u8], name: &[u8]) -> Vec<u8> {
-    if prefix.is_empty() {
-        return name.to_vec();
-    }
-    let mut p = Vec::with_capacity(prefix.len() + 1 + name.len());
-    p.extend_from_slice(prefix);
-    p.push(b'/');
-    p.extend_from_slice(name);
-    p
-}
-
-/// Splits a path into its parent (empty at the root) and its last component.
-pub fn split(path: &[u8]) -> (&[u8], &[u8]) {
-    match path.iter().rposition(|&c| c == b'/') {
-        Some(i) => (&path[..i], &path[i + 1..]),
-        None => (&[], path),
-    }
-}
+pub use snap_store::relpath::{join, split};
 
 /// Writes the trees of `flat` bottom-up and returns the root tree id. Directory nodes in
 /// `flat` get their built ids. Unchanged trees dedupe against the store.

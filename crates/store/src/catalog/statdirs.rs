@@ -12,8 +12,9 @@
 //! before that too, each part's in strictly increasing order. A change rewrites only the
 //! parts its names fall in, so one edit in a directory of 100,000 files does not rewrite
 //! them all. A part is cut near a quarter of redb's 4 KiB page: one row for a directory of a
-//! hundred files (5.7 KB) took an 8 KiB leaf of its own. Rows of the older `stat_cache` table (one per path) are still read, and moved
-//! into `stat_dirs` by the first commit that writes the stat cache.
+//! hundred files (5.7 KB) took an 8 KiB leaf of its own. Rows of the older `stat_cache`
+//! table (one per path) are still read, and moved into `stat_dirs` by the first commit that
+//! writes the stat cache.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -79,6 +79,47 @@ fn within(dir: &[u8], open: &[u8]) -> bool {
         || (dir.len() > open.len() && dir.starts_with(open) && dir[open.len()] == b'/')
 }
 
+/// Rows that come in path order, grouped by directory: each directory's go to `flush` once
+/// the rows have left it. A directory's paths (`d/...`) are together in path order, so only
+/// the directories open along the current path are held.
+#[derive(Default)]
+struct ByDirectory {
+    open: Vec<(Vec<u8>, NewEntries)>,
+}
+
+impl ByDirectory {
+    fn push<E>(
+        &mut self,
+        path: &[u8],
+        entry: Vec<u8>,
+        flush: &mut impl FnMut(Vec<u8>, NewEntries) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let (dir, name) = split(path);
+        while self.open.last().is_some_and(|(top, _)| !within(dir, top)) {
+            if let Some((top, new)) = self.open.pop() {
+                flush(top, new)?;
+            }
+        }
+        if self.open.last().is_none_or(|(top, _)| top != dir) {
+            self.open.push((dir.to_vec(), Vec::new()));
+        }
+        if let Some((_, new)) = self.open.last_mut() {
+            new.push((name.to_vec(), entry));
+        }
+        Ok(())
+    }
+
+    fn finish<E>(
+        mut self,
+        flush: &mut impl FnMut(Vec<u8>, NewEntries) -> Result<(), E>,
+    ) -> Result<(), E> {
+        while let Some((top, new)) = self.open.pop() {
+            flush(top, new)?;
+        }
+        Ok(())
+    }
+}
+
 /// The row value (without its check) of `entries`.
 fn encode_row<'a>(entries: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Vec<u8> {
     let mut out = Vec::new();
@@ -156,25 +197,9 @@ impl Catalog {
             self.rewrite_dir(&mut table, &dir, &names, new)
         };
         if put.is_sorted() {
-            let mut open: Vec<(Vec<u8>, NewEntries)> = Vec::new();
-            put.try_for_each(|path, entry| {
-                let (dir, name) = split(path);
-                while open.last().is_some_and(|(top, _)| !within(dir, top)) {
-                    if let Some((top, new)) = open.pop() {
-                        flush(top, new)?;
-                    }
-                }
-                if open.last().is_none_or(|(top, _)| top != dir) {
-                    open.push((dir.to_vec(), Vec::new()));
-                }
-                if let Some((_, new)) = open.last_mut() {
-                    new.push((name.to_vec(), entry.to_vec()));
-                }
-                Ok::<_, StoreError>(())
-            })?;
-            while let Some((top, new)) = open.pop() {
-                flush(top, new)?;
-            }
+            let mut grouped = ByDirectory::default();
+            put.try_for_each(|path, entry| grouped.push(path, entry.to_vec(), &mut flush))?;
+            grouped.finish(&mut flush)?;
         } else {
             let mut by_dir: BTreeMap<Vec<u8>, NewEntries> = BTreeMap::new();
             put.try_for_each(|path, entry| {
@@ -298,21 +323,20 @@ impl Catalog {
         if legacy.is_empty().map_err(|e| self.err(e))? {
             return Ok(());
         }
-        let mut by_dir: BTreeMap<Vec<u8>, NewEntries> = BTreeMap::new();
+        // The rows come in key order, which is path order: grouped as a scan's are, a
+        // million of them are never all held at once.
+        let mut table = txn.open_table(STAT_DIRS).map_err(|e| self.err(e))?;
+        let mut flush = |dir: Vec<u8>, new| self.rewrite_dir(&mut table, &dir, &[], new);
+        let mut grouped = ByDirectory::default();
         for row in legacy.iter().map_err(|e| self.err(e))? {
             let (k, v) = row.map_err(|e| self.err(e))?;
             let Some(entry) = unseal(k.value(), v.value()).and_then(StatEntry::decode) else {
                 continue;
             };
-            let (dir, name) = split(k.value());
-            let new = by_dir.entry(dir.to_vec()).or_default();
-            new.push((name.to_vec(), entry.encode().as_slice().to_vec()));
+            grouped.push(k.value(), entry.encode().as_slice().to_vec(), &mut flush)?;
         }
+        grouped.finish(&mut flush)?;
         legacy.retain(|_, _| false).map_err(|e| self.err(e))?;
-        let mut table = txn.open_table(STAT_DIRS).map_err(|e| self.err(e))?;
-        for (dir, new) in by_dir {
-            self.rewrite_dir(&mut table, &dir, &[], new)?;
-        }
         Ok(())
     }
 
@@ -717,6 +741,33 @@ pub(super) mod catalog_tests {
         want.push((b"d/y".to_vec(), entry(3)));
         want.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(catalog.stat_cache().unwrap(), want);
+    }
+
+    #[test]
+    fn per_path_rows_of_interleaved_directories_all_move() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        drop(Catalog::create(&path).unwrap());
+        let old: Vec<_> = (tricky_paths().into_iter().enumerate())
+            .map(|(n, p)| (p, entry(n as u64)))
+            .collect();
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut legacy = txn.open_table(STAT_CACHE).unwrap();
+            for (p, e) in &old {
+                let row = seal(p, e.encode().as_slice());
+                legacy.insert(p.as_slice(), row.as_slice()).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+        drop(db);
+        let catalog = Catalog::open(&path, false).unwrap();
+        commit(&catalog, StatRows::default(), vec![b"a/b".to_vec()]);
+        let want: Vec<_> = old.into_iter().filter(|(p, _)| p != b"a/b").collect();
+        assert_eq!(catalog.stat_cache().unwrap(), want);
+        let txn = catalog.read().unwrap();
+        assert!(txn.open_table(STAT_CACHE).unwrap().is_empty().unwrap());
     }
 
     #[test]

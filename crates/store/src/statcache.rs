@@ -214,18 +214,23 @@ impl EncodedEntry {
         self.len += b.len();
     }
 
-    /// LEB128: seven bits a byte, low first, the high bit set on all but the last.
-    fn put_varint(&mut self, mut n: u64) {
-        while n >= 0x80 {
-            self.put(&[(n as u8) | 0x80]);
-            n >>= 7;
-        }
-        self.put(&[n as u8]);
+    fn put_varint(&mut self, n: u64) {
+        varint(n, |b| self.put(&[b]));
     }
 }
 
+/// Hands `put` the LEB128 bytes of `n`: seven bits a byte, low first, the high bit set on
+/// all but the last.
+pub(crate) fn varint(mut n: u64, mut put: impl FnMut(u8)) {
+    while n >= 0x80 {
+        put((n as u8) | 0x80);
+        n >>= 7;
+    }
+    put(n as u8);
+}
+
 /// A LEB128 u64 at the start of `v`, and the rest; `None` when cut short or over 64 bits.
-fn take_varint(v: &[u8]) -> Option<(u64, &[u8])> {
+pub(crate) fn take_varint(v: &[u8]) -> Option<(u64, &[u8])> {
     let mut n = 0u64;
     for (i, &b) in v.iter().enumerate().take(10) {
         let bits = u64::from(b & 0x7f);

@@ -23,7 +23,7 @@ use redb::{ReadableTable, ReadableTableMetadata, TableDefinition, WriteTransacti
 use super::rows::{capacity_hint, seal, unseal};
 use super::{Catalog, STAT_CACHE};
 use crate::relpath::{join, split};
-use crate::statcache::StatEntry;
+use crate::statcache::{StatEntry, take_varint, varint};
 use crate::statrows::StatRows;
 use crate::{ObjectId, StoreError};
 
@@ -124,12 +124,7 @@ impl ByDirectory {
 fn encode_row<'a>(entries: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Vec<u8> {
     let mut out = Vec::new();
     for (name, entry) in entries {
-        let mut n = name.len() as u64;
-        while n >= 0x80 {
-            out.push((n as u8) | 0x80);
-            n >>= 7;
-        }
-        out.push(n as u8);
+        varint(name.len() as u64, |b| out.push(b));
         out.extend_from_slice(name);
         // An entry is at most `MAX_STAT_ENTRY_LEN` (76) bytes.
         out.push(entry.len() as u8);
@@ -143,8 +138,8 @@ fn encode_row<'a>(entries: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Ve
 fn decode_row(mut v: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
     let mut out: Vec<(&[u8], &[u8])> = Vec::new();
     while !v.is_empty() {
-        let (len, rest) = take_len(v)?;
-        let (name, rest) = rest.split_at_checked(len)?;
+        let (len, rest) = take_varint(v)?;
+        let (name, rest) = rest.split_at_checked(usize::try_from(len).ok()?)?;
         let (&entry_len, rest) = rest.split_first()?;
         let (entry, rest) = rest.split_at_checked(usize::from(entry_len))?;
         if out.last().is_some_and(|(last, _)| *last >= name) {
@@ -156,21 +151,9 @@ fn decode_row(mut v: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
     Some(out)
 }
 
-/// A LEB128 length (at most 4 bytes: names are far shorter than 2^28) and the rest.
-fn take_len(v: &[u8]) -> Option<(usize, &[u8])> {
-    let mut n = 0usize;
-    for (i, &b) in v.iter().enumerate().take(4) {
-        n |= usize::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some((n, &v[i + 1..]));
-        }
-    }
-    None
-}
-
-/// The decoded entries of a stored row whose check holds; `None` when damaged.
-fn sound_row<'v>(dir: &[u8], stored: &'v [u8]) -> Option<Vec<(&'v [u8], &'v [u8])>> {
-    unseal(dir, stored).and_then(decode_row)
+/// The decoded entries of a stored row (under `key`) whose check holds; `None` when damaged.
+fn sound_row<'v>(key: &[u8], stored: &'v [u8]) -> Option<Vec<(&'v [u8], &'v [u8])>> {
+    unseal(key, stored).and_then(decode_row)
 }
 
 impl Catalog {

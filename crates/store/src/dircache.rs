@@ -15,8 +15,6 @@
 //! so a trusted listing is exactly what `getdents` and the rules would give. A listing says
 //! nothing about file contents: every listed file is still stat-ed against the stat cache.
 
-use std::collections::HashMap;
-
 use crate::statcache::{STAT_KEY_LEN, StatKey};
 
 /// Bit of `flags`: the directory has a `.gitignore`, whose stat key follows.
@@ -199,7 +197,7 @@ pub struct DirCache {
     /// `meta["dirs"]`: the fingerprint of the config the records were built under.
     pub fingerprint: Option<[u8; 32]>,
     /// Encoded records by directory path.
-    pub records: HashMap<Vec<u8>, Vec<u8>>,
+    pub records: crate::PathMap<Vec<u8>, Vec<u8>>,
 }
 
 /// Changes to the directory cache, committed with the stat cache's.

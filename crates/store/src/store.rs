@@ -175,9 +175,7 @@ impl Store {
     }
 
     /// The tree cache: each directory's subtree memo (see [`crate::WalkMemo`]).
-    pub fn tree_cache(
-        &self,
-    ) -> Result<std::collections::HashMap<Vec<u8>, crate::WalkMemo>, StoreError> {
+    pub fn tree_cache(&self) -> Result<crate::PathMap<Vec<u8>, crate::WalkMemo>, StoreError> {
         self.catalog.tree_cache()
     }
 

@@ -6,7 +6,6 @@
 //! then `.snapignore` files, which take precedence and so can re-include. `.git` is never
 //! read: not its `info/exclude`, not the global excludes file.
 
-use std::collections::HashMap;
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -47,7 +46,7 @@ pub struct ScanReport {
 /// Walks `root`, applying every ignore layer, without a directory cache. Entries in path
 /// order.
 pub fn walk(root: &Path, config: &Config) -> Result<Walk, TreeError> {
-    let none = HashMap::new();
+    let none = snap_store::PathMap::default();
     let cache = DirCacheView {
         records: &none,
         fs_now_ns: i64::MIN,
@@ -123,7 +122,7 @@ pub fn take_file_stats(walk: &mut Walk) -> Vec<(Vec<u8>, StatKey)> {
 }
 
 /// Directories with a record in `cache` that `walk` did not find: to drop.
-pub fn gone_dirs(cache: &HashMap<Vec<u8>, Vec<u8>>, walk: &Walk) -> Vec<Vec<u8>> {
+pub fn gone_dirs(cache: &snap_store::PathMap<Vec<u8>, Vec<u8>>, walk: &Walk) -> Vec<Vec<u8>> {
     // Every record was used as it was: all of them were found.
     if walk.dirs_cached as usize == cache.len() {
         return Vec::new();

@@ -2,9 +2,7 @@
 //! stat keys, what it left out, the directory records it read, and its order-free digest
 //! (`WalkSum`), per directory and whole, which the walk memo and tree cache compare.
 
-use std::collections::HashMap;
-
-use snap_store::{EntryKind, STAT_KEY_LEN, StatKey, WalkMemo};
+use snap_store::{EntryKind, PathMap, STAT_KEY_LEN, StatKey, WalkMemo};
 
 /// A walked path, its kind, and for a regular file the lstat key the walk saw.
 pub type WalkEntry = (Vec<u8>, EntryKind, Option<StatKey>);
@@ -35,7 +33,7 @@ pub struct Walk {
     /// symlinks): what the directory rule counts.
     pub tracked: Vec<(Vec<u8>, u32)>,
     /// Each visited directory's permission bits, from the stat taken when it was visited.
-    pub dir_modes: HashMap<Vec<u8>, u16>,
+    pub dir_modes: PathMap<Vec<u8>, u16>,
     /// The newest mtime or ctime of a symlink or oversize file: entries whose stat keys
     /// `entries` does not keep, so that [`Walk::racy_since`] cannot name them.
     pub newest_unlisted_ns: i64,
@@ -43,13 +41,13 @@ pub struct Walk {
 
 /// Each directory's subtree digest and newest mtime (everything under it), summed bottom up
 /// from the walk's per-directory tallies. The root is `""`.
-pub fn subtree_sums(walk: &Walk) -> HashMap<Vec<u8>, (WalkSum, i64)> {
+pub fn subtree_sums(walk: &Walk) -> PathMap<Vec<u8>, (WalkSum, i64)> {
     let mut dirs: Vec<&(Vec<u8>, WalkSum, i64)> = walk.tallies.iter().collect();
     // A parent is a proper prefix of its children, so in descending byte order every
     // directory comes after everything under it.
     dirs.sort_unstable_by(|a, b| b.0.cmp(&a.0));
     let empty = (WalkSum::default(), i64::MIN);
-    let mut sums: HashMap<Vec<u8>, (WalkSum, i64)> = HashMap::with_capacity(dirs.len());
+    let mut sums = PathMap::with_capacity_and_hasher(dirs.len(), Default::default());
     for (path, own, newest) in dirs {
         let (mut sum, mut latest) = sums.remove(path).unwrap_or(empty);
         sum.merge(own);

@@ -43,7 +43,7 @@ struct Job {
 pub struct DirCacheView<'a> {
     /// Encoded records by directory path; empty when the config they were built under
     /// changed.
-    pub records: &'a HashMap<Vec<u8>, Vec<u8>>,
+    pub records: &'a snap_store::PathMap<Vec<u8>, Vec<u8>>,
     /// The filesystem clock at the start of this scan: new records' `written_ns`.
     pub fs_now_ns: i64,
 }
@@ -654,7 +654,7 @@ pub fn dir_share(
     let Some(job) = job_at(root, rel)? else {
         return Ok(None);
     };
-    let records = HashMap::new();
+    let records = snap_store::PathMap::default();
     let shared = Shared {
         root,
         config,
@@ -757,7 +757,7 @@ mod tests {
             max_file_size: 32,
             ..Config::default()
         };
-        let records = HashMap::new();
+        let records = snap_store::PathMap::default();
         let view = DirCacheView {
             records: &records,
             fs_now_ns: i64::MIN,

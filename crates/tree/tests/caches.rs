@@ -6,7 +6,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -282,7 +281,7 @@ fn summary(w: &Walk) -> Summary {
 fn cached_walk_matches(
     root: &Path,
     clock: &Path,
-    records: &mut HashMap<Vec<u8>, Vec<u8>>,
+    records: &mut snap_store::PathMap<Vec<u8>, Vec<u8>>,
 ) -> Result<u64, TestCaseError> {
     let config = Config::default();
     let view = DirCacheView {
@@ -370,7 +369,7 @@ fn run_in(base: &Path, ops: Vec<Op>) -> Result<u64, TestCaseError> {
     std::fs::create_dir(&root).unwrap();
     let clock = dir.path().join("clock");
     let ws = Workspace::init(&root, None, false).unwrap();
-    let mut records = HashMap::new();
+    let mut records = snap_store::PathMap::default();
     let mut trusted = 0;
     for op in &ops {
         apply(&root, op);
@@ -472,7 +471,7 @@ fn an_unchanged_tree_is_walked_from_the_cache() {
     }
     std::fs::write(root.join("d/.gitignore"), "*.log\n").unwrap();
     let clock = dir.path().join("clock");
-    let mut records = HashMap::new();
+    let mut records = snap_store::PathMap::default();
     settle(&root);
     assert_eq!(cached_walk_matches(&root, &clock, &mut records).unwrap(), 0);
     let dirs = records.len() as u64;

@@ -2,15 +2,13 @@
 //! scan, walk and directory-rule memos. Each row is sealed with its check (`rows::seal`);
 //! a row whose check fails reads as absent, and `audit_caches` names it for `verify`.
 
-use std::collections::HashMap;
-
 use redb::{ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle, WriteTransaction};
 
 use super::rows::{capacity_hint, seal, unseal};
 use super::{Catalog, DIR_CACHE, META, STAT_CACHE, TREE_CACHE};
 use crate::dircache::{DirCache, DirCacheUpdate};
 use crate::statcache::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo};
-use crate::{ObjectId, StoreError};
+use crate::{ObjectId, PathMap, StoreError};
 
 /// `put` sorted by key. In key order, rows fill redb's leaves; in walk order (threads
 /// finishing directories as they go) they split leaves and leave them about half empty.
@@ -157,7 +155,7 @@ impl Catalog {
     /// The tree cache: for each directory, the memo of its subtree as the last scan that
     /// built its tree saw it. Malformed entries are left out; an old catalog opened
     /// read-only has none.
-    pub fn tree_cache(&self) -> Result<HashMap<Vec<u8>, WalkMemo>, StoreError> {
+    pub fn tree_cache(&self) -> Result<PathMap<Vec<u8>, WalkMemo>, StoreError> {
         self.cache_rows(TREE_CACHE, WalkMemo::decode)
     }
 
@@ -184,14 +182,15 @@ impl Catalog {
         &self,
         table: TableDefinition<&[u8], &[u8]>,
         decode: impl Fn(&[u8]) -> Option<T>,
-    ) -> Result<HashMap<Vec<u8>, T>, StoreError> {
+    ) -> Result<PathMap<Vec<u8>, T>, StoreError> {
         let txn = self.read()?;
         let table = match txn.open_table(table) {
             Ok(table) => table,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(HashMap::new()),
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(PathMap::default()),
             Err(e) => return Err(self.err(e)),
         };
-        let mut out = HashMap::with_capacity(capacity_hint(table.len().map_err(|e| self.err(e))?));
+        let rows = capacity_hint(table.len().map_err(|e| self.err(e))?);
+        let mut out = PathMap::with_capacity_and_hasher(rows, Default::default());
         for row in table.iter().map_err(|e| self.err(e))? {
             let (k, v) = row.map_err(|e| self.err(e))?;
             if let Some(value) = unseal(k.value(), v.value()).and_then(&decode) {

@@ -20,6 +20,7 @@
 //! Anything a cache cannot vouch for is read, hashed and stored.
 
 use super::*;
+use snap_store::PathMap;
 
 /// What a capture is for, which decides the shortcuts it may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,13 +81,13 @@ const RACY_RECHECK_MAX: usize = 32;
 pub(super) type TreeMemos = Vec<(Vec<u8>, WalkMemo)>;
 
 /// Each directory's subtree digest and newest mtime (see [`scan::subtree_sums`]).
-pub(super) type Subtrees = HashMap<Vec<u8>, (scan::WalkSum, i64)>;
+pub(super) type Subtrees = PathMap<Vec<u8>, (scan::WalkSum, i64)>;
 
 /// The tree cache: each directory's subtree memo, as the last exact scan left it.
-pub(super) type TreeCache = HashMap<Vec<u8>, WalkMemo>;
+pub(super) type TreeCache = PathMap<Vec<u8>, WalkMemo>;
 
 /// Directories whose trees the tree cache vouches for, with their ids.
-pub(super) type CleanTrees = HashMap<Vec<u8>, ObjectId>;
+pub(super) type CleanTrees = PathMap<Vec<u8>, ObjectId>;
 
 /// The stat cache as loaded beside the walk.
 pub(super) type LoadedStatCache = Result<Vec<(Vec<u8>, StatEntry)>, snap_store::StoreError>;
@@ -322,7 +323,7 @@ impl Workspace {
                 let clean = clean_trees(subtrees, &previous);
                 (previous, clean)
             }
-            None => (HashMap::new(), HashMap::new()),
+            None => (PathMap::default(), PathMap::default()),
         };
         // A save leaves out what lies under directories whose trees the tree cache vouches
         // for: it needs their ids, not their files (its diff falls back if HEAD differs there).
@@ -427,7 +428,7 @@ impl Workspace {
     /// catalog read) on another thread meanwhile.
     pub(super) fn walk_loading(
         &self,
-        records: &HashMap<Vec<u8>, Vec<u8>>,
+        records: &PathMap<Vec<u8>, Vec<u8>>,
         fs_now_ns: i64,
         preload: bool,
     ) -> (Option<LoadedStatCache>, Result<scan::Walk, TreeError>) {

@@ -27,10 +27,14 @@ fn everything(root: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for e in entries.flatten() {
             let path = e.path();
-            let Ok(rel) = path.strip_prefix(root) else { continue };
+            let Ok(rel) = path.strip_prefix(root) else {
+                continue;
+            };
             let rel = rel.to_string_lossy().into_owned();
             match e.file_type() {
                 Ok(t) if t.is_dir() && rel != ".snap" => stack.push(path),
@@ -50,7 +54,11 @@ fn everything(root: &Path) -> BTreeMap<String, Vec<u8>> {
 /// the ignored file is exactly as it was.
 fn assert_conserved(ws: &Workspace, before: &BTreeMap<String, Vec<u8>>) {
     let now = everything(ws.root());
-    assert_eq!(now.get(IGNORED), before.get(IGNORED), "the ignored file was touched");
+    assert_eq!(
+        now.get(IGNORED),
+        before.get(IGNORED),
+        "the ignored file was touched"
+    );
     let listed = ws.log(true).expect("log");
     for (path, bytes) in before {
         if now.get(path) == Some(bytes) {
@@ -133,10 +141,16 @@ fuzz_target!(|data: &[u8]| {
                 continue;
             }
             3 => ws.save(&SaveOptions::default()).map(|_| ()),
-            4 => ws.undo(u64::from(arg % 3) + 1, snap_tree::Run::Apply).map(|_| ()),
-            5 => ws.redo(u64::from(arg % 3) + 1, snap_tree::Run::Apply).map(|_| ()),
+            4 => ws
+                .undo(u64::from(arg % 3) + 1, snap_tree::Run::Apply)
+                .map(|_| ()),
+            5 => ws
+                .redo(u64::from(arg % 3) + 1, snap_tree::Run::Apply)
+                .map(|_| ()),
             6 => match saved.keys().nth(usize::from(arg) % saved.len().max(1)) {
-                Some(seq) => ws.restore(&format!("#{seq}"), &[], snap_tree::Run::Apply).map(|_| ()),
+                Some(seq) => ws
+                    .restore(&format!("#{seq}"), &[], snap_tree::Run::Apply)
+                    .map(|_| ()),
                 None => continue,
             },
             _ if arg % 4 == 1 => {
@@ -204,7 +218,8 @@ fuzz_target!(|data: &[u8]| {
         eprintln!("faults fired so far: {}", fault::fired());
     }
     for (seq, state) in &saved {
-        ws.restore(&format!("#{seq}"), &[], snap_tree::Run::Apply).expect("restore");
+        ws.restore(&format!("#{seq}"), &[], snap_tree::Run::Apply)
+            .expect("restore");
         assert_eq!(&disk(root), state, "#{seq} did not restore byte for byte");
     }
     assert!(

@@ -252,6 +252,24 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// A frame of object `[id; 32]` at `offset`, `(raw_len, stored_len)` long.
+    fn frame_of(
+        id: u8,
+        kind: ObjectKind,
+        compression: Compression,
+        offset: u64,
+        (raw_len, stored_len): (u32, u32),
+    ) -> FrameInfo {
+        FrameInfo {
+            id: ObjectId([id; 32]),
+            kind,
+            compression,
+            offset,
+            raw_len,
+            stored_len,
+        }
+    }
+
     proptest! {
         /// Whatever bytes decode encode again in no more bytes, to the same location.
         #[test]
@@ -285,14 +303,7 @@ mod tests {
 
     #[test]
     fn locations_round_trip() {
-        let frame = FrameInfo {
-            id: ObjectId([3; 32]),
-            kind: ObjectKind::Tree,
-            compression: Compression::Delta,
-            offset: 1 << 40,
-            raw_len: 77,
-            stored_len: 55,
-        };
+        let frame = frame_of(3, ObjectKind::Tree, Compression::Delta, 1 << 40, (77, 55));
         let loc = Location {
             pack: ObjectId([9; 32]),
             frame,
@@ -315,14 +326,13 @@ mod tests {
 
     #[test]
     fn a_location_too_wide_for_the_compact_layout_is_written_fixed_width() {
-        let frame = FrameInfo {
-            id: ObjectId([3; 32]),
-            kind: ObjectKind::Block,
-            compression: Compression::Zstd,
-            offset: u64::MAX - 1,
-            raw_len: u32::MAX,
-            stored_len: u32::MAX - 2,
-        };
+        let frame = frame_of(
+            3,
+            ObjectKind::Block,
+            Compression::Zstd,
+            u64::MAX - 1,
+            (u32::MAX, u32::MAX - 2),
+        );
         let row = encode_location(u32::MAX, &frame);
         assert_eq!(row.as_slice().len(), LOCATION_LEN);
         let pack_of = |n: u32| (n == u32::MAX).then_some(ObjectId([1; 32]));
@@ -332,14 +342,7 @@ mod tests {
 
     #[test]
     fn a_version_5_location_still_decodes() {
-        let frame = FrameInfo {
-            id: ObjectId([4; 32]),
-            kind: ObjectKind::Tree,
-            compression: Compression::Delta,
-            offset: 300,
-            raw_len: 1000,
-            stored_len: 90,
-        };
+        let frame = frame_of(4, ObjectKind::Tree, Compression::Delta, 300, (1000, 90));
         let row = [2u32.to_le_bytes().as_slice(), &encode_frame_part(&frame)].concat();
         assert_eq!(row.len(), LOCATION_LEN);
         let pack_of = |n: u32| (n == 2).then_some(ObjectId([6; 32]));
@@ -372,14 +375,7 @@ mod tests {
 
     #[test]
     fn a_version_4_location_still_decodes() {
-        let frame = FrameInfo {
-            id: ObjectId([4; 32]),
-            kind: ObjectKind::Chunk,
-            compression: Compression::Slice,
-            offset: 16,
-            raw_len: 9,
-            stored_len: 37,
-        };
+        let frame = frame_of(4, ObjectKind::Chunk, Compression::Slice, 16, (9, 37));
         // pack id [32] | offset u64 | kind | compression | raw_len u32 | stored_len u32
         let mut row = vec![5u8; 32];
         row.extend_from_slice(&16u64.to_le_bytes());

@@ -364,11 +364,17 @@ impl Sealer {
 
     /// Waits for every queued pack to be sealed.
     fn join(mut self) -> SealerResult {
-        self.queue = None;
-        match self.thread.take() {
-            Some(t) => t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+        match self.stop() {
+            Some(done) => done.unwrap_or_else(|p| std::panic::resume_unwind(p)),
             None => Ok(Vec::new()),
         }
+    }
+
+    /// Closes the queue, which ends the thread once it has sealed what it holds, and waits
+    /// for it; `None` when it was already waited for.
+    fn stop(&mut self) -> Option<std::thread::Result<SealerResult>> {
+        self.queue = None;
+        self.thread.take().map(std::thread::JoinHandle::join)
     }
 }
 
@@ -376,10 +382,7 @@ impl Drop for Sealer {
     /// A writer dropped without `finish` still waits for its seals, so that no thread of
     /// it writes into the store after it is gone (the packs are garbage that gc sweeps).
     fn drop(&mut self) {
-        self.queue = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        let _ = self.stop();
     }
 }
 

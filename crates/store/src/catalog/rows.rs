@@ -22,6 +22,10 @@ use crate::{ObjectId, ObjectKind, SnapshotRecord, StoreError};
 /// took 32: at a million objects, 28 MB of the catalog.
 const LOCATION_LEN: usize = 22;
 
+/// The longest compact value before the fixed-width fallback: varints of a u32 (5 bytes), a
+/// u64 (10), two u32s, and the kind byte.
+const COMPACT_MAX: usize = 5 + 10 + 1 + 5 + 5;
+
 /// Length of an `objects` value written before version 5: the pack's id [32] where the
 /// number now stands, then the same 18 bytes of frame. Such rows are read as they are.
 const LOCATION_LEN_V4: usize = 50;
@@ -55,19 +59,24 @@ impl EncodedLocation {
 
 /// The `objects` value of `frame`, in the pack of catalog number `pack_number`.
 pub fn encode_location(pack_number: u32, frame: &FrameInfo) -> EncodedLocation {
-    let mut compact = Vec::with_capacity(26);
-    let mut put = |b| compact.push(b);
+    // Into a buffer on the stack: a first save's commit encodes a row per object.
+    let mut compact = [0u8; COMPACT_MAX];
+    let mut len = 0;
+    let mut put = |b| {
+        compact[len] = b;
+        len += 1;
+    };
     varint(u64::from(pack_number), &mut put);
     varint(frame.offset, &mut put);
     put(((frame.kind as u8) << 4) | frame.compression as u8);
     varint(u64::from(frame.raw_len), &mut put);
     varint(u64::from(frame.stored_len), &mut put);
     let mut bytes = [0u8; LOCATION_LEN];
-    if compact.len() < LOCATION_LEN {
-        bytes[..compact.len()].copy_from_slice(&compact);
+    if len < LOCATION_LEN {
+        bytes[..len].copy_from_slice(&compact[..len]);
         return EncodedLocation {
             bytes,
-            len: compact.len() as u8,
+            len: len as u8,
         };
     }
     bytes[0..4].copy_from_slice(&pack_number.to_le_bytes());

@@ -17,6 +17,9 @@ use crate::pack::{
 };
 use crate::{ChunkList, EntryKind, ObjectId, ObjectKind, SnapshotRecord, Store, StoreError};
 
+/// Pack files the catalog does not name whose trailer reads, open, with their index offset.
+type Orphans = Vec<(PathBuf, (PackReader, u64))>;
+
 /// A pack whose live bytes fall below this share of its size is rewritten by gc.
 pub const REPACK_LIVE_SHARE: f64 = 0.5;
 /// Packs under this size are small: each save seals its own, so gc merges them...
@@ -391,16 +394,47 @@ impl Store {
     }
 
     /// Deletes the pack files the catalog does not name, left by a save or gc that crashed
-    /// before its commit; returns how many, and the orphans kept. Three kinds are kept,
-    /// since each may hold the only copy of history: a pack whose trailer does not read
-    /// (repair skips it; only a person can tell what it held), a pack older than the catalog
-    /// (written before it was made: a lost catalog's history, never a crashed save's), and,
-    /// with `catalog_lost` (the catalog named no pack when the command began), every orphan.
-    /// `snap repair` rebuilds the catalog from them.
+    /// before its commit; returns how many, and the orphans kept. Orphans that may hold the
+    /// only copy of history are kept, and `snap repair` rebuilds the catalog from them:
+    /// - a pack whose trailer does not read (repair skips it; only a person can tell what it
+    ///   held);
+    /// - a pack older than the catalog (written before it was made: a lost catalog's history,
+    ///   never a crashed save's);
+    /// - every orphan with `catalog_lost` (the catalog named no pack when the command began);
+    /// - every readable orphan, when one of them holds a snapshot the catalog does not know.
+    ///   That is what a catalog rolled back to an older copy sees: the newer history is in
+    ///   packs it does not name, and the packs sealed before that history's last one hold no
+    ///   snapshot but are its trees and chunks. (A save killed between its last seal and its
+    ///   commit looks the same, and its packs are kept too: a repair adopts that snapshot.)
     pub(crate) fn delete_orphan_packs(
         &self,
         catalog_lost: bool,
     ) -> Result<(usize, Vec<PathBuf>), StoreError> {
+        let (mut kept, readable) = self.orphan_packs(catalog_lost)?;
+        let mut history = false;
+        for (_, pack) in &readable {
+            if self.holds_unknown_snapshot(pack)? {
+                history = true;
+                break;
+            }
+        }
+        let mut removed = 0;
+        for (path, pack) in readable {
+            drop(pack);
+            if history {
+                kept.push(path);
+            } else {
+                remove_if_present(&path)?;
+                removed += 1;
+            }
+        }
+        kept.sort();
+        Ok((removed, kept))
+    }
+
+    /// The pack files the catalog does not name: those kept whatever else they hold (see
+    /// `delete_orphan_packs`), and the readable rest, open.
+    fn orphan_packs(&self, catalog_lost: bool) -> Result<(Vec<PathBuf>, Orphans), StoreError> {
         let named: HashSet<String> = self
             .catalog
             .packs()?
@@ -409,7 +443,7 @@ impl Store {
             .collect();
         let created = self.catalog.created_ns()?;
         let dir = self.dir().join("packs");
-        let (mut removed, mut kept) = (0, Vec::new());
+        let (mut kept, mut readable) = (Vec::new(), Vec::new());
         for entry in std::fs::read_dir(&dir).map_err(|e| StoreError::io(&dir, e))? {
             let entry = entry.map_err(|e| StoreError::io(&dir, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -417,23 +451,35 @@ impl Store {
                 continue;
             }
             let path = entry.path();
-            let reads = PackReader::open(&path)
-                .and_then(|r| r.read_trailer())
-                .is_ok();
+            let reader = PackReader::open(&path).and_then(|r| r.read_trailer().map(|t| (r, t.2)));
             let modified = entry.metadata().and_then(|m| m.modified());
             let before_catalog = match (created, modified) {
                 (Some(created), Ok(modified)) => crate::catalog::unix_ns(modified) < created,
                 _ => false,
             };
-            if catalog_lost || before_catalog || !reads {
-                kept.push(path);
-                continue;
+            match reader {
+                Ok(reader) if !catalog_lost && !before_catalog => readable.push((path, reader)),
+                _ => kept.push(path),
             }
-            remove_if_present(&path)?;
-            removed += 1;
         }
-        kept.sort();
-        Ok((removed, kept))
+        Ok((kept, readable))
+    }
+
+    /// True when the pack (read up to its index offset) holds a snapshot object the catalog
+    /// has no row for, or its frames do not scan (then nothing can be ruled out).
+    fn holds_unknown_snapshot(
+        &self,
+        (reader, end): &(PackReader, u64),
+    ) -> Result<bool, StoreError> {
+        let Ok(frames) = reader.scan_frames(*end) else {
+            return Ok(true);
+        };
+        for frame in frames.iter().filter(|f| f.kind == ObjectKind::Snapshot) {
+            if self.catalog.snapshot(&frame.id)?.is_none() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Removes every snapshot and clears HEAD and the redo stack, then collects the garbage.
@@ -622,10 +668,7 @@ mod tests {
 
     /// Packs written and never committed.
     fn orphan_pack(store: &Store, content: &[u8]) -> PathBuf {
-        let writer = store.writer();
-        writer.put(ObjectKind::Chunk, content).unwrap();
-        let packs = writer.finish().unwrap();
-        store.pack_path(&packs[0].0)
+        orphan_pack_of(store, ObjectKind::Chunk, content)
     }
 
     /// gc deletes a crashed save's pack, but keeps a pack that does not read (it may be the
@@ -676,6 +719,51 @@ mod tests {
                 .what
                 .contains("is not in the catalog and does not read")
         );
+    }
+
+    /// A catalog rolled back to an older copy does not name the packs of the history after
+    /// it. gc keeps every readable orphan once one holds a snapshot the catalog lacks: the
+    /// others may be that snapshot's trees and chunks, sealed before its last pack.
+    #[test]
+    fn gc_keeps_orphans_beside_a_snapshot_the_catalog_lacks() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join("store")).unwrap();
+        let writer = store.writer();
+        writer.put(ObjectKind::Chunk, b"committed").unwrap();
+        crate::store::tests::commit_writer(&store, writer);
+        let chunks = orphan_pack_of(&store, ObjectKind::Chunk, b"a newer snapshot's chunk");
+        let snapshot = orphan_pack_of(&store, ObjectKind::Snapshot, b"a newer snapshot");
+        let report = store.gc().unwrap();
+        let mut both = vec![chunks.clone(), snapshot.clone()];
+        both.sort();
+        assert_eq!(report.orphan_packs_kept, both);
+        assert_eq!(report.orphan_packs_deleted, 0);
+        assert!(chunks.exists() && snapshot.exists());
+        // Once the snapshot is gone, the chunk's pack is a crashed save's leftover again. (That
+        // gc dropped the committed pack, which no snapshot needs; a catalog naming no pack
+        // would keep every orphan.)
+        std::fs::remove_file(&snapshot).unwrap();
+        let writer = store.writer();
+        writer.put(ObjectKind::Chunk, b"committed again").unwrap();
+        crate::store::tests::commit_writer(&store, writer);
+        let report = store.gc().unwrap();
+        assert_eq!(report.orphan_packs_deleted, 1);
+        assert!(report.orphan_packs_kept.is_empty());
+        assert!(!chunks.exists());
+    }
+
+    /// A pack written and never committed, its mtime a second ahead: the filesystem's clock
+    /// ticks coarser than the catalog's `created`, and a pack written in the tick the
+    /// catalog was made in would be taken for older than it.
+    fn orphan_pack_of(store: &Store, kind: ObjectKind, content: &[u8]) -> PathBuf {
+        let writer = store.writer();
+        writer.put(kind, content).unwrap();
+        let packs = writer.finish().unwrap();
+        let path = store.pack_path(&packs[0].0);
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(1);
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(later).unwrap();
+        path
     }
 
     #[test]

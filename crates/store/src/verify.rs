@@ -207,7 +207,8 @@ impl Store {
 
     /// A problem for each pack file the catalog does not name that does not read: a repair
     /// skipped it, and it may hold the only copy of history (gc keeps it; FORMAT.md 7.4). A
-    /// readable one is a crashed save's leftover, which gc deletes, and no problem.
+    /// readable one is a crashed save's leftover, which gc deletes unless a readable orphan
+    /// holds a snapshot the catalog lacks, and no problem.
     fn unreadable_orphans(&self, named: &[(ObjectId, u64)]) -> Result<Vec<Problem>, StoreError> {
         let named: HashSet<String> = named.iter().map(|(p, _)| pack_file_name(p)).collect();
         let mut problems = Vec::new();

@@ -436,6 +436,33 @@ fn the_workspace_git_directory_is_never_read_or_written() {
     );
 }
 
+/// A catalog put back from an older copy (a backup, a synced folder) does not name the
+/// packs of the history saved after it. gc once deleted them as a crashed save's leftovers;
+/// it keeps them, and repair brings that history back.
+#[test]
+fn gc_after_a_rolled_back_catalog_keeps_the_newer_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f", b"one");
+    ok(d, &["save"]);
+    let catalog = d.join(".snap/catalog.redb");
+    let older = std::fs::read(&catalog).unwrap();
+    write(d, "f", b"two");
+    write(d, "g", b"only in the newer snapshot");
+    ok(d, &["save"]);
+    std::fs::write(&catalog, older).unwrap();
+    assert_eq!(json(d, &["log"])["snapshots"].as_array().unwrap().len(), 1);
+    let gc = json(d, &["gc"]);
+    assert_eq!(gc["orphan_packs_kept"].as_array().unwrap().len(), 1, "{gc}");
+    assert_eq!(json(d, &["repair"])["snapshots"], 2);
+    let all = json(d, &["log", "--all"]);
+    assert_eq!(all["snapshots"].as_array().unwrap().len(), 2, "{all}");
+    assert_eq!(ok(d, &["cat", "#2", "g"]), "only in the newer snapshot");
+    assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
+    let gc = json(d, &["gc"]);
+    assert_eq!(gc["orphan_packs_kept"].as_array().unwrap().len(), 0, "{gc}");
+}
+
 #[test]
 fn lifecycle_commands_and_their_exit_codes() {
     let dir = tempfile::tempdir().unwrap();

@@ -73,8 +73,8 @@ fn print_gc(g: &GcReport) {
     );
     for path in &g.orphan_packs_kept {
         eprintln!(
-            "warning: kept {}: the catalog does not name it, and it does not read or the \
-             catalog names no pack at all (`snap repair` rebuilds the catalog from the packs)",
+            "warning: kept {}: the catalog does not name it, and it may hold history the \
+             catalog lacks (`snap repair` rebuilds the catalog from the packs)",
             path.display()
         );
     }

@@ -33,7 +33,16 @@ impl Store {
             let seq: u64 = seq
                 .parse()
                 .map_err(|_| bad("expected #SEQ with SEQ a number"))?;
-            all.into_iter().find(|(_, r)| r.seq == seq)
+            let mut matches: Vec<_> = all.into_iter().filter(|(_, r)| r.seq == seq).collect();
+            if matches.len() > 1 {
+                // Two lines of history joined by a repair (a catalog put back from an older
+                // copy saved on from there): each snapshot keeps the number it was made with.
+                return Err(StoreError::AmbiguousRef {
+                    reference: reference.to_string(),
+                    candidates: matches.iter().map(|(id, _)| id.short()).collect(),
+                });
+            }
+            matches.pop()
         } else if let Some(step) = reference.strip_prefix("step:") {
             // `step:N@SESSION` names another session's turn.
             let (step, named) = match step.split_once('@') {

@@ -438,7 +438,8 @@ fn the_workspace_git_directory_is_never_read_or_written() {
 
 /// A catalog put back from an older copy (a backup, a synced folder) does not name the
 /// packs of the history saved after it. gc once deleted them as a crashed save's leftovers;
-/// it keeps them, and repair brings that history back.
+/// it keeps them, and repair brings that history back beside what was saved on from the
+/// older copy, though both lines numbered a snapshot #2.
 #[test]
 fn gc_after_a_rolled_back_catalog_keeps_the_newer_history() {
     let dir = tempfile::tempdir().unwrap();
@@ -451,16 +452,29 @@ fn gc_after_a_rolled_back_catalog_keeps_the_newer_history() {
     write(d, "g", b"only in the newer snapshot");
     ok(d, &["save"]);
     std::fs::write(&catalog, older).unwrap();
-    assert_eq!(json(d, &["log"])["snapshots"].as_array().unwrap().len(), 1);
+    write(d, "f", b"three");
+    ok(d, &["save"]);
+    let head = json(d, &["log"])["head"].clone();
     let gc = json(d, &["gc"]);
     assert_eq!(gc["orphan_packs_kept"].as_array().unwrap().len(), 1, "{gc}");
-    assert_eq!(json(d, &["repair"])["snapshots"], 2);
+    assert_eq!(json(d, &["repair"])["snapshots"], 3);
     let all = json(d, &["log", "--all"]);
-    assert_eq!(all["snapshots"].as_array().unwrap().len(), 2, "{all}");
-    assert_eq!(ok(d, &["cat", "#2", "g"]), "only in the newer snapshot");
+    assert_eq!(all["head"], head, "repair keeps the catalog's HEAD");
+    let twos: Vec<&str> = (all["snapshots"].as_array().unwrap().iter())
+        .filter(|s| s["seq"] == 2)
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(twos.len(), 2, "{all}");
+    let newer = twos.iter().find(|id| head != **id).unwrap();
+    assert_eq!(ok(d, &["cat", newer, "g"]), "only in the newer snapshot");
+    let out = snap(d, &["cat", "#2", "g"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("ambiguous"), "{}", stderr(&out));
     assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
     let gc = json(d, &["gc"]);
     assert_eq!(gc["orphan_packs_kept"].as_array().unwrap().len(), 0, "{gc}");
+    write(d, "f", b"four");
+    assert_eq!(json(d, &["save"])["seq"], 4);
 }
 
 #[test]

@@ -576,15 +576,37 @@ impl Catalog {
             }
         }
         for (id, record) in &commit.snapshots {
+            let key = self.free_key(&snapshots, id, record.seq)?;
             let mut row = id.0.to_vec();
             row.extend_from_slice(&record.encode());
             snapshots
-                .insert(record.seq, row.as_slice())
+                .insert(key, row.as_slice())
                 .map_err(|e| self.err(e))?;
-            ids.insert(id.0.as_slice(), record.seq)
-                .map_err(|e| self.err(e))?;
+            ids.insert(id.0.as_slice(), key).map_err(|e| self.err(e))?;
         }
         Ok(())
+    }
+
+    /// The `snapshots` key for snapshot `id` made as number `seq`: `seq` itself, unless
+    /// another snapshot holds it, and then one past the largest key. Two snapshots share a
+    /// number only when a repair joins two lines of history (a catalog put back from an
+    /// older copy and saved on from there, beside the packs saved after that copy); one row
+    /// over the other would lose a snapshot, and perhaps HEAD.
+    fn free_key(
+        &self,
+        snapshots: &redb::Table<u64, &[u8]>,
+        id: &ObjectId,
+        seq: u64,
+    ) -> Result<u64, StoreError> {
+        let taken = match snapshots.get(seq).map_err(|e| self.err(e))? {
+            Some(row) => row.value().get(..32) != Some(id.0.as_slice()),
+            None => false,
+        };
+        if !taken {
+            return Ok(seq);
+        }
+        let last = snapshots.last().map_err(|e| self.err(e))?;
+        Ok(last.map_or(seq, |(key, _)| key.value()).saturating_add(1))
     }
 
     fn write_history(
@@ -699,6 +721,49 @@ mod tests {
             .insert("format", format.to_le_bytes().as_slice())
             .unwrap();
         txn.commit().unwrap();
+    }
+
+    /// Two snapshots made as the same number (two lines of history a repair joins) both
+    /// get a row; the second is keyed past the largest key, and each goes with its own id.
+    #[test]
+    fn snapshots_sharing_a_number_both_keep_their_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = Catalog::create(&dir.path().join("catalog.redb")).unwrap();
+        let record = |seq, time_ns| SnapshotRecord {
+            seq,
+            root: ObjectId([0; 32]),
+            parent: None,
+            time_ns,
+            kind: crate::SnapshotKind::Save,
+            message: String::new(),
+            step: None,
+            session: None,
+            meta: Vec::new(),
+            stats: crate::ChangeStats::default(),
+        };
+        let snapshot = |seq, time_ns| {
+            let r = record(seq, time_ns);
+            (ObjectId::of(ObjectKind::Snapshot, &r.encode()), r)
+        };
+        let (one, two, other_two) = (snapshot(1, 1), snapshot(2, 2), snapshot(2, 3));
+        let all = vec![one.clone(), two.clone(), other_two.clone()];
+        let commit = |snapshots, remove_snapshots| Commit {
+            snapshots,
+            remove_snapshots,
+            ..Commit::default()
+        };
+        catalog.commit(&commit(all.clone(), Vec::new())).unwrap();
+        catalog
+            .commit(&commit(vec![two.clone()], Vec::new()))
+            .unwrap();
+        assert_eq!(
+            catalog.snapshots().unwrap(),
+            all,
+            "a commit again keeps its key"
+        );
+        assert_eq!(catalog.next_seq().unwrap(), 4);
+        catalog.commit(&commit(Vec::new(), vec![two.0])).unwrap();
+        assert_eq!(catalog.snapshots().unwrap(), vec![one, other_two]);
     }
 
     #[test]

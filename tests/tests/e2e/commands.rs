@@ -713,6 +713,57 @@ fn snap_undo_is_the_same_program_under_a_second_name() {
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("snap "));
 }
 
+/// An export that fails part way (here a damaged pack holds half the snapshot's files)
+/// takes back what it wrote: a new directory is gone again and an empty one stays empty, so
+/// the same export can run again once the store is repaired.
+#[test]
+fn a_failed_export_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("ws");
+    for i in 0..40 {
+        write(
+            &d,
+            &format!("a/f{i:02}"),
+            format!("first {i}\n").repeat(50).as_bytes(),
+        );
+    }
+    ok(&d, &["save"]);
+    let packs = |d: &Path| -> Vec<std::path::PathBuf> {
+        let mut all: Vec<_> = std::fs::read_dir(d.join(".snap/packs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        all.sort();
+        all
+    };
+    let first = packs(&d);
+    for i in 0..40 {
+        write(
+            &d,
+            &format!("b/f{i:02}"),
+            format!("second {i}\n").repeat(50).as_bytes(),
+        );
+    }
+    ok(&d, &["save"]);
+    let second = packs(&d).into_iter().find(|p| !first.contains(p)).unwrap();
+    let mut bytes = std::fs::read(&second).unwrap();
+    let half = bytes.len() / 2;
+    for b in &mut bytes[100..half] {
+        *b ^= 0x55;
+    }
+    std::fs::write(&second, bytes).unwrap();
+    let new = dir.path().join("new");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for dest in [&new, &empty] {
+        let out = snap(&d, &["export", "@", dest.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).starts_with("error:"), "{}", stderr(&out));
+    }
+    assert!(!new.exists(), "the export made it, and took it back");
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+}
+
 #[test]
 fn export_writes_a_snapshot_elsewhere_and_touches_nothing() {
     let top = tempfile::tempdir().unwrap();

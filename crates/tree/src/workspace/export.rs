@@ -2,12 +2,25 @@
 //! engine (temporary names, renames, no symlink followed, modes as recorded), never touching
 //! the workspace or its history. The snapshot's trees are read one directory at a time and
 //! written in steps of at most a fixed number of entries, so an export holds one step in
-//! memory whatever the snapshot's size.
+//! memory whatever the snapshot's size. Everything is written under `.snap-export-PID` in the
+//! destination and moved up at the end, so a failed or stopped export takes back all it wrote.
 
 use super::*;
+use rustix::fs::RenameFlags;
 
 /// Entries written per step of an export (at 1M files, a whole-tree plan held 376 MB).
 const EXPORT_STEP_ENTRIES: usize = 1 << 16;
+
+/// The name, before the process id, of the directory inside `dest` an export writes in.
+const STAGING_PREFIX: &str = ".snap-export-";
+
+const DIR_OPEN: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// The files and symlinks an export wrote, and the modes its directories still need.
+type Written = (usize, Vec<(Vec<u8>, u16)>);
 
 /// What an export wrote.
 #[derive(Clone, Debug)]
@@ -41,15 +54,46 @@ impl Workspace {
         step: usize,
     ) -> Result<ExportOutcome, TreeError> {
         let snapshot = self.resolve(reference)?;
-        let (above, given) = self.export_roots(&snapshot, paths)?;
+        let roots = self.export_roots(&snapshot, paths)?;
+        let existed = dest.exists();
         let dir = self.export_dir(dest)?;
+        // Written under a name of its own inside `dest`, and moved up whole once written: an
+        // export that fails or is stopped takes back all it wrote, so running it again finds
+        // `dest` empty, and nothing that was there before is touched.
+        let staging = dir.join(format!("{STAGING_PREFIX}{}", std::process::id()));
+        std::fs::create_dir(&staging).map_err(|e| TreeError::io(&staging, e))?;
+        let written = self.export_into(&staging, roots, step);
+        let (files, modes) = match written {
+            Ok(written) => written,
+            Err(e) => {
+                // Best effort: the error to report is the export's. `dest` goes only if this
+                // export made it and it is empty again.
+                let _ = std::fs::remove_dir_all(&staging);
+                if !existed {
+                    let _ = std::fs::remove_dir(&dir);
+                }
+                return Err(e);
+            }
+        };
+        move_up(&staging, &dir)?;
+        self.set_modes(&dir, modes)?;
+        Ok(ExportOutcome {
+            snapshot,
+            dir,
+            files,
+        })
+    }
+
+    /// Writes the export's entries under `root`; returns the files and symlinks written and
+    /// the modes its directories still need.
+    fn export_into(
+        &self,
+        root: &Path,
+        (above, given): Roots,
+        step: usize,
+    ) -> Result<Written, TreeError> {
         let mut out = Steps {
-            tree: restore::WorkTree {
-                root: &dir,
-                store: &self.store,
-                max_file_size: u64::MAX,
-                stop: self.stop.as_deref(),
-            },
+            tree: self.export_tree(root),
             step: step.max(1),
             pending: FlatTree::new(),
             modes: Vec::new(),
@@ -67,12 +111,34 @@ impl Workspace {
                 out.add_tree(&path, &node.id)?;
             }
         }
-        let files = out.finish()?;
-        Ok(ExportOutcome {
-            snapshot,
-            dir,
-            files,
-        })
+        out.finish()
+    }
+
+    fn export_tree<'a>(&'a self, root: &'a Path) -> restore::WorkTree<'a> {
+        restore::WorkTree {
+            root,
+            store: &self.store,
+            max_file_size: u64::MAX,
+            stop: self.stop.as_deref(),
+        }
+    }
+
+    /// Gives every directory written its mode, deepest first: a parent made unreadable does
+    /// not hide its children. Last of all, after the move out of the staging directory: a
+    /// directory without write permission cannot be moved to another parent.
+    fn set_modes(&self, root: &Path, mut modes: Vec<(Vec<u8>, u16)>) -> Result<(), TreeError> {
+        modes.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        let plan = Plan {
+            set_modes: modes,
+            ..Plan::default()
+        };
+        let empty = FlatTree::new();
+        let sides = restore::Sides {
+            before: &empty,
+            after: &empty,
+        };
+        restore::apply(self.export_tree(root), &plan, sides)?;
+        Ok(())
     }
 
     /// Where the export starts: the directories above the given paths (written, not
@@ -212,21 +278,27 @@ impl Steps<'_> {
         Ok(())
     }
 
-    /// Writes the last step, then gives every directory its mode, deepest first: a parent
-    /// made unreadable does not hide its children. Returns the files and symlinks written.
-    fn finish(mut self) -> Result<usize, TreeError> {
+    /// Writes the last step; returns the files and symlinks written and the directories'
+    /// modes, still to set.
+    fn finish(mut self) -> Result<Written, TreeError> {
         self.write_step()?;
-        let mut plan = Plan {
-            set_modes: std::mem::take(&mut self.modes),
-            ..Plan::default()
-        };
-        plan.set_modes.sort_unstable_by(|a, b| b.0.cmp(&a.0));
-        let empty = FlatTree::new();
-        let sides = restore::Sides {
-            before: &empty,
-            after: &empty,
-        };
-        restore::apply(self.tree, &plan, sides)?;
-        Ok(self.files)
+        Ok((self.files, self.modes))
     }
+}
+
+/// Moves every entry of `staging` into `dir` (never over an entry there), removes
+/// `staging`, and syncs `dir`: the entries were synced as they were written, their new
+/// names are not yet.
+fn move_up(staging: &Path, dir: &Path) -> Result<(), TreeError> {
+    let io = |path: &Path, e: std::io::Error| TreeError::io(path, e);
+    let from =
+        rustix::fs::open(staging, DIR_OPEN, Mode::empty()).map_err(|e| io(staging, e.into()))?;
+    let to = rustix::fs::open(dir, DIR_OPEN, Mode::empty()).map_err(|e| io(dir, e.into()))?;
+    for entry in std::fs::read_dir(staging).map_err(|e| io(staging, e))? {
+        let name = entry.map_err(|e| io(staging, e))?.file_name();
+        rustix::fs::renameat_with(&from, &name, &to, &name, RenameFlags::NOREPLACE)
+            .map_err(|e| io(&dir.join(&name), e.into()))?;
+    }
+    std::fs::remove_dir(staging).map_err(|e| io(staging, e))?;
+    Ok(snap_store::fsio::sync_dir(dir)?)
 }

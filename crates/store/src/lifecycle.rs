@@ -17,8 +17,14 @@ use crate::pack::{
 };
 use crate::{ChunkList, EntryKind, ObjectId, ObjectKind, SnapshotRecord, Store, StoreError};
 
-/// Pack files the catalog does not name whose trailer reads, open, with their index offset.
-type Orphans = Vec<(PathBuf, (PackReader, u64))>;
+/// A pack file the catalog does not name.
+struct Orphan {
+    path: PathBuf,
+    /// Where its frames end, when its trailer reads.
+    index_offset: Option<u64>,
+    /// Last written before the catalog was made.
+    before_catalog: bool,
+}
 
 /// A pack whose live bytes fall below this share of its size is rewritten by gc.
 pub const REPACK_LIVE_SHARE: f64 = 0.5;
@@ -60,8 +66,10 @@ pub struct GcReport {
     pub objects_removed: usize,
     /// Pack files no catalog commit named (left by a crash), deleted.
     pub orphan_packs_deleted: usize,
-    /// Pack files the catalog does not name that were kept: those that do not read, and
-    /// every one while the catalog names no pack (see `delete_orphan_packs`).
+    /// Pack files the catalog does not name that were kept, as they may hold history: those
+    /// that do not read or are older than the catalog, and every one while the catalog
+    /// names no pack or one of them does not read or holds a snapshot the catalog lacks
+    /// (see `delete_orphan_packs`).
     pub orphan_packs_kept: Vec<PathBuf>,
     /// Leftover files swept from `tmp/`.
     pub tmp_files_removed: usize,
@@ -394,47 +402,58 @@ impl Store {
     }
 
     /// Deletes the pack files the catalog does not name, left by a save or gc that crashed
-    /// before its commit; returns how many, and the orphans kept. Orphans that may hold the
-    /// only copy of history are kept, and `snap repair` rebuilds the catalog from them:
+    /// before its commit (or a gc or merge after it); returns how many, and the orphans
+    /// kept. A pack a commit dropped (`meta["dropped"]`) is deleted whatever it holds. Of
+    /// the others, those that may hold the only copy of history are kept, and `snap repair`
+    /// rebuilds the catalog from them:
     /// - a pack whose trailer does not read (repair skips it; only a person can tell what it
     ///   held);
     /// - a pack older than the catalog (written before it was made: a lost catalog's history,
     ///   never a crashed save's);
     /// - every orphan with `catalog_lost` (the catalog named no pack when the command began);
-    /// - every readable orphan, when one of them holds a snapshot the catalog does not know.
-    ///   That is what a catalog rolled back to an older copy sees: the newer history is in
+    /// - every orphan, when one does not read or holds a snapshot the catalog does not know.
+    ///   That is what a catalog put back from an older copy sees: the newer history is in
     ///   packs it does not name, and the packs sealed before that history's last one hold no
-    ///   snapshot but are its trees and chunks. (A save killed between its last seal and its
-    ///   commit looks the same, and its packs are kept too: a repair adopts that snapshot.)
+    ///   snapshot but are its trees and chunks. (A save whose commit failed or was killed
+    ///   after its last seal looks the same, and its packs are kept too: a repair adopts
+    ///   that snapshot.)
     pub(crate) fn delete_orphan_packs(
         &self,
         catalog_lost: bool,
     ) -> Result<(usize, Vec<PathBuf>), StoreError> {
-        let (mut kept, readable) = self.orphan_packs(catalog_lost)?;
-        let mut history = false;
-        for (_, pack) in &readable {
-            if self.holds_unknown_snapshot(pack)? {
-                history = true;
+        let dropped: HashSet<String> = (self.catalog.dropped_packs()?.iter())
+            .map(pack_file_name)
+            .collect();
+        let (mut gone, orphans): (Vec<Orphan>, Vec<Orphan>) =
+            self.orphan_packs()?.into_iter().partition(|o| {
+                o.path
+                    .file_name()
+                    .is_some_and(|n| dropped.contains(&*n.to_string_lossy()))
+            });
+        let mut history = catalog_lost;
+        for orphan in &orphans {
+            if history {
                 break;
             }
+            history = self.may_hold_history(orphan)?;
         }
-        let mut removed = 0;
-        for (path, pack) in readable {
-            drop(pack);
-            if history {
-                kept.push(path);
+        let mut kept = Vec::new();
+        for orphan in orphans {
+            if history || orphan.index_offset.is_none() || orphan.before_catalog {
+                kept.push(orphan.path);
             } else {
-                remove_if_present(&path)?;
-                removed += 1;
+                gone.push(orphan);
             }
         }
+        for orphan in &gone {
+            remove_if_present(&orphan.path)?;
+        }
         kept.sort();
-        Ok((removed, kept))
+        Ok((gone.len(), kept))
     }
 
-    /// The pack files the catalog does not name: those kept whatever else they hold (see
-    /// `delete_orphan_packs`), and the readable rest, open.
-    fn orphan_packs(&self, catalog_lost: bool) -> Result<(Vec<PathBuf>, Orphans), StoreError> {
+    /// The pack files the catalog does not name.
+    fn orphan_packs(&self) -> Result<Vec<Orphan>, StoreError> {
         let named: HashSet<String> = self
             .catalog
             .packs()?
@@ -443,7 +462,7 @@ impl Store {
             .collect();
         let created = self.catalog.created_ns()?;
         let dir = self.dir().join("packs");
-        let (mut kept, mut readable) = (Vec::new(), Vec::new());
+        let mut orphans = Vec::new();
         for entry in std::fs::read_dir(&dir).map_err(|e| StoreError::io(&dir, e))? {
             let entry = entry.map_err(|e| StoreError::io(&dir, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -451,27 +470,31 @@ impl Store {
                 continue;
             }
             let path = entry.path();
-            let reader = PackReader::open(&path).and_then(|r| r.read_trailer().map(|t| (r, t.2)));
+            let index_offset = PackReader::open(&path)
+                .and_then(|r| r.read_trailer())
+                .map(|t| t.2)
+                .ok();
             let modified = entry.metadata().and_then(|m| m.modified());
             let before_catalog = match (created, modified) {
                 (Some(created), Ok(modified)) => crate::catalog::unix_ns(modified) < created,
                 _ => false,
             };
-            match reader {
-                Ok(reader) if !catalog_lost && !before_catalog => readable.push((path, reader)),
-                _ => kept.push(path),
-            }
+            orphans.push(Orphan {
+                path,
+                index_offset,
+                before_catalog,
+            });
         }
-        Ok((kept, readable))
+        Ok(orphans)
     }
 
-    /// True when the pack (read up to its index offset) holds a snapshot object the catalog
-    /// has no row for, or its frames do not scan (then nothing can be ruled out).
-    fn holds_unknown_snapshot(
-        &self,
-        (reader, end): &(PackReader, u64),
-    ) -> Result<bool, StoreError> {
-        let Ok(frames) = reader.scan_frames(*end) else {
+    /// True when the orphan does not read (nothing can be ruled out), or holds a snapshot
+    /// object the catalog has no row for.
+    fn may_hold_history(&self, orphan: &Orphan) -> Result<bool, StoreError> {
+        let Some(end) = orphan.index_offset else {
+            return Ok(true);
+        };
+        let Ok(frames) = PackReader::open(&orphan.path).and_then(|r| r.scan_frames(end)) else {
             return Ok(true);
         };
         for frame in frames.iter().filter(|f| f.kind == ObjectKind::Snapshot) {
@@ -672,32 +695,50 @@ mod tests {
     }
 
     /// gc deletes a crashed save's pack, but keeps a pack that does not read (it may be the
-    /// only copy of history a repair skipped) and every orphan when the catalog names no
-    /// pack as it begins (a lost catalog looks like that).
+    /// only copy of history a repair skipped) and, beside it, every other orphan (they may
+    /// hold that history's trees and chunks), every orphan when the catalog names no pack as
+    /// it begins (a lost catalog looks like that), and a pack older than the catalog.
     #[test]
     fn gc_keeps_the_orphans_that_may_be_history() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::init(&dir.path().join("store")).unwrap();
+        let commit_one = |content: &[u8]| {
+            let writer = store.writer();
+            writer.put(ObjectKind::Chunk, content).unwrap();
+            crate::store::tests::commit_writer(&store, writer);
+        };
         let first = orphan_pack(&store, b"a save that crashed before its commit");
         let report = store.gc().unwrap();
         assert_eq!(report.orphan_packs_kept, vec![first.clone()]);
         assert!(first.exists(), "the catalog names no pack: kept");
-        let writer = store.writer();
-        writer.put(ObjectKind::Chunk, b"committed").unwrap();
-        crate::store::tests::commit_writer(&store, writer);
+        // (Each gc drops the committed pack, which no snapshot needs.)
+        commit_one(b"committed");
         let rotten = store
             .dir()
             .join("packs")
             .join(format!("{}.pack", "0".repeat(64)));
         std::fs::write(&rotten, b"SNAPPACK and then nothing a pack has").unwrap();
         let report = store.gc().unwrap();
+        assert_eq!(report.orphan_packs_deleted, 0);
+        let mut both = vec![first.clone(), rotten.clone()];
+        both.sort();
+        assert_eq!(report.orphan_packs_kept, both);
+        let problems = store.verify(false).unwrap().problems;
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0]
+                .what
+                .contains("is not in the catalog and does not read")
+        );
+        std::fs::remove_file(&rotten).unwrap();
+        commit_one(b"committed again");
+        let report = store.gc().unwrap();
         assert_eq!(report.orphan_packs_deleted, 1);
         assert!(
             !first.exists(),
             "a readable orphan is a crashed save's: deleted"
         );
-        assert_eq!(report.orphan_packs_kept, vec![rotten.clone()]);
-        assert!(rotten.exists());
+        assert!(report.orphan_packs_kept.is_empty());
         // A readable orphan written before the catalog was made held a lost catalog's history.
         let old = orphan_pack(&store, b"history from before this catalog");
         let then = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30);
@@ -707,18 +748,38 @@ mod tests {
             .unwrap()
             .set_modified(then)
             .unwrap();
+        commit_one(b"committed a third time");
         let report = store.gc().unwrap();
-        let mut both = vec![old.clone(), rotten.clone()];
-        both.sort();
-        assert_eq!(report.orphan_packs_kept, both);
+        assert_eq!(report.orphan_packs_kept, vec![old.clone()]);
         assert!(old.exists());
-        let problems = store.verify(false).unwrap().problems;
-        assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(
-            problems[0]
-                .what
-                .contains("is not in the catalog and does not read")
-        );
+    }
+
+    /// A gc killed after its commit and before it deleted the packs it dropped leaves the
+    /// snapshots prune dropped in unnamed packs. The commit recorded those packs, so the
+    /// next gc deletes them rather than keep them (and every other orphan) as history.
+    #[test]
+    fn gc_deletes_the_packs_a_commit_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join("store")).unwrap();
+        let writer = store.writer();
+        writer.put(ObjectKind::Chunk, b"kept").unwrap();
+        crate::store::tests::commit_writer(&store, writer);
+        let pruned = orphan_pack_of(&store, ObjectKind::Snapshot, b"a snapshot prune dropped");
+        let id = ObjectId::of(ObjectKind::Snapshot, b"a snapshot prune dropped");
+        let name = pruned.file_name().unwrap().to_string_lossy().into_owned();
+        let pack = ObjectId::from_hex(name.trim_end_matches(".pack")).unwrap();
+        store
+            .commit(&Commit {
+                remove_packs: vec![pack],
+                ..Commit::default()
+            })
+            .unwrap();
+        assert_eq!(store.catalog.dropped_packs().unwrap(), vec![pack]);
+        assert!(store.catalog.snapshot(&id).unwrap().is_none());
+        let report = store.gc().unwrap();
+        assert_eq!(report.orphan_packs_deleted, 1, "{report:?}");
+        assert!(report.orphan_packs_kept.is_empty());
+        assert!(!pruned.exists());
     }
 
     /// A catalog rolled back to an older copy does not name the packs of the history after

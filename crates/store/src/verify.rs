@@ -296,13 +296,30 @@ impl Store {
         let dropped = drop_baseless(&mut commit.packs, &based);
         report.objects -= dropped;
         report.damaged_objects += dropped;
-        commit.snapshots.sort_by_key(|(_, r)| r.seq);
+        commit
+            .snapshots
+            .sort_by_key(|(id, r)| (r.seq, r.time_ns, *id));
         commit.snapshots.dedup_by_key(|(id, _)| *id);
+        // The first snapshot of each number is keyed by it, and any other made as the same
+        // number (two lines of history joined) only after every number is taken, so that
+        // none is keyed past its number for another's sake (`Catalog::free_key`).
+        let (mut firsts, mut others): (Vec<(ObjectId, SnapshotRecord)>, Vec<_>) =
+            (Vec::new(), Vec::new());
+        for snapshot in std::mem::take(&mut commit.snapshots) {
+            match firsts.last() {
+                Some((_, last)) if last.seq == snapshot.1.seq => others.push(snapshot),
+                _ => firsts.push(snapshot),
+            }
+        }
+        commit.snapshots = firsts;
+        commit.snapshots.append(&mut others);
         report.snapshots = commit.snapshots.len();
         let history = history_after_repair(old_history, &commit.snapshots);
         report.history_kept = history.is_some();
         let history = history.unwrap_or_else(|| HistoryState {
-            head: commit.snapshots.last().map(|(id, _)| *id),
+            head: (commit.snapshots.iter())
+                .max_by_key(|(_, r)| (r.seq, r.time_ns))
+                .map(|(id, _)| *id),
             redo: Vec::new(),
         });
         report.head = (commit.snapshots.iter())

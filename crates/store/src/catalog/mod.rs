@@ -23,7 +23,7 @@
 //! ignored. Every change of a save, undo, redo or restore is one write transaction, committed
 //! durably.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use redb::{
@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
-use crate::pack::FrameInfo;
+use crate::pack::{FrameInfo, pack_file_name};
 use crate::statcache::StatCacheUpdate;
 use crate::{ObjectId, SnapshotRecord, StoreError};
 
@@ -409,14 +409,21 @@ impl Catalog {
         .map_err(|why| self.err(why))
     }
 
-    /// Every snapshot record, in sequence order.
+    /// Every snapshot record, in sequence order (numbers two snapshots share, by time).
     pub fn snapshots(&self) -> Result<Vec<(ObjectId, SnapshotRecord)>, StoreError> {
         let txn = self.read()?;
         let table = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
+        let mut in_order = true;
         for row in table.iter().map_err(|e| self.err(e))? {
-            let (_, v) = row.map_err(|e| self.err(e))?;
-            out.push(decode_snapshot_row(v.value())?);
+            let (key, v) = row.map_err(|e| self.err(e))?;
+            let snapshot = decode_snapshot_row(v.value())?;
+            in_order &= key.value() == snapshot.1.seq;
+            out.push(snapshot);
+        }
+        // Rows keyed past their number (`free_key`) sort among the rest by number.
+        if !in_order {
+            out.sort_by_key(|(_, r)| (r.seq, r.time_ns));
         }
         Ok(out)
     }
@@ -488,6 +495,9 @@ impl Catalog {
             objects.remove(id.0.as_slice()).map_err(|e| self.err(e))?;
         }
         self.remove_packs(txn, &commit.remove_packs)?;
+        if !commit.remove_packs.is_empty() {
+            self.write_dropped(txn, commit)?;
+        }
         // References, not copies: a first save of a million files locates a million frames.
         let mut located: Vec<(u32, &FrameInfo)> = Vec::new();
         for (pack, frames) in &commit.packs {
@@ -522,6 +532,40 @@ impl Catalog {
             }
         }
         Ok(())
+    }
+
+    /// Records the packs `commit` drops in `meta["dropped"]`, beside those dropped before
+    /// whose files are still there: gc deletes such a pack's file when it finds it, whatever
+    /// it holds, while it keeps an unnamed pack holding snapshots the catalog lacks (a gc or
+    /// merge killed after its commit leaves the snapshots prune dropped in such packs).
+    fn write_dropped(&self, txn: &WriteTransaction, commit: &Commit) -> Result<(), StoreError> {
+        let packs_dir = self.path.parent().map(|store| store.join("packs"));
+        let present = |id: &ObjectId| {
+            (packs_dir.as_ref()).is_some_and(|dir| dir.join(pack_file_name(id)).exists())
+        };
+        let added: HashSet<ObjectId> = commit.packs.iter().map(|(p, _)| *p).collect();
+        let mut dropped: Vec<ObjectId> = self.dropped_in(txn)?;
+        dropped.retain(|id| present(id) && !commit.remove_packs.contains(id));
+        dropped.extend(commit.remove_packs.iter().filter(|id| !added.contains(id)));
+        let value: Vec<u8> = dropped.iter().flat_map(|id| id.0).collect();
+        let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        meta.insert("dropped", value.as_slice())
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    fn dropped_in(&self, txn: &WriteTransaction) -> Result<Vec<ObjectId>, StoreError> {
+        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        let value = meta.get("dropped").map_err(|e| self.err(e))?;
+        Ok(value.map_or_else(Vec::new, |v| decode_ids(v.value())))
+    }
+
+    /// The packs commits dropped whose files may still be there (`meta["dropped"]`).
+    pub fn dropped_packs(&self) -> Result<Vec<ObjectId>, StoreError> {
+        let txn = self.read()?;
+        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+        let value = meta.get("dropped").map_err(|e| self.err(e))?;
+        Ok(value.map_or_else(Vec::new, |v| decode_ids(v.value())))
     }
 
     /// Names `pack` in `packs` with its object count, and returns its number: the one it
@@ -576,7 +620,10 @@ impl Catalog {
             }
         }
         for (id, record) in &commit.snapshots {
-            let key = self.free_key(&snapshots, id, record.seq)?;
+            if ids.get(id.0.as_slice()).map_err(|e| self.err(e))?.is_some() {
+                continue;
+            }
+            let key = self.free_key(&snapshots, record.seq)?;
             let mut row = id.0.to_vec();
             row.extend_from_slice(&record.encode());
             snapshots
@@ -587,22 +634,13 @@ impl Catalog {
         Ok(())
     }
 
-    /// The `snapshots` key for snapshot `id` made as number `seq`: `seq` itself, unless
-    /// another snapshot holds it, and then one past the largest key. Two snapshots share a
+    /// The `snapshots` key for a snapshot the catalog lacks, made as number `seq`: `seq`
+    /// itself, unless another snapshot holds it, and then one past the largest key. Two snapshots share a
     /// number only when a repair joins two lines of history (a catalog put back from an
     /// older copy and saved on from there, beside the packs saved after that copy); one row
     /// over the other would lose a snapshot, and perhaps HEAD.
-    fn free_key(
-        &self,
-        snapshots: &redb::Table<u64, &[u8]>,
-        id: &ObjectId,
-        seq: u64,
-    ) -> Result<u64, StoreError> {
-        let taken = match snapshots.get(seq).map_err(|e| self.err(e))? {
-            Some(row) => row.value().get(..32) != Some(id.0.as_slice()),
-            None => false,
-        };
-        if !taken {
+    fn free_key(&self, snapshots: &redb::Table<u64, &[u8]>, seq: u64) -> Result<u64, StoreError> {
+        if snapshots.get(seq).map_err(|e| self.err(e))?.is_none() {
             return Ok(seq);
         }
         let last = snapshots.last().map_err(|e| self.err(e))?;
@@ -699,6 +737,14 @@ fn open_error(path: &Path, e: redb::DatabaseError) -> StoreError {
 }
 
 /// Nanoseconds since the Unix epoch (0 before it, saturated far after).
+/// `n × 32` bytes of ids; a value of another length is read as far as it goes.
+fn decode_ids(bytes: &[u8]) -> Vec<ObjectId> {
+    bytes
+        .chunks_exact(32)
+        .filter_map(ObjectId::from_slice)
+        .collect()
+}
+
 pub(crate) fn unix_ns(t: SystemTime) -> i64 {
     t.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
@@ -752,7 +798,9 @@ mod tests {
             remove_snapshots,
             ..Commit::default()
         };
-        catalog.commit(&commit(all.clone(), Vec::new())).unwrap();
+        // Each twice, as a repair finds a snapshot in every pack that holds a copy of it.
+        let twice = [all.clone(), all.clone()].concat();
+        catalog.commit(&commit(twice, Vec::new())).unwrap();
         catalog
             .commit(&commit(vec![two.clone()], Vec::new()))
             .unwrap();

@@ -64,12 +64,13 @@ pub struct GcReport {
     pub packs_repacked: usize,
     /// Dead objects dropped from the catalog.
     pub objects_removed: usize,
-    /// Pack files no catalog commit named (left by a crash), deleted.
+    /// Pack files the catalog does not name, deleted: left by a crash before a commit, or
+    /// dropped by a commit of a gc or merge that stopped before deleting them.
     pub orphan_packs_deleted: usize,
     /// Pack files the catalog does not name that were kept, as they may hold history: those
-    /// that do not read or are older than the catalog, and every one while the catalog
-    /// names no pack or one of them does not read or holds a snapshot the catalog lacks
-    /// (see `delete_orphan_packs`).
+    /// that do not read or are older than the catalog (unless a commit dropped them), and
+    /// every one while the catalog names no pack or one of them does not read or holds a
+    /// snapshot the catalog lacks (see `delete_orphan_packs`).
     pub orphan_packs_kept: Vec<PathBuf>,
     /// Leftover files swept from `tmp/`.
     pub tmp_files_removed: usize,
@@ -403,9 +404,9 @@ impl Store {
 
     /// Deletes the pack files the catalog does not name, left by a save or gc that crashed
     /// before its commit (or a gc or merge after it); returns how many, and the orphans
-    /// kept. A pack a commit dropped (`meta["dropped"]`) is deleted whatever it holds. Of
-    /// the others, those that may hold the only copy of history are kept, and `snap repair`
-    /// rebuilds the catalog from them:
+    /// kept. A pack a commit dropped (`meta["dropped"]`) is deleted whatever it holds,
+    /// unless another orphan may hold history. Of the others, those that may hold the only
+    /// copy of history are kept, and `snap repair` rebuilds the catalog from them:
     /// - a pack whose trailer does not read (repair skips it; only a person can tell what it
     ///   held);
     /// - a pack older than the catalog (written before it was made: a lost catalog's history,
@@ -437,9 +438,17 @@ impl Store {
             }
             history = self.may_hold_history(orphan)?;
         }
+        if history {
+            // The dropped packs too: the history may be a line that a repair took back and
+            // saved on from, reusing what they hold, before this catalog was put back.
+            let mut kept: Vec<PathBuf> =
+                (gone.into_iter().chain(orphans)).map(|o| o.path).collect();
+            kept.sort();
+            return Ok((0, kept));
+        }
         let mut kept = Vec::new();
         for orphan in orphans {
-            if history || orphan.index_offset.is_none() || orphan.before_catalog {
+            if orphan.index_offset.is_none() || orphan.before_catalog {
                 kept.push(orphan.path);
             } else {
                 gone.push(orphan);
@@ -776,10 +785,48 @@ mod tests {
             .unwrap();
         assert_eq!(store.catalog.dropped_packs().unwrap(), vec![pack]);
         assert!(store.catalog.snapshot(&id).unwrap().is_none());
+        // Beside an orphan that may be history, it is kept too: that history may be a line
+        // a repair took back and saved on from, reusing what the dropped pack holds.
+        let newer = orphan_pack_of(
+            &store,
+            ObjectKind::Snapshot,
+            b"a snapshot the catalog lacks",
+        );
+        let report = store.gc().unwrap();
+        assert_eq!(report.orphan_packs_deleted, 0, "{report:?}");
+        assert_eq!(report.orphan_packs_kept.len(), 2);
+        // (That gc dropped the committed pack, which no snapshot needs; a catalog naming no
+        // pack would keep every orphan.)
+        std::fs::remove_file(&newer).unwrap();
+        let writer = store.writer();
+        writer.put(ObjectKind::Chunk, b"kept again").unwrap();
+        crate::store::tests::commit_writer(&store, writer);
         let report = store.gc().unwrap();
         assert_eq!(report.orphan_packs_deleted, 1, "{report:?}");
         assert!(report.orphan_packs_kept.is_empty());
         assert!(!pruned.exists());
+    }
+
+    /// A pack id is a hash of the pack's bytes: a pack a commit dropped and a later commit
+    /// names again (written again byte for byte) holds history, and leaves the list.
+    #[test]
+    fn a_pack_named_again_is_no_longer_listed_as_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join("store")).unwrap();
+        let writer = store.writer();
+        writer.put(ObjectKind::Chunk, b"one pack").unwrap();
+        let packs = writer.finish().unwrap();
+        let pack = packs[0].0;
+        let commit = |packs, remove_packs| Commit {
+            packs,
+            remove_packs,
+            ..Commit::default()
+        };
+        store.commit(&commit(packs.clone(), Vec::new())).unwrap();
+        store.commit(&commit(Vec::new(), vec![pack])).unwrap();
+        assert_eq!(store.catalog.dropped_packs().unwrap(), vec![pack]);
+        store.commit(&commit(packs, Vec::new())).unwrap();
+        assert!(store.catalog.dropped_packs().unwrap().is_empty());
     }
 
     /// A catalog rolled back to an older copy does not name the packs of the history after

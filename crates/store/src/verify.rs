@@ -207,10 +207,14 @@ impl Store {
 
     /// A problem for each pack file the catalog does not name that does not read: a repair
     /// skipped it, and it may hold the only copy of history (gc keeps it; FORMAT.md 7.4). A
-    /// readable one is a crashed save's leftover, which gc deletes unless a readable orphan
-    /// holds a snapshot the catalog lacks, and no problem.
+    /// readable one is a crashed save's leftover, which gc deletes unless another orphan may
+    /// hold history, and no problem.
     fn unreadable_orphans(&self, named: &[(ObjectId, u64)]) -> Result<Vec<Problem>, StoreError> {
-        let named: HashSet<String> = named.iter().map(|(p, _)| pack_file_name(p)).collect();
+        // A pack a commit dropped is no orphan to report: gc deletes it (FORMAT.md 7.4).
+        let dropped = self.catalog.dropped_packs()?;
+        let named: HashSet<String> = (named.iter().map(|(p, _)| p).chain(&dropped))
+            .map(pack_file_name)
+            .collect();
         let mut problems = Vec::new();
         for path in pack_files(&self.dir().join("packs"))? {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned());

@@ -451,15 +451,21 @@ fn gc_after_a_rolled_back_catalog_keeps_the_newer_history() {
     write(d, "f", b"two");
     write(d, "g", b"only in the newer snapshot");
     ok(d, &["save"]);
+    write(d, "h", b"three");
+    ok(d, &["save"]);
     std::fs::write(&catalog, older).unwrap();
     write(d, "f", b"three");
     ok(d, &["save"]);
     let head = json(d, &["log"])["head"].clone();
     let gc = json(d, &["gc"]);
-    assert_eq!(gc["orphan_packs_kept"].as_array().unwrap().len(), 1, "{gc}");
-    assert_eq!(json(d, &["repair"])["snapshots"], 3);
+    assert_eq!(gc["orphan_packs_kept"].as_array().unwrap().len(), 2, "{gc}");
+    assert_eq!(json(d, &["repair"])["snapshots"], 4);
     let all = json(d, &["log", "--all"]);
     assert_eq!(all["head"], head, "repair keeps the catalog's HEAD");
+    let numbers: Vec<u64> = (all["snapshots"].as_array().unwrap().iter())
+        .map(|s| s["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, [3, 2, 2, 1], "newest first, by number");
     let twos: Vec<&str> = (all["snapshots"].as_array().unwrap().iter())
         .filter(|s| s["seq"] == 2)
         .map(|s| s["id"].as_str().unwrap())
@@ -473,8 +479,9 @@ fn gc_after_a_rolled_back_catalog_keeps_the_newer_history() {
     assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
     let gc = json(d, &["gc"]);
     assert_eq!(gc["orphan_packs_kept"].as_array().unwrap().len(), 0, "{gc}");
+    // One past the largest key: the second #2 is keyed 4.
     write(d, "f", b"four");
-    assert_eq!(json(d, &["save"])["seq"], 4);
+    assert_eq!(json(d, &["save"])["seq"], 5);
 }
 
 #[test]

@@ -5,13 +5,15 @@
 //! meta       &str  -> &[u8]  "format" u32 LE | "head" id [32] | "redo" id[32]* (bottom first)
 //!                            | "scan" scan memo | "walk" walk memo | "dirs" dir-cache fingerprint
 //!                            | "created" i64 LE | "pack_next" u32 LE (the next pack number)
+//!                            | "dropped" pack id [32]* (dropped packs whose files may remain)
 //! objects    &[u8] -> &[u8]  id [32] -> pack number u32 | offset u64 | kind u8 | compression u8
 //!                                       | raw_len u32 | stored_len u32            (22 bytes)
 //!                                       (before version 5: pack id [32] in place of the number)
 //! packs      &[u8] -> u64    pack id [32] -> object count
 //! pack_ids   u32   -> &[u8]  pack number -> pack id [32]
 //! pack_numbers &[u8] -> u32  pack id [32] -> pack number
-//! snapshots  u64   -> &[u8]  seq -> snapshot id [32] | encoded SnapshotRecord
+//! snapshots  u64   -> &[u8]  seq -> snapshot id [32] | encoded SnapshotRecord (past the
+//!                            largest key when two snapshots share a number: `free_key`)
 //! snap_ids   &[u8] -> u64    snapshot id [32] -> seq
 //! stat_cache &[u8] -> &[u8]  path -> StatEntry (before version 5; emptied by its first write)
 //! stat_dirs  &[u8] -> &[u8]  directory | 0x00 | first name -> entries (statdirs.rs)
@@ -495,7 +497,7 @@ impl Catalog {
             objects.remove(id.0.as_slice()).map_err(|e| self.err(e))?;
         }
         self.remove_packs(txn, &commit.remove_packs)?;
-        if !commit.remove_packs.is_empty() {
+        if !commit.remove_packs.is_empty() || !commit.packs.is_empty() {
             self.write_dropped(txn, commit)?;
         }
         // References, not copies: a first save of a million files locates a million frames.
@@ -535,18 +537,28 @@ impl Catalog {
     }
 
     /// Records the packs `commit` drops in `meta["dropped"]`, beside those dropped before
-    /// whose files are still there: gc deletes such a pack's file when it finds it, whatever
-    /// it holds, while it keeps an unnamed pack holding snapshots the catalog lacks (a gc or
-    /// merge killed after its commit leaves the snapshots prune dropped in such packs).
+    /// whose files are still there, less any pack a commit names again (a pack id is a hash
+    /// of its bytes: a pack written again byte for byte holds new history). gc deletes such
+    /// a pack's file when it finds it unnamed, whatever it holds, unless other unnamed packs
+    /// may hold history (a gc or merge killed after its commit leaves the snapshots prune
+    /// dropped in such packs, and they would otherwise keep every unnamed pack as history).
     fn write_dropped(&self, txn: &WriteTransaction, commit: &Commit) -> Result<(), StoreError> {
+        let before = self.dropped_in(txn)?;
+        if before.is_empty() && commit.remove_packs.is_empty() {
+            return Ok(());
+        }
         let packs_dir = self.path.parent().map(|store| store.join("packs"));
         let present = |id: &ObjectId| {
             (packs_dir.as_ref()).is_some_and(|dir| dir.join(pack_file_name(id)).exists())
         };
         let added: HashSet<ObjectId> = commit.packs.iter().map(|(p, _)| *p).collect();
-        let mut dropped: Vec<ObjectId> = self.dropped_in(txn)?;
+        let mut dropped = before.clone();
         dropped.retain(|id| present(id) && !commit.remove_packs.contains(id));
-        dropped.extend(commit.remove_packs.iter().filter(|id| !added.contains(id)));
+        dropped.extend(commit.remove_packs.iter().copied());
+        dropped.retain(|id| !added.contains(id));
+        if dropped == before {
+            return Ok(());
+        }
         let value: Vec<u8> = dropped.iter().flat_map(|id| id.0).collect();
         let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
         meta.insert("dropped", value.as_slice())

@@ -698,6 +698,13 @@ mod tests {
         }
     }
 
+    /// A pack holding one chunk, committed: the catalog then names a pack.
+    fn commit_chunk(store: &Store, content: &[u8]) {
+        let writer = store.writer();
+        writer.put(ObjectKind::Chunk, content).unwrap();
+        crate::store::tests::commit_writer(store, writer);
+    }
+
     /// Packs written and never committed.
     fn orphan_pack(store: &Store, content: &[u8]) -> PathBuf {
         orphan_pack_of(store, ObjectKind::Chunk, content)
@@ -711,17 +718,12 @@ mod tests {
     fn gc_keeps_the_orphans_that_may_be_history() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::init(&dir.path().join("store")).unwrap();
-        let commit_one = |content: &[u8]| {
-            let writer = store.writer();
-            writer.put(ObjectKind::Chunk, content).unwrap();
-            crate::store::tests::commit_writer(&store, writer);
-        };
         let first = orphan_pack(&store, b"a save that crashed before its commit");
         let report = store.gc().unwrap();
         assert_eq!(report.orphan_packs_kept, vec![first.clone()]);
         assert!(first.exists(), "the catalog names no pack: kept");
         // (Each gc drops the committed pack, which no snapshot needs.)
-        commit_one(b"committed");
+        commit_chunk(&store, b"committed");
         let rotten = store
             .dir()
             .join("packs")
@@ -740,7 +742,7 @@ mod tests {
                 .contains("is not in the catalog and does not read")
         );
         std::fs::remove_file(&rotten).unwrap();
-        commit_one(b"committed again");
+        commit_chunk(&store, b"committed again");
         let report = store.gc().unwrap();
         assert_eq!(report.orphan_packs_deleted, 1);
         assert!(
@@ -757,7 +759,7 @@ mod tests {
             .unwrap()
             .set_modified(then)
             .unwrap();
-        commit_one(b"committed a third time");
+        commit_chunk(&store, b"committed a third time");
         let report = store.gc().unwrap();
         assert_eq!(report.orphan_packs_kept, vec![old.clone()]);
         assert!(old.exists());
@@ -770,9 +772,7 @@ mod tests {
     fn gc_deletes_the_packs_a_commit_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::init(&dir.path().join("store")).unwrap();
-        let writer = store.writer();
-        writer.put(ObjectKind::Chunk, b"kept").unwrap();
-        crate::store::tests::commit_writer(&store, writer);
+        commit_chunk(&store, b"kept");
         let pruned = orphan_pack_of(&store, ObjectKind::Snapshot, b"a snapshot prune dropped");
         let id = ObjectId::of(ObjectKind::Snapshot, b"a snapshot prune dropped");
         let name = pruned.file_name().unwrap().to_string_lossy().into_owned();
@@ -798,9 +798,7 @@ mod tests {
         // (That gc dropped the committed pack, which no snapshot needs; a catalog naming no
         // pack would keep every orphan.)
         std::fs::remove_file(&newer).unwrap();
-        let writer = store.writer();
-        writer.put(ObjectKind::Chunk, b"kept again").unwrap();
-        crate::store::tests::commit_writer(&store, writer);
+        commit_chunk(&store, b"kept again");
         let report = store.gc().unwrap();
         assert_eq!(report.orphan_packs_deleted, 1, "{report:?}");
         assert!(report.orphan_packs_kept.is_empty());
@@ -830,15 +828,13 @@ mod tests {
     }
 
     /// A catalog rolled back to an older copy does not name the packs of the history after
-    /// it. gc keeps every readable orphan once one holds a snapshot the catalog lacks: the
+    /// it. gc keeps every orphan once one holds a snapshot the catalog lacks: the
     /// others may be that snapshot's trees and chunks, sealed before its last pack.
     #[test]
     fn gc_keeps_orphans_beside_a_snapshot_the_catalog_lacks() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::init(&dir.path().join("store")).unwrap();
-        let writer = store.writer();
-        writer.put(ObjectKind::Chunk, b"committed").unwrap();
-        crate::store::tests::commit_writer(&store, writer);
+        commit_chunk(&store, b"committed");
         let chunks = orphan_pack_of(&store, ObjectKind::Chunk, b"a newer snapshot's chunk");
         let snapshot = orphan_pack_of(&store, ObjectKind::Snapshot, b"a newer snapshot");
         let report = store.gc().unwrap();
@@ -851,9 +847,7 @@ mod tests {
         // gc dropped the committed pack, which no snapshot needs; a catalog naming no pack
         // would keep every orphan.)
         std::fs::remove_file(&snapshot).unwrap();
-        let writer = store.writer();
-        writer.put(ObjectKind::Chunk, b"committed again").unwrap();
-        crate::store::tests::commit_writer(&store, writer);
+        commit_chunk(&store, b"committed again");
         let report = store.gc().unwrap();
         assert_eq!(report.orphan_packs_deleted, 1);
         assert!(report.orphan_packs_kept.is_empty());

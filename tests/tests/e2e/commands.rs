@@ -727,14 +727,14 @@ fn snap_undo_is_the_same_program_under_a_second_name() {
 fn a_failed_export_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().join("ws");
-    for i in 0..40 {
-        write(
-            &d,
-            &format!("a/f{i:02}"),
-            format!("first {i}\n").repeat(50).as_bytes(),
-        );
-    }
-    ok(&d, &["save"]);
+    let save_files = |dir: &str, word: &str| {
+        for i in 0..40 {
+            let content = format!("{word} {i}\n").repeat(50);
+            write(&d, &format!("{dir}/f{i:02}"), content.as_bytes());
+        }
+        ok(&d, &["save"]);
+    };
+    save_files("a", "first");
     let packs = |d: &Path| -> Vec<std::path::PathBuf> {
         let mut all: Vec<_> = std::fs::read_dir(d.join(".snap/packs"))
             .unwrap()
@@ -744,14 +744,7 @@ fn a_failed_export_leaves_nothing_behind() {
         all
     };
     let first = packs(&d);
-    for i in 0..40 {
-        write(
-            &d,
-            &format!("b/f{i:02}"),
-            format!("second {i}\n").repeat(50).as_bytes(),
-        );
-    }
-    ok(&d, &["save"]);
+    save_files("b", "second");
     let second = packs(&d).into_iter().find(|p| !first.contains(p)).unwrap();
     let mut bytes = std::fs::read(&second).unwrap();
     let half = bytes.len() / 2;

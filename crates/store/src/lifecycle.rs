@@ -412,7 +412,8 @@ impl Store {
     /// - a pack older than the catalog (written before it was made: a lost catalog's history,
     ///   never a crashed save's);
     /// - every orphan with `catalog_lost` (the catalog named no pack when the command began);
-    /// - every orphan, when one does not read or holds a snapshot the catalog does not know.
+    /// - every orphan, when one does not read or holds a snapshot the catalog does not know,
+    ///   or a pack the catalog names is missing.
     ///   That is what a catalog put back from an older copy sees: the newer history is in
     ///   packs it does not name, and the packs sealed before that history's last one hold no
     ///   snapshot but are its trees and chunks. (A save whose commit failed or was killed
@@ -431,7 +432,7 @@ impl Store {
                     .file_name()
                     .is_some_and(|n| dropped.contains(&*n.to_string_lossy()))
             });
-        let mut history = catalog_lost;
+        let mut history = catalog_lost || self.misses_a_named_pack()?;
         for orphan in &orphans {
             if history {
                 break;
@@ -495,6 +496,13 @@ impl Store {
             });
         }
         Ok(orphans)
+    }
+
+    /// True when a pack the catalog names has no file: the catalog does not match the packs
+    /// (one put back from an older copy names packs a later gc or merge replaced), and an
+    /// unnamed pack may hold the only copy of what it locates there.
+    fn misses_a_named_pack(&self) -> Result<bool, StoreError> {
+        Ok((self.catalog.packs()?.iter()).any(|(p, _)| !self.pack_path(p).exists()))
     }
 
     /// True when the orphan does not read (nothing can be ruled out), or holds a snapshot
@@ -803,6 +811,31 @@ mod tests {
         assert_eq!(report.orphan_packs_deleted, 1, "{report:?}");
         assert!(report.orphan_packs_kept.is_empty());
         assert!(!pruned.exists());
+    }
+
+    /// A catalog put back from an older copy may name packs a later merge replaced by one it
+    /// does not name: the frames it locates in the missing packs are in that one. gc keeps
+    /// every unnamed pack while a named one is missing.
+    #[test]
+    fn gc_keeps_the_orphans_while_a_named_pack_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join("store")).unwrap();
+        commit_chunk(&store, b"kept");
+        let merged = orphan_pack(&store, b"the merged copy of a pack the catalog names");
+        let writer = store.writer();
+        writer.put(ObjectKind::Chunk, b"named, then merged away").unwrap();
+        let packs = writer.finish().unwrap();
+        let named = store.pack_path(&packs[0].0);
+        store
+            .commit(&Commit {
+                packs,
+                ..Commit::default()
+            })
+            .unwrap();
+        std::fs::remove_file(named).unwrap();
+        let report = store.delete_orphan_packs(false).unwrap();
+        assert_eq!(report, (0, vec![merged.clone()]));
+        assert!(merged.exists());
     }
 
     /// A pack id is a hash of the pack's bytes: a pack a commit dropped and a later commit

@@ -181,6 +181,8 @@ pub struct DoctorDoc {
     pub hook_failure: Option<HookFailureDoc>,
     pub store_ok: bool,
     pub store_problems: Vec<String>,
+    pub history_outside_catalog: Vec<String>,
+    pub set_aside_catalogs: Vec<String>,
     pub pending: Vec<String>,
     pub snap_on_path: Option<String>,
 }

@@ -423,15 +423,7 @@ impl Store {
         &self,
         catalog_lost: bool,
     ) -> Result<(usize, Vec<PathBuf>), StoreError> {
-        let dropped: HashSet<String> = (self.catalog.dropped_packs()?.iter())
-            .map(pack_file_name)
-            .collect();
-        let (mut gone, orphans): (Vec<Orphan>, Vec<Orphan>) =
-            self.orphan_packs()?.into_iter().partition(|o| {
-                o.path
-                    .file_name()
-                    .is_some_and(|n| dropped.contains(&*n.to_string_lossy()))
-            });
+        let (mut gone, orphans) = self.orphans_by_drop()?;
         let mut history = catalog_lost || self.misses_a_named_pack()?;
         for orphan in &orphans {
             if history {
@@ -460,6 +452,18 @@ impl Store {
         }
         kept.sort();
         Ok((gone.len(), kept))
+    }
+
+    /// The pack files the catalog does not name: those a commit dropped
+    /// (`meta["dropped"]`), and the others.
+    fn orphans_by_drop(&self) -> Result<(Vec<Orphan>, Vec<Orphan>), StoreError> {
+        let dropped: HashSet<String> = (self.catalog.dropped_packs()?.iter())
+            .map(pack_file_name)
+            .collect();
+        let listed = |o: &Orphan| {
+            (o.path.file_name()).is_some_and(|n| dropped.contains(&*n.to_string_lossy()))
+        };
+        Ok(self.orphan_packs()?.into_iter().partition(listed))
     }
 
     /// The pack files the catalog does not name.
@@ -508,10 +512,16 @@ impl Store {
     /// True when the orphan does not read (nothing can be ruled out), or holds a snapshot
     /// object the catalog has no row for.
     fn may_hold_history(&self, orphan: &Orphan) -> Result<bool, StoreError> {
-        let Some(end) = orphan.index_offset else {
-            return Ok(true);
-        };
-        let Ok(frames) = PackReader::open(&orphan.path).and_then(|r| r.scan_frames(end)) else {
+        match orphan.index_offset {
+            Some(end) => self.holds_unknown_snapshot(&orphan.path, end),
+            None => Ok(true),
+        }
+    }
+
+    /// True when the pack's frames up to `end` hold a snapshot object the catalog has no
+    /// row for, or do not scan.
+    fn holds_unknown_snapshot(&self, path: &Path, end: u64) -> Result<bool, StoreError> {
+        let Ok(frames) = PackReader::open(path).and_then(|r| r.scan_frames(end)) else {
             return Ok(true);
         };
         for frame in frames.iter().filter(|f| f.kind == ObjectKind::Snapshot) {
@@ -520,6 +530,22 @@ impl Store {
             }
         }
         Ok(false)
+    }
+
+    /// The readable pack files the catalog does not name (nor lists as dropped) that hold a
+    /// snapshot it lacks: history outside the catalog, which gc keeps and `snap repair`
+    /// takes back (a catalog put back from an older copy, or a save whose commit failed).
+    pub fn history_outside_catalog(&self) -> Result<Vec<PathBuf>, StoreError> {
+        let mut found = Vec::new();
+        for orphan in self.orphans_by_drop()?.1 {
+            if let Some(end) = orphan.index_offset
+                && self.holds_unknown_snapshot(&orphan.path, end)?
+            {
+                found.push(orphan.path);
+            }
+        }
+        found.sort();
+        Ok(found)
     }
 
     /// Removes every snapshot and clears HEAD and the redo stack, then collects the garbage.
@@ -823,7 +849,9 @@ mod tests {
         commit_chunk(&store, b"kept");
         let merged = orphan_pack(&store, b"the merged copy of a pack the catalog names");
         let writer = store.writer();
-        writer.put(ObjectKind::Chunk, b"named, then merged away").unwrap();
+        writer
+            .put(ObjectKind::Chunk, b"named, then merged away")
+            .unwrap();
         let packs = writer.finish().unwrap();
         let named = store.pack_path(&packs[0].0);
         store

@@ -459,7 +459,15 @@ fn gc_after_a_rolled_back_catalog_keeps_the_newer_history() {
     let head = json(d, &["log"])["head"].clone();
     let gc = json(d, &["gc"]);
     assert_eq!(gc["orphan_packs_kept"].as_array().unwrap().len(), 2, "{gc}");
+    let doctor = json(d, &["doctor"]);
+    assert_eq!(
+        doctor["history_outside_catalog"].as_array().unwrap().len(),
+        2
+    );
     assert_eq!(json(d, &["repair"])["snapshots"], 4);
+    let doctor = json(d, &["doctor"]);
+    assert_eq!(doctor["history_outside_catalog"], Value::Array(Vec::new()));
+    assert_eq!(doctor["set_aside_catalogs"].as_array().unwrap().len(), 1);
     let all = json(d, &["log", "--all"]);
     assert_eq!(all["head"], head, "repair keeps the catalog's HEAD");
     let numbers: Vec<u64> = (all["snapshots"].as_array().unwrap().iter())

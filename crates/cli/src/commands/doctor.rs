@@ -1,5 +1,6 @@
-//! `snap doctor`: is snap wired into the agents, are hook saves working, is the store whole,
-//! and does `snap` on PATH name this program or snapd's.
+//! `snap doctor`: is snap wired into the agents, are hook saves working, is the store whole
+//! (and does history lie outside its catalog), and does `snap` on PATH name this program or
+//! snapd's.
 
 use super::*;
 use crate::hook::install::{HookPlace, installed};
@@ -26,6 +27,10 @@ pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
         }),
         store_ok: report.problems.is_empty(),
         store_problems: report.problems.iter().map(|p| p.what.clone()).collect(),
+        history_outside_catalog: (ws.store().history_outside_catalog()?.iter())
+            .map(|p| p.display().to_string())
+            .collect(),
+        set_aside_catalogs: set_aside_catalogs(ws.store().dir()),
         pending,
         snap_on_path: on_path.as_ref().map(|p| p.display().to_string()),
     };
@@ -57,6 +62,25 @@ fn last_hook_save(ws: &Workspace) -> Result<Option<snap_tree::Snapshot>> {
         .rev()
         .find(|(_, r)| r.meta.iter().any(|(k, _)| k == "hook"));
     Ok(newest.map(|(id, _)| ws.snapshot(id)).transpose()?)
+}
+
+/// The old catalogs `snap repair` moved aside (`catalog.redb.damaged-*`), which nothing
+/// else deletes or reports.
+fn set_aside_catalogs(store: &std::path::Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(store) else {
+        return Vec::new();
+    };
+    let mut found: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("catalog.redb.damaged-")
+        })
+        .map(|e| e.path().display().to_string())
+        .collect();
+    found.sort();
+    found
 }
 
 /// The first `snap` on PATH, when it is not this program (snapd's, most likely).
@@ -109,6 +133,17 @@ fn print_doctor(doc: &json::DoctorDoc, hooks: &[HookPlace]) {
     }
     for problem in &doc.store_problems {
         println!("store: damaged: {problem} (snap verify, then snap repair)");
+    }
+    for pack in &doc.history_outside_catalog {
+        println!(
+            "store: {pack} holds snapshots the catalog lacks (a catalog put back from an older \
+             copy, or a save whose commit failed): snap repair takes them back"
+        );
+    }
+    for catalog in &doc.set_aside_catalogs {
+        println!(
+            "store: {catalog} is an old catalog a repair set aside; delete it once snap verify passes"
+        );
     }
     for op in &doc.pending {
         println!("pending: an interrupted {op} (snap recover finishes it)");

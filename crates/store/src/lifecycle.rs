@@ -69,8 +69,8 @@ pub struct GcReport {
     pub orphan_packs_deleted: usize,
     /// Pack files the catalog does not name that were kept, as they may hold history: those
     /// that do not read or are older than the catalog (unless a commit dropped them), and
-    /// every one while the catalog names no pack or one of them does not read or holds a
-    /// snapshot the catalog lacks (see `delete_orphan_packs`).
+    /// every one while the catalog names no pack, or a pack it names is missing, or one of
+    /// them does not read or holds a snapshot the catalog lacks (see `delete_orphan_packs`).
     pub orphan_packs_kept: Vec<PathBuf>,
     /// Leftover files swept from `tmp/`.
     pub tmp_files_removed: usize,
@@ -532,9 +532,10 @@ impl Store {
         Ok(false)
     }
 
-    /// The readable pack files the catalog does not name (nor lists as dropped) that hold a
-    /// snapshot it lacks: history outside the catalog, which gc keeps and `snap repair`
-    /// takes back (a catalog put back from an older copy, or a save whose commit failed).
+    /// The pack files the catalog does not name (nor lists as dropped) whose trailer reads
+    /// and that hold a snapshot it lacks, or whose frames do not scan: history outside the
+    /// catalog, as far as can be told, which gc keeps and `snap repair` takes back (a
+    /// catalog put back from an older copy, or a save whose commit failed).
     pub fn history_outside_catalog(&self) -> Result<Vec<PathBuf>, StoreError> {
         let mut found = Vec::new();
         for orphan in self.orphans_by_drop()?.1 {

@@ -136,8 +136,8 @@ fn print_doctor(doc: &json::DoctorDoc, hooks: &[HookPlace]) {
     }
     for pack in &doc.history_outside_catalog {
         println!(
-            "store: {pack} holds snapshots the catalog lacks (a catalog put back from an older \
-             copy, or a save whose commit failed): snap repair takes them back"
+            "store: {pack} may hold history the catalog lacks (a catalog put back from an \
+             older copy, or a save whose commit failed): snap repair takes it back"
         );
     }
     for catalog in &doc.set_aside_catalogs {

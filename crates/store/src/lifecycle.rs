@@ -18,10 +18,10 @@ use crate::pack::{
 use crate::{ChunkList, EntryKind, ObjectId, ObjectKind, SnapshotRecord, Store, StoreError};
 
 /// A pack file the catalog does not name.
-struct Orphan {
-    path: PathBuf,
-    /// Where its frames end, when its trailer reads.
-    index_offset: Option<u64>,
+pub(crate) struct Orphan {
+    pub(crate) path: PathBuf,
+    /// Where its frames end, or why its trailer does not read.
+    pub(crate) trailer: Result<u64, String>,
     /// Last written before the catalog was made.
     before_catalog: bool,
 }
@@ -441,7 +441,7 @@ impl Store {
         }
         let mut kept = Vec::new();
         for orphan in orphans {
-            if orphan.index_offset.is_none() || orphan.before_catalog {
+            if orphan.trailer.is_err() || orphan.before_catalog {
                 kept.push(orphan.path);
             } else {
                 gone.push(orphan);
@@ -456,7 +456,7 @@ impl Store {
 
     /// The pack files the catalog does not name: those a commit dropped
     /// (`meta["dropped"]`), and the others.
-    fn orphans_by_drop(&self) -> Result<(Vec<Orphan>, Vec<Orphan>), StoreError> {
+    pub(crate) fn orphans_by_drop(&self) -> Result<(Vec<Orphan>, Vec<Orphan>), StoreError> {
         let dropped: HashSet<String> = (self.catalog.dropped_packs()?.iter())
             .map(pack_file_name)
             .collect();
@@ -484,10 +484,10 @@ impl Store {
                 continue;
             }
             let path = entry.path();
-            let index_offset = PackReader::open(&path)
+            let trailer = PackReader::open(&path)
                 .and_then(|r| r.read_trailer())
                 .map(|t| t.2)
-                .ok();
+                .map_err(|e| e.to_string());
             let modified = entry.metadata().and_then(|m| m.modified());
             let before_catalog = match (created, modified) {
                 (Some(created), Ok(modified)) => crate::catalog::unix_ns(modified) < created,
@@ -495,7 +495,7 @@ impl Store {
             };
             orphans.push(Orphan {
                 path,
-                index_offset,
+                trailer,
                 before_catalog,
             });
         }
@@ -512,9 +512,9 @@ impl Store {
     /// True when the orphan does not read (nothing can be ruled out), or holds a snapshot
     /// object the catalog has no row for.
     fn may_hold_history(&self, orphan: &Orphan) -> Result<bool, StoreError> {
-        match orphan.index_offset {
-            Some(end) => self.holds_unknown_snapshot(&orphan.path, end),
-            None => Ok(true),
+        match orphan.trailer {
+            Ok(end) => self.holds_unknown_snapshot(&orphan.path, end),
+            Err(_) => Ok(true),
         }
     }
 
@@ -539,7 +539,7 @@ impl Store {
     pub fn history_outside_catalog(&self) -> Result<Vec<PathBuf>, StoreError> {
         let mut found = Vec::new();
         for orphan in self.orphans_by_drop()?.1 {
-            if let Some(end) = orphan.index_offset
+            if let Ok(end) = orphan.trailer
                 && self.holds_unknown_snapshot(&orphan.path, end)?
             {
                 found.push(orphan.path);

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::catalog::{Catalog, Commit, HistoryState, Locations};
 use crate::delta::DeltaHeader;
+use crate::lifecycle::Orphan;
 use crate::lifecycle::remove_if_present;
 use crate::lock::{StoreLock, lock_timeout};
 use crate::pack::{Compression, FrameInfo, HEADER_LEN, PackReader, decode_payload, pack_file_name};
@@ -114,7 +115,7 @@ impl Store {
         let mut damage = Damage::default();
         let mut bad_packs = BTreeSet::new();
         let packs = self.catalog.packs()?;
-        damage.other.extend(self.unreadable_orphans(&packs)?);
+        damage.other.extend(self.unreadable_orphans()?);
         let total = packs.len() as u64 + if read_data { locations.len() as u64 } else { 0 };
         let mut done = 0;
         for (pack, count) in packs {
@@ -209,29 +210,23 @@ impl Store {
     /// skipped it, and it may hold the only copy of history (gc keeps it; FORMAT.md 7.4). A
     /// readable one is a crashed save's leftover, which gc deletes unless another orphan may
     /// hold history, and no problem.
-    fn unreadable_orphans(&self, named: &[(ObjectId, u64)]) -> Result<Vec<Problem>, StoreError> {
+    fn unreadable_orphans(&self) -> Result<Vec<Problem>, StoreError> {
         // A pack a commit dropped is no orphan to report: gc deletes it (FORMAT.md 7.4).
-        let dropped = self.catalog.dropped_packs()?;
-        let named: HashSet<String> = (named.iter().map(|(p, _)| p).chain(&dropped))
-            .map(pack_file_name)
-            .collect();
-        let mut problems = Vec::new();
-        for path in pack_files(&self.dir().join("packs"))? {
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-            if name.is_some_and(|n| named.contains(&n)) {
-                continue;
-            }
-            if let Err(e) = PackReader::open(&path).and_then(|r| r.read_trailer()) {
-                problems.push(Problem {
-                    what: format!(
-                        "{} is not in the catalog and does not read ({e}); it is kept, as it may \
-                         hold history",
-                        path.display()
-                    ),
-                    ..Problem::default()
-                });
-            }
-        }
+        let (_, orphans) = self.orphans_by_drop()?;
+        let problem = |orphan: Orphan| {
+            let e = orphan.trailer.err()?;
+            let what = format!(
+                "{} is not in the catalog and does not read ({e}); it is kept, as it may hold \
+                 history",
+                orphan.path.display()
+            );
+            Some(Problem {
+                what,
+                ..Problem::default()
+            })
+        };
+        let mut problems: Vec<Problem> = orphans.into_iter().filter_map(problem).collect();
+        problems.sort_by(|a, b| a.what.cmp(&b.what));
         Ok(problems)
     }
 

@@ -231,6 +231,7 @@ class Verify:
     bytes_read: int = 0
     read_data: bool = False
     problems: List[Dict[str, Any]] = field(default_factory=list)
+    history_outside_catalog: List[str] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, doc: Dict[str, Any]) -> "Verify":

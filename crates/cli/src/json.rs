@@ -451,6 +451,9 @@ pub struct VerifyDoc {
     pub snapshots: usize,
     pub bytes_read: u64,
     pub problems: Vec<ProblemDoc>,
+    /// Packs the catalog does not name that hold snapshots it lacks: not damage, but history
+    /// only `snap repair` takes back (as `doctor` reports them).
+    pub history_outside_catalog: Vec<String>,
 }
 
 /// One thing `verify` found damaged.

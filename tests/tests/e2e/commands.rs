@@ -464,6 +464,18 @@ fn gc_after_a_rolled_back_catalog_keeps_the_newer_history() {
         doctor["history_outside_catalog"].as_array().unwrap().len(),
         2
     );
+    let verify = json(d, &["verify"]);
+    assert_eq!(verify["ok"], true, "not damage: {verify}");
+    assert_eq!(
+        verify["history_outside_catalog"],
+        doctor["history_outside_catalog"]
+    );
+    let out = snap(d, &["verify"]);
+    assert!(
+        stderr(&out).contains("snap repair` takes them back"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(json(d, &["repair"])["snapshots"], 4);
     let doctor = json(d, &["doctor"]);
     assert_eq!(doctor["history_outside_catalog"], Value::Array(Vec::new()));
@@ -484,7 +496,9 @@ fn gc_after_a_rolled_back_catalog_keeps_the_newer_history() {
     let out = snap(d, &["cat", "#2", "g"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("ambiguous"), "{}", stderr(&out));
-    assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
+    let verify = json(d, &["verify", "--read-data"]);
+    assert_eq!(verify["ok"], true);
+    assert_eq!(verify["history_outside_catalog"], Value::Array(Vec::new()));
     let gc = json(d, &["gc"]);
     assert_eq!(gc["orphan_packs_kept"].as_array().unwrap().len(), 0, "{gc}");
     // One past the largest key: the second #2 is keyed 4.

@@ -166,6 +166,7 @@ pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
         paths: p.paths.iter().map(|x| path_str(x)).collect(),
     });
     let ok = report.problems.is_empty();
+    let outside = ws.store().history_outside_catalog()?;
     let doc = json::VerifyDoc {
         ok,
         read_data,
@@ -174,6 +175,7 @@ pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
         snapshots: report.snapshots,
         bytes_read: report.bytes_read,
         problems: problems.collect(),
+        history_outside_catalog: outside.iter().map(|p| p.display().to_string()).collect(),
     };
     emit(ctx, json::value(&doc), || {
         println!(
@@ -202,6 +204,14 @@ pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
         }
         if ok {
             println!("ok");
+        }
+        for pack in &outside {
+            eprintln!(
+                "warning: {} is not in the catalog and holds snapshots it lacks (a catalog put \
+                 back from an older copy, or a save whose commit failed): `snap repair` takes \
+                 them back",
+                pack.display()
+            );
         }
     });
     if !ok {

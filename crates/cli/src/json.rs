@@ -422,6 +422,8 @@ pub struct GcDoc {
     pub orphan_packs_deleted: usize,
     pub orphan_packs_kept: Vec<String>,
     pub tmp_files_removed: usize,
+    /// Nothing the catalog names was dropped: unnamed packs hold history it lacks.
+    pub held_back: bool,
 }
 
 /// `snap delete --all --yes`.
@@ -481,4 +483,7 @@ pub struct RepairDoc {
     pub history_kept: bool,
     pub redo: usize,
     pub old_catalog: Option<String>,
+    /// Snapshot records found in packs the old catalog named (or dropped) that it no longer
+    /// listed: pruned, and left out.
+    pub snapshots_left_dropped: usize,
 }

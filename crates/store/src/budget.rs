@@ -51,6 +51,12 @@ impl Store {
             return Ok(None);
         }
         let mut report = BudgetReport::default();
+        if self.gc_would_hold_back()? {
+            // gc would free nothing: every round would only take snapshots out of reach.
+            report.gc.held_back = true;
+            report.bytes = bytes;
+            return Ok(Some(report));
+        }
         // Old snapshots mostly share their objects: the first round drops the overshoot's
         // share of the droppable snapshots, and each round that frees too little doubles it.
         let mut share = (bytes - max) as f64 / bytes as f64;

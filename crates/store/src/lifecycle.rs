@@ -74,6 +74,10 @@ pub struct GcReport {
     pub orphan_packs_kept: Vec<PathBuf>,
     /// Leftover files swept from `tmp/`.
     pub tmp_files_removed: usize,
+    /// True when gc dropped nothing the catalog names, because packs it does not name may
+    /// hold history it lacks: what the catalog calls dead may be that history's (see
+    /// [`Store::history_may_be_outside`]). `snap repair` takes the history back.
+    pub held_back: bool,
 }
 
 /// Sizes, for `snap log --stats`.
@@ -106,6 +110,10 @@ struct GcPlan {
     live: HashSet<ObjectId>,
     reclaimable: u64,
     pack_bytes: u64,
+    /// The catalog named no pack as gc began (a lost catalog looks like that).
+    catalog_lost: bool,
+    /// History may be outside the catalog: nothing it names is dropped.
+    held_back: bool,
 }
 
 impl Store {
@@ -218,6 +226,39 @@ impl Store {
         Ok(())
     }
 
+    /// The bases, and theirs in turn, of the dead delta and slice frames in packs gc keeps
+    /// whole. Those frames stay catalogued (a later save may name them again), so their bases
+    /// must stay readable too: a block dropped from under a dead slice would leave a frame
+    /// that verify, repair and any reuse find broken. The pinned bases are copied out of the
+    /// packs gc drops, and go once the frames naming them do.
+    fn bases_in_kept_packs(
+        &self,
+        locations: &Locations,
+        live: &HashSet<ObjectId>,
+        dropped: &HashSet<ObjectId>,
+    ) -> Result<HashSet<ObjectId>, StoreError> {
+        let mut pinned = HashSet::new();
+        let kept_dead_with_base = locations.iter().filter(|l| {
+            l.frame.compression.has_base()
+                && !dropped.contains(&l.pack)
+                && !live.contains(&l.frame.id)
+        });
+        for mut loc in kept_dead_with_base {
+            loop {
+                let base = self.base_of(&loc)?;
+                // A live base has its own bases marked live already.
+                if live.contains(&base) || !pinned.insert(base) {
+                    break;
+                }
+                match locations.get(&base) {
+                    Some(next) if next.frame.compression.has_base() => loc = next,
+                    _ => break,
+                }
+            }
+        }
+        Ok(pinned)
+    }
+
     /// The object `loc`'s delta or slice frame names as its base.
     fn base_of(&self, loc: &Location) -> Result<ObjectId, StoreError> {
         let payload = (self.reader(&loc.pack)?)
@@ -255,9 +296,14 @@ impl Store {
             *live_bytes.entry(loc.pack).or_default() +=
                 FRAME_HEADER_LEN + u64::from(loc.frame.stored_len);
         }
-        let mut plan = GcPlan::default();
+        let named = self.catalog.packs()?;
+        let mut plan = GcPlan {
+            catalog_lost: named.is_empty(),
+            held_back: self.gc_would_hold_back()?,
+            ..GcPlan::default()
+        };
         let mut small = Vec::new();
-        for (pack, frames) in self.catalog.packs()? {
+        for (pack, frames) in named {
             let size = std::fs::metadata(self.pack_path(&pack))
                 .map(|m| m.len())
                 .unwrap_or(0);
@@ -266,7 +312,9 @@ impl Store {
             // small pack whose frames are all live is never "repacked" into an identical copy.
             let framed = size.saturating_sub(HEADER_LEN + frames * INDEX_ENTRY_LEN + FOOTER_LEN);
             plan.pack_bytes += size;
-            if alive == 0 {
+            if plan.held_back {
+                continue;
+            } else if alive == 0 {
                 plan.dead.push(pack);
                 plan.reclaimable += size;
             } else if alive < framed
@@ -287,8 +335,9 @@ impl Store {
             plan.sparse.extend(small);
         }
         let dropped: HashSet<ObjectId> = plan.dead.iter().chain(&plan.sparse).copied().collect();
+        let pinned = self.bases_in_kept_packs(&locations, &live, &dropped)?;
         for loc in locations.iter().filter(|l| dropped.contains(&l.pack)) {
-            if live.contains(&loc.frame.id) {
+            if live.contains(&loc.frame.id) || pinned.contains(&loc.frame.id) {
                 plan.to_copy.push(loc);
             } else {
                 plan.dead_objects.push(loc.frame.id);
@@ -344,7 +393,6 @@ impl Store {
             bytes_before: plan.pack_bytes,
             ..GcReport::default()
         };
-        let catalog_lost = self.catalog.packs()?.is_empty();
         let writer = self.writer();
         let total = plan.to_copy.len() as u64;
         for (done, loc) in plan.to_copy.iter().enumerate() {
@@ -385,8 +433,9 @@ impl Store {
         report.packs_deleted = plan.dead.len();
         report.packs_repacked = plan.sparse.len();
         report.objects_removed = plan.dead_objects.len();
+        report.held_back = plan.held_back;
         (report.orphan_packs_deleted, report.orphan_packs_kept) =
-            self.delete_orphan_packs(catalog_lost)?;
+            self.delete_orphan_packs(plan.catalog_lost)?;
         report.tmp_files_removed = sweep_dir(&self.dir().join("tmp"))?;
         crate::fsio::sync_dir(&self.dir().join("packs"))?;
         report.bytes_after = self
@@ -424,14 +473,7 @@ impl Store {
         catalog_lost: bool,
     ) -> Result<(usize, Vec<PathBuf>), StoreError> {
         let (mut gone, orphans) = self.orphans_by_drop()?;
-        let mut history = catalog_lost || self.misses_a_named_pack()?;
-        for orphan in &orphans {
-            if history {
-                break;
-            }
-            history = self.may_hold_history(orphan)?;
-        }
-        if history {
+        if self.history_may_be_outside(catalog_lost, &orphans)? {
             // The dropped packs too: the history may be a line that a repair took back and
             // saved on from, reusing what they hold, before this catalog was put back.
             let mut kept: Vec<PathBuf> =
@@ -500,6 +542,36 @@ impl Store {
             });
         }
         Ok(orphans)
+    }
+
+    /// True when packs the catalog does not name may hold history it lacks: the catalog
+    /// named no pack as the command began (`catalog_lost`), a pack it names is missing, or
+    /// one of `orphans` (those no commit dropped) does not read or holds a snapshot it lacks.
+    /// A catalog put back from an older copy looks like that, and the newer history's
+    /// snapshots may need objects that catalog calls dead: gc then drops nothing at all,
+    /// neither unnamed packs nor named ones, nor objects, until `snap repair` takes that
+    /// history back.
+    pub(crate) fn history_may_be_outside(
+        &self,
+        catalog_lost: bool,
+        orphans: &[Orphan],
+    ) -> Result<bool, StoreError> {
+        if catalog_lost || self.misses_a_named_pack()? {
+            return Ok(true);
+        }
+        for orphan in orphans {
+            if self.may_hold_history(orphan)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// True when gc, run now, would drop nothing the catalog names (see
+    /// [`Store::history_may_be_outside`]).
+    pub fn gc_would_hold_back(&self) -> Result<bool, StoreError> {
+        let catalog_lost = self.catalog.packs()?.is_empty();
+        self.history_may_be_outside(catalog_lost, &self.orphans_by_drop()?.1)
     }
 
     /// True when a pack the catalog names has no file: the catalog does not match the packs
@@ -914,6 +986,108 @@ mod tests {
         assert_eq!(report.orphan_packs_deleted, 1);
         assert!(report.orphan_packs_kept.is_empty());
         assert!(!chunks.exists());
+    }
+
+    /// A dead delta frame in a pack gc keeps whole still names its base (a dead slice its
+    /// block, the same way): gc copies that base out of the pack it deletes rather than drop
+    /// it, so that nothing catalogued is left unreadable.
+    #[test]
+    fn gc_keeps_the_base_of_a_dead_frame_in_a_pack_it_keeps() {
+        use crate::store::tests::tree;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::init(&dir.path().join("store")).unwrap();
+        let writer = store.writer();
+        let base = writer.put(ObjectKind::Tree, &tree(100, 7, 1)).unwrap();
+        crate::store::tests::commit_writer(&store, writer);
+        // One pack: a dead delta against `base`, and a live snapshot large enough that the
+        // pack is neither small nor sparse.
+        let writer = store.writer();
+        let delta = (writer.put_against(ObjectKind::Tree, &tree(100, 7, 2), Some(base))).unwrap();
+        let mut big = vec![0u8; (SMALL_PACK + (1 << 20)) as usize];
+        blake3::Hasher::new().finalize_xof().fill(&mut big);
+        let chunk = writer.put(ObjectKind::Chunk, &big).unwrap();
+        let root = crate::Tree {
+            entries: vec![crate::TreeEntry {
+                name: b"big".to_vec(),
+                kind: EntryKind::File,
+                size: big.len() as u64,
+                id: chunk,
+                mode: Some(0o644),
+            }],
+        };
+        let root = writer.put(ObjectKind::Tree, &root.encode()).unwrap();
+        let record = SnapshotRecord {
+            root,
+            ..chain(1)[0].1.clone()
+        };
+        let id = writer.put(ObjectKind::Snapshot, &record.encode()).unwrap();
+        let packs = writer.finish().unwrap();
+        assert_eq!(packs.len(), 1);
+        store
+            .commit(&Commit {
+                packs,
+                snapshots: vec![(id, record)],
+                ..Commit::default()
+            })
+            .unwrap();
+        let located = store.catalog.locate(&delta).unwrap().unwrap();
+        assert!(located.frame.compression.has_base());
+        let report = store.gc().unwrap();
+        assert_eq!(report.packs_deleted, 1, "{report:?}");
+        let problems = store.verify(true).unwrap().problems;
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(store.read(&delta).unwrap().1, tree(100, 7, 2));
+    }
+
+    /// A snapshot prune dropped stays in its pack while the pack holds live frames. A repair
+    /// of a catalog that still reads leaves it out: that catalog named the pack and no longer
+    /// lists the snapshot. Without a catalog, or for a pack the old catalog does not name (a
+    /// catalog put back from an older copy), every snapshot found is taken back.
+    #[test]
+    fn repair_leaves_out_the_snapshots_the_old_catalog_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store");
+        let store = Store::init(&path).unwrap();
+        let snapshots = chain(3);
+        let writer = store.writer();
+        for (_, record) in &snapshots[..2] {
+            writer.put(ObjectKind::Snapshot, &record.encode()).unwrap();
+        }
+        let packs = writer.finish().unwrap();
+        let commit = |packs, snapshots: &[(ObjectId, SnapshotRecord)], remove| Commit {
+            packs,
+            snapshots: snapshots.to_vec(),
+            remove_snapshots: remove,
+            ..Commit::default()
+        };
+        store
+            .commit(&commit(packs, &snapshots[..2], vec![]))
+            .unwrap();
+        store
+            .commit(&commit(vec![], &[], vec![snapshots[0].0]))
+            .unwrap();
+        // An older copy, taken while no command ran.
+        drop(store);
+        let catalog = path.join("catalog.redb");
+        let older = path.join("older.redb");
+        std::fs::copy(&catalog, &older).unwrap();
+        let store = Store::open(&path).unwrap();
+        let writer = store.writer();
+        (writer.put(ObjectKind::Snapshot, &snapshots[2].1.encode())).unwrap();
+        let packs = writer.finish().unwrap();
+        store
+            .commit(&commit(packs, &snapshots[2..], vec![]))
+            .unwrap();
+        drop(store);
+        let report = Store::repair(&path).unwrap();
+        assert_eq!((report.snapshots, report.snapshots_left_dropped), (2, 1));
+        // Put back from the older copy: the third snapshot's pack is unnamed, and taken back.
+        std::fs::rename(&older, &catalog).unwrap();
+        let report = Store::repair(&path).unwrap();
+        assert_eq!((report.snapshots, report.snapshots_left_dropped), (2, 1));
+        std::fs::remove_file(&catalog).unwrap();
+        let report = Store::repair(&path).unwrap();
+        assert_eq!((report.snapshots, report.snapshots_left_dropped), (3, 0));
     }
 
     /// A pack written and never committed, its mtime a second ahead: the filesystem's clock

@@ -432,7 +432,7 @@ pub(crate) mod tests {
     use std::sync::{Arc, Barrier};
 
     /// A tree of `n` files whose ids depend on `version` only for file `changed`.
-    fn tree(n: u32, changed: u32, version: u32) -> Vec<u8> {
+    pub(crate) fn tree(n: u32, changed: u32, version: u32) -> Vec<u8> {
         let entries = (0..n)
             .map(|i| crate::TreeEntry {
                 name: format!("file{i:04}.rs").into_bytes(),

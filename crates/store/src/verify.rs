@@ -72,6 +72,10 @@ pub struct RepairReport {
     pub redo: usize,
     /// Where the old catalog was moved, if there was one.
     pub old_catalog: Option<PathBuf>,
+    /// Snapshot records found only in packs the old catalog named (or a gc of it dropped)
+    /// while it listed no such snapshot: prune or `delete --all` had dropped them, and they
+    /// stay dropped (their trees and files may be gone).
+    pub snapshots_left_dropped: usize,
 }
 
 /// Damage found so far, keyed by object (None: not tied to one object).
@@ -264,6 +268,7 @@ impl Store {
         let mut report = RepairReport::default();
         let catalog_path = dir.join("catalog.redb");
         let old_history = readable_history(&catalog_path);
+        let old_known = readable_known(&catalog_path);
         // Built under another name and swapped in whole: a repair killed midway must leave
         // the old catalog in place, never an empty one that says there is no history (and
         // lets gc delete every pack as an orphan).
@@ -278,7 +283,10 @@ impl Store {
                 report.headers_rewritten.push(path.clone());
             }
             match recover_pack(&path, &mut report) {
-                Ok(recovered) => {
+                Ok(mut recovered) => {
+                    if let Some(known) = &old_known {
+                        report.snapshots_left_dropped += known.forget_dropped(&mut recovered);
+                    }
                     commit.snapshots.extend(recovered.snapshots);
                     let pack = commit.packs.len();
                     based.extend(
@@ -399,6 +407,44 @@ fn swap_in(dir: &Path, new: &Path, path: &Path) -> Result<Option<PathBuf>, Store
 fn readable_history(path: &Path) -> Option<HistoryState> {
     let read = || Catalog::open(path, true).and_then(|c| c.history()).ok();
     std::panic::catch_unwind(read).ok().flatten()
+}
+
+/// What a readable old catalog knew: the packs it named or a gc of it dropped, and its
+/// snapshots. A snapshot record in one of those packs was committed with it (or copied by a
+/// merge from packs the catalog named), so the catalog knew that snapshot; if it no longer
+/// lists it, prune or `delete --all` dropped it. A catalog put back from an older copy names
+/// none of the newer history's packs, so that history is still taken back.
+struct KnownToOldCatalog {
+    packs: HashSet<ObjectId>,
+    snapshots: HashSet<ObjectId>,
+}
+
+impl KnownToOldCatalog {
+    /// Leaves out of `recovered` the snapshots the old catalog had dropped; returns how many.
+    fn forget_dropped(&self, recovered: &mut RecoveredPack) -> usize {
+        if !self.packs.contains(&recovered.pack) {
+            return 0;
+        }
+        let before = recovered.snapshots.len();
+        (recovered.snapshots).retain(|(id, _)| self.snapshots.contains(id));
+        before - recovered.snapshots.len()
+    }
+}
+
+/// The old catalog's packs and snapshots, when every one of them reads; `None` otherwise
+/// (then every snapshot found is taken back, as nothing can be ruled out).
+fn readable_known(path: &Path) -> Option<KnownToOldCatalog> {
+    let read = || -> Result<KnownToOldCatalog, StoreError> {
+        let catalog = Catalog::open(path, true)?;
+        let named = catalog.packs()?.into_iter().map(|(pack, _)| pack);
+        Ok(KnownToOldCatalog {
+            packs: named.chain(catalog.dropped_packs()?).collect(),
+            snapshots: (catalog.snapshots()?.into_iter())
+                .map(|(id, _)| id)
+                .collect(),
+        })
+    };
+    std::panic::catch_unwind(read).ok()?.ok()
 }
 
 /// The old catalog's history, kept when its HEAD was recovered (a repair after objects

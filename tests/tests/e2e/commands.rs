@@ -506,6 +506,49 @@ fn gc_after_a_rolled_back_catalog_keeps_the_newer_history() {
     assert_eq!(json(d, &["save"])["seq"], 5);
 }
 
+/// A catalog put back from an older copy calls dead what the newer history still needs: the
+/// files the older snapshots share with it. A prune then a gc must not delete those (gc
+/// once kept the newer packs and deleted the shared objects), and the repair that takes the
+/// newer history back leaves out the snapshots that prune dropped.
+#[test]
+fn gc_drops_nothing_while_history_is_outside_the_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a", b"alpha");
+    ok(d, &["save"]);
+    write(d, "b", b"beta");
+    ok(d, &["save"]);
+    let catalog = d.join(".snap/catalog.redb");
+    let older = std::fs::read(&catalog).unwrap();
+    write(d, "c", b"gamma");
+    let newer = json(d, &["save"])["id"].as_str().unwrap().to_string();
+    std::fs::write(&catalog, older).unwrap();
+    for name in ["a", "b", "c"] {
+        std::fs::remove_file(d.join(name)).unwrap();
+    }
+    ok(d, &["save"]);
+    let pruned = json(d, &["prune", "--keep-last", "1", "--keep-within", "0s"]);
+    assert_eq!(pruned["removed"].as_array().unwrap().len(), 2, "{pruned}");
+    let gc = json(d, &["gc"]);
+    assert_eq!(gc["held_back"], true, "{gc}");
+    assert_eq!(gc["reclaimed_bytes"], 0, "{gc}");
+    let out = snap(d, &["gc"]);
+    assert!(
+        stderr(&out).contains("gc dropped nothing"),
+        "{}",
+        stderr(&out)
+    );
+    let repair = json(d, &["repair"]);
+    assert_eq!(repair["snapshots_left_dropped"], 2, "{repair}");
+    assert_eq!(repair["snapshots"], 2, "{repair}");
+    for (name, content) in [("a", "alpha"), ("b", "beta"), ("c", "gamma")] {
+        assert_eq!(ok(d, &["cat", &newer, name]), content);
+    }
+    assert_eq!(json(d, &["verify", "--read-data"])["ok"], true);
+    assert_eq!(json(d, &["gc"])["held_back"], false);
+    assert_eq!(ok(d, &["cat", &newer, "a"]), "alpha");
+}
+
 #[test]
 fn lifecycle_commands_and_their_exit_codes() {
     let dir = tempfile::tempdir().unwrap();

@@ -59,6 +59,7 @@ fn gc_doc(g: &GcReport) -> json::GcDoc {
             .map(|p| p.display().to_string())
             .collect(),
         tmp_files_removed: g.tmp_files_removed,
+        held_back: g.held_back,
     }
 }
 
@@ -71,6 +72,13 @@ fn print_gc(g: &GcReport) {
         g.packs_repacked,
         g.objects_removed
     );
+    if g.held_back {
+        eprintln!(
+            "warning: gc dropped nothing: packs the catalog does not name hold history it \
+             lacks, which may need what it calls dead (`snap repair` takes that history back; \
+             gc reclaims after it)"
+        );
+    }
     for path in &g.orphan_packs_kept {
         eprintln!(
             "warning: kept {}: the catalog does not name it, and it may hold history the \
@@ -246,6 +254,7 @@ pub fn repair(ctx: &Ctx) -> Result<()> {
             history_kept: report.history_kept,
             redo: report.redo,
             old_catalog: report.old_catalog.as_ref().map(|p| p.display().to_string()),
+            snapshots_left_dropped: report.snapshots_left_dropped,
         }),
         || {
             println!(
@@ -263,6 +272,12 @@ pub fn repair(ctx: &Ctx) -> Result<()> {
                     id.short()
                 ),
                 None => {}
+            }
+            if report.snapshots_left_dropped > 0 {
+                println!(
+                    "left out {} snapshot record(s) the old catalog had pruned",
+                    report.snapshots_left_dropped
+                );
             }
             if report.damaged_objects > 0 || !damaged.is_empty() {
                 println!(

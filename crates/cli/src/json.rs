@@ -298,6 +298,9 @@ pub struct RecoveredDoc {
     pub head: String,
     pub paths_touched: usize,
     pub kept: Vec<String>,
+    /// Paths that held something else (changed since the interruption): saved in an
+    /// `auto-before-*` snapshot (`snap log --all`), then written as the move planned.
+    pub saved_first: Vec<String>,
 }
 
 impl From<&Recovered> for RecoveredDoc {
@@ -307,6 +310,7 @@ impl From<&Recovered> for RecoveredDoc {
             head: r.head.id.to_hex(),
             paths_touched: r.paths_touched,
             kept: r.kept.iter().map(|p| path_str(p)).collect(),
+            saved_first: r.saved_first.iter().map(|p| path_str(p)).collect(),
         }
     }
 }

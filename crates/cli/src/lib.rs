@@ -304,6 +304,7 @@ pub(crate) fn open(ctx: &Ctx) -> Result<Workspace> {
     for r in ws.recovered() {
         eprintln!("snap: {}", recovered_line(r));
         print_kept(r.op.as_str(), &r.kept);
+        crate::render::print_saved_first(r);
     }
     Ok(ws)
 }

@@ -136,6 +136,19 @@ pub fn recovered_line(r: &snap_tree::Recovered) -> String {
     )
 }
 
+/// Names each path a roll-forward saved before replacing it; never silent, even with `-q`:
+/// the file the user sees is no longer what they left there.
+pub fn print_saved_first(r: &snap_tree::Recovered) {
+    for path in &r.saved_first {
+        eprintln!(
+            "warning: {} had changed since the interrupted {op}: saved as an auto-before-{op} \
+             snapshot (`snap log --all`), then replaced as the {op} planned",
+            path_shown(path),
+            op = r.op.as_str()
+        );
+    }
+}
+
 /// Names each path a move left as it was; never silent, even with `-q`.
 pub fn print_kept(verb: &str, kept: &[Vec<u8>]) {
     for path in kept {

@@ -29,6 +29,9 @@ pub struct Recovered {
     pub paths_touched: usize,
     /// Planned paths left exactly as they were (see [`MoveOutcome::kept`]).
     pub kept: Vec<Vec<u8>>,
+    /// Planned paths that held something else (changed since the interruption, or torn by
+    /// a power cut): saved in an `auto-before-*` snapshot, then written as planned.
+    pub saved_first: Vec<Vec<u8>>,
 }
 
 /// One row of the log.

@@ -226,12 +226,24 @@ fn a_roll_forward_saves_a_planned_file_changed_since_the_kill() {
         .unwrap();
     assert_eq!(out.status.code(), None, "{}", stderr(&out));
     write(d, "b", b"edited after the kill\n");
-    let out = conserving(d, &["recover"]);
+    // A save finishes the undo first, and says which file it saved before replacing it.
+    let out = conserving(d, &["save"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: b had changed since the interrupted undo: saved as"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(
         (read(d, "a"), read(d, "b")),
         ("one\n".into(), "one\n".into())
     );
+    let all = json(d, &["log", "--all"]);
+    let saved = (all["snapshots"].as_array().unwrap().iter())
+        .find(|s| s["kind"] == "auto-before-undo")
+        .unwrap_or_else(|| panic!("{all}"));
+    let id = saved["id"].as_str().unwrap();
+    assert_eq!(ok(d, &["cat", id, "b"]), "edited after the kill\n");
 }
 
 #[test]

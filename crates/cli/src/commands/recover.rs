@@ -19,6 +19,7 @@ pub(crate) fn cmd_recover(ctx: &Ctx) -> Result<()> {
                 }
                 // Kept paths are never silent.
                 print_kept(r.op.as_str(), &r.kept);
+                crate::render::print_saved_first(r);
             }
         },
     );

@@ -97,6 +97,8 @@ pub struct Applied {
     /// what the plan saw nor its target (changed without a timestamp, torn by a power cut,
     /// written by another process): the caller saves them, then carries out their steps.
     pub differs: Vec<Vec<u8>>,
+    /// Of `differs`, those the caller saved before carrying out their steps, in path order.
+    pub saved_first: Vec<Vec<u8>>,
 }
 
 /// Carries out `plan` in the working tree, guarded path by path (DESIGN §14): a path is
@@ -152,6 +154,7 @@ pub fn apply_with(
         touched,
         kept: sorted(std::sync::Mutex::new(kept)),
         differs: sorted(g.differs),
+        saved_first: Vec::new(),
     })
 }
 

@@ -197,6 +197,7 @@ impl Workspace {
         rest.keep_only(&differs);
         // What was found may be content saved long ago, in a pack that has rotted since.
         self.keep_sound_copies(&rest, &saved)?;
+        applied.saved_first = differs;
         let again = restore::Sides {
             before: &saved,
             after: sides.after,

@@ -44,6 +44,7 @@ impl Workspace {
                 head,
                 paths_touched: applied.touched + swept,
                 kept,
+                saved_first: applied.saved_first,
             });
         }
         Ok(())

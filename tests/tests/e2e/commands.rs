@@ -788,6 +788,41 @@ fn snap_undo_is_the_same_program_under_a_second_name() {
 /// An export that fails part way (here a damaged pack holds half the snapshot's files)
 /// takes back what it wrote: a new directory is gone again and an empty one stays empty, so
 /// the same export can run again once the store is repaired.
+/// An export killed before it finished leaves its staging directory in the destination; a
+/// retry removes it (its process is gone) instead of refusing the directory as not empty,
+/// and leaves one whose process still runs.
+#[test]
+fn an_export_after_a_killed_one_removes_its_staging_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("w");
+    write(&d, "f", b"content");
+    ok(&d, &["save"]);
+    let dest = dir.path().join("out");
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    write(
+        &dest,
+        &format!(".snap-export-{gone_pid}/f"),
+        b"half an export",
+    );
+    ok(&d, &["export", "@", dest.to_str().unwrap()]);
+    assert_eq!(std::fs::read(dest.join("f")).unwrap(), b"content");
+    assert!(!dest.join(format!(".snap-export-{gone_pid}")).exists());
+    let busy = dir.path().join("busy");
+    write(
+        &busy,
+        &format!(".snap-export-{}/f", std::process::id()),
+        b"running",
+    );
+    let out = snap(&d, &["export", "@", busy.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        busy.join(format!(".snap-export-{}/f", std::process::id()))
+            .exists()
+    );
+}
+
 #[test]
 fn a_failed_export_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();

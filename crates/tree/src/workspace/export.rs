@@ -195,12 +195,36 @@ impl Workspace {
         std::fs::create_dir_all(dest).map_err(|e| TreeError::io(dest, e))?;
         let dir = canonical(dest)?;
         let refuse = |why: &str| refuse(&dir, why);
+        remove_stale_staging(&dir)?;
         let mut entries = std::fs::read_dir(&dir).map_err(|e| TreeError::io(&dir, e))?;
         if entries.next().is_some() {
             return Err(refuse("it is not empty; export never overwrites"));
         }
         Ok(dir)
     }
+}
+
+/// Removes the staging directories in `dir` (`.snap-export-PID`, never a symlink) whose
+/// process is gone: an export killed before it finished leaves one, and a retry would find
+/// `dir` not empty. It holds only copies of a snapshot's files, written by that export.
+fn remove_stale_staging(dir: &Path) -> Result<(), TreeError> {
+    for entry in std::fs::read_dir(dir).map_err(|e| TreeError::io(dir, e))? {
+        let entry = entry.map_err(|e| TreeError::io(dir, e))?;
+        let name = entry.file_name();
+        let pid = (name.to_str())
+            .and_then(|n| n.strip_prefix(STAGING_PREFIX))
+            .and_then(|pid| pid.parse::<i32>().ok())
+            .and_then(rustix::process::Pid::from_raw);
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if let Some(pid) = pid
+            && is_dir
+            && rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
+        {
+            let path = entry.path();
+            std::fs::remove_dir_all(&path).map_err(|e| TreeError::io(&path, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// `path` with its deepest existing ancestor made canonical (symlinks resolved), the rest

@@ -1087,9 +1087,12 @@ mod tests {
         store
             .commit(&commit(vec![], &[], vec![snapshots[0].0]))
             .unwrap();
-        // An older copy, taken while no command ran.
-        drop(store);
+        // An older copy taken while a command ran (not shut down cleanly), and one taken
+        // while none did.
         let catalog = path.join("catalog.redb");
+        let unclean = path.join("unclean.redb");
+        std::fs::copy(&catalog, &unclean).unwrap();
+        drop(store);
         let older = path.join("older.redb");
         std::fs::copy(&catalog, &older).unwrap();
         let store = Store::open(&path).unwrap();
@@ -1103,9 +1106,16 @@ mod tests {
         let report = Store::repair(&path).unwrap();
         assert_eq!((report.snapshots, report.snapshots_left_dropped), (2, 1));
         // Put back from the older copy: the third snapshot's pack is unnamed, and taken back.
-        std::fs::rename(&older, &catalog).unwrap();
-        let report = Store::repair(&path).unwrap();
-        assert_eq!((report.snapshots, report.snapshots_left_dropped), (2, 1));
+        for copy in [older, unclean] {
+            std::fs::rename(&copy, &catalog).unwrap();
+            let report = Store::repair(&path).unwrap();
+            assert_eq!((report.snapshots, report.snapshots_left_dropped), (2, 1));
+        }
+        let leftovers = std::fs::read_dir(path.join("tmp")).unwrap().count();
+        assert_eq!(
+            leftovers, 0,
+            "the unclean catalog was read through a copy, then removed"
+        );
         std::fs::remove_file(&catalog).unwrap();
         let report = Store::repair(&path).unwrap();
         assert_eq!((report.snapshots, report.snapshots_left_dropped), (3, 0));

@@ -267,8 +267,10 @@ impl Store {
         let _lock = StoreLock::acquire(&dir.join("lock"), lock_timeout()?)?;
         let mut report = RepairReport::default();
         let catalog_path = dir.join("catalog.redb");
-        let old_history = readable_history(&catalog_path);
-        let old_known = readable_known(&catalog_path);
+        let OldCatalog {
+            history: old_history,
+            known: old_known,
+        } = read_old_catalog(dir, &catalog_path);
         // Built under another name and swapped in whole: a repair killed midway must leave
         // the old catalog in place, never an empty one that says there is no history (and
         // lets gc delete every pack as an orphan).
@@ -402,11 +404,38 @@ fn swap_in(dir: &Path, new: &Path, path: &Path) -> Result<Option<PathBuf>, Store
     Ok(kept)
 }
 
-/// HEAD and the redo stack of the catalog at `path`, when it opens and reads. A catalog
-/// damaged enough that redb panics on it counts as unreadable: repair is what it needs.
-fn readable_history(path: &Path) -> Option<HistoryState> {
-    let read = || Catalog::open(path, true).and_then(|c| c.history()).ok();
-    std::panic::catch_unwind(read).ok().flatten()
+/// What repair takes from the old catalog, each part only when it reads.
+#[derive(Default)]
+struct OldCatalog {
+    history: Option<HistoryState>,
+    known: Option<KnownToOldCatalog>,
+}
+
+/// Reads the old catalog at `path`. One that a killed command left unclean does not open
+/// read-only: redb must repair it first, which writes, so that is done on a copy in `tmp/`
+/// (named `.tmp*`, which gc sweeps), and the old catalog is kept as it was. A catalog damaged
+/// enough that redb panics on it counts as unreadable: repair is what it needs.
+fn read_old_catalog(dir: &Path, path: &Path) -> OldCatalog {
+    let read = |at: &Path, read_only: bool| {
+        std::panic::catch_unwind(|| {
+            Catalog::open(at, read_only).map(|catalog| OldCatalog {
+                history: catalog.history().ok(),
+                known: known_to(&catalog).ok(),
+            })
+        })
+        .ok()
+        .and_then(Result::ok)
+    };
+    if let Some(old) = read(path, true) {
+        return old;
+    }
+    let copy = tempfile::Builder::new()
+        .prefix(".tmp-catalog-")
+        .tempfile_in(dir.join("tmp"))
+        .ok()
+        .filter(|copy| std::fs::copy(path, copy.path()).is_ok());
+    copy.and_then(|copy| read(copy.path(), false))
+        .unwrap_or_default()
 }
 
 /// What a readable old catalog knew: the packs it named or a gc of it dropped, and its
@@ -431,20 +460,16 @@ impl KnownToOldCatalog {
     }
 }
 
-/// The old catalog's packs and snapshots, when every one of them reads; `None` otherwise
-/// (then every snapshot found is taken back, as nothing can be ruled out).
-fn readable_known(path: &Path) -> Option<KnownToOldCatalog> {
-    let read = || -> Result<KnownToOldCatalog, StoreError> {
-        let catalog = Catalog::open(path, true)?;
-        let named = catalog.packs()?.into_iter().map(|(pack, _)| pack);
-        Ok(KnownToOldCatalog {
-            packs: named.chain(catalog.dropped_packs()?).collect(),
-            snapshots: (catalog.snapshots()?.into_iter())
-                .map(|(id, _)| id)
-                .collect(),
-        })
-    };
-    std::panic::catch_unwind(read).ok()?.ok()
+/// The catalog's packs and snapshots; an error when any of them does not read (then every
+/// snapshot found is taken back, as nothing can be ruled out).
+fn known_to(catalog: &Catalog) -> Result<KnownToOldCatalog, StoreError> {
+    let named = catalog.packs()?.into_iter().map(|(pack, _)| pack);
+    Ok(KnownToOldCatalog {
+        packs: named.chain(catalog.dropped_packs()?).collect(),
+        snapshots: (catalog.snapshots()?.into_iter())
+            .map(|(id, _)| id)
+            .collect(),
+    })
 }
 
 /// The old catalog's history, kept when its HEAD was recovered (a repair after objects

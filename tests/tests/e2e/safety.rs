@@ -246,6 +246,33 @@ fn a_roll_forward_saves_a_planned_file_changed_since_the_kill() {
     assert_eq!(ok(d, &["cat", id, "b"]), "edited after the kill\n");
 }
 
+/// An undo that replaces a directory by a file, killed once the file is written: the
+/// roll-forward finds the file where the directory was, and the plan's removal of the file
+/// that was inside it is done, not an error (every command then failed on it, and nothing
+/// could be saved any more).
+#[test]
+fn a_roll_forward_past_a_directory_replaced_by_a_file_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "x", b"a file\n");
+    ok(d, &["save"]);
+    std::fs::remove_file(d.join("x")).unwrap();
+    write(d, "x/inner", b"inside\n");
+    ok(d, &["save"]);
+    let out = snap_cmd(d, &["undo"])
+        .env("SNAP_FAILPOINT", "restore-file")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "{}", stderr(&out));
+    assert_eq!(read(d, "x"), "a file\n");
+    let out = conserving(d, &["save"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!d.join(".snap/.undoing").exists());
+    assert_eq!(json(d, &["status"])["clean"], true);
+    ok(d, &["redo"]);
+    assert_eq!(read(d, "x/inner"), "inside\n");
+}
+
 #[test]
 fn sigterm_during_undo_stops_between_files_and_recover_finishes() {
     let dir = tempfile::tempdir().unwrap();

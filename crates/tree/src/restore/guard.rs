@@ -68,6 +68,17 @@ impl Guarded<'_> {
             Ok(dir) => dir,
             // No directory there, so nothing at the path either.
             Err(Errno::NOENT) => return Ok(classify(&OnDisk::Absent, expected, done, u64::MAX)),
+            // A file stands where a directory above the path was (the interrupted move itself
+            // may have put it there: a roll-forward of a directory replaced by a file finds the
+            // file). Nothing is at the path, so a removal is done; whatever was to be written
+            // there is kept, as under a kept directory. A symlink there (a swap after
+            // planning) is refused below.
+            Err(Errno::NOTDIR) if !symlink_above(&self.root_fd, parent) => {
+                return Ok(match done {
+                    None => Found::Done,
+                    Some(_) => Found::Foreign,
+                });
+            }
             Err(e) => return Err(fail("open directory", self.tree.root, parent, e)),
         };
         let name = OsStr::from_bytes(name);
@@ -75,6 +86,26 @@ impl Guarded<'_> {
             on_disk(&dir, name, &self.hasher).map_err(|e| fail("read", self.tree.root, path, e))?;
         Ok(classify(&here, expected, done, self.tree.max_file_size))
     }
+}
+
+/// True when the first component of `dir` that is not a directory is a symlink (or cannot
+/// be looked at). Each prefix is looked at without following its last component, and only
+/// after every shorter one was found a directory, so no symlink is followed on the way.
+fn symlink_above(root_fd: &OwnedFd, dir: &[u8]) -> bool {
+    let mut end = 0;
+    while end < dir.len() {
+        end = (dir[end + 1..].iter().position(|&c| c == b'/')).map_or(dir.len(), |i| end + 1 + i);
+        let prefix = OsStr::from_bytes(&dir[..end]);
+        match rustix::fs::statat(root_fd, prefix, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+                rustix::fs::FileType::Directory => continue,
+                rustix::fs::FileType::Symlink => return true,
+                _ => return false,
+            },
+            Err(_) => return true,
+        }
+    }
+    true
 }
 
 /// What a path holding `here` is to a step expecting `expected` and producing `done`.

@@ -66,6 +66,12 @@ pub enum StoreError {
         /// The redb error or the malformed record.
         why: String,
     },
+    /// A pack the catalog names has no file (deleted by hand, or the catalog was put back
+    /// from an older copy that names packs a later gc or merge replaced).
+    #[error(
+        "pack {0} is missing (`snap verify` names what it held; if the catalog was put back from an older copy, `snap repair` rebuilds it from the packs that are there)"
+    )]
+    MissingPack(PathBuf),
     /// A pack's header, frame headers, trailer or body hash are wrong.
     #[error("pack {path} is damaged: {why}")]
     CorruptPack {

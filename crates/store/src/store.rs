@@ -325,9 +325,13 @@ impl Store {
         if let Some(r) = lock_poisoned(&self.readers).get(pack) {
             return Ok(Arc::clone(r));
         }
-        let reader = Arc::new(PackReader::open(
-            &self.dir.join("packs").join(pack_file_name(pack)),
-        )?);
+        let path = self.dir.join("packs").join(pack_file_name(pack));
+        let reader = Arc::new(PackReader::open(&path).map_err(|e| match e {
+            StoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                StoreError::MissingPack(path.clone())
+            }
+            e => e,
+        })?);
         lock_poisoned(&self.readers).insert(*pack, Arc::clone(&reader));
         Ok(reader)
     }

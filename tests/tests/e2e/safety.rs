@@ -273,6 +273,40 @@ fn a_roll_forward_past_a_directory_replaced_by_a_file_finishes() {
     assert_eq!(read(d, "x/inner"), "inside\n");
 }
 
+/// As above, with a symlink for the file: a redo that replaces a directory tree by the
+/// target's symlink, killed once the symlink is written, finds it where the directory was.
+/// The plan's removals below it are done (every command failed on them before); the
+/// symlink is the target's own, so nothing is followed through it.
+#[test]
+fn a_roll_forward_past_a_directory_replaced_by_the_targets_symlink_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a/b/c/leaf", b"deep\n");
+    write(d, "other", b"1\n");
+    ok(d, &["save"]);
+    std::fs::remove_dir_all(d.join("a")).unwrap();
+    std::os::unix::fs::symlink("elsewhere", d.join("a")).unwrap();
+    ok(d, &["save"]);
+    ok(d, &["undo"]);
+    assert_eq!(read(d, "a/b/c/leaf"), "deep\n");
+    let out = snap_cmd(d, &["redo"])
+        .env("SNAP_FAILPOINT", "restore-file")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "{}", stderr(&out));
+    assert!(d.join(".snap/.redoing").exists());
+    let out = conserving(d, &["save"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!d.join(".snap/.redoing").exists());
+    assert_eq!(
+        std::fs::read_link(d.join("a")).unwrap(),
+        Path::new("elsewhere")
+    );
+    assert_eq!(json(d, &["status"])["clean"], true);
+    ok(d, &["undo"]);
+    assert_eq!(read(d, "a/b/c/leaf"), "deep\n");
+}
+
 #[test]
 fn sigterm_during_undo_stops_between_files_and_recover_finishes() {
     let dir = tempfile::tempdir().unwrap();

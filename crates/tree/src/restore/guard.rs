@@ -68,12 +68,12 @@ impl Guarded<'_> {
             Ok(dir) => dir,
             // No directory there, so nothing at the path either.
             Err(Errno::NOENT) => return Ok(classify(&OnDisk::Absent, expected, done, u64::MAX)),
-            // A file stands where a directory above the path was (the interrupted move itself
-            // may have put it there: a roll-forward of a directory replaced by a file finds the
-            // file). Nothing is at the path, so a removal is done; whatever was to be written
-            // there is kept, as under a kept directory. A symlink there (a swap after
-            // planning) is refused below.
-            Err(Errno::NOTDIR) if !symlink_above(&self.root_fd, parent) => {
+            // Something the interrupted move itself may have put there stands where a
+            // directory above the path was: a file, or the target's own symlink (a
+            // roll-forward of a directory replaced by either finds it). Nothing is at the path,
+            // so a removal is done; whatever was to be written there is kept, as under a kept
+            // directory. Any other symlink there (a swap after planning) is refused below.
+            Err(Errno::NOTDIR | Errno::LOOP) if self.blocked_by_the_plan(parent) => {
                 return Ok(match done {
                     None => Found::Done,
                     Some(_) => Found::Foreign,
@@ -88,24 +88,62 @@ impl Guarded<'_> {
     }
 }
 
-/// True when the first component of `dir` that is not a directory is a symlink (or cannot
-/// be looked at). Each prefix is looked at without following its last component, and only
-/// after every shorter one was found a directory, so no symlink is followed on the way.
-fn symlink_above(root_fd: &OwnedFd, dir: &[u8]) -> bool {
+impl Guarded<'_> {
+    /// True when the first component of `dir` that is not a directory is one the plan may
+    /// have put there: a file, or a symlink equal to the one the target holds at that path.
+    /// Neither is followed.
+    fn blocked_by_the_plan(&self, dir: &[u8]) -> bool {
+        match blocker(&self.root_fd, dir) {
+            Blocker::File => true,
+            Blocker::Symlink(at) => self.holds_the_target(at),
+            Blocker::Unknown => false,
+        }
+    }
+
+    /// True when `path` (whose parent is a directory) holds the target's symlink there.
+    fn holds_the_target(&self, path: &[u8]) -> bool {
+        let Some(want) = self.sides.after.get(path) else {
+            return false;
+        };
+        let (parent, name) = split(path);
+        let Ok(dir) = open_dir_at(&self.root_fd, parent) else {
+            return false;
+        };
+        on_disk(&dir, OsStr::from_bytes(name), &self.hasher)
+            .is_ok_and(|here| want.kind == EntryKind::Symlink && same(&here, Some(want)))
+    }
+}
+
+/// The first component of a path that is not a directory.
+enum Blocker<'p> {
+    File,
+    Symlink(&'p [u8]),
+    /// Every component is a directory, or one could not be looked at.
+    Unknown,
+}
+
+/// What stands in the way of `dir`. Each prefix is looked at without following its last
+/// component, and only after every shorter one was found a directory, so no symlink is
+/// followed on the way.
+fn blocker<'p>(root_fd: &OwnedFd, dir: &'p [u8]) -> Blocker<'p> {
     let mut end = 0;
     while end < dir.len() {
         end = (dir[end + 1..].iter().position(|&c| c == b'/')).map_or(dir.len(), |i| end + 1 + i);
-        let prefix = OsStr::from_bytes(&dir[..end]);
-        match rustix::fs::statat(root_fd, prefix, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => match rustix::fs::FileType::from_raw_mode(st.st_mode) {
-                rustix::fs::FileType::Directory => continue,
-                rustix::fs::FileType::Symlink => return true,
-                _ => return false,
-            },
-            Err(_) => return true,
+        let prefix = &dir[..end];
+        let Ok(st) = rustix::fs::statat(
+            root_fd,
+            OsStr::from_bytes(prefix),
+            AtFlags::SYMLINK_NOFOLLOW,
+        ) else {
+            return Blocker::Unknown;
+        };
+        match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+            rustix::fs::FileType::Directory => continue,
+            rustix::fs::FileType::Symlink => return Blocker::Symlink(prefix),
+            _ => return Blocker::File,
         }
     }
-    true
+    Blocker::Unknown
 }
 
 /// What a path holding `here` is to a step expecting `expected` and producing `done`.

@@ -307,6 +307,41 @@ fn a_roll_forward_past_a_directory_replaced_by_the_targets_symlink_finishes() {
     assert_eq!(read(d, "a/b/c/leaf"), "deep\n");
 }
 
+/// A restore that turns a directory tree back into a file, killed once the file is
+/// written; the file is then edited, and the roll-forward saves the edit before replacing
+/// it. The snapshot it saves must not hold the file and the old directory's entries at one
+/// path (its tree was unsorted, and verify called the store damaged).
+#[test]
+fn a_roll_forward_saves_an_edited_file_where_a_directory_was_in_a_sound_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a/b", b"v1\n");
+    ok(d, &["save"]);
+    std::fs::remove_file(d.join("a/b")).unwrap();
+    write(d, "a/b/c/d", b"deep\n");
+    ok(d, &["save"]);
+    let out = snap_cmd(d, &["restore", "#1"])
+        .env("SNAP_FAILPOINT", "restore-file")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "{}", stderr(&out));
+    write(d, "a/b", b"edited after the kill\n");
+    let out = conserving(d, &["recover"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(d, "a/b"), "v1\n");
+    let verify = json(d, &["verify", "--read-data"]);
+    assert_eq!(verify["ok"], true, "{verify}");
+    let log = json(d, &["log", "--all"]);
+    let saved = log["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == "auto-before-restore")
+        .unwrap_or_else(|| panic!("no auto-before-restore snapshot: {log}"));
+    let id = saved["id"].as_str().unwrap();
+    assert_eq!(ok(d, &["cat", id, "a/b"]), "edited after the kill\n");
+}
+
 #[test]
 fn sigterm_during_undo_stops_between_files_and_recover_finishes() {
     let dir = tempfile::tempdir().unwrap();

@@ -188,7 +188,13 @@ pub fn print_move(o: &MoveOutcome, quiet: bool) {
         );
     }
     if o.changes.is_empty() && o.created.is_none() && o.op == snap_tree::Op::Restore {
-        println!("already matches #{}", o.target.record.seq);
+        let but = if o.kept.is_empty() {
+            ""
+        } else {
+            ", but for what it keeps:"
+        };
+        println!("already matches #{}{but}", o.target.record.seq);
+        print_kept(verb, &o.kept);
         return;
     }
     println!("{verb}: now at {}", snapshot_line(&o.target));

@@ -104,6 +104,41 @@ fn a_move_never_removes_what_the_rules_it_brings_ignore() {
     }
 }
 
+/// A restore of a path the config excludes now keeps the file there and records what a save
+/// right after it would (DESIGN §14): the new snapshot does not hold the source's copy
+/// (it did, so status then called the file deleted and the next undo saved that). The
+/// same for a whole restore, whose snapshot is otherwise the source's tree.
+#[test]
+fn a_restore_records_nothing_at_a_path_it_keeps_as_ignored() {
+    for args in [
+        &["restore", "#1", "--", "secret.log"][..],
+        &["restore", "#1"],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        write(d, "a.txt", b"a1\n");
+        write(d, "secret.log", b"v1\n");
+        ok(d, &["save"]);
+        write(
+            d,
+            ".snap/config.toml",
+            b"exclude_paths = [\"secret.log\"]\n",
+        );
+        write(d, "a.txt", b"a2\n");
+        write(d, "secret.log", b"v2, ignored\n");
+        ok(d, &["save"]);
+        let out = conserving(d, args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert_eq!(read(d, "secret.log"), "v2, ignored\n");
+        assert!(stderr(&out).contains("kept secret.log"), "{}", stderr(&out));
+        let status = json(d, &["status"]);
+        assert_eq!(status["clean"], true, "{args:?}: {status}");
+        let head = json(d, &["ls", "@"]).to_string();
+        assert!(!head.contains("secret.log"), "{args:?}: {head}");
+        assert!(head.contains("a.txt"), "{head}");
+    }
+}
+
 #[test]
 fn undo_never_creates_a_path_the_ignore_rules_leave_out() {
     let dir = tempfile::tempdir().unwrap();

@@ -587,6 +587,7 @@ impl Workspace {
             let current = (&cap.flat, known.map(|s| &s.record.stats));
             self.restore_paths(&writer, current, &source, paths)?
         };
+        let target = self.without_ruled_out(&writer, target, &cap.flat)?;
         let mut outcome = MoveOutcome::planned(
             Op::Restore,
             dry_run,
@@ -617,7 +618,9 @@ impl Workspace {
         )?;
         outcome.auto_saved = kept.or(saved);
         // The tree already matches: HEAD now names it (the unsaved changes' snapshot, if any).
+        // What the rules leave out is named as kept all the same.
         if target.root == cap.root {
+            outcome.kept = self.keep_ruled_out(&mut target.plan.clone(), &cap.flat);
             return Ok(outcome);
         }
         let parent = outcome.auto_saved.clone().or(head);
@@ -715,6 +718,56 @@ impl Workspace {
             totals,
             flat: merged,
         })
+    }
+
+    /// A restore records what a save right after it would (DESIGN §14): where it keeps a
+    /// path because the ignore rules leave it out, the new snapshot holds what the tree holds
+    /// there (nothing tracked), not the source's. A plan that changes the rules is left as it
+    /// is: the move's own rules decide there, and such paths are named as made visible.
+    fn without_ruled_out(
+        &self,
+        writer: &ObjectWriter<'_>,
+        mut target: RestoreTarget,
+        current: &FlatTree,
+    ) -> Result<RestoreTarget, TreeError> {
+        if target.plan.changes_rules() {
+            return Ok(target);
+        }
+        let kept = self.keep_ruled_out_now(&mut target.plan.clone(), current);
+        // Each kept path is listed in the target (the plan writes it), so every directory
+        // above it is unfolded and may be rebuilt; a directory in the tree there is left as
+        // it is, since its totals are not known here.
+        let listed = kept.iter().all(|k| target.flat.contains_key(k));
+        let (Some(gone), Some(back), true) = (
+            totals_under(&target.flat, &kept),
+            totals_under(current, &kept),
+            listed && !kept.is_empty(),
+        ) else {
+            return Ok(target);
+        };
+        for path in &kept {
+            for below in paths_under(&target.flat, path) {
+                target.flat.remove(&below);
+            }
+            for here in paths_under(current, path) {
+                target.flat.insert(here.clone(), current[&here]);
+            }
+        }
+        for path in &kept {
+            let mut up = flat::split(path).0;
+            while let Some(node) = target.flat.get_mut(up).filter(|n| n.kind == EntryKind::Dir) {
+                node.id = UNBUILT;
+                up = flat::split(up).0;
+            }
+        }
+        target.root = flat::build_trees_reusing(writer, &mut target.flat, &|_| None)?;
+        (target.changes).retain(|(p, _)| !kept.iter().any(|k| flat::is_within(p, k)));
+        let (files, bytes) = target.totals;
+        target.totals = (
+            files.saturating_sub(gone.0).saturating_add(back.0),
+            bytes.saturating_sub(gone.1).saturating_add(back.1),
+        );
+        Ok(target)
     }
 
     /// The §7 protocol: marker, working tree, HEAD, marker removed, guarded by §14: new
@@ -984,4 +1037,36 @@ impl Workspace {
         restore::apply(self.work_tree(), &back, sides)?;
         Ok(())
     }
+}
+
+/// The files and bytes of `flat` at and below `paths` (none within another); `None` when
+/// a directory there may be folded (its files not listed).
+fn totals_under(flat: &FlatTree, paths: &[Vec<u8>]) -> Option<(u64, u64)> {
+    let mut totals = (0, 0);
+    for path in paths.iter().flat_map(|p| paths_under(flat, p)) {
+        let node = &flat[&path];
+        match node.kind {
+            EntryKind::Dir if node.id != UNBUILT && !lists_below(flat, &path) => return None,
+            EntryKind::Dir => {}
+            _ => totals = (totals.0 + 1, totals.1 + node.size),
+        }
+    }
+    Some(totals)
+}
+
+/// The paths of `flat` at and below `path`.
+fn paths_under(flat: &FlatTree, path: &[u8]) -> Vec<Vec<u8>> {
+    (flat.range(path.to_vec()..))
+        .take_while(|(p, _)| p.starts_with(path))
+        .filter(|(p, _)| flat::is_within(p, path))
+        .map(|(p, _)| p.clone())
+        .collect()
+}
+
+/// True when `flat` lists something below directory `dir`.
+fn lists_below(flat: &FlatTree, dir: &[u8]) -> bool {
+    let inside = flat::join(dir, b"");
+    flat.range(inside.clone()..)
+        .next()
+        .is_some_and(|(p, _)| p.starts_with(&inside))
 }

@@ -207,11 +207,7 @@ fn finishing_an_interrupted_undo_touches_only_its_plan() {
     let d = dir.path();
     two_states(d);
     ok(d, &["save"]);
-    let out = snap_cmd(d, &["undo"])
-        .env("SNAP_FAILPOINT", "restore-file@5")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), None, "{}", stderr(&out));
+    killed_at(d, &["undo"], "restore-file@5");
     // After the kill: an agent writes a new file, a build writes an ignored directory.
     write(d, "agent.txt", b"new work\n");
     write(d, ".snapignore", b"target/\n");
@@ -255,11 +251,7 @@ fn a_roll_forward_saves_a_planned_file_changed_since_the_kill() {
     write(d, "a", b"two\n");
     write(d, "b", b"two\n");
     ok(d, &["save"]);
-    let out = snap_cmd(d, &["undo"])
-        .env("SNAP_FAILPOINT", "marker-written")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), None, "{}", stderr(&out));
+    killed_at(d, &["undo"], "marker-written");
     write(d, "b", b"edited after the kill\n");
     // A save finishes the undo first, and says which file it saved before replacing it.
     let out = conserving(d, &["save"]);
@@ -273,12 +265,10 @@ fn a_roll_forward_saves_a_planned_file_changed_since_the_kill() {
         (read(d, "a"), read(d, "b")),
         ("one\n".into(), "one\n".into())
     );
-    let all = json(d, &["log", "--all"]);
-    let saved = (all["snapshots"].as_array().unwrap().iter())
-        .find(|s| s["kind"] == "auto-before-undo")
-        .unwrap_or_else(|| panic!("{all}"));
-    let id = saved["id"].as_str().unwrap();
-    assert_eq!(ok(d, &["cat", id, "b"]), "edited after the kill\n");
+    assert_eq!(
+        saved_in(d, "auto-before-undo", "b"),
+        "edited after the kill\n"
+    );
 }
 
 /// An undo that replaces a directory by a file, killed once the file is written: the
@@ -294,11 +284,7 @@ fn a_roll_forward_past_a_directory_replaced_by_a_file_finishes() {
     std::fs::remove_file(d.join("x")).unwrap();
     write(d, "x/inner", b"inside\n");
     ok(d, &["save"]);
-    let out = snap_cmd(d, &["undo"])
-        .env("SNAP_FAILPOINT", "restore-file")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), None, "{}", stderr(&out));
+    killed_at(d, &["undo"], "restore-file");
     assert_eq!(read(d, "x"), "a file\n");
     let out = conserving(d, &["save"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -324,11 +310,7 @@ fn a_roll_forward_past_a_directory_replaced_by_the_targets_symlink_finishes() {
     ok(d, &["save"]);
     ok(d, &["undo"]);
     assert_eq!(read(d, "a/b/c/leaf"), "deep\n");
-    let out = snap_cmd(d, &["redo"])
-        .env("SNAP_FAILPOINT", "restore-file")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), None, "{}", stderr(&out));
+    killed_at(d, &["redo"], "restore-file");
     assert!(d.join(".snap/.redoing").exists());
     let out = conserving(d, &["save"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -355,26 +337,17 @@ fn a_roll_forward_saves_an_edited_file_where_a_directory_was_in_a_sound_tree() {
     std::fs::remove_file(d.join("a/b")).unwrap();
     write(d, "a/b/c/d", b"deep\n");
     ok(d, &["save"]);
-    let out = snap_cmd(d, &["restore", "#1"])
-        .env("SNAP_FAILPOINT", "restore-file")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), None, "{}", stderr(&out));
+    killed_at(d, &["restore", "#1"], "restore-file");
     write(d, "a/b", b"edited after the kill\n");
     let out = conserving(d, &["recover"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(read(d, "a/b"), "v1\n");
     let verify = json(d, &["verify", "--read-data"]);
     assert_eq!(verify["ok"], true, "{verify}");
-    let log = json(d, &["log", "--all"]);
-    let saved = log["snapshots"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["kind"] == "auto-before-restore")
-        .unwrap_or_else(|| panic!("no auto-before-restore snapshot: {log}"));
-    let id = saved["id"].as_str().unwrap();
-    assert_eq!(ok(d, &["cat", id, "a/b"]), "edited after the kill\n");
+    assert_eq!(
+        saved_in(d, "auto-before-restore", "a/b"),
+        "edited after the kill\n"
+    );
 }
 
 #[test]
@@ -583,4 +556,22 @@ fn an_undo_over_rotted_trees_changes_nothing_and_points_at_verify_and_repair() {
         std::fs::read(d.join("sub/a.txt")).unwrap(),
         b"three, unsaved\n"
     );
+}
+
+/// Runs snap with `args` and a failpoint that kills it there; it must die by the signal.
+fn killed_at(d: &Path, args: &[&str], point: &str) {
+    let out = snap_cmd(d, args)
+        .env("SNAP_FAILPOINT", point)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "{}", stderr(&out));
+}
+
+/// What `path` holds in the snapshot of `kind` that `log --all` lists.
+fn saved_in(d: &Path, kind: &str, path: &str) -> String {
+    let all = json(d, &["log", "--all"]);
+    let saved = (all["snapshots"].as_array().unwrap().iter())
+        .find(|s| s["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} snapshot: {all}"));
+    ok(d, &["cat", saved["id"].as_str().unwrap(), path])
 }

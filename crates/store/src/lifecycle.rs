@@ -340,8 +340,11 @@ impl Store {
         for (pack, (size, framed, alive)) in chosen {
             let kept = alive + pinned_bytes.get(&pack).copied().unwrap_or(0);
             // Every frame live or a base a kept frame needs: a copy would be the same pack
-            // again, at every gc.
+            // again, at every gc. A small one still counts toward the merge of small packs.
             if kept >= framed {
+                if size < SMALL_PACK {
+                    small.push(pack);
+                }
                 continue;
             }
             plan.reclaimable += size - kept.min(size);

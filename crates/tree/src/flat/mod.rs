@@ -396,6 +396,40 @@ impl<'a> OpenDir<'a> {
     }
 }
 
+/// The entries of `flat` below directory `dir` (not `dir` itself), in path order.
+pub fn below<'a>(flat: &'a FlatTree, dir: &[u8]) -> impl Iterator<Item = (&'a Vec<u8>, &'a Node)> {
+    let inside = join(dir, b"");
+    (flat.range(inside.clone()..)).take_while(move |(p, _)| p.starts_with(&inside))
+}
+
+/// The entries of `flat` at `path` and below it, in path order.
+pub fn within<'a>(
+    flat: &'a FlatTree,
+    path: &[u8],
+) -> impl Iterator<Item = (&'a Vec<u8>, &'a Node)> {
+    flat.get_key_value(path)
+        .into_iter()
+        .chain(below(flat, path))
+}
+
+/// Takes `path` and everything below it out of `flat`.
+pub fn remove_within(flat: &mut FlatTree, path: &[u8]) {
+    let gone: Vec<Vec<u8>> = within(flat, path).map(|(p, _)| p.clone()).collect();
+    for p in gone {
+        flat.remove(&p);
+    }
+}
+
+/// Marks every directory `flat` lists above `path` unbuilt, so that a build writes it again
+/// (a directory with an id is otherwise taken as built, whatever is listed below it).
+pub fn unbuild_above(flat: &mut FlatTree, path: &[u8]) {
+    let mut up = split(path).0;
+    while let Some(node) = flat.get_mut(up).filter(|n| n.kind == EntryKind::Dir) {
+        node.id = UNBUILT;
+        up = split(up).0;
+    }
+}
+
 /// Whether `path` is `dir` or lies under it (everything lies under the root, `""`).
 pub fn is_within(path: &[u8], dir: &[u8]) -> bool {
     dir.is_empty()
@@ -503,6 +537,37 @@ mod tests {
             id: ObjectId([b; 32]),
             mode: (kind != EntryKind::Symlink).then_some(0o644),
         }
+    }
+
+    /// `below` and `within` stop at the directory's end: a sibling whose name starts with
+    /// the directory's (`a.txt`, `ab` beside `a`) is not inside it.
+    #[test]
+    fn below_and_within_a_directory() {
+        let mut flat = FlatTree::new();
+        for (path, kind) in [
+            ("a", EntryKind::Dir),
+            ("a.txt", EntryKind::File),
+            ("a/b", EntryKind::Dir),
+            ("a/b/c", EntryKind::File),
+            ("ab", EntryKind::File),
+        ] {
+            flat.insert(path.as_bytes().to_vec(), node(kind, 1));
+        }
+        let names = |it: &mut dyn Iterator<Item = (&Vec<u8>, &Node)>| -> Vec<String> {
+            it.map(|(p, _)| String::from_utf8_lossy(p).into_owned())
+                .collect()
+        };
+        assert_eq!(names(&mut below(&flat, b"a")), ["a/b", "a/b/c"]);
+        assert_eq!(names(&mut within(&flat, b"a")), ["a", "a/b", "a/b/c"]);
+        assert_eq!(names(&mut below(&flat, b"")).len(), 5);
+        flat.get_mut(&b"a/b"[..]).unwrap().id = ObjectId([9; 32]);
+        unbuild_above(&mut flat, b"a/b/c");
+        assert_eq!(
+            (flat[&b"a/b"[..]].id, flat[&b"a"[..]].id),
+            (UNBUILT, UNBUILT)
+        );
+        remove_within(&mut flat, b"a");
+        assert_eq!(names(&mut within(&flat, b"")), ["a.txt", "ab"]);
     }
 
     #[test]

@@ -102,7 +102,8 @@ impl Guarded<'_> {
 
     /// True when `path` (whose parent is a directory) holds the target's symlink there.
     fn holds_the_target(&self, path: &[u8]) -> bool {
-        let Some(want) = self.sides.after.get(path) else {
+        let Some(want) = (self.sides.after.get(path)).filter(|n| n.kind == EntryKind::Symlink)
+        else {
             return false;
         };
         let (parent, name) = split(path);
@@ -110,7 +111,7 @@ impl Guarded<'_> {
             return false;
         };
         on_disk(&dir, OsStr::from_bytes(name), &self.hasher)
-            .is_ok_and(|here| want.kind == EntryKind::Symlink && same(&here, Some(want)))
+            .is_ok_and(|here| same(&here, Some(want)))
     }
 }
 

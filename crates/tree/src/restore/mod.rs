@@ -269,7 +269,9 @@ fn make_dir(g: &Guarded<'_>, path: &[u8]) -> Result<bool, TreeError> {
                 .map_err(|e| fail("create directory", g.tree.root, path, e))?;
             if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
                 g.keep(path);
-            } else if g.sides.before.get(path).is_none() && empty_in(g.sides.after, path) {
+            } else if g.sides.before.get(path).is_none()
+                && crate::flat::below(g.sides.after, path).next().is_none()
+            {
                 // A directory holding only what the walk leaves out is not tracked, so it
                 // cannot become the target's empty directory: named, not emptied.
                 g.note(&g.named, path);
@@ -278,14 +280,6 @@ fn make_dir(g: &Guarded<'_>, path: &[u8]) -> Result<bool, TreeError> {
         }
         Err(e) => Err(fail("create directory", g.tree.root, path, e)),
     }
-}
-
-/// True when `flat` holds nothing under directory `dir`.
-fn empty_in(flat: &FlatTree, dir: &[u8]) -> bool {
-    let inside = join(dir, b"");
-    flat.range(inside.clone()..)
-        .next()
-        .is_none_or(|(p, _)| !p.starts_with(&inside))
 }
 
 /// Writes one file or symlink of the target, if the path holds what the plan saw.

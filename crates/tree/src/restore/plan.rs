@@ -308,11 +308,7 @@ pub(super) fn remove_current(
         return;
     }
     plan.remove_dirs.push(path.to_vec());
-    let inside = join(path, b"");
-    for (p, n) in current
-        .range(inside.clone()..)
-        .take_while(|(p, _)| p.starts_with(&inside))
-    {
+    for (p, n) in crate::flat::below(current, path) {
         match n.kind {
             EntryKind::Dir => plan.remove_dirs.push(p.clone()),
             _ => plan.remove_files.push(p.clone()),

@@ -699,11 +699,7 @@ impl Workspace {
         // Every directory above a restored path is rebuilt (also where the path is only
         // taken away); any other with an id is unchanged below and taken as built.
         for path in paths {
-            let mut up = flat::split(path).0;
-            while let Some(node) = merged.get_mut(up).filter(|n| n.kind == EntryKind::Dir) {
-                node.id = UNBUILT;
-                up = flat::split(up).0;
-            }
+            flat::unbuild_above(&mut merged, path);
         }
         let root = flat::build_trees_reusing(writer, &mut merged, &|_| None)?;
         let changes = diff_files(current, &merged);
@@ -746,19 +742,10 @@ impl Workspace {
             return Ok(target);
         };
         for path in &kept {
-            for below in paths_under(&target.flat, path) {
-                target.flat.remove(&below);
-            }
-            for here in paths_under(current, path) {
-                target.flat.insert(here.clone(), current[&here]);
-            }
-        }
-        for path in &kept {
-            let mut up = flat::split(path).0;
-            while let Some(node) = target.flat.get_mut(up).filter(|n| n.kind == EntryKind::Dir) {
-                node.id = UNBUILT;
-                up = flat::split(up).0;
-            }
+            flat::remove_within(&mut target.flat, path);
+            let here = flat::within(current, path).map(|(p, n)| (p.clone(), *n));
+            target.flat.extend(here);
+            flat::unbuild_above(&mut target.flat, path);
         }
         target.root = flat::build_trees_reusing(writer, &mut target.flat, &|_| None)?;
         (target.changes).retain(|(p, _)| !kept.iter().any(|k| flat::is_within(p, k)));
@@ -1043,30 +1030,14 @@ impl Workspace {
 /// a directory there may be folded (its files not listed).
 fn totals_under(flat: &FlatTree, paths: &[Vec<u8>]) -> Option<(u64, u64)> {
     let mut totals = (0, 0);
-    for path in paths.iter().flat_map(|p| paths_under(flat, p)) {
-        let node = &flat[&path];
+    for (path, node) in paths.iter().flat_map(|p| flat::within(flat, p)) {
         match node.kind {
-            EntryKind::Dir if node.id != UNBUILT && !lists_below(flat, &path) => return None,
+            EntryKind::Dir if node.id != UNBUILT && flat::below(flat, path).next().is_none() => {
+                return None;
+            }
             EntryKind::Dir => {}
             _ => totals = (totals.0 + 1, totals.1 + node.size),
         }
     }
     Some(totals)
-}
-
-/// The paths of `flat` at and below `path`.
-fn paths_under(flat: &FlatTree, path: &[u8]) -> Vec<Vec<u8>> {
-    (flat.range(path.to_vec()..))
-        .take_while(|(p, _)| p.starts_with(path))
-        .filter(|(p, _)| flat::is_within(p, path))
-        .map(|(p, _)| p.clone())
-        .collect()
-}
-
-/// True when `flat` lists something below directory `dir`.
-fn lists_below(flat: &FlatTree, dir: &[u8]) -> bool {
-    let inside = flat::join(dir, b"");
-    flat.range(inside.clone()..)
-        .next()
-        .is_some_and(|(p, _)| p.starts_with(&inside))
 }

@@ -99,7 +99,7 @@ impl Workspace {
             }
             // The path may have been a directory in `base` (a roll-forward finds the file
             // a move wrote where one was): a file has nothing below it.
-            remove_below(&mut flat, path);
+            flat::remove_within(&mut flat, path);
             flat.insert(path.clone(), node);
         }
         // `base` may be unfolded only where a move's target differs (`flat::unfold_against`):
@@ -321,17 +321,5 @@ impl Workspace {
             },
         )?;
         Ok(Some(snapshot))
-    }
-}
-
-/// Removes every entry below directory `dir` from `flat`.
-fn remove_below(flat: &mut FlatTree, dir: &[u8]) {
-    let inside = flat::join(dir, b"");
-    let below: Vec<Vec<u8>> = (flat.range(inside.clone()..))
-        .take_while(|(p, _)| p.starts_with(&inside))
-        .map(|(p, _)| p.clone())
-        .collect();
-    for path in below {
-        flat.remove(&path);
     }
 }

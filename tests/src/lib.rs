@@ -214,8 +214,8 @@ pub fn everything(root: &Path) -> Tree {
 
 /// The conservation oracle: every file that was in `before` is still at its path with its
 /// bytes, or some snapshot that `log --all` lists holds those bytes at that path. A killed
-/// move's temporary files (`.snap-tmp-<pid>-<n>`) are snap's, not the user's: the
-/// roll-forward removes them (FORMAT.md 7).
+/// move's temporary files (`.snap-tmp-<op>-<pid>-<n>`) are snap's, not the user's: the
+/// roll-forward removes them once it finds their content stored (FORMAT.md 7.2).
 pub fn assert_conserved(d: &Path, before: &Tree, what: &str) {
     let now = everything(d);
     let seqs = seqs(d);
@@ -233,6 +233,29 @@ pub fn assert_conserved(d: &Path, before: &Tree, what: &str) {
         });
         assert!(saved, "{what}: {path} ({} bytes) was lost", bytes.len());
     }
+}
+
+/// Runs snap with `args`, checks the oracle around it, and returns the output.
+pub fn conserving(d: &Path, args: &[&str]) -> Output {
+    let before = everything(d);
+    let out = snap(d, args);
+    assert_ne!(
+        out.status.code(),
+        Some(101),
+        "{args:?} panicked: {}",
+        stderr(&out)
+    );
+    assert_conserved(d, &before, &format!("snap {args:?}"));
+    out
+}
+
+/// Runs snap with `args` and a failpoint that kills it there; it must die by the signal.
+pub fn killed_at(d: &Path, args: &[&str], point: &str) {
+    let out = snap_cmd(d, args)
+        .env("SNAP_FAILPOINT", point)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "{}", stderr(&out));
 }
 
 /// `snap --store STORE ARGS` run in `dir` (which need not be a workspace root).

@@ -37,6 +37,9 @@ pub mod restore;
 mod rules;
 pub mod scan;
 mod snapshot;
+#[cfg(feature = "testing")]
+pub mod testing;
+mod testing_hooks;
 mod walk;
 mod walker;
 mod workspace;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use snap_store::{ObjectId, decode_record, encode_record, fsio};
 
 use crate::TreeError;
+use crate::restore::OpId;
 
 /// The operation a marker belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +64,28 @@ pub struct Marker {
     /// Planned paths the move left alone from the start because the ignore rules, as they
     /// were before it, leave them out; a roll-forward leaves them alone too.
     pub kept: Vec<Vec<u8>>,
+    /// The operation's id, which its temporary names carry (`.snap-tmp-<op>-<pid>-<n>`): a
+    /// roll-forward removes only those. `None` in a marker from before format 3, whose
+    /// temporary names it never removes.
+    pub op_id: Option<OpId>,
+}
+
+impl Marker {
+    /// The id the operation's steps name their temporary files with; a marker from before
+    /// format 3 had none, so its roll-forward takes a fresh one.
+    pub fn op_id(&self) -> OpId {
+        self.op_id.unwrap_or_default()
+    }
+}
+
+/// The marker of format 2, before it carried the operation's id.
+#[derive(Deserialize)]
+struct MarkerV2 {
+    op: Op,
+    head: ObjectId,
+    redo: Vec<ObjectId>,
+    from: Option<ObjectId>,
+    kept: Vec<Vec<u8>>,
 }
 
 /// The marker as written before it recorded its plan (`from`, `kept`): still read, so that
@@ -120,11 +143,21 @@ impl Marker {
     }
 }
 
-/// Decodes a marker of either layout (postcard is not self-describing, and an older marker
-/// is a strict prefix of the newer layout's fields, so it fails the newer decode).
+/// Decodes a marker of any layout, newest first (postcard is not self-describing, and each
+/// older marker is a strict prefix of the next layout's fields, so it fails the newer decode).
 fn decode_marker(bytes: &[u8]) -> Result<Marker, snap_store::StoreError> {
     let id = ObjectId([0; 32]);
     decode_record::<Marker>(id, bytes).or_else(|e| {
+        if let Ok(v2) = decode_record::<MarkerV2>(id, bytes) {
+            return Ok(Marker {
+                op: v2.op,
+                head: v2.head,
+                redo: v2.redo,
+                from: v2.from,
+                kept: v2.kept,
+                op_id: None,
+            });
+        }
         let old: MarkerV1 = decode_record(id, bytes).map_err(|_| e)?;
         Ok(Marker {
             op: old.op,
@@ -132,6 +165,7 @@ fn decode_marker(bytes: &[u8]) -> Result<Marker, snap_store::StoreError> {
             redo: old.redo,
             from: None,
             kept: Vec::new(),
+            op_id: None,
         })
     })
 }
@@ -139,6 +173,15 @@ fn decode_marker(bytes: &[u8]) -> Result<Marker, snap_store::StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Serialize)]
+    struct MarkerV2Out {
+        op: Op,
+        head: ObjectId,
+        redo: Vec<ObjectId>,
+        from: Option<ObjectId>,
+        kept: Vec<Vec<u8>>,
+    }
 
     #[derive(Serialize)]
     struct OldMarker {
@@ -155,8 +198,19 @@ mod tests {
             redo: vec![ObjectId([8; 32])],
             from: Some(ObjectId([9; 32])),
             kept: vec![b"out.log".to_vec()],
+            op_id: Some(OpId(77)),
         };
         assert_eq!(decode_marker(&encode_record(&marker)).unwrap(), marker);
+        let v2 = MarkerV2Out {
+            op: Op::Redo,
+            head: marker.head,
+            redo: marker.redo.clone(),
+            from: marker.from,
+            kept: marker.kept.clone(),
+        };
+        let decoded = decode_marker(&encode_record(&v2)).unwrap();
+        assert_eq!((decoded.from, decoded.op_id), (marker.from, None));
+        assert_eq!(decoded.kept, marker.kept);
         let old = OldMarker {
             op: Op::Undo,
             head: ObjectId([1; 32]),

@@ -79,6 +79,7 @@ fn a_swap_after_planning_makes_the_restore_fail_without_writing_outside() {
         store: ws.store(),
         max_file_size: u64::MAX,
         stop: None,
+        op: restore::OpId::new(),
     };
     let sides = restore::Sides {
         before: &new,

@@ -12,4 +12,5 @@ mod hooks;
 mod identity;
 mod mcp;
 mod output;
+mod outside;
 mod safety;

@@ -1,24 +1,9 @@
 //! The safety invariant (DESIGN §14, docs/SAFETY.md): every byte that was there is still somewhere; signals and permission bits.
 
 use std::path::Path;
-use std::process::Output;
 
 use serde_json::Value;
 use snap_e2e::*;
-
-/// Runs snap with `args`, checks the oracle around it, and returns the output.
-fn conserving(d: &Path, args: &[&str]) -> Output {
-    let before = everything(d);
-    let out = snap(d, args);
-    assert_ne!(
-        out.status.code(),
-        Some(101),
-        "{args:?} panicked: {}",
-        stderr(&out)
-    );
-    assert_conserved(d, &before, &format!("snap {args:?}"));
-    out
-}
 
 #[test]
 fn undo_keeps_a_tracked_file_that_grew_past_max_file_size() {
@@ -556,15 +541,6 @@ fn an_undo_over_rotted_trees_changes_nothing_and_points_at_verify_and_repair() {
         std::fs::read(d.join("sub/a.txt")).unwrap(),
         b"three, unsaved\n"
     );
-}
-
-/// Runs snap with `args` and a failpoint that kills it there; it must die by the signal.
-fn killed_at(d: &Path, args: &[&str], point: &str) {
-    let out = snap_cmd(d, args)
-        .env("SNAP_FAILPOINT", point)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), None, "{}", stderr(&out));
 }
 
 /// What `path` holds in the snapshot of `kind` that `log --all` lists.

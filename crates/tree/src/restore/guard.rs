@@ -2,7 +2,17 @@
 //! what the plan expects there and what the step will leave, hashed only when kind and size
 //! agree (so an oversize file in the way is never read).
 
-use super::*;
+use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+use snap_store::{EntryKind, ObjectId, ObjectWriter};
+
+use super::{DisplacedFile, Sides, WorkTree, fail, open_dir_at};
+use crate::flat::{Node, modes_differ, split};
+use crate::{TreeError, scan};
 
 /// The guarded steps' shared state: the tree, and the paths left alone so far.
 pub(super) struct Guarded<'a> {
@@ -15,6 +25,8 @@ pub(super) struct Guarded<'a> {
     /// Kept directories the plan may still write into (reported with `kept`).
     pub(super) named: std::sync::Mutex<Vec<Vec<u8>>>,
     pub(super) differs: std::sync::Mutex<Vec<Vec<u8>>>,
+    /// Versions written by another process that steps displaced (see [`Guarded::settle`]).
+    pub(super) displaced: std::sync::Mutex<Vec<DisplacedFile>>,
     /// How what the plan writes is made durable.
     pub(super) durability: super::Durability,
 }
@@ -284,8 +296,11 @@ pub(super) fn on_disk<'a>(
 
 /// The content of regular file `name` in `dir`, never through a symlink.
 pub(super) fn read_at(dir: &OwnedFd, name: &OsStr) -> Result<Vec<u8>, Errno> {
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(dir, name, flags, Mode::empty())?;
+    if !rustix::fs::FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode).is_file() {
+        return Err(Errno::INVAL);
+    }
     let mut out = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -293,5 +308,53 @@ pub(super) fn read_at(dir: &OwnedFd, name: &OsStr) -> Result<Vec<u8>, Errno> {
             0 => return Ok(out),
             n => out.extend_from_slice(&buf[..n]),
         }
+    }
+}
+
+/// What a step put at its path before settling what it displaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Wrote {
+    /// A removal: nothing stands at the path now.
+    Nothing,
+    /// The target's file or symlink.
+    File,
+}
+
+impl Guarded<'_> {
+    /// Settles the version a step displaced to `temp` in `dir`: unlinked when it is exactly
+    /// what the plan expected there (so already in the store), handed to the caller to store
+    /// when it is another file or symlink, and put back, with the path kept, when it is
+    /// anything else (a directory another process made there).
+    pub(super) fn settle(
+        &self,
+        dir: &OwnedFd,
+        path: &[u8],
+        temp: &str,
+        expected: Option<&Node>,
+        wrote: Wrote,
+    ) -> Result<(), TreeError> {
+        let here = on_disk(dir, OsStr::new(temp), &self.hasher)
+            .map_err(|e| fail("read", self.tree.root, path, e))?;
+        if same(&here, expected) {
+            return rustix::fs::unlinkat(dir, temp, AtFlags::empty())
+                .map_err(|e| fail("remove", self.tree.root, path, e));
+        }
+        if super::swap::storable(dir, temp) {
+            let temp = crate::flat::join(split(path).0, temp.as_bytes());
+            let file = DisplacedFile {
+                path: path.to_vec(),
+                temp,
+            };
+            self.displaced
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(file);
+            return Ok(());
+        }
+        let name = OsStr::from_bytes(split(path).1);
+        super::swap::put_back(dir, temp, name, wrote == Wrote::File)
+            .map_err(|e| fail("put back", self.tree.root, path, e))?;
+        self.keep(path);
+        Ok(())
     }
 }

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
-use snap_store::{EntryKind, ObjectId, ObjectWriter, StatKey, Store, StoreError, TreeEntry};
+use snap_store::{EntryKind, ObjectId, StatKey, Store, StoreError, TreeEntry};
 
 use crate::flat::{
     Change, FlatTree, Node, Paired, children, flatten, join, modes_differ, pair_by_name, split,
@@ -28,29 +28,41 @@ use crate::{TreeError, scan};
 mod durable;
 mod guard;
 mod plan;
+mod swap;
 
 use durable::{Durability, sync_file, sync_restored};
 pub use durable::{EACH_PATH_MAX_BYTES, EACH_PATH_MAX_PATHS};
-use guard::*;
+use guard::{Found, Guarded, Wrote};
 pub use plan::{Plan, check_unchanged, is_rule_file};
+pub use swap::OpId;
+#[cfg(feature = "testing")]
+pub(crate) use swap::force_link_fallback;
 
-/// Prefix of the temporary names restores write before renaming; a crash can leave one, and
-/// the roll-forward of the interrupted operation deletes it as an untracked path.
+/// Prefix of the temporary names a move writes (`.snap-tmp-<op>-<pid>-<n>`, see [`OpId`]): a
+/// crash can leave one, and only the roll-forward of that same operation removes it.
 pub const TEMP_PREFIX: &str = ".snap-tmp-";
 
-/// True for a name a restore writes (`.snap-tmp-<pid>-<n>`, decimal): only those are swept,
-/// never a user's file that merely starts with the prefix (DESIGN §14).
+/// True for a name of the shape a move writes, `.snap-tmp-<op>-<pid>-<n>` (decimal), whatever
+/// the operation. Nothing is ever removed for this shape alone: see [`OpId::owns`].
 pub fn is_temp_name(name: &[u8]) -> bool {
     let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
-    name.strip_prefix(TEMP_PREFIX.as_bytes())
-        .and_then(|rest| {
-            let dash = rest.iter().position(|&b| b == b'-')?;
-            Some(digits(&rest[..dash]) && digits(&rest[dash + 1..]))
-        })
-        .unwrap_or(false)
+    let Some(rest) = name.strip_prefix(TEMP_PREFIX.as_bytes()) else {
+        return false;
+    };
+    let parts: Vec<&[u8]> = rest.split(|&b| b == b'-').collect();
+    parts.len() == 3 && parts.iter().all(|p| digits(p))
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+/// A version of a planned path that a step displaced and found to be neither what the plan
+/// expected nor what it wrote (another process wrote it meanwhile): it sits under `temp`,
+/// the operation's own name in the path's directory, until the caller stores it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DisplacedFile {
+    /// The workspace path it was displaced from.
+    pub path: Vec<u8>,
+    /// Where it is now, workspace-relative.
+    pub temp: Vec<u8>,
+}
 
 /// The two states a plan moves between, for at least every path it touches: what each path
 /// held when the plan was made (`before`) and what it is to hold (`after`).
@@ -82,6 +94,8 @@ pub struct WorkTree<'a> {
     pub max_file_size: u64,
     /// When set, [`apply`] stops before the next path with [`TreeError::Interrupted`].
     pub stop: Option<&'a AtomicBool>,
+    /// The operation whose temporary names the steps use (recorded in its marker).
+    pub op: OpId,
 }
 
 /// What [`apply`] did.
@@ -99,6 +113,9 @@ pub struct Applied {
     pub differs: Vec<Vec<u8>>,
     /// Of `differs`, those the caller saved before carrying out their steps, in path order.
     pub saved_first: Vec<Vec<u8>>,
+    /// Versions another process wrote between a path's guard and its step: the step is
+    /// done, and the version it displaced waits under a temporary name to be stored.
+    pub displaced: Vec<DisplacedFile>,
 }
 
 /// Carries out `plan` in the working tree, guarded path by path (DESIGN §14): a path is
@@ -130,6 +147,7 @@ pub fn apply_with(
         kept: std::sync::Mutex::new(Vec::new()),
         named: std::sync::Mutex::new(Vec::new()),
         differs: std::sync::Mutex::new(Vec::new()),
+        displaced: std::sync::Mutex::new(Vec::new()),
         durability: Durability::for_plan(plan),
     };
     let touched = AtomicU64::new(0);
@@ -150,11 +168,14 @@ pub fn apply_with(
     };
     let mut kept = g.kept.into_inner().unwrap_or_else(|p| p.into_inner());
     kept.append(&mut g.named.into_inner().unwrap_or_else(|p| p.into_inner()));
+    let mut displaced = g.displaced.into_inner().unwrap_or_else(|p| p.into_inner());
+    displaced.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     Ok(Applied {
         touched,
         kept: sorted(std::sync::Mutex::new(kept)),
         differs: sorted(g.differs),
         saved_first: Vec::new(),
+        displaced,
     })
 }
 
@@ -222,9 +243,22 @@ fn remove_file(g: &Guarded<'_>, path: &[u8]) -> Result<bool, TreeError> {
     if g.found(path, None, None)? == Found::Done {
         return Ok(false);
     }
-    g.guard(path, g.sides.expected(path), done, || {
-        remove(g.tree.root, &g.root_fd, path, AtFlags::empty())
-    })
+    let expected = g.sides.expected(path);
+    g.guard(path, expected, done, || take_away(g, path, expected))
+}
+
+/// Removes the file or symlink at `path` by moving it to an owned name first, so that a
+/// version written since the guard looked is stored rather than unlinked unseen.
+fn take_away(g: &Guarded<'_>, path: &[u8], expected: Option<&Node>) -> Result<bool, TreeError> {
+    let (parent, name) = split(path);
+    let dir = open_dir(g.tree.root, &g.root_fd, parent)?;
+    let name = OsStr::from_bytes(name);
+    let temp =
+        swap::take_away(&dir, name, g.tree.op).map_err(|e| fail("remove", g.tree.root, path, e))?;
+    if let Some(temp) = temp {
+        g.settle(&dir, path, &temp, expected, Wrote::Nothing)?;
+    }
+    Ok(true)
 }
 
 /// Removes a directory the target lacks. One still holding other files (ignored, or not
@@ -287,9 +321,9 @@ fn write_guarded(g: &Guarded<'_>, path: &[u8], node: &Node) -> Result<bool, Tree
     if g.under_kept(split(path).0) {
         return Ok(false);
     }
-    g.guard(path, g.sides.expected(path), Some(node), || {
-        write_entry(g, path, node, g.durability)?;
-        Ok(true)
+    let expected = g.sides.expected(path);
+    g.guard(path, expected, Some(node), || {
+        write_entry(g, path, node, expected)
     })
 }
 
@@ -336,41 +370,51 @@ fn remove(root: &Path, root_fd: &OwnedFd, path: &[u8], flags: AtFlags) -> Result
     }
 }
 
-fn temp_name() -> String {
-    format!(
-        "{TEMP_PREFIX}{}-{}",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// Writes one file or symlink under a temporary name (a file fsynced as `how` says) and
-/// renames it into place.
+/// Writes one file or symlink under a temporary name (a file fsynced as the plan's
+/// durability says) and puts it in place: exchanged with the version the plan expects
+/// there, or created where the plan found nothing (see [`swap`]). False when another
+/// process made a file at an empty path meanwhile: that path then differs.
 fn write_entry(
     g: &Guarded<'_>,
     path: &[u8],
     node: &Node,
-    how: Durability,
-) -> Result<(), TreeError> {
+    expected: Option<&Node>,
+) -> Result<bool, TreeError> {
     let (root, root_fd) = (g.tree.root, &g.root_fd);
     let (parent, name) = split(path);
     let dir = open_dir(root, root_fd, parent)?;
     let content = g.tree.store.read_file(&node.id)?;
-    let tmp = temp_name();
+    let tmp = g.tree.op.temp_name();
     let written = match node.kind {
         EntryKind::Symlink => {
             rustix::fs::symlinkat(OsStr::from_bytes(&content), &dir, tmp.as_str())
         }
-        _ => write_file(&dir, &tmp, &content, node).and_then(|fd| sync_file(&fd, how)),
+        _ => write_file(&dir, &tmp, &content, node).and_then(|fd| sync_file(&fd, g.durability)),
+    };
+    let drop_tmp = || {
+        let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
     };
     if let Err(e) = written {
-        let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
+        drop_tmp();
         return Err(fail("write", root, path, e));
     }
-    rustix::fs::renameat(&dir, tmp.as_str(), &dir, OsStr::from_bytes(name)).map_err(|e| {
-        let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
-        fail("write", root, path, e)
-    })
+    let name = OsStr::from_bytes(name);
+    match swap::put(&dir, &tmp, name, expected.is_some(), g.tree.op) {
+        Ok(swap::Displaced::Nothing) => Ok(true),
+        Ok(swap::Displaced::At { temp }) => {
+            g.settle(&dir, path, &temp, expected, Wrote::File)?;
+            Ok(true)
+        }
+        Err(swap::Refused::Occupied) => {
+            drop_tmp();
+            g.note(&g.differs, path);
+            Ok(false)
+        }
+        Err(swap::Refused::Failed(e)) => {
+            drop_tmp();
+            Err(fail("write", root, path, e))
+        }
+    }
 }
 
 /// Writes `content` to a new file `tmp` in `dir`; returns it, still open.
@@ -403,37 +447,84 @@ fn injected(point: &str) -> Result<(), Errno> {
         .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))
 }
 
-/// Removes temporary files a killed restore left in `dirs` (workspace-relative). Only the
-/// roll-forward of an interrupted operation calls this: a leftover may sit under an ignore
-/// rule that hides it from the scan, so the plan alone cannot be trusted to delete it.
-pub fn sweep_temp<'a>(
-    root: &Path,
+/// Unlinks the temporary files holding displaced versions, once the caller has stored them.
+pub fn drop_displaced(root: &Path, displaced: &[DisplacedFile]) -> Result<(), TreeError> {
+    if displaced.is_empty() {
+        return Ok(());
+    }
+    let root_fd = open_root(root)?;
+    for file in displaced {
+        let (parent, name) = split(&file.temp);
+        let dir = open_dir(root, &root_fd, parent)?;
+        match rustix::fs::unlinkat(&dir, OsStr::from_bytes(name), AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(e) => return Err(fail("remove", root, &file.temp, e)),
+        }
+    }
+    Ok(())
+}
+
+fn open_root(root: &Path) -> Result<OwnedFd, TreeError> {
+    let flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC;
+    rustix::fs::open(root, flags, Mode::empty()).map_err(|e| TreeError::io(root, e.into()))
+}
+
+/// What a roll-forward found of its own operation's temporary files.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Leftovers {
+    /// Removed: each held a version the store has (what the plan wrote, or what it replaced).
+    pub removed: usize,
+    /// Files and symlinks holding anything else (a displaced version a kill stopped the
+    /// operation from storing), workspace-relative: the caller stores each, then drops it.
+    pub unknown: Vec<DisplacedFile>,
+}
+
+/// Looks for the temporary files operation `op` left in `dirs` (workspace-relative) after a
+/// kill. Only names `op` owns are looked at (never a name merely of that shape: DESIGN §14),
+/// and of those only a file or symlink whose content id is in `known` is removed here.
+pub fn sweep_own_temps<'a>(
+    tree: WorkTree<'_>,
     dirs: impl Iterator<Item = &'a [u8]>,
-) -> Result<usize, TreeError> {
-    let root_fd = rustix::fs::open(
-        root,
-        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| TreeError::io(root, e.into()))?;
-    let mut removed = 0;
-    for dir in dirs {
-        let Ok(fd) = open_dir(root, &root_fd, dir) else {
+    known: &std::collections::HashSet<ObjectId>,
+) -> Result<Leftovers, TreeError> {
+    let root_fd = open_root(tree.root)?;
+    let hasher = tree.store.dry_writer();
+    let mut out = Leftovers::default();
+    let mut seen = std::collections::BTreeSet::new();
+    for dir in dirs.filter(|d| seen.insert(d.to_vec())) {
+        let Ok(fd) = open_dir_at(&root_fd, dir) else {
             continue;
         };
-        let Ok(entries) = std::fs::read_dir(scan::abs(root, dir)) else {
+        let Ok(entries) = std::fs::read_dir(scan::abs(tree.root, dir)) else {
             continue;
         };
         for entry in entries.flatten() {
             let name = entry.file_name();
-            if is_temp_name(name.as_bytes())
-                && rustix::fs::unlinkat(&fd, name.as_os_str(), AtFlags::empty()).is_ok()
-            {
-                removed += 1;
+            if !tree.op.owns(name.as_bytes()) {
+                continue;
+            }
+            let here = guard::on_disk(&fd, &name, &hasher)
+                .map_err(|e| fail("read", tree.root, name.as_bytes(), e))?;
+            let guard::OnDisk::Entry(kind, _, _, lazy) = here else {
+                continue;
+            };
+            if kind == EntryKind::Dir {
+                continue;
+            }
+            if lazy.id().is_some_and(|id| known.contains(&id)) {
+                if rustix::fs::unlinkat(&fd, &name, AtFlags::empty()).is_ok() {
+                    out.removed += 1;
+                }
+            } else {
+                let temp = crate::flat::join(dir, name.as_bytes());
+                out.unknown.push(DisplacedFile {
+                    path: temp.clone(),
+                    temp,
+                });
             }
         }
     }
-    Ok(removed)
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -441,25 +532,46 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_snap_s_own_temporary_names_are_swept() {
+    fn a_roll_forward_removes_only_its_own_names_holding_known_content() {
         let dir = tempfile::tempdir().unwrap();
-        let mine = [
+        let store = Store::init(&dir.path().join(".snap")).unwrap();
+        let op = OpId(5);
+        let known_id = scan::store_content(&store.dry_writer(), b"known").unwrap();
+        let users = [
             ".snap-tmp-notes",
-            ".snap-tmp-12",
-            ".snap-tmp-1-x",
-            ".snap-tmp--3",
+            ".snap-tmp-12-3",
+            ".snap-tmp-6-1-2",
+            ".snap-tmp-5-1",
         ];
-        for name in mine.iter().chain([&".snap-tmp-4242-7"]) {
-            std::fs::write(dir.path().join(name), b"x").unwrap();
+        for name in users {
+            std::fs::write(dir.path().join(name), b"known").unwrap();
         }
-        assert_eq!(
-            sweep_temp(dir.path(), std::iter::once(&b""[..])).unwrap(),
-            1
-        );
-        for name in mine {
-            assert!(dir.path().join(name).exists(), "{name} is the user's");
+        let (mine, theirs) = (op.temp_name(), op.temp_name());
+        std::fs::write(dir.path().join(&mine), b"known").unwrap();
+        std::fs::write(dir.path().join(&theirs), b"written meanwhile").unwrap();
+        let tree = WorkTree {
+            root: dir.path(),
+            store: &store,
+            max_file_size: u64::MAX,
+            stop: None,
+            op,
+        };
+        let known = std::collections::HashSet::from([known_id]);
+        let left = sweep_own_temps(tree, std::iter::once(&b""[..]), &known).unwrap();
+        assert_eq!(left.removed, 1);
+        assert!(!dir.path().join(&mine).exists());
+        let unknown = vec![DisplacedFile {
+            path: theirs.clone().into_bytes(),
+            temp: theirs.clone().into_bytes(),
+        }];
+        assert_eq!(left.unknown, unknown, "stored by the caller before it goes");
+        for name in users.iter().chain([&theirs.as_str()]) {
+            assert!(
+                dir.path().join(name).exists(),
+                "{name} is not the roll-forward's"
+            );
         }
-        assert!(is_temp_name(temp_name().as_bytes()));
+        assert!(is_temp_name(mine.as_bytes()));
     }
     use crate::flat::build_trees;
     use proptest::prelude::*;

@@ -363,12 +363,13 @@ impl Workspace {
     }
 
     /// The working tree as a plan is carried out in it.
-    fn work_tree(&self) -> restore::WorkTree<'_> {
+    fn work_tree(&self, op: restore::OpId) -> restore::WorkTree<'_> {
         restore::WorkTree {
             root: &self.root,
             store: &self.store,
             max_file_size: self.config.max_file_size,
             stop: self.stop.as_deref(),
+            op,
         }
     }
 

@@ -176,33 +176,51 @@ pub(super) fn merge_paths(
 }
 
 impl Workspace {
-    /// Carries out `plan` guarded; then saves the files found holding neither side (as a
-    /// snapshot of `parent`'s tree with them, listed by `log --all`) and carries out their
-    /// steps too. Returns what was touched, and every path kept.
+    /// Carries out `plan` guarded, for the operation `marker` records; then saves the files
+    /// found holding neither side, and the versions other processes wrote that the steps
+    /// displaced (as a snapshot of `parent`'s tree with them, listed by `log --all`), and
+    /// carries out the found files' steps too. Returns what was touched, and every path kept.
     pub(super) fn apply_saving_first(
         &self,
-        op: Op,
+        marker: &Marker,
         plan: &Plan,
         sides: restore::Sides<'_>,
         parent: (Option<&Snapshot>, &FlatTree),
     ) -> Result<restore::Applied, TreeError> {
+        let tree = self.work_tree(marker.op_id());
         let ticker = Ticker::new(self.observer.0.as_ref(), Phase::Restore, plan.len() as u64);
-        let mut applied = restore::apply_with(self.work_tree(), plan, sides, &|| ticker.tick())?;
-        if applied.differs.is_empty() {
+        let mut applied = restore::apply_with(tree, plan, sides, &|| ticker.tick())?;
+        let differs = std::mem::take(&mut applied.differs);
+        let displaced = std::mem::take(&mut applied.displaced);
+        if differs.is_empty() && displaced.is_empty() {
             return Ok(applied);
         }
-        let differs = std::mem::take(&mut applied.differs);
-        let saved = self.save_found(op, &differs, sides.before, parent)?;
+        let found = FoundFile::list(&differs, &displaced);
+        let saved = self.save_found(marker.op, &found, sides.before, parent)?;
+        restore::drop_displaced(&self.root, &displaced)?;
+        applied.saved_first = found.into_iter().map(|f| f.path).collect();
+        if differs.is_empty() {
+            return Ok(applied);
+        }
         let mut rest = plan.clone();
         rest.keep_only(&differs);
         // What was found may be content saved long ago, in a pack that has rotted since.
         self.keep_sound_copies(&rest, &saved)?;
-        applied.saved_first = differs;
         let again = restore::Sides {
             before: &saved,
             after: sides.after,
         };
-        let second = restore::apply(self.work_tree(), &rest, again)?;
+        let second = restore::apply(tree, &rest, again)?;
+        if !second.displaced.is_empty() {
+            let found = FoundFile::list(&[], &second.displaced);
+            self.save_found(marker.op, &found, &saved, parent)?;
+            restore::drop_displaced(&self.root, &second.displaced)?;
+            applied
+                .saved_first
+                .extend(found.into_iter().map(|f| f.path));
+        }
+        applied.saved_first.sort_unstable();
+        applied.saved_first.dedup();
         applied.touched += second.touched;
         // Changed again between the save and the write: left as it is (nothing is lost).
         applied
@@ -780,6 +798,7 @@ impl Workspace {
             redo,
             from: Some(scanned.root),
             kept: ruled_out.clone(),
+            op_id: Some(restore::OpId::new()),
         };
         marker.write(self.store.dir())?;
         failpoint("marker-written");
@@ -788,14 +807,14 @@ impl Workspace {
             after: target_flat,
         };
         let applied =
-            match self.apply_saving_first(op, &plan, sides, (scanned.parent, scanned.flat)) {
+            match self.apply_saving_first(&marker, &plan, sides, (scanned.parent, scanned.flat)) {
                 Ok(applied) => applied,
                 // Asked to stop: the marker stays, and the next writing command finishes.
                 Err(TreeError::Interrupted) => return Err(TreeError::Interrupted),
                 Err(e) => {
                     // If even the way back fails, the marker stays: the next writing command
                     // rolls the move forward instead.
-                    if self.roll_back(&plan, sides).is_ok() {
+                    if self.roll_back(marker.op_id(), &plan, sides).is_ok() {
                         marker.remove(self.store.dir())?;
                     }
                     return Err(e);
@@ -1005,6 +1024,7 @@ impl Workspace {
     /// half changed).
     pub(super) fn roll_back(
         &self,
+        op: restore::OpId,
         plan: &Plan,
         sides: restore::Sides<'_>,
     ) -> Result<(), TreeError> {
@@ -1017,11 +1037,18 @@ impl Workspace {
         };
         let (now, then) = (only(sides.after), only(sides.before));
         let back = Plan::new(&now, &then);
+        let full = sides;
         let sides = restore::Sides {
             before: &now,
             after: &then,
         };
-        restore::apply(self.work_tree(), &back, sides)?;
+        let applied = restore::apply(self.work_tree(op), &back, sides)?;
+        // A version another process wrote while the failed move ran is kept, not dropped.
+        if !applied.displaced.is_empty() {
+            let found = FoundFile::list(&[], &applied.displaced);
+            self.save_found(Op::Restore, &found, full.before, (None, full.before))?;
+            restore::drop_displaced(&self.root, &applied.displaced)?;
+        }
         Ok(())
     }
 }

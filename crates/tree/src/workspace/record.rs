@@ -68,20 +68,44 @@ pub(super) struct NewSnapshot<'a> {
     pub after: After,
 }
 
+/// A file a move found holding neither side of its plan, to be saved before it is replaced:
+/// recorded at `path`, read from `read` (the path itself, or the temporary name a step
+/// displaced it to).
+#[derive(Clone, Debug)]
+pub(super) struct FoundFile {
+    pub(super) path: Vec<u8>,
+    pub(super) read: Vec<u8>,
+}
+
+impl FoundFile {
+    /// The files found at their paths (`at`), then those displaced to temporary names.
+    pub(super) fn list(at: &[Vec<u8>], displaced: &[restore::DisplacedFile]) -> Vec<FoundFile> {
+        let here = at.iter().map(|p| FoundFile {
+            path: p.clone(),
+            read: p.clone(),
+        });
+        let moved = displaced.iter().map(|d| FoundFile {
+            path: d.path.clone(),
+            read: d.temp.clone(),
+        });
+        here.chain(moved).collect()
+    }
+}
+
 impl Workspace {
-    /// Saves what `paths` hold now, over `base`, as a snapshot of kind auto-before-`op`
+    /// Saves what `found` hold now, over `base`, as a snapshot of kind auto-before-`op`
     /// (detached: HEAD does not move); returns `base` with their new entries.
     pub(super) fn save_found(
         &self,
         op: Op,
-        paths: &[Vec<u8>],
+        found: &[FoundFile],
         base: &FlatTree,
         (parent, parent_flat): (Option<&Snapshot>, &FlatTree),
     ) -> Result<FlatTree, TreeError> {
         let writer = self.store.writer();
         let mut flat = base.clone();
-        for path in paths {
-            let node = scan::store_path(&self.root, path, &writer)?;
+        for FoundFile { path, read } in found {
+            let node = scan::store_path(&self.root, read, &writer)?;
             let mut ancestor = flat::split(path).0;
             while !ancestor.is_empty() {
                 // Rebuilt (its id unbuilt), keeping the mode it had.

@@ -26,10 +26,8 @@ impl Workspace {
                 before: &before,
                 after: &after,
             };
-            let applied =
-                self.apply_saving_first(marker.op, &plan, sides, (Some(&head), &after))?;
-            let dirs = plan.write.iter().map(|(p, _)| flat::split(p).0);
-            let swept = restore::sweep_temp(&self.root, std::iter::once(&b""[..]).chain(dirs))?;
+            let applied = self.apply_saving_first(&marker, &plan, sides, (Some(&head), &after))?;
+            let swept = self.sweep_leftovers(&marker, &plan, sides, &head)?;
             self.store.set_history(HistoryState {
                 head: Some(marker.head),
                 redo: marker.redo.clone(),
@@ -48,6 +46,37 @@ impl Workspace {
             });
         }
         Ok(())
+    }
+
+    /// Removes the temporary files the interrupted operation itself left in the directories
+    /// its plan writes or removes in: those holding a version either side of the plan stores.
+    /// Any other it owns (a displaced version the kill stopped it storing) is stored first,
+    /// in a snapshot `log --all` lists, under its own name. A marker from before format 3
+    /// names no operation, so nothing is removed for it. Returns how many were removed.
+    fn sweep_leftovers(
+        &self,
+        marker: &Marker,
+        plan: &Plan,
+        sides: restore::Sides<'_>,
+        head: &Snapshot,
+    ) -> Result<usize, TreeError> {
+        let Some(op) = marker.op_id else {
+            return Ok(0);
+        };
+        let written = plan.write.iter().map(|(p, _)| flat::split(p).0);
+        let removed = plan.remove_files.iter().map(|p| flat::split(p).0);
+        let dirs = std::iter::once(&b""[..]).chain(written).chain(removed);
+        let known: HashSet<ObjectId> = (sides.before.values().chain(sides.after.values()))
+            .filter(|n| n.kind != EntryKind::Dir)
+            .map(|n| n.id)
+            .collect();
+        let left = restore::sweep_own_temps(self.work_tree(op), dirs, &known)?;
+        if !left.unknown.is_empty() {
+            let found = FoundFile::list(&[], &left.unknown);
+            self.save_found(marker.op, &found, sides.after, (Some(head), sides.after))?;
+            restore::drop_displaced(&self.root, &left.unknown)?;
+        }
+        Ok(left.removed + left.unknown.len())
     }
 
     /// Finishes interrupted operations (already done by opening); returns what was finished.

@@ -1,0 +1,282 @@
+//! Putting a file in place without destroying what another process wrote there since the
+//! guard looked (docs/SAFETY.md, "Writers racing a move").
+//!
+//! A replaced path is *exchanged* with the new file (`renameat2(RENAME_EXCHANGE)`), so the
+//! version it held at that instant survives under a temporary name of the operation's own;
+//! a removed path is renamed to such a name. That displaced version is then checked against
+//! what the plan expected: only when it is exactly that (already in the store) is it
+//! unlinked. Anything else is handed back to the caller, which stores it and names it before
+//! unlinking it. A new path is created with `RENAME_NOREPLACE`, so a file another process
+//! made there meanwhile is never overwritten.
+//!
+//! Where the filesystem lacks `renameat2` flags (`EINVAL`), the fallback hard-links the old
+//! version to an owned name before renaming over it (catching writes in place), and links
+//! a new path into place (`linkat` never replaces).
+
+use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rustix::fs::{AtFlags, FileType, RenameFlags};
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+
+use super::TEMP_PREFIX;
+
+/// The id of one undo, redo, restore or export: its temporary names carry it, and its
+/// marker records it, so a roll-forward or cleanup removes only names it made itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OpId(pub u64);
+
+impl OpId {
+    /// A fresh id: the clock's nanoseconds mixed with the process id, never 0.
+    pub fn new() -> OpId {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let seed = [
+            nanos.to_le_bytes(),
+            u64::from(std::process::id()).to_le_bytes(),
+        ]
+        .concat();
+        let hash = blake3::hash(&seed);
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&hash.as_bytes()[..8]);
+        // Decimal in names; kept below 2^63 so every tool reads it as a signed number too.
+        OpId((u64::from_le_bytes(word) >> 1).max(1))
+    }
+
+    /// The prefix of every temporary name this operation makes: `.snap-tmp-<op>-`.
+    pub fn temp_prefix(self) -> String {
+        format!("{TEMP_PREFIX}{}-", self.0)
+    }
+
+    /// True for a name this operation made: `.snap-tmp-<op>-<pid>-<n>`, all decimal.
+    pub fn owns(self, name: &[u8]) -> bool {
+        let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+        name.strip_prefix(self.temp_prefix().as_bytes())
+            .and_then(|rest| {
+                let dash = rest.iter().position(|&b| b == b'-')?;
+                Some(digits(&rest[..dash]) && digits(&rest[dash + 1..]))
+            })
+            .unwrap_or(false)
+    }
+
+    /// A new temporary name of this operation, unique within the process.
+    pub fn temp_name(self) -> String {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        format!("{}{}-{n}", self.temp_prefix(), std::process::id())
+    }
+}
+
+impl Default for OpId {
+    fn default() -> OpId {
+        OpId::new()
+    }
+}
+
+/// Set by the race suite to drive the fallback on filesystems that have `renameat2`.
+static FORCE_FALLBACK: AtomicBool = AtomicBool::new(false);
+
+/// Makes every later exchange take the hard-link fallback (`true`) or not (tests only).
+#[cfg(any(test, feature = "testing"))]
+pub(crate) fn force_link_fallback(on: bool) {
+    FORCE_FALLBACK.store(on, Ordering::Relaxed);
+}
+
+fn fallback_forced() -> bool {
+    FORCE_FALLBACK.load(Ordering::Relaxed)
+}
+
+/// Where the version a step displaced now lives.
+#[derive(Debug)]
+pub(super) enum Displaced {
+    /// Nothing was at the path: the new file took an empty place.
+    Nothing,
+    /// The version the path held, now under `temp` in the same directory.
+    At { temp: String },
+}
+
+/// Why a step could not put its file in place.
+#[derive(Debug)]
+pub(super) enum Refused {
+    /// Another process made a file at a path the plan found empty: left as it is.
+    Occupied,
+    /// The system call failed.
+    Failed(Errno),
+}
+
+impl From<Errno> for Refused {
+    fn from(e: Errno) -> Refused {
+        Refused::Failed(e)
+    }
+}
+
+/// Puts the new file `tmp` at `name` in `dir`. With `replacing`, the path held a file the
+/// plan expects: the two are exchanged, so that version is returned displaced; without, the
+/// path must still be empty.
+pub(super) fn put(
+    dir: &OwnedFd,
+    tmp: &str,
+    name: &OsStr,
+    replacing: bool,
+    op: OpId,
+) -> Result<Displaced, Refused> {
+    crate::testing_hooks::before_exchange(dir, name);
+    if replacing {
+        match exchange(dir, tmp, name, op) {
+            // Gone since the guard looked: the path is empty, so take it only while it is.
+            Err(Refused::Failed(Errno::NOENT)) => {}
+            done => return done,
+        }
+    }
+    create(dir, tmp, name).map(|()| Displaced::Nothing)
+}
+
+/// Swaps `tmp` and `name`; on a filesystem without the flag, links the old version to an
+/// owned name first, then renames over it.
+fn exchange(dir: &OwnedFd, tmp: &str, name: &OsStr, op: OpId) -> Result<Displaced, Refused> {
+    if !fallback_forced() {
+        match rustix::fs::renameat_with(dir, tmp, dir, name, RenameFlags::EXCHANGE) {
+            Ok(()) => {
+                return Ok(Displaced::At {
+                    temp: tmp.to_string(),
+                });
+            }
+            Err(Errno::INVAL | Errno::NOSYS | Errno::NOTSUP) => {}
+            Err(e) => return Err(Refused::Failed(e)),
+        }
+    }
+    let old = op.temp_name();
+    rustix::fs::linkat(dir, name, dir, old.as_str(), AtFlags::empty())?;
+    rustix::fs::renameat(dir, tmp, dir, name)?;
+    Ok(Displaced::At { temp: old })
+}
+
+/// Renames `tmp` to `name` only while `name` does not exist.
+fn create(dir: &OwnedFd, tmp: &str, name: &OsStr) -> Result<(), Refused> {
+    let renamed = if fallback_forced() {
+        Err(Errno::INVAL)
+    } else {
+        rustix::fs::renameat_with(dir, tmp, dir, name, RenameFlags::NOREPLACE)
+    };
+    match renamed {
+        Ok(()) => Ok(()),
+        Err(Errno::EXIST) => Err(Refused::Occupied),
+        Err(Errno::INVAL | Errno::NOSYS | Errno::NOTSUP) => {
+            // linkat never replaces: the fallback's atomic "create if absent". A symlink is
+            // linked itself, not its target.
+            match rustix::fs::linkat(dir, tmp, dir, name, AtFlags::empty()) {
+                Ok(()) => Ok(rustix::fs::unlinkat(dir, tmp, AtFlags::empty())?),
+                Err(Errno::EXIST) => Err(Refused::Occupied),
+                Err(e) => Err(Refused::Failed(e)),
+            }
+        }
+        Err(e) => Err(Refused::Failed(e)),
+    }
+}
+
+/// Moves what `name` holds now to a new owned name, so that a removal never unlinks a version
+/// it has not checked. `None` when nothing is there any more.
+pub(super) fn take_away(dir: &OwnedFd, name: &OsStr, op: OpId) -> Result<Option<String>, Errno> {
+    crate::testing_hooks::before_exchange(dir, name);
+    let temp = op.temp_name();
+    let moved = if fallback_forced() {
+        Err(Errno::INVAL)
+    } else {
+        rustix::fs::renameat_with(dir, name, dir, temp.as_str(), RenameFlags::NOREPLACE)
+    };
+    match moved {
+        Ok(()) => Ok(Some(temp)),
+        Err(Errno::NOENT) => Ok(None),
+        Err(Errno::INVAL | Errno::NOSYS | Errno::NOTSUP) => {
+            match rustix::fs::linkat(dir, name, dir, temp.as_str(), AtFlags::empty()) {
+                Ok(()) => {}
+                Err(Errno::NOENT) => return Ok(None),
+                Err(e) => return Err(e),
+            }
+            match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+                Ok(()) | Err(Errno::NOENT) => Ok(Some(temp)),
+                Err(e) => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Puts a displaced entry that is not a file or symlink (a directory another process made
+/// there) back at `name`, and drops the file the step wrote. Used only when the displaced
+/// entry cannot be stored; the step then counts as kept.
+pub(super) fn put_back(dir: &OwnedFd, temp: &str, name: &OsStr, wrote: bool) -> Result<(), Errno> {
+    if wrote {
+        rustix::fs::renameat_with(dir, temp, dir, name, RenameFlags::EXCHANGE)?;
+        rustix::fs::unlinkat(dir, temp, AtFlags::empty())
+    } else {
+        rustix::fs::renameat_with(dir, temp, dir, name, RenameFlags::NOREPLACE)
+    }
+}
+
+/// True when the entry at `temp` is a regular file or symlink, the kinds the store holds.
+pub(super) fn storable(dir: &OwnedFd, temp: &str) -> bool {
+    rustix::fs::statat(dir, temp, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+        matches!(
+            FileType::from_raw_mode(st.st_mode),
+            FileType::RegularFile | FileType::Symlink
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_operation_owns_only_its_own_names() {
+        let op = OpId(42);
+        assert!(op.owns(op.temp_name().as_bytes()));
+        for other in [
+            ".snap-tmp-42-7",
+            ".snap-tmp-43-1-2",
+            ".snap-tmp-42-1-x",
+            ".snap-tmp-42--2",
+            ".snap-tmp-42-1-2.bak",
+        ] {
+            assert!(!op.owns(other.as_bytes()), "{other}");
+        }
+        assert_ne!(OpId::new(), OpId(0));
+    }
+
+    #[test]
+    fn an_exchange_keeps_the_version_it_displaced() {
+        for forced in [false, true] {
+            force_link_fallback(forced);
+            let dir = tempfile::tempdir().unwrap();
+            let fd = rustix::fs::open(
+                dir.path(),
+                rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+                rustix::fs::Mode::empty(),
+            )
+            .unwrap();
+            std::fs::write(dir.path().join("f"), b"old").unwrap();
+            std::fs::write(dir.path().join("new"), b"new").unwrap();
+            let op = OpId(9);
+            let shown = put(&fd, "new", OsStr::new("f"), true, op).unwrap();
+            let Displaced::At { temp } = shown else {
+                panic!("nothing displaced")
+            };
+            assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"new");
+            assert_eq!(std::fs::read(dir.path().join(&temp)).unwrap(), b"old");
+            std::fs::write(dir.path().join("other"), b"x").unwrap();
+            std::fs::write(dir.path().join("g"), b"theirs").unwrap();
+            let refused = put(&fd, "other", OsStr::new("g"), false, op);
+            assert!(matches!(refused, Err(Refused::Occupied)), "{refused:?}");
+            assert_eq!(std::fs::read(dir.path().join("g")).unwrap(), b"theirs");
+            let away = take_away(&fd, OsStr::new("g"), op).unwrap().unwrap();
+            assert!(!dir.path().join("g").exists());
+            assert_eq!(std::fs::read(dir.path().join(away)).unwrap(), b"theirs");
+        }
+        force_link_fallback(false);
+    }
+}

@@ -1,0 +1,28 @@
+//! Hooks for snap-tree's own test suites (feature `testing`, never in a release build of the
+//! CLI): the race suite learns the instant each path is exchanged, and can force the
+//! hard-link fallback that filesystems without `renameat2` flags take.
+
+use std::path::Path;
+
+/// Called with a path's absolute name just before a move exchanges, creates or removes it.
+pub type ExchangeHook = Box<dyn Fn(&Path) + Send + Sync>;
+
+/// Installs `hook` (replacing any other) for every move in this process.
+pub fn on_exchange(hook: ExchangeHook) {
+    *crate::testing_hooks::EXCHANGE_HOOK
+        .write()
+        .unwrap_or_else(|p| p.into_inner()) = Some(hook);
+}
+
+/// Removes the exchange hook.
+pub fn clear_exchange_hook() {
+    *crate::testing_hooks::EXCHANGE_HOOK
+        .write()
+        .unwrap_or_else(|p| p.into_inner()) = None;
+}
+
+/// Makes every later move take the hard-link fallback (`true`), as on a filesystem without
+/// `RENAME_EXCHANGE`, or the exchange again (`false`).
+pub fn force_link_fallback(on: bool) {
+    crate::restore::force_link_fallback(on);
+}

@@ -1,0 +1,249 @@
+//! The race suite (docs/SAFETY.md, "Writers racing a move"): writers rewrite, append to and
+//! truncate tracked files in a loop while undo, redo and restore run. After each move, for
+//! every path the move exchanged, the last version a writer finished before that instant
+//! (and did not start to overwrite before it) is on disk or in a snapshot `log --all` lists.
+//! Run with the exchange and again with the hard-link fallback forced.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::io::{Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use snap_tree::{SaveOptions, Workspace};
+
+const WRITERS: usize = 4;
+const ROUNDS: usize = 30;
+/// Large enough that a write spans the window between a path's guard and its exchange.
+const FILE_BYTES: usize = 192 * 1024;
+
+/// One write a writer finished: the token it left in the file, and when it ran.
+#[derive(Clone, Debug)]
+struct Done {
+    token: String,
+    started: Instant,
+    returned: Instant,
+}
+
+type Log = Arc<Mutex<HashMap<PathBuf, Vec<Done>>>>;
+
+fn content(token: &str) -> Vec<u8> {
+    let mut out = format!("{token}\n").into_bytes();
+    out.resize(FILE_BYTES, b'.');
+    out
+}
+
+/// Rewrites, appends to or truncates-then-writes `path` in a loop while `run` is set.
+fn writer(
+    path: PathBuf,
+    run: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    log: Log,
+    seq: Arc<AtomicU64>,
+) {
+    let mut k = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        if !run.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_micros(200));
+            continue;
+        }
+        let token = format!("token-{}", seq.fetch_add(1, Ordering::Relaxed));
+        let started = Instant::now();
+        let wrote = match k % 3 {
+            0 => std::fs::write(&path, content(&token)),
+            1 => std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(format!("{token}\n").as_bytes())),
+            _ => std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .and_then(|mut f| {
+                    f.set_len(0)?;
+                    f.rewind()?;
+                    f.write_all(&content(&token))
+                }),
+        };
+        let returned = Instant::now();
+        if wrote.is_ok() {
+            let done = Done {
+                token,
+                started,
+                returned,
+            };
+            log.lock()
+                .unwrap()
+                .entry(path.clone())
+                .or_default()
+                .push(done);
+        }
+        k += 1;
+        // Sparse enough that some moves get past their scan, dense enough to race them.
+        std::thread::sleep(Duration::from_micros(1_000 + 2_500 * ((k * 7 + 3) % 11)));
+    }
+}
+
+/// Every path a move exchanged, with the instant just before it.
+type Exchanges = Arc<Mutex<Vec<(PathBuf, Instant)>>>;
+
+fn listed_versions(
+    ws: &Workspace,
+    rel: &str,
+    cache: &mut HashMap<(String, String), Vec<u8>>,
+) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for entry in ws.log(true).unwrap() {
+        let key = (entry.snapshot.id.to_string(), rel.to_string());
+        if let Some(bytes) = cache.get(&key) {
+            out.push(bytes.clone());
+        } else if let Ok(bytes) = ws.read_file(&entry.snapshot, rel.as_bytes()) {
+            cache.insert(key, bytes.clone());
+            out.push(bytes);
+        }
+    }
+    out
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// The token that must survive the exchange of `path` at `at`: the last write finished
+/// before it, unless the writer had already begun overwriting it by then.
+fn must_survive(writes: &[Done], at: Instant) -> Option<&Done> {
+    let last = writes.iter().rposition(|d| d.returned < at)?;
+    match writes.get(last + 1) {
+        Some(next) if next.started < at => None,
+        _ => Some(&writes[last]),
+    }
+}
+
+fn race(fallback: bool) -> (usize, usize) {
+    snap_tree::testing::force_link_fallback(fallback);
+    let dir = tempfile::tempdir().unwrap();
+    let root = &dir.path().canonicalize().unwrap();
+    drop(Workspace::init(root, None, false).unwrap());
+    let names: Vec<String> = (0..WRITERS).map(|i| format!("d{i}/f{i}.txt")).collect();
+    for name in &names {
+        std::fs::create_dir_all(root.join(name).parent().unwrap()).unwrap();
+        std::fs::write(root.join(name), content(&format!("first {name}"))).unwrap();
+    }
+    let ws = Workspace::discover(root, None).unwrap();
+    ws.save(&SaveOptions::default()).unwrap();
+    for name in &names {
+        std::fs::write(root.join(name), content(&format!("second {name}"))).unwrap();
+    }
+    ws.save(&SaveOptions::default()).unwrap();
+    drop(ws);
+
+    let exchanges: Exchanges = Arc::default();
+    let (run, stop, log, seq) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+        Log::default(),
+        Arc::new(AtomicU64::new(0)),
+    );
+    let (seen, hook_log, hook_seq) = (Arc::clone(&exchanges), log.clone(), seq.clone());
+    snap_tree::testing::on_exchange(Box::new(move |path: &Path| {
+        // Every other exchange of a writer's file, a write lands exactly in the window
+        // between the guard and the exchange, as a writer's would by chance.
+        let n = hook_seq.fetch_add(1, Ordering::Relaxed);
+        let ours = path.extension().is_some_and(|e| e == "txt");
+        if ours && n % 2 == 0 {
+            let token = format!("hook-{n}");
+            let started = Instant::now();
+            if std::fs::write(path, content(&token)).is_ok() {
+                let done = Done {
+                    token,
+                    started,
+                    returned: Instant::now(),
+                };
+                let mut log = hook_log.lock().unwrap();
+                let writes = log.entry(path.to_path_buf()).or_default();
+                writes.push(done);
+                writes.sort_by_key(|d| d.returned);
+            }
+        }
+        seen.lock()
+            .unwrap()
+            .push((path.to_path_buf(), Instant::now()));
+    }));
+    let threads: Vec<_> = names
+        .iter()
+        .map(|name| {
+            let (path, run, stop, log, seq) = (
+                root.join(name),
+                run.clone(),
+                stop.clone(),
+                log.clone(),
+                seq.clone(),
+            );
+            std::thread::spawn(move || writer(path, run, stop, log, seq))
+        })
+        .collect();
+
+    let mut cache = HashMap::new();
+    let (mut checked, mut moved) = (0, 0);
+    for round in 0..ROUNDS {
+        let ws = Workspace::discover(root, None).unwrap();
+        exchanges.lock().unwrap().clear();
+        // Background writers every other round (most such moves find a file changed since
+        // their scan and refuse, which is right too); the hook's writes in every round.
+        run.store(round % 2 == 1, Ordering::SeqCst);
+        let result = match round % 3 {
+            0 => ws.undo(1, snap_tree::Run::Apply).map(drop),
+            1 => ws.redo(1, snap_tree::Run::Apply).map(drop),
+            _ => ws.restore("#1", &[], snap_tree::Run::Apply).map(drop),
+        };
+        run.store(false, Ordering::SeqCst);
+        // Let a write in flight finish before looking.
+        std::thread::sleep(Duration::from_millis(20));
+        moved += usize::from(result.is_ok());
+        if let Err(e) = &result {
+            eprintln!("round {round}: {e}");
+        }
+        let writes = log.lock().unwrap().clone();
+        for (path, at) in exchanges.lock().unwrap().iter() {
+            let Some(done) = writes.get(path).and_then(|w| must_survive(w, *at)) else {
+                continue;
+            };
+            let rel = path.strip_prefix(root).unwrap().to_str().unwrap();
+            let on_disk = std::fs::read(path).unwrap_or_default();
+            let kept = contains(&on_disk, &done.token)
+                || listed_versions(&ws, rel, &mut cache)
+                    .iter()
+                    .any(|v| contains(v, &done.token));
+            assert!(
+                kept,
+                "round {round} (fallback {fallback}): {rel}'s {} was lost ({result:?})",
+                done.token
+            );
+            checked += 1;
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    for t in threads {
+        t.join().unwrap();
+    }
+    snap_tree::testing::clear_exchange_hook();
+    snap_tree::testing::force_link_fallback(false);
+    (checked, moved)
+}
+
+/// One test runs both ways in turn: the hook and the fallback switch are process-wide.
+#[test]
+fn writes_racing_moves_are_never_lost() {
+    for fallback in [false, true] {
+        let (checked, moved) = race(fallback);
+        eprintln!(
+            "fallback {fallback}: {moved} of {ROUNDS} moves done, {checked} exchanges checked"
+        );
+        assert!(
+            checked > 0,
+            "no exchange raced a write (fallback {fallback})"
+        );
+    }
+}

@@ -789,38 +789,32 @@ fn snap_undo_is_the_same_program_under_a_second_name() {
 /// takes back what it wrote: a new directory is gone again and an empty one stays empty, so
 /// the same export can run again once the store is repaired.
 /// An export killed before it finished leaves its staging directory in the destination; a
-/// retry removes it (its process is gone) instead of refusing the directory as not empty,
-/// and leaves one whose process still runs.
+/// retry removes it (its owner file names a process that is gone) instead of refusing the
+/// directory as not empty. A directory of the staging name that no export made (no owner
+/// file), even one named for a dead process, is the user's: export refuses, and keeps it.
 #[test]
-fn an_export_after_a_killed_one_removes_its_staging_directory() {
+fn an_export_after_a_killed_one_removes_only_its_staging_directory() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().join("w");
     write(&d, "f", b"content");
+    write(&d, "g", b"more");
     ok(&d, &["save"]);
     let dest = dir.path().join("out");
+    killed_at(&d, &["export", "@", dest.to_str().unwrap()], "restore-file");
+    let left = std::fs::read_dir(&dest).unwrap().count();
+    assert_eq!(left, 1, "the killed export's staging directory");
+    ok(&d, &["export", "@", dest.to_str().unwrap()]);
+    assert_eq!(std::fs::read(dest.join("f")).unwrap(), b"content");
+    assert_eq!(std::fs::read_dir(&dest).unwrap().count(), 2);
     let mut gone = std::process::Command::new("true").spawn().unwrap();
     let gone_pid = gone.id();
     gone.wait().unwrap();
-    write(
-        &dest,
-        &format!(".snap-export-{gone_pid}/f"),
-        b"half an export",
-    );
-    ok(&d, &["export", "@", dest.to_str().unwrap()]);
-    assert_eq!(std::fs::read(dest.join("f")).unwrap(), b"content");
-    assert!(!dest.join(format!(".snap-export-{gone_pid}")).exists());
-    let busy = dir.path().join("busy");
-    write(
-        &busy,
-        &format!(".snap-export-{}/f", std::process::id()),
-        b"running",
-    );
-    let out = snap(&d, &["export", "@", busy.to_str().unwrap()]);
+    let users = dir.path().join("users");
+    let theirs = format!(".snap-export-{gone_pid}/f");
+    write(&users, &theirs, b"the user's own");
+    let out = snap(&d, &["export", "@", users.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        busy.join(format!(".snap-export-{}/f", std::process::id()))
-            .exists()
-    );
+    assert_eq!(read(&users, &theirs), "the user's own");
 }
 
 #[test]

@@ -2,8 +2,11 @@
 //! engine (temporary names, renames, no symlink followed, modes as recorded), never touching
 //! the workspace or its history. The snapshot's trees are read one directory at a time and
 //! written in steps of at most a fixed number of entries, so an export holds one step in
-//! memory whatever the snapshot's size. Everything is written under `.snap-export-PID` in the
+//! memory whatever the snapshot's size. Everything is written under `.snap-export-<op>` in the
 //! destination and moved up at the end, so a failed or stopped export takes back all it wrote.
+//! The staging directory holds an owner file naming the export (its id and process), and a
+//! later export removes only a staging directory whose owner file says a dead process of
+//! snap's made it: never a directory for its name alone.
 
 use super::*;
 use rustix::fs::RenameFlags;
@@ -11,8 +14,12 @@ use rustix::fs::RenameFlags;
 /// Entries written per step of an export (at 1M files, a whole-tree plan held 376 MB).
 const EXPORT_STEP_ENTRIES: usize = 1 << 16;
 
-/// The name, before the process id, of the directory inside `dest` an export writes in.
+/// The name, before the export's id, of the directory inside `dest` an export writes in.
 const STAGING_PREFIX: &str = ".snap-export-";
+
+/// The file inside a staging directory that says which export made it:
+/// `snap export <op> <pid>\n` (decimal).
+const OWNER_FILE: &str = ".snap-export-owner";
 
 const DIR_OPEN: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
@@ -60,9 +67,13 @@ impl Workspace {
         // Written under a name of its own inside `dest`, and moved up whole once written: an
         // export that fails or is stopped takes back all it wrote, so running it again finds
         // `dest` empty, and nothing that was there before is touched.
-        let staging = dir.join(format!("{STAGING_PREFIX}{}", std::process::id()));
+        let op = restore::OpId::new();
+        let staging = dir.join(format!("{STAGING_PREFIX}{}", op.0));
         std::fs::create_dir(&staging).map_err(|e| TreeError::io(&staging, e))?;
-        let written = self.export_into(&staging, roots, step);
+        let owner = staging.join(OWNER_FILE);
+        let written = std::fs::write(&owner, owner_line(op, std::process::id()))
+            .map_err(|e| TreeError::io(&owner, e))
+            .and_then(|()| self.export_into(&staging, roots, step));
         let (files, modes) = match written {
             Ok(written) => written,
             Err(e) => {
@@ -75,6 +86,7 @@ impl Workspace {
                 return Err(e);
             }
         };
+        std::fs::remove_file(&owner).map_err(|e| TreeError::io(&owner, e))?;
         move_up(&staging, &dir)?;
         self.set_modes(&dir, modes)?;
         Ok(ExportOutcome {
@@ -120,6 +132,7 @@ impl Workspace {
             store: &self.store,
             max_file_size: u64::MAX,
             stop: self.stop.as_deref(),
+            op: restore::OpId::new(),
         }
     }
 
@@ -204,27 +217,57 @@ impl Workspace {
     }
 }
 
-/// Removes the staging directories in `dir` (`.snap-export-PID`, never a symlink) whose
-/// process is gone: an export killed before it finished leaves one, and a retry would find
-/// `dir` not empty. It holds only copies of a snapshot's files, written by that export.
+fn owner_line(op: restore::OpId, pid: u32) -> String {
+    format!("snap export {} {pid}\n", op.0)
+}
+
+/// Removes the staging directories in `dir` that a killed export left: named
+/// `.snap-export-<op>`, a directory (never a symlink), holding an owner file that names that
+/// same `<op>` and a process that is gone. A retry would otherwise find `dir` not empty. A
+/// directory of that name without such a file is the user's, and is never touched.
 fn remove_stale_staging(dir: &Path) -> Result<(), TreeError> {
     for entry in std::fs::read_dir(dir).map_err(|e| TreeError::io(dir, e))? {
         let entry = entry.map_err(|e| TreeError::io(dir, e))?;
-        let name = entry.file_name();
-        let pid = (name.to_str())
-            .and_then(|n| n.strip_prefix(STAGING_PREFIX))
-            .and_then(|pid| pid.parse::<i32>().ok())
-            .and_then(rustix::process::Pid::from_raw);
         let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if let Some(pid) = pid
-            && is_dir
-            && rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
-        {
+        let op = (entry.file_name().to_str())
+            .and_then(|n| n.strip_prefix(STAGING_PREFIX))
+            .and_then(|op| op.parse::<u64>().ok());
+        let Some(op) = op.filter(|_| is_dir) else {
+            continue;
+        };
+        if left_by_a_dead_export(&entry.path(), restore::OpId(op)) {
             let path = entry.path();
             std::fs::remove_dir_all(&path).map_err(|e| TreeError::io(&path, e))?;
         }
     }
     Ok(())
+}
+
+/// True when staging directory `staging` (of export `op`) holds an owner file, never a
+/// symlink, that names `op` and a process that is gone.
+fn left_by_a_dead_export(staging: &Path, op: restore::OpId) -> bool {
+    owner_pid(staging, op)
+        .is_some_and(|pid| rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH))
+}
+
+/// The process the owner file of `staging` names, if that file names export `op`.
+fn owner_pid(staging: &Path, op: restore::OpId) -> Option<rustix::process::Pid> {
+    use std::io::Read;
+    let mut line = String::new();
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(snap_store::fsio::O_NOFOLLOW)
+        .open(staging.join(OWNER_FILE))
+        .ok()?
+        .take(64)
+        .read_to_string(&mut line)
+        .ok()?;
+    let pid: u32 = line
+        .strip_prefix(&format!("snap export {} ", op.0))?
+        .strip_suffix('\n')?
+        .parse()
+        .ok()?;
+    rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)
 }
 
 /// `path` with its deepest existing ancestor made canonical (symlinks resolved), the rest

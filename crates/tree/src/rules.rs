@@ -104,15 +104,22 @@ pub(crate) const GITIGNORE: &str = ".gitignore";
 /// The bytes of an ignore file, never read through a symlink: as git does since 2.32, a
 /// symlinked `.gitignore` (or `.snapignore`) is not read at all. The directory cache keys an
 /// ignore file on its own lstat, so following a link would let the target change unseen.
+/// Opened without blocking and read only when it is a regular file: a FIFO, socket or
+/// device of that name is no rules (opening a FIFO would wait for a writer forever).
 fn read_rule_file(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
-    let mut file = std::fs::OpenOptions::new()
+    let flags = snap_store::fsio::O_NOFOLLOW | rustix::fs::OFlags::NONBLOCK.bits() as i32;
+    let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(snap_store::fsio::O_NOFOLLOW)
+        .custom_flags(flags)
         .open(path)
         .ok()?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(meta.len()).read_to_end(&mut bytes).ok()?;
     Some(bytes)
 }
 

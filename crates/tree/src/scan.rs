@@ -490,7 +490,11 @@ fn read_stable(
     for _ in 0..READ_ATTEMPTS {
         let mut file = match OpenOptions::new()
             .read(true)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            // Never blocks: a file swapped for a FIFO since the walk opens, and is refused
+            // below as no longer a regular file.
+            .custom_flags(
+                (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32,
+            )
             .open(path)
         {
             Ok(f) => f,

@@ -113,7 +113,7 @@ pub fn tree_digest(root: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 /// Every entry under `root` but the store: files with their bytes, symlinks with their
-/// targets, and directories as `<dir>` when `dirs`.
+/// targets, FIFOs, sockets and devices as `<special>`, and directories as `<dir>` when `dirs`.
 pub fn on_disk(root: &Path, dirs: bool) -> Tree {
     let mut out = Tree::new();
     let mut stack = vec![root.to_path_buf()];
@@ -137,8 +137,11 @@ pub fn on_disk(root: &Path, dirs: bool) -> Tree {
             } else if t.is_symlink() {
                 let target = std::fs::read_link(e.path()).unwrap();
                 out.insert(rel, target.to_string_lossy().as_bytes().to_vec());
-            } else {
+            } else if t.is_file() {
                 out.insert(rel, std::fs::read(e.path()).unwrap());
+            } else {
+                // A FIFO, socket or device: its kind, never opened (a FIFO would block).
+                out.insert(rel, b"<special>".to_vec());
             }
         }
     }

@@ -460,6 +460,8 @@ pub struct VerifyDoc {
     /// Packs the catalog does not name that hold snapshots it lacks: not damage, but history
     /// only `snap repair` takes back (as `doctor` reports them).
     pub history_outside_catalog: Vec<String>,
+    /// Store directories that hold nothing durable, found missing and made again.
+    pub recreated: Vec<String>,
 }
 
 /// One thing `verify` found damaged.

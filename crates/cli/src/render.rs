@@ -11,9 +11,15 @@ pub fn path_str(path: &[u8]) -> String {
 /// escape sequence) written as `\n`, `\t`, `\x1b`, so a hostile name cannot forge lines or
 /// drive the terminal. JSON escapes them itself and uses [`path_str`].
 pub fn path_shown(path: &[u8]) -> String {
-    let text = String::from_utf8_lossy(path);
+    text_shown(&String::from_utf8_lossy(path))
+}
+
+/// Text the agent controls (a message, session, meta key or value) for a person's terminal:
+/// control characters escaped as [`path_shown`] escapes them, so `\e]0;...\a` or `\e[2J` in a
+/// hook payload is shown, never obeyed. JSON output carries the text as it is.
+pub fn text_shown(text: &str) -> String {
     if !text.chars().any(char::is_control) {
-        return text.into_owned();
+        return text.to_string();
     }
     text.chars()
         .map(|c| match c {
@@ -105,10 +111,10 @@ pub fn snapshot_line(s: &Snapshot) -> String {
         line.push_str(&format!("  step {step}"));
     }
     if let Some(session) = &r.session {
-        line.push_str(&format!("  session {session}"));
+        line.push_str(&format!("  session {}", text_shown(session)));
     }
     if !r.message.is_empty() {
-        line.push_str(&format!("  {}", r.message));
+        line.push_str(&format!("  {}", text_shown(&r.message)));
     }
     line
 }

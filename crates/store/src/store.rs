@@ -20,8 +20,15 @@ pub struct Store {
     readers: Mutex<HashMap<ObjectId, Arc<PackReader>>>,
     /// Trees and blocks read by this command (see `remember`).
     remembered: Mutex<Remembered>,
+    /// Store directories that hold nothing durable which opening found missing and made
+    /// again (see [`Store::mended`]).
+    mended: Vec<PathBuf>,
     _lock: StoreLock,
 }
+
+/// The store directories that hold nothing durable: a command that finds one missing (a
+/// user's `rm -rf .snap/tmp`) makes it again instead of failing on it.
+const SCRATCH_DIRS: &[&str] = &["tmp"];
 
 /// Objects kept by `Store::remember` (kind, bytes, delta depth), and their bytes in all.
 #[derive(Debug, Default)]
@@ -69,6 +76,25 @@ const BLOCK: &str = "its block: ";
 
 /// `Store::remember` forgets everything once it holds this many bytes.
 const REMEMBERED_BYTES: usize = 8 << 20;
+
+/// Makes again each of [`SCRATCH_DIRS`] that is missing from `dir`; returns those made.
+fn mend_scratch(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    let mut made = Vec::new();
+    for name in SCRATCH_DIRS {
+        let path = dir.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io(&path, e)),
+        }
+        std::fs::create_dir(&path).map_err(|e| StoreError::io(&path, e))?;
+        made.push(path);
+    }
+    if !made.is_empty() {
+        crate::fsio::sync_dir(dir)?;
+    }
+    Ok(made)
+}
 
 pub(crate) fn lock_poisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these maps leaves it consistent (inserts are atomic).
@@ -120,13 +146,24 @@ impl Store {
         crate::fsio::refuse_links(dir)?;
         let lock = StoreLock::acquire(&dir.join("lock"), lock_timeout()?)?;
         let catalog = Catalog::open(&dir.join("catalog.redb"), lock.is_read_only())?;
+        let mended = if lock.is_read_only() {
+            Vec::new()
+        } else {
+            mend_scratch(dir)?
+        };
         Ok(Store {
             dir: dir.to_path_buf(),
             catalog,
             readers: Mutex::new(HashMap::new()),
             remembered: Mutex::default(),
+            mended,
             _lock: lock,
         })
+    }
+
+    /// The scratch directories this open found missing and made again (`verify` names them).
+    pub fn mended(&self) -> &[PathBuf] {
+        &self.mended
     }
 
     /// The store directory.

@@ -42,3 +42,88 @@ fn a_roll_forward_never_removes_a_file_for_its_name() {
         "the killed undo's own names are gone: {left:?}"
     );
 }
+
+/// Runs snap with `args`, killing it (and failing) if it has not finished in 60 s.
+fn within_a_minute(d: &Path, args: &[&str]) -> std::process::Output {
+    let mut child = snap_cmd(d, args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("snap {args:?} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn mkfifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(made.success());
+}
+
+#[test]
+fn a_fifo_named_like_an_ignore_file_hangs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    two_saves(d);
+    mkfifo(&d.join(".gitignore"));
+    write(d, "sub/a", b"a\n");
+    mkfifo(&d.join("sub/.snapignore"));
+    for args in [&["save"][..], &["status"], &["diff"], &["undo"], &["redo"]] {
+        let before = everything(d);
+        let out = within_a_minute(d, args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert_conserved(d, &before, &format!("{args:?}"));
+    }
+    assert_eq!(read(d, "sub/a"), "a\n");
+}
+
+#[test]
+fn what_the_agent_writes_never_drives_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "k", b"k\n");
+    let evil = "\x1b]0;owned\x07\x1b[2J";
+    let meta = format!("tool={evil}");
+    ok(d, &["save", "-m", evil, "--session", evil, "--meta", &meta]);
+    for args in [&["log"][..], &["show", "@"]] {
+        let shown = ok(d, args);
+        assert!(
+            !shown.contains('\x1b') && !shown.contains('\x07'),
+            "{args:?}: {shown:?}"
+        );
+        assert!(shown.contains("\\x1b]0;owned\\x07"), "{args:?}: {shown}");
+    }
+    let doc = json(d, &["log"]);
+    assert_eq!(
+        doc["snapshots"][0]["message"], evil,
+        "JSON carries the text as it is"
+    );
+}
+
+#[test]
+fn a_store_that_lost_its_scratch_directory_mends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    two_saves(d);
+    std::fs::remove_dir_all(d.join(".snap/tmp")).unwrap();
+    let doc = json(d, &["verify"]);
+    assert_eq!(doc["ok"], true, "{doc}");
+    assert_eq!(doc["recreated"].as_array().map(Vec::len), Some(1), "{doc}");
+    std::fs::remove_dir_all(d.join(".snap/tmp")).unwrap();
+    write(d, "k", b"three\n");
+    let out = conserving(d, &["save"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::remove_dir_all(d.join(".snap/tmp")).unwrap();
+    let out = conserving(d, &["undo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(d, "k"), "two\n");
+}

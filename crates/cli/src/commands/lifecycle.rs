@@ -184,8 +184,14 @@ pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
         bytes_read: report.bytes_read,
         problems: problems.collect(),
         history_outside_catalog: outside.iter().map(|p| p.display().to_string()).collect(),
+        recreated: (ws.store().mended().iter())
+            .map(|p| p.display().to_string())
+            .collect(),
     };
     emit(ctx, json::value(&doc), || {
+        for dir in &doc.recreated {
+            println!("recreated missing {dir} (it holds nothing durable)");
+        }
         println!(
             "checked {} pack(s), {} object(s), {} snapshot(s), read {}",
             report.packs,

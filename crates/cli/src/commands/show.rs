@@ -17,7 +17,7 @@ pub(crate) fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
             println!("parent  {p}");
         }
         for (k, v) in &snap.record.meta {
-            println!("meta    {k}={v}");
+            println!("meta    {}={}", text_shown(k), text_shown(v));
         }
         print_changes(&changes);
     });

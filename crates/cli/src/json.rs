@@ -98,6 +98,14 @@ pub fn changes(changes: &[PathChange]) -> Vec<ChangeDoc> {
 pub struct SkippedDoc {
     pub skipped_too_large: Vec<TooLargeDoc>,
     pub skipped_special: u64,
+    pub skipped_unreadable: Vec<UnreadableDoc>,
+}
+
+/// A file the save could not read.
+#[derive(Serialize)]
+pub struct UnreadableDoc {
+    pub path: String,
+    pub error: String,
 }
 
 /// A file over `max_file_size`.
@@ -113,9 +121,14 @@ impl From<&ScanReport> for SkippedDoc {
             path: path_str(p),
             size: *size,
         });
+        let unreadable = report.unreadable.iter().map(|u| UnreadableDoc {
+            path: path_str(&u.path),
+            error: u.error.clone(),
+        });
         SkippedDoc {
             skipped_too_large: too_large.collect(),
             skipped_special: report.special,
+            skipped_unreadable: unreadable.collect(),
         }
     }
 }

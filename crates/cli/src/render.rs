@@ -218,6 +218,13 @@ pub fn print_skipped(report: &snap_tree::ScanReport, quiet: bool) {
             path_shown(path)
         );
     }
+    for file in &report.unreadable {
+        eprintln!(
+            "skipped {} (cannot read it: {})",
+            path_shown(&file.path),
+            file.error
+        );
+    }
     if report.special > 0 {
         eprintln!(
             "skipped {} special file(s) (fifo, socket or device)",

@@ -55,7 +55,7 @@ pub use interrupt::stop_moves_on;
 pub use marker::{Marker, Op};
 pub use observer::{Event, Observer, Phase};
 pub use paths::STORE_DIR;
-pub use scan::ScanReport;
+pub use scan::{ScanReport, Unreadable};
 pub use snap_store::{self, EntryKind, ObjectId, SnapshotKind, SnapshotRecord};
 pub use workspace::{
     ExportOutcome, LogEntry, MoveOutcome, PathChange, Recovered, Run, SaveOptions, SaveOutcome,

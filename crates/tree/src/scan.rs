@@ -41,6 +41,27 @@ pub struct ScanReport {
     pub special: u64,
     /// Files that disappeared between the walk and their read.
     pub vanished: u64,
+    /// Files the walk listed that could not be read (no permission, a name too long), left
+    /// out of the snapshot and never touched by a move; in path order.
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// A file a save could not read, and why.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unreadable {
+    /// Workspace-relative.
+    pub path: Vec<u8>,
+    /// The system's error, as text.
+    pub error: String,
+}
+
+/// True for an error that says the file is there but snap may not read it: reported and
+/// skipped, never fatal (another process's private file must not stop every save).
+fn cannot_read(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    let unreadable = [Errno::ACCESS, Errno::PERM, Errno::NAMETOOLONG];
+    e.raw_os_error()
+        .is_some_and(|code| unreadable.iter().any(|u| u.raw_os_error() == code))
 }
 
 /// Walks `root`, applying every ignore layer, without a directory cache. Entries in path
@@ -244,6 +265,7 @@ pub fn store_walk(
         too_large: walk.too_large,
         special: walk.special,
         vanished: 0,
+        unreadable: Vec::new(),
     };
     writer.expect(to_read);
     let mut hashed = writer.stat_rows();
@@ -265,6 +287,17 @@ pub fn store_walk(
             _ => chunk.into_par_iter().map(one).collect(),
         };
         for item in stored {
+            let item = match item {
+                Err(TreeError::Io { path, source }) if cannot_read(&source) => {
+                    let rel = path.strip_prefix(root).unwrap_or(&path);
+                    report.unreadable.push(Unreadable {
+                        path: rel.as_os_str().as_bytes().to_vec(),
+                        error: source.to_string(),
+                    });
+                    continue;
+                }
+                item => item,
+            };
             match item? {
                 Some((path, mut node, entry, stat)) => {
                     if node.kind == EntryKind::Dir {
@@ -283,6 +316,9 @@ pub fn store_walk(
         }
     }
     writer.forget_seen();
+    report
+        .unreadable
+        .sort_unstable_by(|a, b| a.path.cmp(&b.path));
     drop_orphans(&mut nodes);
     let digest = digest(&nodes);
     // The walk sorted the paths, so this builds the map in one pass instead of n inserts.

@@ -127,3 +127,77 @@ fn a_store_that_lost_its_scratch_directory_mends_it() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(read(d, "k"), "two\n");
 }
+
+/// The unprivileged uid the permission cases run snap as (CI runs as root, and root reads
+/// 0600 files and writes into 0555 directories). `None` when not root, or without setpriv.
+fn nobody() -> Option<u32> {
+    let root = rustix::process::geteuid().is_root();
+    let setpriv = Path::new("/usr/bin/setpriv").exists();
+    (root && setpriv).then_some(65534)
+}
+
+/// snap `args` in `d`, as uid and gid `uid`.
+fn snap_as(uid: u32, d: &Path, args: &[&str]) -> std::process::Output {
+    let id = uid.to_string();
+    std::process::Command::new("/usr/bin/setpriv")
+        .args(["--reuid", &id, "--regid", &id, "--clear-groups"])
+        .arg(bin("snap"))
+        .arg("-C")
+        .arg(d)
+        .args(args)
+        .env_remove("SNAP_STORE")
+        .env("HOME", "/nonexistent-home")
+        .output()
+        .unwrap()
+}
+
+fn chown_all(d: &Path, uid: u32) {
+    let id = format!("{uid}:{uid}");
+    let done = std::process::Command::new("chown")
+        .args(["-R", &id])
+        .arg(d)
+        .status()
+        .unwrap();
+    assert!(done.success());
+}
+
+#[test]
+fn an_unreadable_file_is_reported_and_kept_and_the_rest_is_saved() {
+    let Some(uid) = nobody() else {
+        eprintln!("skipped: needs root and setpriv to run snap as another uid");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = &dir.path().join("w");
+    write(d, "k", b"one\n");
+    chown_all(dir.path(), uid);
+    let ran = |args: &[&str]| {
+        let before = everything(d);
+        let out = snap_as(uid, d, args);
+        assert_conserved(d, &before, &format!("{args:?} as {uid}"));
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        out
+    };
+    ran(&["save"]);
+    // A container, as root, writes a private file; the agent edits another.
+    write(d, "private.key", b"root's own\n");
+    chmod(d, "private.key", 0o600);
+    write(d, "k", b"two\n");
+    let out = ran(&["--json", "save"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let skipped = &doc["skipped"]["skipped_unreadable"];
+    assert_eq!(skipped[0]["path"], "private.key", "{doc}");
+    assert!(
+        skipped[0]["error"].as_str().unwrap().contains("ermission"),
+        "{doc}"
+    );
+    let out = ran(&["status"]);
+    assert!(
+        stderr(&out).contains("skipped private.key"),
+        "{}",
+        stderr(&out)
+    );
+    ran(&["undo"]);
+    assert_eq!(read(d, "k"), "one\n");
+    assert_eq!(read(d, "private.key"), "root's own\n", "never touched");
+}

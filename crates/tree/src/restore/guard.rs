@@ -170,8 +170,13 @@ pub(super) fn classify(
         match here {
             _ if same(here, done) => Found::Done,
             _ if same(here, expected) => Found::Expected,
-            OnDisk::Entry(kind, size, ..) if *kind != EntryKind::Dir && *size <= max => {
-                Found::Differs
+            // Saved first only if it can be read: a file snap may not read is kept.
+            OnDisk::Entry(kind, size, _, lazy) if *kind != EntryKind::Dir && *size <= max => {
+                if lazy.id().is_some() {
+                    Found::Differs
+                } else {
+                    Found::Foreign
+                }
             }
             _ => Found::Foreign,
         }

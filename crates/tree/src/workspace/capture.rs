@@ -134,6 +134,7 @@ pub(super) fn unchanged_capture(
             too_large: walk.too_large,
             special: walk.special,
             vanished: 0,
+            unreadable: Vec::new(),
         },
         cache,
         pruned: HashSet::new(),
@@ -351,7 +352,8 @@ impl Workspace {
             )
         });
         // Only a walk whose every entry is in the tree pins trees down.
-        let pinned = exact && stored.report.vanished == 0;
+        // A file that could not be read is not in the tree either: no memo vouches for it.
+        let pinned = exact && stored.report.vanished == 0 && stored.report.unreadable.is_empty();
         let subtrees = subtrees.filter(|_| pinned);
         let (root, memo, trees) = self.tree_root(
             writer,

@@ -29,6 +29,7 @@ mod config;
 pub mod diff;
 mod error;
 pub mod flat;
+mod inside;
 mod interrupt;
 mod marker;
 mod observer;

@@ -6,10 +6,10 @@
 //! then `.snapignore` files, which take precedence and so can re-include. `.git` is never
 //! read: not its `info/exclude`, not the global excludes file.
 
-use std::fs::{File, Metadata, OpenOptions};
+use std::fs::{File, Metadata};
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -230,6 +230,7 @@ pub fn store_walk(
     walk.entries.sort_unstable_by(|a, b| b.0.cmp(&a.0));
     let dir_modes = std::mem::take(&mut walk.dir_modes);
     let (hits, gone) = match_cache(walk.entries.iter().rev(), cache.entries);
+    let root_fd = crate::inside::open_root(root).map_err(|e| TreeError::io(root, e))?;
     let one = |((rel, kind, stat), hit): (WalkEntry, Option<&StatEntry>)| {
         tick();
         match (stat, hit) {
@@ -248,6 +249,7 @@ pub fn store_walk(
             // changed file against.
             _ => {
                 let file = FileStore {
+                    root_fd: &root_fd,
                     max: max_file_size,
                     fs_now_ns: cache.fs_now_ns,
                     base: hit.map(|h| h.id),
@@ -420,7 +422,9 @@ pub fn store_path(root: &Path, rel: &[u8], writer: &ObjectWriter<'_>) -> Result<
     } else {
         EntryKind::File
     };
+    let root_fd = crate::inside::open_root(root).map_err(|e| TreeError::io(root, e))?;
     let file = FileStore {
+        root_fd: &root_fd,
         max: u64::MAX,
         fs_now_ns: i64::MIN,
         base: None,
@@ -436,7 +440,9 @@ pub fn store_path(root: &Path, rel: &[u8], writer: &ObjectWriter<'_>) -> Result<
 
 /// How [`store_entry`] reads and stores a regular file.
 #[derive(Clone, Copy)]
-struct FileStore {
+struct FileStore<'r> {
+    /// The workspace root, which every read opens its path beneath (see [`crate::inside`]).
+    root_fd: &'r std::os::fd::OwnedFd,
     /// Files larger than this are left out.
     max: u64,
     /// The scan's filesystem clock (the racy rule of [`read_stable`]).
@@ -453,6 +459,7 @@ fn store_entry(
     file: FileStore,
 ) -> Result<Option<StoredEntry>, TreeError> {
     let FileStore {
+        root_fd,
         max,
         fs_now_ns,
         base,
@@ -471,9 +478,9 @@ fn store_entry(
             None,
             None,
         ))),
-        EntryKind::Symlink => match std::fs::read_link(&path) {
+        EntryKind::Symlink => match crate::inside::read_link(root_fd, &rel) {
             Ok(target) => {
-                let bytes = target.as_os_str().as_bytes();
+                let bytes = target.as_slice();
                 let node = Node {
                     kind,
                     size: bytes.len() as u64,
@@ -486,7 +493,12 @@ fn store_entry(
             Err(e) => Err(TreeError::io(path, e)),
         },
         EntryKind::File | EntryKind::Executable => {
-            let Some((data, meta)) = read_stable(&path, max, fs_now_ns)? else {
+            let at = InTree {
+                root_fd,
+                rel: &rel,
+                abs: &path,
+            };
+            let Some((data, meta)) = read_stable(at, max, fs_now_ns)? else {
                 return Ok(None);
             };
             let kind = file_kind(&meta);
@@ -507,9 +519,14 @@ fn store_entry(
     }
 }
 
+/// Gone from its path: removed, or a directory on the way replaced by a symlink or a file
+/// (`ELOOP`, `ENOTDIR`: reads never follow one, see [`crate::inside`]).
 fn vanished(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
     e.kind() == std::io::ErrorKind::NotFound
-        || e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+        || [Errno::LOOP, Errno::NOTDIR]
+            .iter()
+            .any(|x| e.raw_os_error() == Some(x.raw_os_error()))
 }
 
 /// Reads a regular file without following a symlink, re-reading while its stat changes under
@@ -518,21 +535,24 @@ fn vanished(e: &std::io::Error) -> bool {
 /// Timestamps are coarse (a clock tick of several milliseconds), so a file modified in the
 /// scan's own tick can change under the read without its stat showing it: such a racy file
 /// is read twice and kept only when both reads agree.
+/// A file of the working tree: opened by `rel` beneath `root_fd`, named by `abs` in errors.
+#[derive(Clone, Copy)]
+struct InTree<'a> {
+    root_fd: &'a std::os::fd::OwnedFd,
+    rel: &'a [u8],
+    abs: &'a Path,
+}
+
 fn read_stable(
-    path: &Path,
+    at: InTree<'_>,
     max: u64,
     fs_now_ns: i64,
 ) -> Result<Option<(Vec<u8>, Metadata)>, TreeError> {
+    let path = at.abs;
     for _ in 0..READ_ATTEMPTS {
-        let mut file = match OpenOptions::new()
-            .read(true)
-            // Never blocks: a file swapped for a FIFO since the walk opens, and is refused
-            // below as no longer a regular file.
-            .custom_flags(
-                (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32,
-            )
-            .open(path)
-        {
+        // Beneath the root, following no link, never blocking: a file swapped for a FIFO
+        // since the walk opens and is refused below as no longer a regular file.
+        let mut file = match crate::inside::open_file(at.root_fd, at.rel) {
             Ok(f) => f,
             Err(e) if vanished(&e) => return Ok(None),
             Err(e) => return Err(TreeError::io(path, e)),

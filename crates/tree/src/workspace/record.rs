@@ -201,7 +201,7 @@ impl Workspace {
             self.store
                 .read_file(&node.id)
                 .ok()
-                .or_else(|| std::fs::read(scan::abs(&self.root, path)).ok())
+                .or_else(|| crate::inside::read_file(&self.root, path).ok())
         };
         let mut total = (0, 0);
         for (path, _) in changes {

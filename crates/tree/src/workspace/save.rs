@@ -333,15 +333,15 @@ impl Workspace {
         let abs = scan::abs(&self.root, path);
         match (side, node.kind) {
             (Side::Snapshot(_), _) => Ok(self.store.read_file(&node.id)?),
+            // Beneath the root, following no link (see `crate::inside`).
             (Side::WorkingTree, EntryKind::Symlink) => {
-                use std::os::unix::ffi::OsStrExt;
-                Ok(std::fs::read_link(&abs)
-                    .map_err(|e| TreeError::io(&abs, e))?
-                    .as_os_str()
-                    .as_bytes()
-                    .to_vec())
+                let root =
+                    crate::inside::open_root(&self.root).map_err(|e| TreeError::io(&abs, e))?;
+                crate::inside::read_link(&root, path).map_err(|e| TreeError::io(&abs, e))
             }
-            (Side::WorkingTree, _) => std::fs::read(&abs).map_err(|e| TreeError::io(&abs, e)),
+            (Side::WorkingTree, _) => {
+                crate::inside::read_file(&self.root, path).map_err(|e| TreeError::io(&abs, e))
+            }
         }
     }
 }

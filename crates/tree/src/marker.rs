@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use snap_store::{ObjectId, decode_record, encode_record, fsio};
 
 use crate::TreeError;
-use crate::restore::OpId;
+use crate::restore::{LiftedDir, OpId};
 
 /// The operation a marker belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,6 +68,9 @@ pub struct Marker {
     /// roll-forward removes only those. `None` in a marker from before format 3, whose
     /// temporary names it never removes.
     pub op_id: Option<OpId>,
+    /// Read-only directories the plan writes in, with the modes they had: lifted for the
+    /// move's time and given back after, by the move or by its roll-forward (format 3).
+    pub lifted: Vec<LiftedDir>,
 }
 
 impl Marker {
@@ -156,6 +159,7 @@ fn decode_marker(bytes: &[u8]) -> Result<Marker, snap_store::StoreError> {
                 from: v2.from,
                 kept: v2.kept,
                 op_id: None,
+                lifted: Vec::new(),
             });
         }
         let old: MarkerV1 = decode_record(id, bytes).map_err(|_| e)?;
@@ -166,6 +170,7 @@ fn decode_marker(bytes: &[u8]) -> Result<Marker, snap_store::StoreError> {
             from: None,
             kept: Vec::new(),
             op_id: None,
+            lifted: Vec::new(),
         })
     })
 }
@@ -199,6 +204,10 @@ mod tests {
             from: Some(ObjectId([9; 32])),
             kept: vec![b"out.log".to_vec()],
             op_id: Some(OpId(77)),
+            lifted: vec![LiftedDir {
+                path: b"ro".to_vec(),
+                mode: 0o555,
+            }],
         };
         assert_eq!(decode_marker(&encode_record(&marker)).unwrap(), marker);
         let v2 = MarkerV2Out {

@@ -201,3 +201,131 @@ fn an_unreadable_file_is_reported_and_kept_and_the_rest_is_saved() {
     assert_eq!(read(d, "k"), "one\n");
     assert_eq!(read(d, "private.key"), "root's own\n", "never touched");
 }
+
+/// `data.bin` and `k` saved twice, with `max_file_size` lowered to 1000 after the first.
+fn small_then_limited(d: &Path) {
+    write(d, "data.bin", b"small\n");
+    write(d, "k", b"k1\n");
+    ok(d, &["save"]);
+    std::fs::write(d.join(".snap/config.toml"), "max_file_size = 1000\n").unwrap();
+    write(d, "k", b"k2\n");
+    ok(d, &["save"]);
+}
+
+fn snapshot_count(d: &Path) -> usize {
+    json(d, &["log", "--all"])["snapshots"]
+        .as_array()
+        .unwrap()
+        .len()
+}
+
+#[test]
+fn undo_gets_past_a_file_that_became_untrackable() {
+    for fifo in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        small_then_limited(d);
+        std::fs::remove_file(d.join("data.bin")).unwrap();
+        if fifo {
+            mkfifo(&d.join("data.bin"));
+        } else {
+            write(d, "data.bin", &[7u8; 5000]);
+        }
+        let before = snapshot_count(d);
+        let out = conserving(d, &["--json", "undo"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            doc["kept"],
+            serde_json::json!(["data.bin"]),
+            "fifo {fifo}: {doc}"
+        );
+        assert_eq!(read(d, "k"), "k1\n", "fifo {fifo}: undo went back a step");
+        assert_eq!(
+            snapshot_count(d),
+            before,
+            "fifo {fifo}: nothing to save first"
+        );
+        let out = conserving(d, &["undo"]);
+        assert_eq!(out.status.code(), Some(3), "fifo {fifo}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_restore_records_what_is_on_disk_at_an_untrackable_path() {
+    for fifo in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        small_then_limited(d);
+        std::fs::remove_file(d.join("data.bin")).unwrap();
+        ok(d, &["save"]);
+        if fifo {
+            mkfifo(&d.join("data.bin"));
+        } else {
+            write(d, "data.bin", &[7u8; 5000]);
+        }
+        let out = conserving(d, &["--json", "restore", "#1"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            doc["kept"],
+            serde_json::json!(["data.bin"]),
+            "fifo {fifo}: {doc}"
+        );
+        assert_eq!(read(d, "k"), "k1\n");
+        let status = json(d, &["status"]);
+        assert_eq!(status["clean"], true, "fifo {fifo}: {status}");
+        let out = conserving(d, &["ls", "@"]);
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("data.bin"));
+    }
+}
+
+#[test]
+fn a_move_writes_into_a_read_only_directory_and_gives_its_mode_back() {
+    let Some(uid) = nobody() else {
+        eprintln!("skipped: needs root and setpriv to run snap as another uid");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = &dir.path().join("w");
+    write(d, "ro/f", b"v1\n");
+    write(d, "theirs/g", b"g1\n");
+    chown_all(dir.path(), uid);
+    chmod(d, "ro", 0o555);
+    // A read-only directory of another owner, its file writable: snap may not lift it.
+    let root_owned = std::process::Command::new("chown")
+        .arg("0:0")
+        .arg(d.join("theirs"))
+        .status()
+        .unwrap();
+    assert!(root_owned.success());
+    chmod(d, "theirs", 0o555);
+    let ran = |args: &[&str]| {
+        let before = everything(d);
+        let out = snap_as(uid, d, args);
+        assert_conserved(d, &before, &format!("{args:?} as {uid}"));
+        out
+    };
+    assert!(ran(&["save"]).status.success());
+    write(d, "ro/f", b"v2\n");
+    std::fs::write(d.join("theirs/g"), b"g2\n").unwrap();
+    assert!(ran(&["save"]).status.success());
+    // The redo finds theirs/g already as its target has it (the undo kept it).
+    let moves = [
+        (
+            &["--json", "undo"][..],
+            "v1\n",
+            serde_json::json!(["theirs"]),
+        ),
+        (&["--json", "redo"][..], "v2\n", serde_json::json!([])),
+    ];
+    for (args, want, kept) in moves {
+        let out = ran(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert_eq!(read(d, "ro/f"), want, "{args:?}");
+        assert_eq!(mode_of(d, "ro"), 0o555, "{args:?}: the mode is given back");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["kept"], kept, "{args:?}: {doc}");
+        assert_eq!(read(d, "theirs/g"), "g2\n", "{args:?}: kept as it is");
+    }
+}

@@ -27,12 +27,14 @@ use crate::{TreeError, scan};
 
 mod durable;
 mod guard;
+mod lift;
 mod plan;
 mod swap;
 
 use durable::{Durability, sync_file, sync_restored};
 pub use durable::{EACH_PATH_MAX_BYTES, EACH_PATH_MAX_PATHS};
 use guard::{Found, Guarded, Wrote};
+pub use lift::{LiftedDir, ReadOnly, lift, put_back, read_only_dirs};
 pub use plan::{Plan, check_unchanged, is_rule_file};
 pub use swap::OpId;
 #[cfg(feature = "testing")]
@@ -232,9 +234,15 @@ fn set_dir_mode(g: &Guarded<'_>, path: &[u8], mode: u16) -> Result<bool, TreeErr
     if crate::flat::permission_bits(st.st_mode) == mode {
         return Ok(false);
     }
-    rustix::fs::fchmod(&dir, Mode::from_raw_mode(u32::from(mode)))
-        .map_err(|e| fail("set mode", g.tree.root, path, e))?;
-    Ok(true)
+    match rustix::fs::fchmod(&dir, Mode::from_raw_mode(u32::from(mode))) {
+        Ok(()) => Ok(true),
+        // Not this process's directory: its mode stays as it is, and the path is named.
+        Err(Errno::PERM) => {
+            g.note(&g.named, path);
+            Ok(false)
+        }
+        Err(e) => Err(fail("set mode", g.tree.root, path, e)),
+    }
 }
 
 /// Removes a file or symlink the target lacks, if it still holds what the plan saw.

@@ -5,6 +5,7 @@
 
 mod capture;
 mod export;
+mod kept;
 mod lifecycle;
 mod memo;
 mod moves;

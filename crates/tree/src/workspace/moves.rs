@@ -358,9 +358,15 @@ impl Workspace {
     ) -> Result<PreparedMove<'_>, TreeError> {
         let writer = self.writer(dry_run);
         let (mut cap, diff) = self.capture_before_move(&writer, head)?;
-        let dirty = cap.root != head.record.root;
+        // A tree that differs from HEAD only where no save can record what is on disk is
+        // HEAD's as far as history can say: not saved first, not a step (see `kept`).
+        let dirty = cap.root != head.record.root
+            && !self.differs_only_where_untrackable(&cap, head, diff.as_ref())?;
         let (passed, target) = choose(dirty)?;
-        let (writer, saved) = self.save_first(writer, &mut cap, diff, (head, steps))?;
+        let (writer, saved) = match dirty {
+            true => self.save_first(writer, &mut cap, diff, (head, steps))?,
+            false => (writer, None),
+        };
         self.unfold_for_plan(
             &mut cap,
             &head.record.root,
@@ -542,10 +548,18 @@ impl Workspace {
         self.commit_packs(writer, cap.cache)?;
         outcome.auto_saved = saved;
         let redo = redo(&mut outcome);
+        // The tree the marker names must be in the store: the unsaved changes' when they were
+        // saved; else HEAD's, which differs from the capture only at untrackable paths,
+        // which the guards keep.
+        let from = if saved_root_is(&outcome, &cap.root) {
+            cap.root
+        } else {
+            head.record.root
+        };
         let scanned = Scanned {
             flat: &cap.flat,
             stats: &cap.stats,
-            root: cap.root,
+            root: from,
             parent: Some(outcome.auto_saved.as_ref().unwrap_or(head)),
             basis: cap.basis.as_ref(),
         };
@@ -735,19 +749,29 @@ impl Workspace {
     }
 
     /// A restore records what a save right after it would (DESIGN §14): where it keeps a
-    /// path because the ignore rules leave it out, the new snapshot holds what the tree holds
-    /// there (nothing tracked), not the source's. A plan that changes the rules is left as it
-    /// is: the move's own rules decide there, and such paths are named as made visible.
+    /// path because the ignore rules leave it out, or because it holds what no save can
+    /// record (an oversize, special or unreadable file), the new snapshot holds what the tree
+    /// holds there (nothing tracked), not the source's. Under a plan that changes the rules
+    /// only the second kind is taken out: the move's own rules decide for the first, and such
+    /// paths are named as made visible.
     fn without_ruled_out(
         &self,
         writer: &ObjectWriter<'_>,
         mut target: RestoreTarget,
         current: &FlatTree,
     ) -> Result<RestoreTarget, TreeError> {
-        if target.plan.changes_rules() {
-            return Ok(target);
-        }
-        let kept = self.keep_ruled_out_now(&mut target.plan.clone(), current);
+        let mut kept = match target.plan.changes_rules() {
+            true => Vec::new(),
+            false => self.keep_ruled_out_now(&mut target.plan.clone(), current),
+        };
+        let in_the_way: Vec<Vec<u8>> = (target.plan.write.iter())
+            .map(|(path, _)| path)
+            .filter(|p| !current.contains_key(*p) && !kept.iter().any(|k| flat::is_within(p, k)))
+            .filter(|p| self.untrackable_on_disk(p))
+            .cloned()
+            .collect();
+        kept.extend(in_the_way);
+        kept.sort_unstable();
         // Each kept path is listed in the target (the plan writes it), so every directory
         // above it is unfolded and may be rebuilt; a directory in the tree there is left as
         // it is, since its totals are not known here.
@@ -790,7 +814,12 @@ impl Workspace {
     ) -> Result<Vec<Vec<u8>>, TreeError> {
         restore::check_unchanged(&self.root, plan, scanned.stats)?;
         let mut plan = plan.clone();
-        let ruled_out = self.keep_ruled_out(&mut plan, scanned.flat);
+        let mut ruled_out = self.keep_ruled_out(&mut plan, scanned.flat);
+        // Read-only directories it must fill are lifted; one snap may not chmod is kept.
+        let read_only = restore::read_only_dirs(&self.root, &plan)?;
+        plan.leave_out(&read_only.refused);
+        ruled_out.extend(read_only.refused);
+        ruled_out.sort_unstable();
         self.keep_sound_copies(&plan, scanned.flat)?;
         let marker = Marker {
             op,
@@ -799,9 +828,11 @@ impl Workspace {
             from: Some(scanned.root),
             kept: ruled_out.clone(),
             op_id: Some(restore::OpId::new()),
+            lifted: read_only.lift,
         };
         marker.write(self.store.dir())?;
         failpoint("marker-written");
+        restore::lift(&self.root, &marker.lifted)?;
         let sides = restore::Sides {
             before: scanned.flat,
             after: target_flat,
@@ -814,12 +845,15 @@ impl Workspace {
                 Err(e) => {
                     // If even the way back fails, the marker stays: the next writing command
                     // rolls the move forward instead.
-                    if self.roll_back(marker.op_id(), &plan, sides).is_ok() {
+                    let back = self.roll_back(marker.op_id(), &plan, sides);
+                    let modes = restore::put_back(&self.root, &marker.lifted, &Plan::default());
+                    if back.is_ok() && modes.is_ok() {
                         marker.remove(self.store.dir())?;
                     }
                     return Err(e);
                 }
             };
+        restore::put_back(&self.root, &marker.lifted, &plan)?;
         // Only a move that left every planned path as the target has it leaves a memo.
         let memo = (scanned.basis)
             .filter(|_| applied.kept.is_empty() && ruled_out.is_empty())
@@ -1051,6 +1085,14 @@ impl Workspace {
         }
         Ok(())
     }
+}
+
+/// True when the tree a move's capture found (`root`) was saved first, so is in the store.
+fn saved_root_is(outcome: &MoveOutcome, root: &ObjectId) -> bool {
+    outcome
+        .auto_saved
+        .as_ref()
+        .is_some_and(|s| s.record.root == *root)
 }
 
 /// The files and bytes of `flat` at and below `paths` (none within another); `None` when

@@ -26,7 +26,9 @@ impl Workspace {
                 before: &before,
                 after: &after,
             };
+            restore::lift(&self.root, &marker.lifted)?;
             let applied = self.apply_saving_first(&marker, &plan, sides, (Some(&head), &after))?;
+            restore::put_back(&self.root, &marker.lifted, &plan)?;
             let swept = self.sweep_leftovers(&marker, &plan, sides, &head)?;
             self.store.set_history(HistoryState {
                 head: Some(marker.head),

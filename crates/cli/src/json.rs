@@ -99,6 +99,8 @@ pub struct SkippedDoc {
     pub skipped_too_large: Vec<TooLargeDoc>,
     pub skipped_special: u64,
     pub skipped_unreadable: Vec<UnreadableDoc>,
+    /// Ignore files over `max_ignore_file_bytes`: their directories are left out whole.
+    pub ignore_files_refused: Vec<String>,
 }
 
 /// A file the save could not read.
@@ -129,6 +131,7 @@ impl From<&ScanReport> for SkippedDoc {
             skipped_too_large: too_large.collect(),
             skipped_special: report.special,
             skipped_unreadable: unreadable.collect(),
+            ignore_files_refused: report.refused_rules.iter().map(|p| path_str(p)).collect(),
         }
     }
 }

@@ -218,6 +218,13 @@ pub fn print_skipped(report: &snap_tree::ScanReport, quiet: bool) {
             path_shown(path)
         );
     }
+    for file in &report.refused_rules {
+        eprintln!(
+            "refused {} (over max_ignore_file_bytes): everything in its directory is left out, \
+             and never touched, until it shrinks",
+            path_shown(file)
+        );
+    }
     for file in &report.unreadable {
         eprintln!(
             "skipped {} (cannot read it: {})",

@@ -10,12 +10,19 @@ use crate::TreeError;
 /// Files larger than this are skipped and reported, unless the config says otherwise.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 64 << 20;
 
+/// An ignore file larger than this is refused (1 MiB: the largest real ones are a few KiB).
+pub const DEFAULT_MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
+
 /// Settings read from `.snap/config.toml`. Every field is optional in the file.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Files over this many bytes are not snapshotted (reported by save and status).
     pub max_file_size: u64,
+    /// A `.gitignore` or `.snapignore` over this many bytes is not compiled (a hostile one
+    /// of 8 MB cost 3.5 GB per call): it is refused, named, and everything in its directory
+    /// is left out (kept, never touched) until it shrinks.
+    pub max_ignore_file_bytes: u64,
     /// Directory names never descended into, at any depth. `*` globs are allowed.
     pub exclude_dirs: Vec<String>,
     /// File name endings (with the dot) never snapshotted.
@@ -102,6 +109,7 @@ impl Default for Config {
         let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
         Config {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
+            max_ignore_file_bytes: DEFAULT_MAX_IGNORE_FILE_BYTES,
             exclude_dirs: strings(&[
                 ".venv",
                 "__pycache__",
@@ -169,6 +177,10 @@ impl Config {
                 h.update(&(item.len() as u64).to_le_bytes());
                 h.update(item.as_bytes());
             }
+        }
+        if self.max_ignore_file_bytes != DEFAULT_MAX_IGNORE_FILE_BYTES {
+            h.update(b"ignore limit\0");
+            h.update(&self.max_ignore_file_bytes.to_le_bytes());
         }
         let store = store_dir.map_or(&[][..], |d| d.as_os_str().as_encoded_bytes());
         h.update(&(store.len() as u64).to_le_bytes());

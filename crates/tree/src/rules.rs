@@ -23,6 +23,9 @@ pub(crate) struct Rules {
     snap: Option<Gitignore>,
     /// True when this level or one above has an ignore file: when false, nothing is matched.
     any: bool,
+    /// This level's ignore file that is over the size limit: everything in the directory is
+    /// then left out (see `Config::max_ignore_file_bytes`).
+    refused: Option<std::path::PathBuf>,
 }
 
 impl Rules {
@@ -33,7 +36,13 @@ impl Rules {
             git: None,
             snap: None,
             any: false,
+            refused: None,
         }
+    }
+
+    /// The ignore file of this directory refused for its size, if any.
+    pub(crate) fn refused(&self) -> Option<&Path> {
+        self.refused.as_deref()
     }
 
     /// True when `abs` is ignored: `.snapignore` files first, then `.gitignore` files, each
@@ -66,10 +75,17 @@ impl Rules {
 
 /// The rules for a directory: its own `.gitignore` and `.snapignore` (where present) over
 /// its parent's.
-pub(crate) fn read_rules(abs: &Path, has_git: bool, has_snap: bool, parent: &Arc<Rules>) -> Rules {
-    let read = |present: bool, file: &str| present.then(|| read_rule_file(&abs.join(file)))?;
+pub(crate) fn read_rules(
+    abs: &Path,
+    has_git: bool,
+    has_snap: bool,
+    limit: u64,
+    parent: &Arc<Rules>,
+) -> Rules {
+    let read =
+        |present: bool, file: &str| present.then(|| read_rule_file(&abs.join(file), limit))?;
     let (git, snap) = (read(has_git, GITIGNORE), read(has_snap, SNAPIGNORE));
-    rules_of_files(abs, (git, snap), parent)
+    rules_of_files(abs, (git, snap), limit, parent)
 }
 
 /// The rules for the directory at `abs` whose `.gitignore` and `.snapignore` hold `files`
@@ -77,8 +93,25 @@ pub(crate) fn read_rules(abs: &Path, has_git: bool, has_snap: bool, parent: &Arc
 fn rules_of_files(
     abs: &Path,
     files: (Option<Vec<u8>>, Option<Vec<u8>>),
+    limit: u64,
     parent: &Arc<Rules>,
 ) -> Rules {
+    let too_large =
+        |bytes: &Option<Vec<u8>>| bytes.as_ref().is_some_and(|b| b.len() as u64 > limit);
+    let refused = match (too_large(&files.0), too_large(&files.1)) {
+        (true, _) => Some(abs.join(GITIGNORE)),
+        (_, true) => Some(abs.join(SNAPIGNORE)),
+        _ => None,
+    };
+    if refused.is_some() {
+        return Rules {
+            parent: Some(Arc::clone(parent)),
+            git: None,
+            snap: None,
+            any: parent.any,
+            refused,
+        };
+    }
     let load = |bytes: Option<Vec<u8>>, file: &str| {
         let bytes = bytes?;
         let path = abs.join(file);
@@ -96,6 +129,7 @@ fn rules_of_files(
         git,
         snap,
         any,
+        refused: None,
     }
 }
 
@@ -105,8 +139,9 @@ pub(crate) const GITIGNORE: &str = ".gitignore";
 /// symlinked `.gitignore` (or `.snapignore`) is not read at all. The directory cache keys an
 /// ignore file on its own lstat, so following a link would let the target change unseen.
 /// Opened without blocking and read only when it is a regular file: a FIFO, socket or
-/// device of that name is no rules (opening a FIFO would wait for a writer forever).
-fn read_rule_file(path: &Path) -> Option<Vec<u8>> {
+/// device of that name is no rules (opening a FIFO would wait for a writer forever). At most
+/// `limit + 1` bytes are read: one more than the limit says the file is too large.
+fn read_rule_file(path: &Path, limit: u64) -> Option<Vec<u8>> {
     use std::io::Read;
     let flags = snap_store::fsio::O_NOFOLLOW | rustix::fs::OFlags::NONBLOCK.bits() as i32;
     let file = std::fs::OpenOptions::new()
@@ -118,8 +153,9 @@ fn read_rule_file(path: &Path) -> Option<Vec<u8>> {
     if !meta.is_file() {
         return None;
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(meta.len()).read_to_end(&mut bytes).ok()?;
+    let len = meta.len().min(limit.saturating_add(1));
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(len).read_to_end(&mut bytes).ok()?;
     Some(bytes)
 }
 
@@ -160,7 +196,7 @@ pub(crate) fn ruled_out(
         } else {
             config.excludes_file(name)
         };
-    excluded || (rules.any && rules.ignores(abs, is_dir))
+    excluded || rules.refused.is_some() || (rules.any && rules.ignores(abs, is_dir))
 }
 
 /// Answers for single paths what the walk answers for the whole tree: whether the rules as
@@ -246,10 +282,11 @@ impl<'a> IgnoreJudge<'a> {
             let abs = abs(self.root, dir);
             let file = |name: &str| match self.after.get(&crate::flat::join(dir, name.as_bytes())) {
                 Some(after) => after.clone(),
-                None => read_rule_file(&abs.join(name)),
+                None => read_rule_file(&abs.join(name), self.config.max_ignore_file_bytes),
             };
             let files = (file(GITIGNORE), file(SNAPIGNORE));
-            Arc::new(rules_of_files(&abs, files, &parent))
+            let limit = self.config.max_ignore_file_bytes;
+            Arc::new(rules_of_files(&abs, files, limit, &parent))
         });
         self.dirs.insert(dir.to_vec(), rules.clone());
         rules
@@ -283,7 +320,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("real"), b"*.log\n").unwrap();
         std::os::unix::fs::symlink("real", dir.path().join(".gitignore")).unwrap();
-        assert!(read_rule_file(&dir.path().join(".gitignore")).is_none());
-        assert!(read_rule_file(&dir.path().join("real")).is_some());
+        assert!(read_rule_file(&dir.path().join(".gitignore"), u64::MAX).is_none());
+        assert!(read_rule_file(&dir.path().join("real"), u64::MAX).is_some());
     }
 }

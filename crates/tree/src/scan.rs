@@ -44,6 +44,9 @@ pub struct ScanReport {
     /// Files the walk listed that could not be read (no permission, a name too long), left
     /// out of the snapshot and never touched by a move; in path order.
     pub unreadable: Vec<Unreadable>,
+    /// Ignore files refused for their size (over `max_ignore_file_bytes`): everything in
+    /// each one's directory is left out until it shrinks; in path order.
+    pub refused_rules: Vec<Vec<u8>>,
 }
 
 /// A file a save could not read, and why.
@@ -53,6 +56,12 @@ pub struct Unreadable {
     pub path: Vec<u8>,
     /// The system's error, as text.
     pub error: String,
+}
+
+fn sorted(mut paths: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    paths.sort_unstable();
+    paths.dedup();
+    paths
 }
 
 /// True for an error that says the file is there but snap may not read it: reported and
@@ -268,6 +277,7 @@ pub fn store_walk(
         special: walk.special,
         vanished: 0,
         unreadable: Vec::new(),
+        refused_rules: sorted(std::mem::take(&mut walk.refused_rules)),
     };
     writer.expect(to_read);
     let mut hashed = writer.stat_rows();

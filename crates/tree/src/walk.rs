@@ -17,6 +17,9 @@ pub struct Walk {
     pub too_large: Vec<(Vec<u8>, u64)>,
     /// FIFOs, sockets and devices skipped.
     pub special: u64,
+    /// Ignore files over `max_ignore_file_bytes`, workspace-relative: each one's directory
+    /// was left out whole.
+    pub refused_rules: Vec<Vec<u8>>,
     /// New records for the directory cache: each directory this walk read, by path.
     pub dirs: Vec<(Vec<u8>, Vec<u8>)>,
     /// Directories whose cached record was still good, so they were not read.

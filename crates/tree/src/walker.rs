@@ -295,6 +295,16 @@ fn own_tally(rel: &[u8], visited: &Visited) -> Tally {
     tally
 }
 
+/// Records the ignore file `rules` refused for its size, so that the save names it.
+fn note_refused(shared: &Shared<'_>, rules: &Rules) {
+    if let Some(file) = rules.refused() {
+        let rel = file.strip_prefix(shared.root).unwrap_or(file);
+        let rel = rel.as_os_str().as_bytes().to_vec();
+        let mut found = shared.found.lock().unwrap_or_else(|p| p.into_inner());
+        found.refused_rules.push(rel);
+    }
+}
+
 /// A directory from its cached record: `None` when the record is no longer good (the
 /// directory, one of its ignore files or one of its listed entries changed), and the
 /// directory must be read.
@@ -320,8 +330,10 @@ fn visit_listed(
         abs_dir,
         head.gitignore.is_some(),
         head.snapignore.is_some(),
+        shared.config.max_ignore_file_bytes,
         &job.parent_rules,
     ));
+    note_refused(shared, &rules);
     let mut visited = Visited {
         mode: crate::flat::permission_bits(stat.mode),
         ..Visited::default()
@@ -415,8 +427,10 @@ fn visit_read(
         abs_dir,
         gitignore.is_some(),
         snapignore.is_some(),
+        shared.config.max_ignore_file_bytes,
         &job.parent_rules,
     ));
+    note_refused(shared, &rules);
     let rules_kept = old.is_some_and(|old| {
         same_rule_file(old.gitignore, gitignore, old.written_ns)
             && same_rule_file(old.snapignore, snapignore, old.written_ns)
@@ -651,7 +665,7 @@ pub fn dir_share(
     skip: Option<&Path>,
     rel: &[u8],
 ) -> Result<Option<DirShare>, TreeError> {
-    let Some(job) = job_at(root, rel)? else {
+    let Some(job) = job_at(root, rel, config.max_ignore_file_bytes)? else {
         return Ok(None);
     };
     let records = snap_store::PathMap::default();
@@ -695,7 +709,7 @@ pub fn dir_share(
 /// The job that reads directory `rel`: opened component by component, with the rules of
 /// every directory above it read as the walk reads them. `None` when a component is gone or
 /// not a directory.
-fn job_at(root: &Path, rel: &[u8]) -> Result<Option<Job>, TreeError> {
+fn job_at(root: &Path, rel: &[u8], limit: u64) -> Result<Option<Job>, TreeError> {
     let mut fd = rustix::fs::open(root, DIR_FLAGS.difference(OFlags::NOFOLLOW), Mode::empty())
         .map_err(|e| TreeError::io(root, e.into()))?;
     let mut rules = Arc::new(Rules::none());
@@ -706,6 +720,7 @@ fn job_at(root: &Path, rel: &[u8]) -> Result<Option<Job>, TreeError> {
             &abs(root, &at),
             present(GITIGNORE),
             present(SNAPIGNORE),
+            limit,
             &rules,
         );
         rules = Arc::new(here);

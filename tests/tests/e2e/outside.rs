@@ -329,3 +329,38 @@ fn a_move_writes_into_a_read_only_directory_and_gives_its_mode_back() {
         assert_eq!(read(d, "theirs/g"), "g2\n", "{args:?}: kept as it is");
     }
 }
+
+#[test]
+fn a_huge_ignore_file_is_refused_and_its_directory_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "top", b"t1\n");
+    write(d, "sub/a", b"a1\n");
+    ok(d, &["save"]);
+    write(d, "sub/a", b"a2\n");
+    let huge: String = (0..100_000).map(|i| format!("gen-{i}-*.tmp\n")).collect();
+    assert!(huge.len() > 1 << 20);
+    write(d, "sub/.gitignore", huge.as_bytes());
+    write(d, "top", b"t2\n");
+    let out = within_a_minute(d, &["--json", "save"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let refused = &doc["skipped"]["ignore_files_refused"];
+    assert_eq!(refused, &serde_json::json!(["sub/.gitignore"]), "{doc}");
+    let listed = ok(d, &["ls", "@"]);
+    assert!(
+        !listed.contains("sub"),
+        "its directory is left out: {listed}"
+    );
+    let status = within_a_minute(d, &["status"]);
+    assert!(
+        stderr(&status).contains("refused sub/.gitignore"),
+        "{}",
+        stderr(&status)
+    );
+    let out = conserving(d, &["undo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(d, "top"), "t1\n");
+    assert_eq!(read(d, "sub/a"), "a2\n", "kept, never touched");
+    assert!(d.join("sub/.gitignore").exists());
+}

@@ -135,6 +135,11 @@ pub(super) fn unchanged_capture(
             special: walk.special,
             vanished: 0,
             unreadable: Vec::new(),
+            refused_rules: {
+                let mut refused = walk.refused_rules;
+                refused.sort_unstable();
+                refused
+            },
         },
         cache,
         pruned: HashSet::new(),

@@ -27,7 +27,11 @@ pub(crate) fn open_root(root: &Path) -> std::io::Result<OwnedFd> {
 fn open_beneath(root: &OwnedFd, rel: &[u8], flags: OFlags) -> Result<OwnedFd, Errno> {
     let rel = if rel.is_empty() { &b"."[..] } else { rel };
     match rustix::fs::openat2(root, OsStr::from_bytes(rel), flags, Mode::empty(), RESOLVE) {
-        Err(Errno::NOSYS | Errno::PERM) => open_by_components(root, rel, flags),
+        // A kernel without openat2 (or a filter refusing it), or a path past PATH_MAX: each
+        // component is short, so one at a time still opens it.
+        Err(Errno::NOSYS | Errno::PERM | Errno::NAMETOOLONG) => {
+            open_by_components(root, rel, flags)
+        }
         opened => opened,
     }
 }

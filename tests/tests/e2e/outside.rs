@@ -364,3 +364,56 @@ fn a_huge_ignore_file_is_refused_and_its_directory_kept() {
     assert_eq!(read(d, "sub/a"), "a2\n", "kept, never touched");
     assert!(d.join("sub/.gitignore").exists());
 }
+
+/// A file under a directory chain whose path passes PATH_MAX (4,096 bytes).
+fn deep_leaf() -> String {
+    let dirs: Vec<String> = (0..22)
+        .map(|i| format!("{i:02}{}", "d".repeat(198)))
+        .collect();
+    format!("{}/leaf.txt", dirs.join("/"))
+}
+
+/// Writes `content` at `rel` under `d`, one directory at a time (the whole path is too
+/// long for one system call).
+fn write_deep(d: &Path, rel: &str, content: &[u8]) {
+    let cwd = std::env::current_dir().unwrap();
+    let (dirs, leaf) = rel.rsplit_once('/').unwrap();
+    let mut fd =
+        rustix::fs::open(d, rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty()).unwrap();
+    for name in dirs.split('/') {
+        let _ = rustix::fs::mkdirat(&fd, name, rustix::fs::Mode::from_raw_mode(0o755));
+        fd = rustix::fs::openat(
+            &fd,
+            name,
+            rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+    }
+    let flags = rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CREATE | rustix::fs::OFlags::TRUNC;
+    let file =
+        rustix::fs::openat(&fd, leaf, flags, rustix::fs::Mode::from_raw_mode(0o644)).unwrap();
+    rustix::io::write(&file, content).unwrap();
+    assert_eq!(std::env::current_dir().unwrap(), cwd);
+}
+
+#[test]
+fn a_path_past_path_max_is_saved_and_undone() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let leaf = deep_leaf();
+    assert!(d.join(&leaf).as_os_str().len() > 4096);
+    write(d, "top", b"t1\n");
+    write_deep(d, &leaf, b"deep1\n");
+    ok(d, &["save"]);
+    write_deep(d, &leaf, b"deep2\n");
+    write(d, "top", b"t2\n");
+    ok(d, &["save"]);
+    assert_eq!(ok(d, &["cat", "@", &leaf]), "deep2\n");
+    let out = snap(d, &["undo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(read(d, "top"), "t1\n");
+    assert_eq!(ok(d, &["cat", "@", &leaf]), "deep1\n");
+    let status = json(d, &["status"]);
+    assert_eq!(status["clean"], true, "{status}");
+}

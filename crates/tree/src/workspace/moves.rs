@@ -783,13 +783,22 @@ impl Workspace {
         ) else {
             return Ok(target);
         };
-        for path in &kept {
-            flat::remove_within(&mut target.flat, path);
-            let here = flat::within(current, path).map(|(p, n)| (p.clone(), *n));
-            target.flat.extend(here);
-            flat::unbuild_above(&mut target.flat, path);
+        // The new root is built from the target's tree listed along the kept paths (every
+        // sibling folded under its id): the plan's part of the target, which a whole restore
+        // holds, lists only what the plan touches. A target built for a restore of some paths
+        // is not in the store yet, and its part is then the whole tree.
+        let mut whole = match flat::unfold_along(&self.store, &target.root, &kept) {
+            Ok(along) => along,
+            Err(_) => target.flat.clone(),
+        };
+        for flat in [&mut target.flat, &mut whole] {
+            for path in &kept {
+                flat::remove_within(flat, path);
+                flat.extend(flat::within(current, path).map(|(p, n)| (p.clone(), *n)));
+                flat::unbuild_above(flat, path);
+            }
         }
-        target.root = flat::build_trees_reusing(writer, &mut target.flat, &|_| None)?;
+        target.root = flat::build_trees_reusing(writer, &mut whole, &|_| None)?;
         (target.changes).retain(|(p, _)| !kept.iter().any(|k| flat::is_within(p, k)));
         let (files, bytes) = target.totals;
         target.totals = (

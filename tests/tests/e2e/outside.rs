@@ -151,6 +151,14 @@ fn snap_as(uid: u32, d: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// As [`snap_as`], checking the conservation oracle around it (read as root).
+fn conserving_as(uid: u32, d: &Path, args: &[&str]) -> std::process::Output {
+    let before = everything(d);
+    let out = snap_as(uid, d, args);
+    assert_conserved(d, &before, &format!("{args:?} as {uid}"));
+    out
+}
+
 fn chown_all(d: &Path, uid: u32) {
     let id = format!("{uid}:{uid}");
     let done = std::process::Command::new("chown")
@@ -172,9 +180,7 @@ fn an_unreadable_file_is_reported_and_kept_and_the_rest_is_saved() {
     write(d, "k", b"one\n");
     chown_all(dir.path(), uid);
     let ran = |args: &[&str]| {
-        let before = everything(d);
-        let out = snap_as(uid, d, args);
-        assert_conserved(d, &before, &format!("{args:?} as {uid}"));
+        let out = conserving_as(uid, d, args);
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
         out
     };
@@ -300,12 +306,7 @@ fn a_move_writes_into_a_read_only_directory_and_gives_its_mode_back() {
         .unwrap();
     assert!(root_owned.success());
     chmod(d, "theirs", 0o555);
-    let ran = |args: &[&str]| {
-        let before = everything(d);
-        let out = snap_as(uid, d, args);
-        assert_conserved(d, &before, &format!("{args:?} as {uid}"));
-        out
-    };
+    let ran = |args: &[&str]| conserving_as(uid, d, args);
     assert!(ran(&["save"]).status.success());
     write(d, "ro/f", b"v2\n");
     std::fs::write(d.join("theirs/g"), b"g2\n").unwrap();

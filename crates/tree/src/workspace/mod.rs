@@ -3,6 +3,7 @@
 //! store's recorded identity, rolling an interrupted move forward) and the handle's
 //! accessors; each operation lives in a submodule.
 
+mod apply;
 mod capture;
 mod export;
 mod kept;
@@ -12,6 +13,7 @@ mod moves;
 mod query;
 mod record;
 mod recover;
+mod restoring;
 mod save;
 
 use crate::TreeError;

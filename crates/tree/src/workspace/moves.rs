@@ -1,8 +1,8 @@
-//! Undo, redo and restore, with the marker protocol of DESIGN §7 and the safety invariant of
-//! §14 (docs/SAFETY.md): guarded apply, rollback of only what was touched, roll-forward.
+//! Undo and redo, and the move protocol every move shares (`move_to`: marker, guarded
+//! apply, HEAD, marker removed; docs/SAFETY.md). Restore's planning lives in `restoring`,
+//! what a move keeps in `kept`, and the apply with its saving first and roll-back in `apply`.
 
 use super::*;
-use rayon::prelude::*;
 
 /// The result of an undo, redo or restore (or of its preview).
 #[derive(Clone, Debug)]
@@ -55,25 +55,25 @@ struct PreparedMove<'s> {
 /// What a restore moves the tree to: the root, the plan from the current tree, the target's
 /// entries the plan needs (all of them when only some paths are restored), the changes it
 /// records and the whole tree's files and bytes.
-struct RestoreTarget {
-    root: ObjectId,
-    plan: Plan,
-    flat: FlatTree,
-    changes: Vec<(Vec<u8>, Change)>,
-    totals: (u64, u64),
+pub(super) struct RestoreTarget {
+    pub(super) root: ObjectId,
+    pub(super) plan: Plan,
+    pub(super) flat: FlatTree,
+    pub(super) changes: Vec<(Vec<u8>, Change)>,
+    pub(super) totals: (u64, u64),
 }
 
 /// How a move records unsaved changes: the automatic snapshot's kind, and whether HEAD moves
 /// to it (undo: it is the first step back) or not (redo: the stack stays whole).
-struct MoveSteps {
-    kind: SnapshotKind,
-    after: After,
+pub(super) struct MoveSteps {
+    pub(super) kind: SnapshotKind,
+    pub(super) after: After,
 }
 
 /// How much of a stored tree a move plans from: where a target tree differs from it, or
 /// along the paths a restore of some paths replaces.
 #[derive(Clone, Copy)]
-enum Unfold<'a> {
+pub(super) enum Unfold<'a> {
     Against(&'a ObjectId),
     Along(&'a [Vec<u8>]),
 }
@@ -88,7 +88,7 @@ const REDO_STEPS: MoveSteps = MoveSteps {
     after: After::Detached,
 };
 
-const RESTORE_STEPS: MoveSteps = MoveSteps {
+pub(super) const RESTORE_STEPS: MoveSteps = MoveSteps {
     kind: SnapshotKind::AutoBeforeRestore,
     after: After::Advance,
 };
@@ -176,60 +176,6 @@ pub(super) fn merge_paths(
 }
 
 impl Workspace {
-    /// Carries out `plan` guarded, for the operation `marker` records; then saves the files
-    /// found holding neither side, and the versions other processes wrote that the steps
-    /// displaced (as a snapshot of `parent`'s tree with them, listed by `log --all`), and
-    /// carries out the found files' steps too. Returns what was touched, and every path kept.
-    pub(super) fn apply_saving_first(
-        &self,
-        marker: &Marker,
-        plan: &Plan,
-        sides: restore::Sides<'_>,
-        parent: (Option<&Snapshot>, &FlatTree),
-    ) -> Result<restore::Applied, TreeError> {
-        let tree = self.work_tree(marker.op_id());
-        let ticker = Ticker::new(self.observer.0.as_ref(), Phase::Restore, plan.len() as u64);
-        let mut applied = restore::apply_with(tree, plan, sides, &|| ticker.tick())?;
-        let differs = std::mem::take(&mut applied.differs);
-        let displaced = std::mem::take(&mut applied.displaced);
-        if differs.is_empty() && displaced.is_empty() {
-            return Ok(applied);
-        }
-        let found = FoundFile::list(&differs, &displaced);
-        let saved = self.save_found(marker.op, &found, sides.before, parent)?;
-        restore::drop_displaced(&self.root, &displaced)?;
-        applied.saved_first = found.into_iter().map(|f| f.path).collect();
-        if differs.is_empty() {
-            return Ok(applied);
-        }
-        let mut rest = plan.clone();
-        rest.keep_only(&differs);
-        // What was found may be content saved long ago, in a pack that has rotted since.
-        self.keep_sound_copies(&rest, &saved)?;
-        let again = restore::Sides {
-            before: &saved,
-            after: sides.after,
-        };
-        let second = restore::apply(tree, &rest, again)?;
-        if !second.displaced.is_empty() {
-            let found = FoundFile::list(&[], &second.displaced);
-            self.save_found(marker.op, &found, &saved, parent)?;
-            restore::drop_displaced(&self.root, &second.displaced)?;
-            applied
-                .saved_first
-                .extend(found.into_iter().map(|f| f.path));
-        }
-        applied.saved_first.sort_unstable();
-        applied.saved_first.dedup();
-        applied.touched += second.touched;
-        // Changed again between the save and the write: left as it is (nothing is lost).
-        applied
-            .kept
-            .extend(second.kept.into_iter().chain(second.differs));
-        applied.kept.sort_unstable();
-        Ok(applied)
-    }
-
     /// Walks `steps` parents back from `from`: the snapshots passed (nearest first) and the target.
     pub(super) fn walk_back(
         &self,
@@ -416,7 +362,7 @@ impl Workspace {
     /// restore has never needed them, since it can read the tree on disk whole, so a HEAD
     /// whose pack is damaged or gone does not stop it: it reads the disk instead. Returns
     /// the capture, the writer to go on with, and the unsaved changes' snapshot.
-    fn capture_for_restore<'s>(
+    pub(super) fn capture_for_restore<'s>(
         &'s self,
         writer: ObjectWriter<'s>,
         head: &Snapshot,
@@ -573,241 +519,6 @@ impl Workspace {
         Ok(outcome)
     }
 
-    /// Makes the working tree (or only `paths`) match `reference`, recorded as a new snapshot
-    /// of kind `restore` so that `undo` returns to the state before it.
-    pub fn restore(
-        &self,
-        reference: &str,
-        paths: &[Vec<u8>],
-        run: Run,
-    ) -> Result<MoveOutcome, TreeError> {
-        self.observed(self.restore_inner(reference, paths, run == Run::DryRun))
-    }
-
-    pub(super) fn restore_inner(
-        &self,
-        reference: &str,
-        paths: &[Vec<u8>],
-        dry_run: bool,
-    ) -> Result<MoveOutcome, TreeError> {
-        let source = self.resolve(reference)?;
-        let head = self.head()?;
-        let writer = self.writer(dry_run);
-        let whole = paths.is_empty() || paths.iter().any(|p| p.is_empty());
-        // Planned as undo is, from HEAD's tree (or the unsaved changes', saved first) where
-        // the walk memo or the tree cache vouches for it, unfolded where the restore needs.
-        let unfold = match whole {
-            true => Unfold::Against(&source.record.root),
-            false => Unfold::Along(paths),
-        };
-        let (cap, writer, saved) = match head.as_ref() {
-            Some(head) => self.capture_for_restore(writer, head, unfold)?,
-            None => {
-                let mode = CaptureMode::BeforeMove {
-                    head: None,
-                    prune: false,
-                };
-                (self.capture_with(&writer, mode)?, writer, None)
-            }
-        };
-        let dirty = saved.is_some() || head.as_ref().is_none_or(|h| h.record.root != cap.root);
-        let target = if whole {
-            self.restore_whole(&cap.flat, &source)?
-        } else {
-            // The totals follow from those of the snapshot the capture's tree is, if any.
-            let known = (saved.as_ref().or(head.as_ref())).filter(|s| s.record.root == cap.root);
-            let current = (&cap.flat, known.map(|s| &s.record.stats));
-            self.restore_paths(&writer, current, &source, paths)?
-        };
-        let target = self.without_ruled_out(&writer, target, &cap.flat)?;
-        let mut outcome = MoveOutcome::planned(
-            Op::Restore,
-            dry_run,
-            dirty,
-            source.clone(),
-            Vec::new(),
-            target.changes,
-        );
-        if dry_run {
-            outcome.kept = self.keep_ruled_out(&mut target.plan.clone(), &cap.flat);
-            return Ok(outcome);
-        }
-        // Saved first, or not; and saved (again) if the disk differs from that.
-        let base = saved.clone().or(head.clone());
-        let unsaved = Unsaved {
-            dirty: base.as_ref().is_none_or(|b| b.record.root != cap.root),
-            root: cap.root,
-            flat: &cap.flat,
-            cache: cap.cache,
-            diff: None,
-        };
-        let kept = self.keep_unsaved(
-            writer,
-            unsaved,
-            base.as_ref(),
-            RESTORE_STEPS.kind,
-            RESTORE_STEPS.after,
-        )?;
-        outcome.auto_saved = kept.or(saved);
-        // The tree already matches: HEAD now names it (the unsaved changes' snapshot, if any).
-        // What the rules leave out is named as kept all the same.
-        if target.root == cap.root {
-            outcome.kept = self.keep_ruled_out(&mut target.plan.clone(), &cap.flat);
-            return Ok(outcome);
-        }
-        let parent = outcome.auto_saved.clone().or(head);
-        let message = match format!("#{}", source.record.seq) {
-            seq if seq == reference => format!("restore {seq}"),
-            seq => format!("restore {reference} ({seq})"),
-        };
-        let opts = SaveOptions {
-            message,
-            ..SaveOptions::default()
-        };
-        let created = self.record_snapshot(
-            self.store.writer(),
-            StatCacheUpdate::default(),
-            NewSnapshot {
-                kind: SnapshotKind::Restore,
-                opts: &opts,
-                root: target.root,
-                flat: &target.flat,
-                totals: target.totals,
-                parent: parent.as_ref(),
-                parent_flat: &cap.flat,
-                changes: &outcome.changes,
-                after: After::Detached,
-            },
-        )?;
-        let scanned = Scanned {
-            flat: &cap.flat,
-            stats: &cap.stats,
-            root: cap.root,
-            parent: parent.as_ref(),
-            basis: cap.basis.as_ref(),
-        };
-        outcome.kept = self.move_to(
-            Op::Restore,
-            &created,
-            Vec::new(),
-            scanned,
-            (&target.plan, &target.flat),
-        )?;
-        outcome.target = created.clone();
-        outcome.created = Some(created);
-        Ok(outcome)
-    }
-
-    /// What restoring all of `source` moves the tree `current` to: planned from the stored
-    /// trees, reading only where they differ from `current`'s.
-    fn restore_whole(
-        &self,
-        current: &FlatTree,
-        source: &Snapshot,
-    ) -> Result<RestoreTarget, TreeError> {
-        let (plan, part) = Plan::to_stored(&self.store, &source.record.root, current)?;
-        let stats = &source.record.stats;
-        Ok(RestoreTarget {
-            root: source.record.root,
-            changes: plan.changes(current),
-            plan,
-            flat: part,
-            totals: (stats.files, stats.bytes),
-        })
-    }
-
-    /// What restoring `paths` of `source` moves the tree `current` to: those paths merged
-    /// into it. `current` is whole, or unfolded along `paths` (its other directories single
-    /// nodes whose trees are in the store) with the totals of the snapshot it is.
-    fn restore_paths(
-        &self,
-        writer: &ObjectWriter<'_>,
-        (current, totals): (&FlatTree, Option<&ChangeStats>),
-        source: &Snapshot,
-        paths: &[Vec<u8>],
-    ) -> Result<RestoreTarget, TreeError> {
-        let source_part = flat::unfold_along(&self.store, &source.record.root, paths)?;
-        let mut merged = merge_paths(current, &source_part, paths, source.record.seq)?;
-        // Every directory above a restored path is rebuilt (also where the path is only
-        // taken away); any other with an id is unchanged below and taken as built.
-        for path in paths {
-            flat::unbuild_above(&mut merged, path);
-        }
-        let root = flat::build_trees_reusing(writer, &mut merged, &|_| None)?;
-        let changes = diff_files(current, &merged);
-        let totals = match totals {
-            Some(stats) => totals_after(stats, &changes, current, &merged),
-            None => flat_totals(&merged),
-        };
-        Ok(RestoreTarget {
-            root,
-            plan: Plan::new(current, &merged),
-            changes,
-            totals,
-            flat: merged,
-        })
-    }
-
-    /// A restore records what a save right after it would (DESIGN §14): where it keeps a
-    /// path because the ignore rules leave it out, or because it holds what no save can
-    /// record (an oversize, special or unreadable file), the new snapshot holds what the tree
-    /// holds there (nothing tracked), not the source's. Under a plan that changes the rules
-    /// only the second kind is taken out: the move's own rules decide for the first, and such
-    /// paths are named as made visible.
-    fn without_ruled_out(
-        &self,
-        writer: &ObjectWriter<'_>,
-        mut target: RestoreTarget,
-        current: &FlatTree,
-    ) -> Result<RestoreTarget, TreeError> {
-        let mut kept = match target.plan.changes_rules() {
-            true => Vec::new(),
-            false => self.keep_ruled_out_now(&mut target.plan.clone(), current),
-        };
-        let in_the_way: Vec<Vec<u8>> = (target.plan.write.iter())
-            .map(|(path, _)| path)
-            .filter(|p| !current.contains_key(*p) && !kept.iter().any(|k| flat::is_within(p, k)))
-            .filter(|p| self.untrackable_on_disk(p))
-            .cloned()
-            .collect();
-        kept.extend(in_the_way);
-        kept.sort_unstable();
-        // Each kept path is listed in the target (the plan writes it), so every directory
-        // above it is unfolded and may be rebuilt; a directory in the tree there is left as
-        // it is, since its totals are not known here.
-        let listed = kept.iter().all(|k| target.flat.contains_key(k));
-        let (Some(gone), Some(back), true) = (
-            totals_under(&target.flat, &kept),
-            totals_under(current, &kept),
-            listed && !kept.is_empty(),
-        ) else {
-            return Ok(target);
-        };
-        // The new root is built from the target's tree listed along the kept paths (every
-        // sibling folded under its id): the plan's part of the target, which a whole restore
-        // holds, lists only what the plan touches. A target built for a restore of some paths
-        // is not in the store yet, and its part is then the whole tree.
-        let mut whole = match flat::unfold_along(&self.store, &target.root, &kept) {
-            Ok(along) => along,
-            Err(_) => target.flat.clone(),
-        };
-        for flat in [&mut target.flat, &mut whole] {
-            for path in &kept {
-                flat::remove_within(flat, path);
-                flat.extend(flat::within(current, path).map(|(p, n)| (p.clone(), *n)));
-                flat::unbuild_above(flat, path);
-            }
-        }
-        target.root = flat::build_trees_reusing(writer, &mut whole, &|_| None)?;
-        (target.changes).retain(|(p, _)| !kept.iter().any(|k| flat::is_within(p, k)));
-        let (files, bytes) = target.totals;
-        target.totals = (
-            files.saturating_sub(gone.0).saturating_add(back.0),
-            bytes.saturating_sub(gone.1).saturating_add(back.1),
-        );
-        Ok(target)
-    }
-
     /// The §7 protocol: marker, working tree, HEAD, marker removed, guarded by §14: new
     /// paths the ignore rules leave out are kept before anything is touched, each path is
     /// changed only while it holds what the scan saw, and a file found changed anyway is
@@ -894,206 +605,6 @@ impl Workspace {
         kept.dedup();
         Ok(kept)
     }
-
-    /// Reads back, before anything is touched, the saved copy of every file and symlink
-    /// `plan` replaces or removes (DESIGN §14): the catalog naming an object does not make it
-    /// readable, as a pack can rot after it was written. A copy that cannot be read is
-    /// written again from the working tree (which the scan found holding it), so that the
-    /// move never destroys the last sound copy of anything; a file that no longer hashes to
-    /// it has changed since the scan, and the move is refused.
-    fn keep_sound_copies(&self, plan: &Plan, before: &FlatTree) -> Result<(), TreeError> {
-        let replaced = plan.write.iter().map(|(path, _)| path);
-        let mut copies: Vec<(ObjectId, &[u8])> = (plan.remove_files.iter().chain(replaced))
-            .filter_map(|path| before.get(path).map(|node| (node, path)))
-            .filter(|(node, _)| node.kind != EntryKind::Dir)
-            .map(|(node, path)| (node.id, path.as_slice()))
-            .collect();
-        copies.sort_unstable();
-        copies.dedup_by_key(|(id, _)| *id);
-        let copies: Vec<(ObjectId, &[u8])> = (copies.into_par_iter())
-            .filter(|(id, _)| self.store.check_file(id).is_err())
-            .collect();
-        if copies.is_empty() {
-            return Ok(());
-        }
-        let writer = self.store.rewriting_writer();
-        for (id, path) in &copies {
-            if scan::store_path(&self.root, path, &writer)?.id != *id {
-                return Err(TreeError::ChangedDuringMove {
-                    path: scan::abs(&self.root, path),
-                });
-            }
-        }
-        let packs = writer.finish()?;
-        self.store.commit(&Commit {
-            packs,
-            ..Commit::default()
-        })?;
-        Ok(())
-    }
-
-    /// Directories the target has empty that the move left holding only what it had no
-    /// right to remove (ignored or oversize files): the walk does not track such a directory,
-    /// so a save right after would record it gone. Named with the kept paths. Only parents
-    /// of removed paths can be such, and each is checked in the target's stored trees.
-    pub(super) fn left_hollow(
-        &self,
-        plan: &Plan,
-        target_root: &ObjectId,
-    ) -> Result<Vec<Vec<u8>>, TreeError> {
-        let removed = plan.remove_files.iter().chain(&plan.remove_dirs);
-        let parents: std::collections::BTreeSet<&[u8]> = removed
-            .map(|p| flat::split(p).0)
-            .filter(|p| !p.is_empty())
-            .collect();
-        let mut out = Vec::new();
-        for dir in parents {
-            let occupied = std::fs::read_dir(scan::abs(&self.root, dir))
-                .is_ok_and(|mut entries| entries.next().is_some());
-            if occupied && self.empty_dir_in(target_root, dir)? {
-                out.push(dir.to_vec());
-            }
-        }
-        Ok(out)
-    }
-
-    /// True when the tree `root` has an empty directory at `path`.
-    pub(super) fn empty_dir_in(&self, root: &ObjectId, path: &[u8]) -> Result<bool, TreeError> {
-        let mut tree = self.store.read_tree(root)?;
-        for name in path.split(|b| *b == b'/') {
-            let Some(entry) = tree.entries.iter().find(|e| e.name == name) else {
-                return Ok(false);
-            };
-            if entry.kind != EntryKind::Dir {
-                return Ok(false);
-            }
-            tree = self.store.read_tree(&entry.id)?;
-        }
-        Ok(tree.entries.is_empty())
-    }
-
-    /// When `plan` changed an ignore file, the paths it thereby made visible: files the move
-    /// had no right to touch (ignored before it) that the next save would now record. They
-    /// are named with the kept paths, so that nothing a save records after a move is silent.
-    pub(super) fn made_visible(
-        &self,
-        plan: &Plan,
-        target: &Snapshot,
-    ) -> Result<Vec<Vec<u8>>, TreeError> {
-        if !plan.changes_rules() {
-            return Ok(Vec::new());
-        }
-        let now = self.capture(&self.store.dry_writer())?;
-        let (changes, _) = flat::diff_stored(&self.store, &target.record.root, &now.flat)?;
-        Ok(changes.into_iter().map(|(path, _)| path).collect())
-    }
-
-    /// Takes out of `plan` the paths it would create that the ignore rules (as they are
-    /// now, before the move) or the default excludes leave out, and the paths it would
-    /// remove that the rules as the move leaves them leave out, with everything under them;
-    /// returns them.
-    pub(super) fn keep_ruled_out(&self, plan: &mut Plan, current: &FlatTree) -> Vec<Vec<u8>> {
-        let mut kept = self.keep_ruled_out_now(plan, current);
-        kept.extend(self.keep_ruled_out_after(plan));
-        kept.sort_unstable();
-        kept
-    }
-
-    /// The paths `plan` would remove that the ignore rules as it leaves them leave out: the
-    /// target cannot say what belongs there (a snapshot holds nothing its rules ignore), so
-    /// the move leaves them as they are. An undo that takes away a `.gitignore` keeps the
-    /// file it ignored; the redo that brings the `.gitignore` back once removed that file.
-    fn keep_ruled_out_after(&self, plan: &mut Plan) -> Vec<Vec<u8>> {
-        if !plan.changes_rules() {
-            return Vec::new();
-        }
-        let is_rule_file = restore::is_rule_file;
-        let written = (plan.write.iter())
-            .filter(|(p, _)| is_rule_file(p))
-            .map(|(p, node)| {
-                // A symlinked ignore file is never read; one that does not read is no rules.
-                let bytes = (node.kind != EntryKind::Symlink)
-                    .then(|| self.store.read_file(&node.id).ok())
-                    .flatten();
-                (p.clone(), bytes)
-            });
-        let removed = (plan.remove_files.iter())
-            .filter(|p| is_rule_file(p))
-            .map(|p| (p.clone(), None));
-        let after = written.chain(removed).collect();
-        let mut judge = crate::rules::IgnoreJudge::after_move(
-            &self.root,
-            &self.config,
-            Some(self.store.dir()),
-            after,
-        );
-        let gone_dirs = plan.remove_dirs.iter().rev().map(|p| (p, true));
-        let gone_files = plan.remove_files.iter().map(|p| (p, false));
-        let mut kept: Vec<Vec<u8>> = Vec::new();
-        for (path, is_dir) in gone_dirs.chain(gone_files) {
-            let below_kept = kept.iter().any(|k| flat::is_within(path, k));
-            if !below_kept && !is_rule_file(path) && judge.leaves_out(path, is_dir) {
-                kept.push(path.clone());
-            }
-        }
-        plan.leave_out(&kept);
-        kept
-    }
-
-    /// The paths `plan` would create that the ignore rules as they are now leave out.
-    fn keep_ruled_out_now(&self, plan: &mut Plan, current: &FlatTree) -> Vec<Vec<u8>> {
-        let mut judge =
-            crate::rules::IgnoreJudge::new(&self.root, &self.config, Some(self.store.dir()));
-        let new_dirs = plan.make_dirs.iter().map(|p| (p, true));
-        let new_files = plan.write.iter().map(|(p, _)| (p, false));
-        let mut kept: Vec<Vec<u8>> = Vec::new();
-        for (path, is_dir) in new_dirs.chain(new_files) {
-            let tracked = current
-                .get(path)
-                .is_some_and(|n| (n.kind == EntryKind::Dir) == is_dir);
-            let below_kept = kept.iter().any(|k| flat::is_within(path, k));
-            if !tracked && !below_kept && judge.leaves_out(path, is_dir) {
-                kept.push(path.clone());
-            }
-        }
-        plan.leave_out(&kept);
-        kept.sort_unstable();
-        kept
-    }
-
-    /// Puts back the paths a failed `plan` touched, guarded as the plan was: a path is
-    /// returned to its `before` state only while it holds the target's. Nothing else is
-    /// touched (judged from the scan, not from the ignore rules the failed move may have
-    /// half changed).
-    pub(super) fn roll_back(
-        &self,
-        op: restore::OpId,
-        plan: &Plan,
-        sides: restore::Sides<'_>,
-    ) -> Result<(), TreeError> {
-        let paths = plan.paths();
-        let only = |flat: &FlatTree| -> FlatTree {
-            paths
-                .iter()
-                .filter_map(|p| flat.get(*p).map(|n| (p.to_vec(), *n)))
-                .collect()
-        };
-        let (now, then) = (only(sides.after), only(sides.before));
-        let back = Plan::new(&now, &then);
-        let full = sides;
-        let sides = restore::Sides {
-            before: &now,
-            after: &then,
-        };
-        let applied = restore::apply(self.work_tree(op), &back, sides)?;
-        // A version another process wrote while the failed move ran is kept, not dropped.
-        if !applied.displaced.is_empty() {
-            let found = FoundFile::list(&[], &applied.displaced);
-            self.save_found(Op::Restore, &found, full.before, (None, full.before))?;
-            restore::drop_displaced(&self.root, &applied.displaced)?;
-        }
-        Ok(())
-    }
 }
 
 /// True when the tree a move's capture found (`root`) was saved first, so is in the store.
@@ -1106,7 +617,7 @@ fn saved_root_is(outcome: &MoveOutcome, root: &ObjectId) -> bool {
 
 /// The files and bytes of `flat` at and below `paths` (none within another); `None` when
 /// a directory there may be folded (its files not listed).
-fn totals_under(flat: &FlatTree, paths: &[Vec<u8>]) -> Option<(u64, u64)> {
+pub(super) fn totals_under(flat: &FlatTree, paths: &[Vec<u8>]) -> Option<(u64, u64)> {
     let mut totals = (0, 0);
     for (path, node) in paths.iter().flat_map(|p| flat::within(flat, p)) {
         match node.kind {

@@ -66,7 +66,7 @@ fn sorted(mut paths: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
 
 /// True for an error that says the file is there but snap may not read it: reported and
 /// skipped, never fatal (another process's private file must not stop every save).
-fn cannot_read(e: &std::io::Error) -> bool {
+pub(crate) fn cannot_read(e: &std::io::Error) -> bool {
     use rustix::io::Errno;
     let unreadable = [Errno::ACCESS, Errno::PERM, Errno::NAMETOOLONG];
     e.raw_os_error()

@@ -26,3 +26,9 @@ pub fn clear_exchange_hook() {
 pub fn force_link_fallback(on: bool) {
     crate::restore::force_link_fallback(on);
 }
+
+/// Makes every later fallback find hard links unsupported (`true`), as on exFAT or many FUSE
+/// filesystems, or supported again (`false`).
+pub fn force_no_links(on: bool) {
+    crate::restore::force_no_links(on);
+}

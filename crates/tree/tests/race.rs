@@ -2,7 +2,8 @@
 //! truncate tracked files in a loop while undo, redo and restore run. After each move, for
 //! every path the move exchanged, the last version a writer finished before that instant
 //! (and did not start to overwrite before it) is on disk or in a snapshot `log --all` lists.
-//! Run with the exchange and again with the hard-link fallback forced.
+//! Run with the exchange, with its fallback forced, and with the fallback as on a filesystem
+//! without hard links.
 
 #![allow(clippy::unwrap_used)]
 
@@ -121,8 +122,9 @@ fn must_survive(writes: &[Done], at: Instant) -> Option<&Done> {
     }
 }
 
-fn race(fallback: bool) -> (usize, usize) {
+fn race((fallback, no_links): (bool, bool)) -> (usize, usize) {
     snap_tree::testing::force_link_fallback(fallback);
+    snap_tree::testing::force_no_links(no_links);
     let dir = tempfile::tempdir().unwrap();
     let root = &dir.path().canonicalize().unwrap();
     drop(Workspace::init(root, None, false).unwrap());
@@ -230,20 +232,23 @@ fn race(fallback: bool) -> (usize, usize) {
     }
     snap_tree::testing::clear_exchange_hook();
     snap_tree::testing::force_link_fallback(false);
+    snap_tree::testing::force_no_links(false);
     (checked, moved)
 }
 
 /// One test runs both ways in turn: the hook and the fallback switch are process-wide.
 #[test]
 fn writes_racing_moves_are_never_lost() {
-    for fallback in [false, true] {
-        let (checked, moved) = race(fallback);
+    // The exchange; its fallback; the fallback on a filesystem without hard links.
+    for (fallback, no_links) in [(false, false), (true, false), (true, true)] {
+        let (checked, moved) = race((fallback, no_links));
         eprintln!(
-            "fallback {fallback}: {moved} of {ROUNDS} moves done, {checked} exchanges checked"
+            "fallback {fallback} (no links {no_links}): {moved} of {ROUNDS} moves done, \
+             {checked} exchanges checked"
         );
         assert!(
             checked > 0,
-            "no exchange raced a write (fallback {fallback})"
+            "no exchange raced a write (fallback {fallback}, no links {no_links})"
         );
     }
 }

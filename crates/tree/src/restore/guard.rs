@@ -10,6 +10,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use snap_store::{EntryKind, ObjectId, ObjectWriter};
 
+use super::swap::{self, PutBack, Refused};
 use super::{DisplacedFile, Sides, WorkTree, fail, open_dir_at};
 use crate::flat::{Node, modes_differ, split};
 use crate::{TreeError, scan};
@@ -318,25 +319,27 @@ pub(super) fn read_at(dir: &OwnedFd, name: &OsStr) -> Result<Vec<u8>, Errno> {
 
 /// What a step put at its path before settling what it displaced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Wrote {
+pub(super) enum Wrote<'n> {
     /// A removal: nothing stands at the path now.
     Nothing,
     /// The target's file or symlink.
-    File,
+    File(&'n Node),
 }
 
 impl Guarded<'_> {
     /// Settles the version a step displaced to `temp` in `dir`: unlinked when it is exactly
     /// what the plan expected there (so already in the store), handed to the caller to store
-    /// when it is another file or symlink, and put back, with the path kept, when it is
-    /// anything else (a directory another process made there).
+    /// when it is another file or symlink the store can hold, and put back, with the path
+    /// kept, when it is anything else: a directory or special file another process made
+    /// there, a file grown past `max_file_size`, or one snap may not read (so the caller's
+    /// save cannot fail on it and leave it hidden under the temporary name).
     pub(super) fn settle(
         &self,
         dir: &OwnedFd,
         path: &[u8],
         temp: &str,
         expected: Option<&Node>,
-        wrote: Wrote,
+        wrote: Wrote<'_>,
     ) -> Result<(), TreeError> {
         let here = on_disk(dir, OsStr::new(temp), &self.hasher)
             .map_err(|e| fail("read", self.tree.root, path, e))?;
@@ -344,7 +347,7 @@ impl Guarded<'_> {
             return rustix::fs::unlinkat(dir, temp, AtFlags::empty())
                 .map_err(|e| fail("remove", self.tree.root, path, e));
         }
-        if super::swap::storable(dir, temp) {
+        if self.storable(&here) {
             let temp = crate::flat::join(split(path).0, temp.as_bytes());
             let file = DisplacedFile {
                 path: path.to_vec(),
@@ -356,10 +359,49 @@ impl Guarded<'_> {
                 .push(file);
             return Ok(());
         }
+        drop(here);
+        self.put_back(dir, path, temp, wrote)
+    }
+
+    /// Puts what `temp` holds back at `path`, which is then kept. The step's own file, if it
+    /// wrote one, is settled in turn: unlinked only if it still is what the step wrote.
+    fn put_back(
+        &self,
+        dir: &OwnedFd,
+        path: &[u8],
+        temp: &str,
+        wrote: Wrote<'_>,
+    ) -> Result<(), TreeError> {
         let name = OsStr::from_bytes(split(path).1);
-        super::swap::put_back(dir, temp, name, wrote == Wrote::File)
-            .map_err(|e| fail("put back", self.tree.root, path, e))?;
+        let over = match wrote {
+            Wrote::Nothing => PutBack::IntoEmpty,
+            Wrote::File(_) => PutBack::OverStepsFile,
+        };
+        let moved = swap::put_back(dir, temp, name, over, self.tree.op).map_err(|r| {
+            let e = match r {
+                Refused::Occupied => Errno::EXIST,
+                Refused::Failed(e) => e,
+            };
+            fail("put back", self.tree.root, path, e)
+        })?;
         self.keep(path);
-        Ok(())
+        match (moved, wrote) {
+            (Some(ours), Wrote::File(node)) => self.settle(dir, path, &ours, Some(node), Wrote::Nothing),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Guarded<'_> {
+    /// True when `here` is a file or symlink the store would hold: within `max_file_size`,
+    /// and readable now (its id computed, so the caller's save reads it a second time; a
+    /// displaced version is rare, so the double read is not worth a cache).
+    fn storable(&self, here: &OnDisk<'_>) -> bool {
+        match here {
+            OnDisk::Entry(kind, size, _, lazy) => {
+                *kind != EntryKind::Dir && *size <= self.tree.max_file_size && lazy.id().is_some()
+            }
+            _ => false,
+        }
     }
 }

@@ -38,7 +38,7 @@ pub use lift::{LiftedDir, ReadOnly, lift, put_back, read_only_dirs};
 pub use plan::{Plan, check_unchanged, is_rule_file};
 pub use swap::OpId;
 #[cfg(feature = "testing")]
-pub(crate) use swap::force_link_fallback;
+pub(crate) use swap::{force_link_fallback, force_no_links};
 
 /// Prefix of the temporary names a move writes (`.snap-tmp-<op>-<pid>-<n>`, see [`OpId`]): a
 /// crash can leave one, and only the roll-forward of that same operation removes it.
@@ -410,8 +410,14 @@ fn write_entry(
     match swap::put(&dir, &tmp, name, expected.is_some(), g.tree.op) {
         Ok(swap::Displaced::Nothing) => Ok(true),
         Ok(swap::Displaced::At { temp }) => {
-            g.settle(&dir, path, &temp, expected, Wrote::File)?;
+            g.settle(&dir, path, &temp, expected, Wrote::File(node))?;
             Ok(true)
+        }
+        Ok(swap::Displaced::Aside { temp }) => {
+            drop_tmp();
+            g.settle(&dir, path, &temp, expected, Wrote::Nothing)?;
+            g.note(&g.differs, path);
+            Ok(false)
         }
         Err(swap::Refused::Occupied) => {
             drop_tmp();
@@ -485,6 +491,9 @@ pub struct Leftovers {
     /// Files and symlinks holding anything else (a displaced version a kill stopped the
     /// operation from storing), workspace-relative: the caller stores each, then drops it.
     pub unknown: Vec<DisplacedFile>,
+    /// Its names holding what the store cannot hold (a directory, a special or oversize
+    /// file, one snap may not read), workspace-relative: left as they are, and named.
+    pub kept: Vec<Vec<u8>>,
 }
 
 /// Looks for the temporary files operation `op` left in `dirs` (workspace-relative) after a
@@ -513,22 +522,26 @@ pub fn sweep_own_temps<'a>(
             }
             let here = guard::on_disk(&fd, &name, &hasher)
                 .map_err(|e| fail("read", tree.root, name.as_bytes(), e))?;
-            let guard::OnDisk::Entry(kind, _, _, lazy) = here else {
-                continue;
-            };
-            if kind == EntryKind::Dir {
-                continue;
-            }
-            if lazy.id().is_some_and(|id| known.contains(&id)) {
-                if rustix::fs::unlinkat(&fd, &name, AtFlags::empty()).is_ok() {
-                    out.removed += 1;
+            let temp = crate::flat::join(dir, name.as_bytes());
+            let id = match &here {
+                guard::OnDisk::Entry(kind, size, _, lazy)
+                    if *kind != EntryKind::Dir && *size <= tree.max_file_size =>
+                {
+                    lazy.id()
                 }
-            } else {
-                let temp = crate::flat::join(dir, name.as_bytes());
-                out.unknown.push(DisplacedFile {
+                _ => None,
+            };
+            match id {
+                Some(id) if known.contains(&id) => {
+                    if rustix::fs::unlinkat(&fd, &name, AtFlags::empty()).is_ok() {
+                        out.removed += 1;
+                    }
+                }
+                Some(_) => out.unknown.push(DisplacedFile {
                     path: temp.clone(),
                     temp,
-                });
+                }),
+                None => out.kept.push(temp),
             }
         }
     }

@@ -18,7 +18,7 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rustix::fs::{AtFlags, FileType, RenameFlags};
+use rustix::fs::{AtFlags, RenameFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
@@ -79,15 +79,49 @@ impl Default for OpId {
 
 /// Set by the race suite to drive the fallback on filesystems that have `renameat2`.
 static FORCE_FALLBACK: AtomicBool = AtomicBool::new(false);
+/// Set by the race suite to act as a filesystem without hard links too (exFAT, many FUSE).
+static FORCE_NO_LINKS: AtomicBool = AtomicBool::new(false);
 
-/// Makes every later exchange take the hard-link fallback (`true`) or not (tests only).
+/// Makes every later exchange take the fallback (`true`) or not (tests only).
 #[cfg(any(test, feature = "testing"))]
 pub(crate) fn force_link_fallback(on: bool) {
     FORCE_FALLBACK.store(on, Ordering::Relaxed);
 }
 
+/// Makes every later fallback find hard links unsupported (`true`) or not (tests only).
+#[cfg(any(test, feature = "testing"))]
+pub(crate) fn force_no_links(on: bool) {
+    FORCE_NO_LINKS.store(on, Ordering::Relaxed);
+}
+
 fn fallback_forced() -> bool {
     FORCE_FALLBACK.load(Ordering::Relaxed)
+}
+
+/// True for the errors of a filesystem that lacks a call or flag (not of a failed one).
+fn unsupported(e: Errno) -> bool {
+    matches!(e, Errno::INVAL | Errno::NOSYS | Errno::NOTSUP)
+}
+
+/// True for the errors `linkat` gives on a filesystem without hard links.
+fn no_links(e: Errno) -> bool {
+    matches!(e, Errno::PERM | Errno::NOSYS | Errno::NOTSUP | Errno::MLINK)
+}
+
+/// `renameat2` with `flags`, or the error a filesystem without them gives when forced.
+fn rename_with(dir: &OwnedFd, from: &str, to: &OsStr, flags: RenameFlags) -> Result<(), Errno> {
+    if fallback_forced() {
+        return Err(Errno::INVAL);
+    }
+    rustix::fs::renameat_with(dir, from, dir, to, flags)
+}
+
+/// `linkat`, or the error a filesystem without hard links gives when forced.
+fn link(dir: &OwnedFd, from: &str, to: &OsStr) -> Result<(), Errno> {
+    if FORCE_NO_LINKS.load(Ordering::Relaxed) {
+        return Err(Errno::PERM);
+    }
+    rustix::fs::linkat(dir, from, dir, to, AtFlags::empty())
 }
 
 /// Where the version a step displaced now lives.
@@ -97,6 +131,9 @@ pub(super) enum Displaced {
     Nothing,
     /// The version the path held, now under `temp` in the same directory.
     At { temp: String },
+    /// As `At`, but the new file was not put in place: without `renameat2` flags the path is
+    /// empty for a moment, and another process made a file there meanwhile (left as it is).
+    Aside { temp: String },
 }
 
 /// Why a step could not put its file in place.
@@ -135,51 +172,57 @@ pub(super) fn put(
     create(dir, tmp, name).map(|()| Displaced::Nothing)
 }
 
-/// Swaps `tmp` and `name`; on a filesystem without the flag, links the old version to an
-/// owned name first, then renames over it.
+/// Swaps `tmp` and `name`. On a filesystem without the flag, renames the old version to an
+/// owned name first (atomic, so whatever the path held at that instant is kept, written in
+/// place or renamed there), then creates the path (see [`create`]).
 fn exchange(dir: &OwnedFd, tmp: &str, name: &OsStr, op: OpId) -> Result<Displaced, Refused> {
-    if !fallback_forced() {
-        match rustix::fs::renameat_with(dir, tmp, dir, name, RenameFlags::EXCHANGE) {
-            Ok(()) => {
-                return Ok(Displaced::At {
-                    temp: tmp.to_string(),
-                });
-            }
-            Err(Errno::INVAL | Errno::NOSYS | Errno::NOTSUP) => {}
-            Err(e) => return Err(Refused::Failed(e)),
+    match rename_with(dir, tmp, name, RenameFlags::EXCHANGE) {
+        Ok(()) => {
+            return Ok(Displaced::At {
+                temp: tmp.to_string(),
+            });
         }
+        Err(e) if unsupported(e) => {}
+        Err(e) => return Err(Refused::Failed(e)),
     }
     let old = op.temp_name();
-    rustix::fs::linkat(dir, name, dir, old.as_str(), AtFlags::empty())?;
-    rustix::fs::renameat(dir, tmp, dir, name)?;
-    Ok(Displaced::At { temp: old })
+    // A fresh name of this operation's, so the plain rename replaces nothing.
+    rustix::fs::renameat(dir, name, dir, old.as_str())?;
+    match create(dir, tmp, name) {
+        Ok(()) => Ok(Displaced::At { temp: old }),
+        Err(Refused::Occupied) => Ok(Displaced::Aside { temp: old }),
+        Err(e) => Err(e),
+    }
 }
 
-/// Renames `tmp` to `name` only while `name` does not exist.
+/// Renames `tmp` to `name` only while `name` does not exist. Without `RENAME_NOREPLACE`,
+/// `linkat` (which never replaces) puts it there; without hard links either, a look just
+/// before a plain rename is the best there is (docs/SAFETY.md says what that leaves open).
 fn create(dir: &OwnedFd, tmp: &str, name: &OsStr) -> Result<(), Refused> {
-    let renamed = if fallback_forced() {
-        Err(Errno::INVAL)
-    } else {
-        rustix::fs::renameat_with(dir, tmp, dir, name, RenameFlags::NOREPLACE)
+    let occupied = |e| match e {
+        Errno::EXIST => Refused::Occupied,
+        e => Refused::Failed(e),
     };
-    match renamed {
-        Ok(()) => Ok(()),
-        Err(Errno::EXIST) => Err(Refused::Occupied),
-        Err(Errno::INVAL | Errno::NOSYS | Errno::NOTSUP) => {
-            // linkat never replaces: the fallback's atomic "create if absent". A symlink is
-            // linked itself, not its target.
-            match rustix::fs::linkat(dir, tmp, dir, name, AtFlags::empty()) {
-                Ok(()) => Ok(rustix::fs::unlinkat(dir, tmp, AtFlags::empty())?),
-                Err(Errno::EXIST) => Err(Refused::Occupied),
-                Err(e) => Err(Refused::Failed(e)),
-            }
-        }
+    match rename_with(dir, tmp, name, RenameFlags::NOREPLACE) {
+        Err(e) if unsupported(e) => {}
+        done => return done.map_err(occupied),
+    }
+    // A symlink is linked itself, not its target.
+    match link(dir, tmp, name) {
+        Ok(()) => return Ok(rustix::fs::unlinkat(dir, tmp, AtFlags::empty())?),
+        Err(e) if no_links(e) => {}
+        Err(e) => return Err(occupied(e)),
+    }
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Err(Errno::NOENT) => Ok(rustix::fs::renameat(dir, tmp, dir, name)?),
+        Ok(_) => Err(Refused::Occupied),
         Err(e) => Err(Refused::Failed(e)),
     }
 }
 
 /// Moves what `name` holds now to a new owned name, so that a removal never unlinks a version
-/// it has not checked. `None` when nothing is there any more.
+/// it has not checked. `None` when nothing is there any more. The owned name is fresh, so
+/// where `RENAME_NOREPLACE` is missing a plain rename is just as safe.
 pub(super) fn take_away(dir: &OwnedFd, name: &OsStr, op: OpId) -> Result<Option<String>, Errno> {
     crate::testing_hooks::before_exchange(dir, name);
     let temp = op.temp_name();
@@ -188,44 +231,49 @@ pub(super) fn take_away(dir: &OwnedFd, name: &OsStr, op: OpId) -> Result<Option<
     } else {
         rustix::fs::renameat_with(dir, name, dir, temp.as_str(), RenameFlags::NOREPLACE)
     };
+    let moved = match moved {
+        Err(e) if unsupported(e) => rustix::fs::renameat(dir, name, dir, temp.as_str()),
+        moved => moved,
+    };
     match moved {
         Ok(()) => Ok(Some(temp)),
         Err(Errno::NOENT) => Ok(None),
-        Err(Errno::INVAL | Errno::NOSYS | Errno::NOTSUP) => {
-            match rustix::fs::linkat(dir, name, dir, temp.as_str(), AtFlags::empty()) {
-                Ok(()) => {}
-                Err(Errno::NOENT) => return Ok(None),
-                Err(e) => return Err(e),
-            }
-            match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
-                Ok(()) | Err(Errno::NOENT) => Ok(Some(temp)),
-                Err(e) => Err(e),
-            }
-        }
         Err(e) => Err(e),
     }
 }
 
-/// Puts a displaced entry that is not a file or symlink (a directory another process made
-/// there) back at `name`, and drops the file the step wrote. Used only when the displaced
-/// entry cannot be stored; the step then counts as kept.
-pub(super) fn put_back(dir: &OwnedFd, temp: &str, name: &OsStr, wrote: bool) -> Result<(), Errno> {
-    if wrote {
-        rustix::fs::renameat_with(dir, temp, dir, name, RenameFlags::EXCHANGE)?;
-        rustix::fs::unlinkat(dir, temp, AtFlags::empty())
-    } else {
-        rustix::fs::renameat_with(dir, temp, dir, name, RenameFlags::NOREPLACE)
+/// Puts a displaced entry the store cannot hold back at `name` from `temp`. Where the step
+/// wrote a file there (`over`), the two are exchanged, and the name that file went to is
+/// returned: the caller checks it before unlinking it, as another process may have replaced
+/// it meanwhile. Without a step's file, the path must still be empty.
+pub(super) fn put_back(
+    dir: &OwnedFd,
+    temp: &str,
+    name: &OsStr,
+    over: PutBack,
+    op: OpId,
+) -> Result<Option<String>, Refused> {
+    if over == PutBack::OverStepsFile {
+        match rename_with(dir, temp, name, RenameFlags::EXCHANGE) {
+            Ok(()) => return Ok(Some(temp.to_string())),
+            Err(e) if unsupported(e) => {}
+            Err(e) => return Err(Refused::Failed(e)),
+        }
+        let ours = op.temp_name();
+        rustix::fs::renameat(dir, name, dir, ours.as_str())?;
+        create(dir, temp, name)?;
+        return Ok(Some(ours));
     }
+    create(dir, temp, name).map(|()| None)
 }
 
-/// True when the entry at `temp` is a regular file or symlink, the kinds the store holds.
-pub(super) fn storable(dir: &OwnedFd, temp: &str) -> bool {
-    rustix::fs::statat(dir, temp, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
-        matches!(
-            FileType::from_raw_mode(st.st_mode),
-            FileType::RegularFile | FileType::Symlink
-        )
-    })
+/// What [`put_back`] puts a displaced entry back over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PutBack {
+    /// The path is empty (the step removed it).
+    IntoEmpty,
+    /// The step's own file stands at the path.
+    OverStepsFile,
 }
 
 #[cfg(test)]
@@ -250,8 +298,9 @@ mod tests {
 
     #[test]
     fn an_exchange_keeps_the_version_it_displaced() {
-        for forced in [false, true] {
+        for (forced, no_links) in [(false, false), (true, false), (true, true)] {
             force_link_fallback(forced);
+            force_no_links(no_links);
             let dir = tempfile::tempdir().unwrap();
             let fd = rustix::fs::open(
                 dir.path(),
@@ -278,5 +327,6 @@ mod tests {
             assert_eq!(std::fs::read(dir.path().join(away)).unwrap(), b"theirs");
         }
         force_link_fallback(false);
+        force_no_links(false);
     }
 }

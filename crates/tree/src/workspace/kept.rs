@@ -24,13 +24,9 @@ impl Workspace {
         if !kind.is_file() || meta.len() > self.config.max_file_size {
             return true;
         }
-        let refused = |e: &std::io::Error| {
-            e.raw_os_error()
-                .is_some_and(|c| c == rustix::io::Errno::ACCESS.raw_os_error())
-        };
         let opened = crate::inside::open_root(&self.root)
             .and_then(|root| crate::inside::open_file(&root, rel));
-        opened.as_ref().is_err_and(refused)
+        opened.as_ref().is_err_and(scan::cannot_read)
     }
 
     /// True when the captured tree is HEAD's but for files HEAD holds that now stand on disk

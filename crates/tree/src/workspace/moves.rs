@@ -565,9 +565,15 @@ impl Workspace {
                 Err(e) => {
                     // If even the way back fails, the marker stays: the next writing command
                     // rolls the move forward instead.
+                    // A version another process wrote that a step displaced before the
+                    // failure waits under the operation's own name: stored by the sweep.
                     let back = self.roll_back(marker.op_id(), &plan, sides);
                     let modes = restore::put_back(&self.root, &marker.lifted, &Plan::default());
-                    if back.is_ok() && modes.is_ok() {
+                    let swept = back.is_ok()
+                        && modes.is_ok()
+                        && (self.sweep_leftovers(&marker, &plan, sides, (scanned.parent, scanned.flat)))
+                            .is_ok();
+                    if swept {
                         marker.remove(self.store.dir())?;
                     }
                     return Err(e);

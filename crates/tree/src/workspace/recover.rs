@@ -29,7 +29,7 @@ impl Workspace {
             restore::lift(&self.root, &marker.lifted)?;
             let applied = self.apply_saving_first(&marker, &plan, sides, (Some(&head), &after))?;
             restore::put_back(&self.root, &marker.lifted, &plan)?;
-            let swept = self.sweep_leftovers(&marker, &plan, sides, &head)?;
+            let swept = self.sweep_leftovers(&marker, &plan, sides, (Some(&head), &after))?;
             self.store.set_history(HistoryState {
                 head: Some(marker.head),
                 redo: marker.redo.clone(),
@@ -37,12 +37,13 @@ impl Workspace {
             marker.remove(self.store.dir())?;
             let mut kept = applied.kept;
             kept.extend(marker.kept.iter().cloned());
+            kept.extend(swept.kept);
             kept.sort_unstable();
             kept.dedup();
             self.recovered.push(Recovered {
                 op: marker.op,
                 head,
-                paths_touched: applied.touched + swept,
+                paths_touched: applied.touched + swept.removed,
                 kept,
                 saved_first: applied.saved_first,
             });
@@ -50,20 +51,22 @@ impl Workspace {
         Ok(())
     }
 
-    /// Removes the temporary files the interrupted operation itself left in the directories
-    /// its plan writes or removes in: those holding a version either side of the plan stores.
-    /// Any other it owns (a displaced version the kill stopped it storing) is stored first,
-    /// in a snapshot `log --all` lists, under its own name. A marker from before format 3
-    /// names no operation, so nothing is removed for it. Returns how many were removed.
-    fn sweep_leftovers(
+    /// Removes the temporary files operation `marker` itself left in the directories its
+    /// plan writes or removes in (after a kill, or after a step failed): those holding a
+    /// version either side of the plan stores. Any other it owns (a displaced version it was
+    /// stopped from storing) is stored first, in a snapshot of `tree` (the state the working
+    /// tree is in now, with its parent) that `log --all` lists, under its own name; one the
+    /// store cannot hold is left and named. A marker from before format 3 names no
+    /// operation, so nothing is removed for it.
+    pub(super) fn sweep_leftovers(
         &self,
         marker: &Marker,
         plan: &Plan,
         sides: restore::Sides<'_>,
-        head: &Snapshot,
-    ) -> Result<usize, TreeError> {
+        tree: (Option<&Snapshot>, &FlatTree),
+    ) -> Result<Swept, TreeError> {
         let Some(op) = marker.op_id else {
-            return Ok(0);
+            return Ok(Swept::default());
         };
         let written = plan.write.iter().map(|(p, _)| flat::split(p).0);
         let removed = plan.remove_files.iter().map(|p| flat::split(p).0);
@@ -75,10 +78,13 @@ impl Workspace {
         let left = restore::sweep_own_temps(self.work_tree(op), dirs, &known)?;
         if !left.unknown.is_empty() {
             let found = FoundFile::list(&[], &left.unknown);
-            self.save_found(marker.op, &found, sides.after, (Some(head), sides.after))?;
+            self.save_found(marker.op, &found, tree.1, tree)?;
             restore::drop_displaced(&self.root, &left.unknown)?;
         }
-        Ok(left.removed + left.unknown.len())
+        Ok(Swept {
+            removed: left.removed + left.unknown.len(),
+            kept: left.kept,
+        })
     }
 
     /// Finishes interrupted operations (already done by opening); returns what was finished.
@@ -86,4 +92,13 @@ impl Workspace {
         self.recover()?;
         Ok(self.recovered.clone())
     }
+}
+
+/// What [`Workspace::sweep_leftovers`] did.
+#[derive(Debug, Default)]
+pub(super) struct Swept {
+    /// Temporary files removed (after storing those the store lacked).
+    pub(super) removed: usize,
+    /// The operation's names holding what the store cannot hold, left as they are.
+    pub(super) kept: Vec<Vec<u8>>,
 }

@@ -182,11 +182,27 @@ fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
     if json_mode && e.downcast_ref::<Reported>().is_none() {
         println!("{}", json::value(&json::ErrorDoc { error: &message }));
     }
+    if stopped_waiting(e) {
+        return ExitCode::from(signals::exit_code().unwrap_or(143));
+    }
     match e.downcast_ref::<TreeError>() {
         Some(t) if t.is_nothing_to_do() => ExitCode::from(EXIT_NOTHING_TO_DO),
         Some(TreeError::Interrupted) => ExitCode::from(signals::exit_code().unwrap_or(143)),
         _ => ExitCode::FAILURE,
     }
+}
+
+/// True when a signal ended the wait for the store lock.
+fn stopped_waiting(e: &anyhow::Error) -> bool {
+    use snap_tree::snap_store::StoreError;
+    e.chain().any(|cause| {
+        let store = cause.downcast_ref::<StoreError>();
+        let tree = match cause.downcast_ref::<TreeError>() {
+            Some(TreeError::Store(s)) => Some(s),
+            _ => None,
+        };
+        matches!(store.or(tree), Some(StoreError::LockWaitStopped { .. }))
+    })
 }
 
 /// True when the error comes from damage in the store (a rotted pack, a missing object).

@@ -1,7 +1,8 @@
 //! SIGTERM, SIGHUP and SIGINT during a command that writes. The default action would kill the
 //! process wherever it is; that is safe (every write is crash-safe), but says nothing. Here a
 //! first signal only sets a flag: an undo, redo, restore or roll-forward stops at the next
-//! file boundary with its marker kept, any other command finishes, and snap exits with
+//! file boundary with its marker kept, a command still waiting for the store lock stops
+//! waiting (having changed nothing), any other command finishes, and snap exits with
 //! 128 + the signal number (143 for SIGTERM, what a harness's timeout sends). A second
 //! signal ends the process at once.
 
@@ -23,6 +24,7 @@ pub(crate) fn watch() -> std::io::Result<()> {
         signal_hook::flag::register_usize(signal, Arc::clone(&received), signal as usize)?;
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
+    snap_tree::snap_store::stop_lock_wait_on(Arc::clone(&stop));
     snap_tree::stop_moves_on(stop);
     Ok(())
 }

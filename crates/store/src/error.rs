@@ -133,6 +133,12 @@ pub enum StoreError {
         /// How long this process waited, in whole seconds.
         waited_secs: u64,
     },
+    /// The process was asked to stop (a signal) while it waited for the store lock.
+    #[error("stopped while waiting for the store lock, held by {holder}; nothing was changed")]
+    LockWaitStopped {
+        /// What the lock file says of its holder (`pid N`), or `another process`.
+        holder: String,
+    },
     /// One of the store's own files is a symlink, which snap never follows.
     #[error("{0} is a symlink; snap never follows links among its own files (remove it)")]
     Symlink(PathBuf),

@@ -8,6 +8,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use rustix::fs::{FlockOperation, flock};
@@ -126,8 +129,8 @@ fn wait_for(
     let start = Instant::now();
     let granted = block_in_kernel(file, op, path)?;
     let notice = WAIT_NOTICE_AFTER.min(timeout);
-    let answer = match granted.recv_timeout(notice) {
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) if timeout > notice => {
+    let answer = match wait_on(&granted, notice) {
+        Err(Waited::TimedOut) if timeout > notice => {
             if let Some(hook) = WAIT_HOOK.get() {
                 hook(&format!(
                     "waiting for the store lock, held by {} (up to {}s)",
@@ -135,16 +138,54 @@ fn wait_for(
                     timeout.as_secs()
                 ));
             }
-            granted.recv_timeout(timeout - notice)
+            wait_on(&granted, timeout - notice)
         }
         other => other,
     };
     match answer {
         Ok(result) => result.map_err(|e| StoreError::io(path, e.into())),
-        Err(_) => Err(StoreError::Locked {
+        Err(Waited::TimedOut) => Err(StoreError::Locked {
             holder: read_holder(file),
             waited_secs: start.elapsed().as_secs(),
         }),
+        Err(Waited::Stopped) => Err(StoreError::LockWaitStopped {
+            holder: read_holder(file),
+        }),
+    }
+}
+
+/// Why a wait for the lock ended without it.
+enum Waited {
+    TimedOut,
+    /// The process was asked to stop (see [`stop_lock_wait_on`]).
+    Stopped,
+}
+
+/// How often a waiter looks at the stop request.
+const STOP_POLL: Duration = Duration::from_millis(50);
+
+static STOP: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+
+/// Makes every later wait for the lock end, with [`StoreError::LockWaitStopped`], soon after
+/// `flag` is set (the CLI sets it on SIGTERM, SIGHUP and SIGINT). Only the first call counts.
+pub fn stop_lock_wait_on(flag: Arc<AtomicBool>) {
+    let _ = STOP.set(flag);
+}
+
+/// Waits up to `limit` for the helper thread's answer, looking at the stop request between
+/// slices, so a signal never waits out the whole lock timeout.
+fn wait_on<T>(granted: &Receiver<T>, limit: Duration) -> Result<T, Waited> {
+    let end = Instant::now() + limit;
+    loop {
+        if STOP.get().is_some_and(|stop| stop.load(Ordering::Relaxed)) {
+            return Err(Waited::Stopped);
+        }
+        let left = end.saturating_duration_since(Instant::now());
+        match granted.recv_timeout(left.min(STOP_POLL)) {
+            Ok(answer) => return Ok(answer),
+            Err(RecvTimeoutError::Timeout) if !left.is_zero() => {}
+            Err(_) => return Err(Waited::TimedOut),
+        }
     }
 }
 
@@ -158,7 +199,7 @@ fn block_in_kernel(
     file: &File,
     op: FlockOperation,
     path: &Path,
-) -> Result<std::sync::mpsc::Receiver<Result<(), rustix::io::Errno>>, StoreError> {
+) -> Result<Receiver<Result<(), rustix::io::Errno>>, StoreError> {
     let blocking = match op {
         FlockOperation::NonBlockingLockShared => FlockOperation::LockShared,
         _ => FlockOperation::LockExclusive,

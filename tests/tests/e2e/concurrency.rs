@@ -82,6 +82,40 @@ fn concurrent_saves_all_land_and_lock_waits_are_reported() {
     );
 }
 
+/// A writing command waiting for the lock honours SIGTERM at once (exit 143, one `error:`
+/// line, nothing changed) instead of waiting out the lock timeout.
+#[test]
+fn sigterm_ends_a_wait_for_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a", b"one\n");
+    ok(d, &["save"]);
+    write(d, "a", b"two\n");
+    let lock = std::fs::File::open(d.join(".snap/lock")).unwrap();
+    use rustix::fs::{FlockOperation, flock};
+    flock(&lock, FlockOperation::NonBlockingLockExclusive).unwrap();
+    let waiter = snap_cmd(d, &["save"])
+        .env("SNAP_LOCK_TIMEOUT", "60")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let pid = rustix::process::Pid::from_raw(waiter.id() as i32).unwrap();
+    let asked = std::time::Instant::now();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let out = waiter.wait_with_output().unwrap();
+    let waited = asked.elapsed();
+    flock(&lock, FlockOperation::Unlock).unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    let err = stderr(&out);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.starts_with("error: stopped while waiting for the store lock"), "{err}");
+    // Well inside the 60 s timeout (a generous bound: not a speed claim).
+    assert!(waited < Duration::from_secs(20), "waited {waited:?}");
+    assert_eq!(json(d, &["log"])["snapshots"].as_array().unwrap().len(), 1);
+}
+
 /// A store on a read-only mount: reading commands work; writing ones fail with one error line
 /// and leave the tree and the store as they were.
 #[test]

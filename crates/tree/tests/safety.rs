@@ -1,6 +1,7 @@
 //! The safety invariant of DESIGN §14, checked by an oracle over everything on disk (ignored
 //! and oversize files included), not only over the tracked tree: random edits, ignore-file
-//! changes, oversize files, saves, undos, redos and restores; after every move, each file
+//! changes, oversize files, FIFOs, files named like a move's temporary files, read-only
+//! directories, saves, undos, redos and restores; after every move, each file
 //! that existed before it is still at its path or readable from a listed snapshot, nothing
 //! the rules leave out was touched, and a save right after records nothing but the paths the
 //! move kept.
@@ -36,6 +37,13 @@ enum Op {
     IgnoreLogs(bool),
     /// A path's permission bits (files and directories; a directory stays searchable).
     Chmod(usize, usize),
+    /// A FIFO in place of the file at a path (never opened: a walk must not block on it).
+    Fifo(usize),
+    /// A file named like a move's temporary file beside a path: tracked like any other, so a
+    /// move may replace it only after saving it, never remove it for its name.
+    TempLike(usize, u32),
+    /// The directory a path is in (or the path, if a directory) made 0555.
+    ReadOnly(usize),
     Save,
     Undo(u64),
     Redo(u64),
@@ -52,6 +60,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => p.clone().prop_map(Op::Delete),
         1 => any::<bool>().prop_map(Op::IgnoreLogs),
         1 => (p.clone(), 0..MODES.len()).prop_map(|(i, m)| Op::Chmod(i, m)),
+        1 => p.clone().prop_map(Op::Fifo),
+        1 => (p.clone(), any::<u32>()).prop_map(|(i, n)| Op::TempLike(i, n)),
+        1 => p.clone().prop_map(Op::ReadOnly),
         3 => Just(Op::Save),
         2 => (1..3u64).prop_map(Op::Undo),
         2 => (1..3u64).prop_map(Op::Redo),
@@ -61,6 +72,9 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 type Disk = BTreeMap<String, Vec<u8>>;
+
+/// What [`disk`] records for a FIFO (never opened).
+const FIFO: &[u8] = b"<fifo>";
 
 /// Every file under `root` but the store, with its bytes.
 fn disk(root: &Path) -> Disk {
@@ -78,8 +92,11 @@ fn disk(root: &Path) -> Disk {
             if rel == ".snap" {
                 continue;
             }
-            if e.file_type().unwrap().is_dir() {
+            let kind = e.file_type().unwrap();
+            if kind.is_dir() {
                 stack.push(e.path())
+            } else if std::os::unix::fs::FileTypeExt::is_fifo(&kind) {
+                out.insert(rel, FIFO.to_vec());
             } else {
                 out.insert(rel, std::fs::read(e.path()).unwrap());
             }
@@ -95,7 +112,10 @@ fn untouchable(root: &Path, files: &Disk) -> Disk {
     files
         .iter()
         .filter(|(p, c)| {
-            p.starts_with("ign/") || (logs && p.ends_with(".log")) || c.len() > MAX_FILE_SIZE
+            p.starts_with("ign/")
+                || (logs && p.ends_with(".log"))
+                || c.len() > MAX_FILE_SIZE
+                || c.as_slice() == FIFO
         })
         .map(|(p, c)| (p.clone(), c.clone()))
         .collect()
@@ -106,6 +126,10 @@ fn edit(root: &Path, op: &Op) {
         let path = root.join(rel);
         if path.is_dir() {
             return;
+        }
+        if is_fifo(&path) {
+            // Writing would block until a reader came: the file replaces it instead.
+            let _ = std::fs::remove_file(&path);
         }
         if std::fs::create_dir_all(path.parent().unwrap()).is_ok() {
             let _ = std::fs::write(path, bytes);
@@ -127,12 +151,50 @@ fn edit(root: &Path, op: &Op) {
             };
             let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
         }
+        Op::Fifo(i) => {
+            let path = root.join(PATHS[*i]);
+            if path.is_dir() || std::fs::create_dir_all(path.parent().unwrap()).is_err() {
+                return;
+            }
+            let _ = std::fs::remove_file(&path);
+            let _ = rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &path,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o644),
+                0,
+            );
+        }
+        Op::TempLike(i, n) => {
+            let dir = root.join(PATHS[*i]).parent().unwrap().to_path_buf();
+            if dir.is_dir() {
+                let name = format!(".snap-tmp-{n}-{}-{}", n % 7, n % 3);
+                let _ = std::fs::write(dir.join(name), format!("the user's {n}"));
+            }
+        }
+        Op::ReadOnly(i) => {
+            use std::os::unix::fs::PermissionsExt;
+            let path = root.join(PATHS[*i]);
+            let dir = if path.is_dir() {
+                path
+            } else {
+                path.parent().unwrap().to_path_buf()
+            };
+            if dir != *root {
+                let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555));
+            }
+        }
         Op::IgnoreLogs(true) => write(".gitignore", b"*.log\n"),
         Op::IgnoreLogs(false) => {
             let _ = std::fs::remove_file(root.join(".gitignore"));
         }
         _ => {}
     }
+}
+
+fn is_fifo(path: &Path) -> bool {
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type()))
 }
 
 /// The oracle: every file of `before` is at its path with its bytes, or a listed snapshot

@@ -359,7 +359,6 @@ impl Guarded<'_> {
                 .push(file);
             return Ok(());
         }
-        drop(here);
         self.put_back(dir, path, temp, wrote)
     }
 
@@ -386,7 +385,9 @@ impl Guarded<'_> {
         })?;
         self.keep(path);
         match (moved, wrote) {
-            (Some(ours), Wrote::File(node)) => self.settle(dir, path, &ours, Some(node), Wrote::Nothing),
+            (Some(ours), Wrote::File(node)) => {
+                self.settle(dir, path, &ours, Some(node), Wrote::Nothing)
+            }
             _ => Ok(()),
         }
     }

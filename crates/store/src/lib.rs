@@ -52,7 +52,9 @@ pub use error::StoreError;
 pub use id::{ID_LEN, ObjectId};
 pub use identity::{IDENTITY_FILE, WORKSPACE_ID_LEN, WorkspaceIdentity};
 pub use lifecycle::{GcReport, PruneReport, REPACK_LIVE_SHARE, Retention, StoreStats};
-pub use lock::{DEFAULT_LOCK_TIMEOUT, cap_lock_wait, lock_timeout, on_lock_wait, stop_lock_wait_on};
+pub use lock::{
+    DEFAULT_LOCK_TIMEOUT, cap_lock_wait, lock_timeout, on_lock_wait, stop_lock_wait_on,
+};
 pub use merge::{
     AUTO_MERGE_BYTES, AUTO_MERGE_PACKS, MERGE_MAX_OBJECTS, MERGE_MAX_PACK_OBJECTS, MergeReport,
 };

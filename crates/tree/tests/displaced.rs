@@ -90,12 +90,15 @@ fn kept_somewhere(root: &Path, token: &[u8]) -> bool {
     });
     on_disk
         || ws.log(true).unwrap().iter().any(|entry| {
-            ws.files(&entry.snapshot).unwrap().iter().any(|(path, node)| {
-                node.kind != snap_tree::EntryKind::Dir
-                    && ws
-                        .read_file(&entry.snapshot, path)
-                        .is_ok_and(|b| contains(&b, token))
-            })
+            ws.files(&entry.snapshot)
+                .unwrap()
+                .iter()
+                .any(|(path, node)| {
+                    node.kind != snap_tree::EntryKind::Dir
+                        && ws
+                            .read_file(&entry.snapshot, path)
+                            .is_ok_and(|b| contains(&b, token))
+                })
         })
 }
 
@@ -107,7 +110,8 @@ fn a_displaced_version_is_stored_when_a_later_step_fails() {
     for mode in MODES {
         set_mode(mode);
         let (_dir, root) = workspace();
-        let hit = on_first_exchange(|path| std::fs::write(path, b"THEIRS, written mid-move").unwrap());
+        let hit =
+            on_first_exchange(|path| std::fs::write(path, b"THEIRS, written mid-move").unwrap());
         // The second file written fails, after the first has displaced the hook's version.
         arm(Fault::parse("restore-write@2"));
         let ws = Workspace::discover(&root, None).unwrap();
@@ -123,7 +127,10 @@ fn a_displaced_version_is_stored_when_a_later_step_fails() {
         );
         assert_eq!(temp_names(&root), Vec::<PathBuf>::new(), "{mode:?}");
         let mut ws = Workspace::discover(&root, None).unwrap();
-        assert!(ws.recover_now().unwrap().is_empty(), "{mode:?}: marker left");
+        assert!(
+            ws.recover_now().unwrap().is_empty(),
+            "{mode:?}: marker left"
+        );
     }
     set_mode((false, false));
 }
@@ -142,7 +149,8 @@ fn a_displaced_version_the_store_cannot_hold_is_put_back() {
         )
         .unwrap();
     };
-    let oversize = |path: &Path| std::fs::write(path, vec![b'B'; 2 * MAX_FILE_SIZE as usize]).unwrap();
+    let oversize =
+        |path: &Path| std::fs::write(path, vec![b'B'; 2 * MAX_FILE_SIZE as usize]).unwrap();
     for mode in MODES {
         for (what, write) in [("fifo", fifo as fn(&Path)), ("oversize", oversize)] {
             set_mode(mode);
@@ -153,24 +161,36 @@ fn a_displaced_version_the_store_cannot_hold_is_put_back() {
             snap_tree::testing::clear_exchange_hook();
             let undone = undone.unwrap_or_else(|e| panic!("{mode:?} {what}: {e}"));
             let path = hit.lock().unwrap().clone().unwrap();
-            let rel = path.strip_prefix(&root).unwrap().as_os_str().as_encoded_bytes();
-            assert!(undone.kept.iter().any(|k| k == rel), "{mode:?} {what}: not kept");
+            let rel = path
+                .strip_prefix(&root)
+                .unwrap()
+                .as_os_str()
+                .as_encoded_bytes();
+            assert!(
+                undone.kept.iter().any(|k| k == rel),
+                "{mode:?} {what}: not kept"
+            );
             let meta = std::fs::symlink_metadata(&path).unwrap();
             match what {
                 "fifo" => assert!(meta.file_type().is_fifo(), "{mode:?}: fifo not put back"),
-                _ => assert_eq!(meta.len(), 2 * MAX_FILE_SIZE, "{mode:?}: big file not put back"),
+                _ => assert_eq!(
+                    meta.len(),
+                    2 * MAX_FILE_SIZE,
+                    "{mode:?}: big file not put back"
+                ),
             }
             assert_eq!(temp_names(&root), Vec::<PathBuf>::new(), "{mode:?} {what}");
             // Every other file is undone.
             for i in 0..FILES {
                 let other = root.join(format!("d/f{i}.txt"));
                 if other != path {
-                    assert_eq!(std::fs::read(other).unwrap(), format!("first {i}").as_bytes());
+                    assert_eq!(
+                        std::fs::read(other).unwrap(),
+                        format!("first {i}").as_bytes()
+                    );
                 }
             }
         }
     }
     set_mode((false, false));
 }
-
-

@@ -110,7 +110,10 @@ fn sigterm_ends_a_wait_for_the_lock() {
     assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
     let err = stderr(&out);
     let last = err.lines().last().unwrap_or_default();
-    assert!(last.starts_with("error: stopped while waiting for the store lock"), "{err}");
+    assert!(
+        last.starts_with("error: stopped while waiting for the store lock"),
+        "{err}"
+    );
     // Well inside the 60 s timeout (a generous bound: not a speed claim).
     assert!(waited < Duration::from_secs(20), "waited {waited:?}");
     assert_eq!(json(d, &["log"])["snapshots"].as_array().unwrap().len(), 1);

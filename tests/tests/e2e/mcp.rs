@@ -124,3 +124,87 @@ async fn an_mcp_client_lists_previews_and_undoes_through_snap_mcp() {
     client.cancel().await.unwrap();
     ok(d, &["verify"]);
 }
+
+/// A typo'd or ill-typed argument is a tool error naming it, and nothing runs: every
+/// tool's schema refuses fields it does not know.
+#[tokio::test(flavor = "current_thread")]
+async fn unknown_or_ill_typed_arguments_are_refused_before_acting() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a.txt", b"one\n");
+    ok(d, &["save"]);
+    write(d, "a.txt", b"two\n");
+    ok(d, &["save"]);
+    let client = connect(d).await;
+    for tool in client.list_all_tools().await.unwrap() {
+        let schema = Value::Object((*tool.input_schema).clone());
+        assert_eq!(
+            schema["additionalProperties"], false,
+            "{}: {schema}",
+            tool.name
+        );
+    }
+    let cases = [
+        ("snap_undo", json!({"steps": 99, "dry_run": false}), "steps"),
+        (
+            "snap_undo",
+            json!({"n": "3", "dry_run": false}),
+            "invalid type",
+        ),
+        ("snap_status", json!({"verbose": true}), "verbose"),
+        (
+            "snap_restore",
+            json!({"ref": "#1", "dry_run": false}),
+            "ref",
+        ),
+        ("snap_save", json!({"msg": "typo"}), "msg"),
+    ];
+    for (tool, args, named) in cases {
+        let refused = call(&client, tool, args.clone()).await;
+        assert_eq!(refused.is_error, Some(true), "{tool} {args}");
+        let error = doc(&refused)["error"].as_str().unwrap().to_string();
+        assert!(error.contains(named) && error.contains(tool), "{error}");
+        assert_eq!(doc(&refused)["exit_code"], 2);
+    }
+    client.cancel().await.unwrap();
+    assert_eq!(read(d, "a.txt"), "two\n", "nothing was undone or restored");
+    assert_eq!(json(d, &["log"])["snapshots"].as_array().unwrap().len(), 2);
+}
+
+/// A line that is not JSON gets a JSON-RPC parse error (-32700, id null); the server goes
+/// on answering the next request.
+#[test]
+fn a_malformed_line_gets_a_parse_error_and_the_server_goes_on() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut server = std::process::Command::new(bin("snap-undo"))
+        .arg("mcp")
+        .arg("-C")
+        .arg(d)
+        .env_remove("SNAP_STORE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(server.stdout.take().unwrap());
+    let mut reply = || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap()
+    };
+    writeln!(stdin, "{{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ").unwrap();
+    let parse = reply();
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert_eq!(parse["id"], Value::Null);
+    let init = json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    writeln!(stdin, "{init}").unwrap();
+    let answered = reply();
+    assert_eq!(answered["id"], 2, "{answered}");
+    assert_eq!(answered["result"]["serverInfo"]["name"], "snap-undo");
+    drop(stdin);
+    assert!(server.wait().unwrap().success());
+}

@@ -15,11 +15,15 @@ use anyhow::{Context, Result};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
-use serde::Deserialize;
+use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde_json::{Value, json};
 
 use crate::Ctx;
+
+mod args;
+mod framing;
+
+use args::{CatArgs, Checked, DiffArgs, LogArgs, MoveArgs, NoArgs, RefArgs, RestoreArgs, SaveArgs};
 
 /// The server: the workspace it is bound to and how to run snap on it.
 #[derive(Clone, Debug)]
@@ -28,77 +32,6 @@ pub(crate) struct SnapServer {
     store: Option<PathBuf>,
     bin: PathBuf,
     tool_router: ToolRouter<SnapServer>,
-}
-
-#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
-pub(crate) struct LogArgs {
-    /// At most this many snapshots, newest first (default 20).
-    limit: Option<u64>,
-    /// Also snapshots off HEAD's line (automatic saves, undone work).
-    #[serde(default)]
-    all: bool,
-    /// Only this agent session's snapshots.
-    session: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
-pub(crate) struct DiffArgs {
-    /// From this snapshot (default: HEAD).
-    from: Option<String>,
-    /// To this snapshot (default: the working tree).
-    to: Option<String>,
-    /// Only these workspace-relative paths.
-    #[serde(default)]
-    paths: Vec<String>,
-    /// Counts of added and removed lines only, no line diffs.
-    #[serde(default)]
-    stat: bool,
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub(crate) struct RefArgs {
-    /// A snapshot: @ (HEAD), @~N, last, #SEQ, step:N or an id prefix.
-    reference: String,
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub(crate) struct CatArgs {
-    /// A snapshot: @ (HEAD), @~N, last, #SEQ, step:N or an id prefix.
-    reference: String,
-    /// A workspace-relative file path.
-    path: String,
-}
-
-#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
-pub(crate) struct SaveArgs {
-    /// What this snapshot is (shown by the log).
-    message: Option<String>,
-    /// The agent's turn number.
-    step: Option<u64>,
-    /// The agent's session.
-    session: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
-pub(crate) struct MoveArgs {
-    /// How many snapshots (or turns, with `turn`) to move (default 1).
-    n: Option<u64>,
-    /// Move by whole agent turns as `snap hook` recorded them.
-    #[serde(default)]
-    turn: bool,
-    /// Preview only (the default). Pass false to change the files.
-    dry_run: Option<bool>,
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub(crate) struct RestoreArgs {
-    /// The snapshot to restore: @~N, #SEQ, step:N or an id prefix.
-    reference: String,
-    /// Only these workspace-relative paths (default: the whole tree).
-    #[serde(default)]
-    paths: Vec<String>,
-    /// Preview only (the default). Pass false to change the files.
-    dry_run: Option<bool>,
 }
 
 #[tool_router]
@@ -114,60 +47,76 @@ impl SnapServer {
 
     /// The working tree against HEAD: what changed since the last snapshot.
     #[tool(annotations(read_only_hint = true))]
-    async fn snap_status(&self) -> Result<CallToolResult, ErrorData> {
-        self.call(vec!["status".into()], Effect::Reads).await
+    async fn snap_status(
+        &self,
+        Parameters(a): Parameters<Checked<NoArgs>>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.checked("snap_status", a, Effect::Reads, |NoArgs {}| {
+            vec!["status".into()]
+        })
+        .await
     }
 
     /// The snapshots, newest first, with their messages, sessions, steps and changes.
     #[tool(annotations(read_only_hint = true))]
     async fn snap_log(
         &self,
-        Parameters(a): Parameters<LogArgs>,
+        Parameters(a): Parameters<Checked<LogArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut args = vec!["log".into(), "-n".into(), a.limit.unwrap_or(20).to_string()];
-        if a.all {
-            args.push("--all".into());
-        }
-        if let Some(session) = a.session {
-            args.extend(["--session".into(), session]);
-        }
-        self.call(args, Effect::Reads).await
+        self.checked("snap_log", a, Effect::Reads, |a| {
+            let mut args = vec!["log".into(), "-n".into(), a.limit.unwrap_or(20).to_string()];
+            if a.all {
+                args.push("--all".into());
+            }
+            if let Some(session) = a.session {
+                args.extend(["--session".into(), session]);
+            }
+            args
+        })
+        .await
     }
 
     /// Line diffs between two snapshots, or a snapshot and the working tree.
     #[tool(annotations(read_only_hint = true))]
     async fn snap_diff(
         &self,
-        Parameters(a): Parameters<DiffArgs>,
+        Parameters(a): Parameters<Checked<DiffArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut args = vec!["diff".to_string()];
-        args.extend(a.from);
-        args.extend(a.to);
-        if a.stat {
-            args.push("--stat".into());
-        }
-        with_paths(&mut args, a.paths);
-        self.call(args, Effect::Reads).await
+        self.checked("snap_diff", a, Effect::Reads, |a| {
+            let mut args = vec!["diff".to_string()];
+            args.extend(a.from);
+            args.extend(a.to);
+            if a.stat {
+                args.push("--stat".into());
+            }
+            with_paths(&mut args, a.paths);
+            args
+        })
+        .await
     }
 
     /// One snapshot and the files it changed.
     #[tool(annotations(read_only_hint = true))]
     async fn snap_show(
         &self,
-        Parameters(a): Parameters<RefArgs>,
+        Parameters(a): Parameters<Checked<RefArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.call(vec!["show".into(), a.reference], Effect::Reads)
-            .await
+        self.checked("snap_show", a, Effect::Reads, |a| {
+            vec!["show".into(), a.reference]
+        })
+        .await
     }
 
     /// A file's content in a snapshot.
     #[tool(annotations(read_only_hint = true))]
     async fn snap_cat(
         &self,
-        Parameters(a): Parameters<CatArgs>,
+        Parameters(a): Parameters<Checked<CatArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.call(vec!["cat".into(), a.reference, a.path], Effect::Reads)
-            .await
+        self.checked("snap_cat", a, Effect::Reads, |a| {
+            vec!["cat".into(), a.reference, a.path]
+        })
+        .await
     }
 
     /// Snapshot the working tree if anything changed (it can be undone like any change).
@@ -178,19 +127,22 @@ impl SnapServer {
     ))]
     async fn snap_save(
         &self,
-        Parameters(a): Parameters<SaveArgs>,
+        Parameters(a): Parameters<Checked<SaveArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut args = vec!["save".to_string()];
-        if let Some(message) = a.message {
-            args.extend(["-m".into(), message]);
-        }
-        if let Some(step) = a.step {
-            args.extend(["--step".into(), step.to_string()]);
-        }
-        if let Some(session) = a.session {
-            args.extend(["--session".into(), session]);
-        }
-        self.call(args, Effect::Saves).await
+        self.checked("snap_save", a, Effect::Saves, |a| {
+            let mut args = vec!["save".to_string()];
+            if let Some(message) = a.message {
+                args.extend(["-m".into(), message]);
+            }
+            if let Some(step) = a.step {
+                args.extend(["--step".into(), step.to_string()]);
+            }
+            if let Some(session) = a.session {
+                args.extend(["--session".into(), session]);
+            }
+            args
+        })
+        .await
     }
 
     /// Go back N snapshots (or agent turns). Previews unless dry_run is false; unsaved
@@ -198,18 +150,20 @@ impl SnapServer {
     #[tool(annotations(destructive_hint = true))]
     async fn snap_undo(
         &self,
-        Parameters(a): Parameters<MoveArgs>,
+        Parameters(a): Parameters<Checked<MoveArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.call(move_args("undo", &a), Effect::Moves).await
+        self.checked("snap_undo", a, Effect::Moves, |a| move_args("undo", &a))
+            .await
     }
 
     /// Go forward again along what undo left. Previews unless dry_run is false.
     #[tool(annotations(destructive_hint = true))]
     async fn snap_redo(
         &self,
-        Parameters(a): Parameters<MoveArgs>,
+        Parameters(a): Parameters<Checked<MoveArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.call(move_args("redo", &a), Effect::Moves).await
+        self.checked("snap_redo", a, Effect::Moves, |a| move_args("redo", &a))
+            .await
     }
 
     /// Make the working tree (or some paths) match a snapshot, recorded as a new snapshot.
@@ -217,14 +171,17 @@ impl SnapServer {
     #[tool(annotations(destructive_hint = true))]
     async fn snap_restore(
         &self,
-        Parameters(a): Parameters<RestoreArgs>,
+        Parameters(a): Parameters<Checked<RestoreArgs>>,
     ) -> Result<CallToolResult, ErrorData> {
-        let mut args = vec!["restore".to_string(), a.reference];
-        if a.dry_run.unwrap_or(true) {
-            args.push("--dry-run".into());
-        }
-        with_paths(&mut args, a.paths);
-        self.call(args, Effect::Moves).await
+        self.checked("snap_restore", a, Effect::Moves, |a| {
+            let mut args = vec!["restore".to_string(), a.reference];
+            if a.dry_run.unwrap_or(true) {
+                args.push("--dry-run".into());
+            }
+            with_paths(&mut args, a.paths);
+            args
+        })
+        .await
     }
 }
 
@@ -270,6 +227,24 @@ fn with_paths(args: &mut Vec<String>, paths: Vec<String>) {
 }
 
 impl SnapServer {
+    /// Runs the command `build` makes of a call's arguments, if they fit the tool's schema;
+    /// otherwise answers with a tool error naming what does not fit, and runs nothing.
+    async fn checked<T>(
+        &self,
+        tool: &str,
+        args: Checked<T>,
+        effect: Effect,
+        build: impl FnOnce(T) -> Vec<String>,
+    ) -> Result<CallToolResult, ErrorData> {
+        match args.0 {
+            Ok(args) => self.call(build(args), effect).await,
+            Err(why) => Ok(CallToolResult::structured_error(json!({
+                "error": format!("invalid arguments for {tool}: {why}; nothing was done"),
+                "exit_code": 2,
+            }))),
+        }
+    }
+
     /// Runs `snap --json ARGS` on the bound workspace: its document as the structured result,
     /// or a tool error with snap's message and exit code.
     async fn call(&self, args: Vec<String>, effect: Effect) -> Result<CallToolResult, ErrorData> {
@@ -340,12 +315,17 @@ pub(crate) fn cmd_mcp(ctx: &Ctx) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the MCP server's runtime")?;
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
+        let (transport, framing) = framing::stdio();
         let service = server
-            .serve(rmcp::transport::stdio())
+            .serve(transport)
             .await
             .context("MCP initialization failed")?;
         service.waiting().await.context("the MCP session failed")?;
+        framing.finish().await;
         Ok(())
-    })
+    });
+    // The task reading stdin may still wait in a blocking read: not waited for.
+    runtime.shutdown_background();
+    served
 }

@@ -571,8 +571,13 @@ impl Workspace {
                     let modes = restore::put_back(&self.root, &marker.lifted, &Plan::default());
                     let swept = back.is_ok()
                         && modes.is_ok()
-                        && (self.sweep_leftovers(&marker, &plan, sides, (scanned.parent, scanned.flat)))
-                            .is_ok();
+                        && (self.sweep_leftovers(
+                            &marker,
+                            &plan,
+                            sides,
+                            (scanned.parent, scanned.flat),
+                        ))
+                        .is_ok();
                     if swept {
                         marker.remove(self.store.dir())?;
                     }

@@ -159,7 +159,7 @@ pub fn print_saved_first(r: &snap_tree::Recovered) {
 pub fn print_kept(verb: &str, kept: &[Vec<u8>]) {
     for path in kept {
         eprintln!(
-            "kept {} as it is: {verb} does not touch ignored, oversize or changed files",
+            "kept {} as it is: {verb} does not touch ignored, oversize, unreadable or changed files",
             path_shown(path)
         );
     }

@@ -251,6 +251,9 @@ impl<'a> IgnoreJudge<'a> {
     /// True when a scan would leave out `rel` (as a directory when `is_dir`) or one of the
     /// directories above it.
     pub fn leaves_out(&mut self, rel: &[u8], is_dir: bool) -> bool {
+        if is_dir && !rel.is_empty() && self.may_not_open(rel) {
+            return true;
+        }
         let (parent, name) = crate::flat::split(rel);
         match self.rules_of(parent) {
             Some(rules) => self.rules_leave_out(&rules, parent, name, is_dir),
@@ -277,6 +280,7 @@ impl<'a> IgnoreJudge<'a> {
             let (up, name) = crate::flat::split(dir);
             self.rules_of(up)
                 .filter(|rules| !self.rules_leave_out(rules, up, name, true))
+                .filter(|_| !self.may_not_open(dir))
         };
         let rules = parent.map(|parent| {
             let abs = abs(self.root, dir);
@@ -290,6 +294,19 @@ impl<'a> IgnoreJudge<'a> {
         });
         self.dirs.insert(dir.to_vec(), rules.clone());
         rules
+    }
+
+    /// True when directory `dir` is there but snap may not open it: the walk leaves it out
+    /// (and names it), so a move keeps everything below it.
+    fn may_not_open(&self, dir: &[u8]) -> bool {
+        let flags = rustix::fs::OFlags::DIRECTORY
+            | rustix::fs::OFlags::RDONLY
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC;
+        matches!(
+            rustix::fs::open(abs(self.root, dir), flags, rustix::fs::Mode::empty()),
+            Err(rustix::io::Errno::ACCESS | rustix::io::Errno::PERM)
+        )
     }
 }
 

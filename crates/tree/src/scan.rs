@@ -276,7 +276,7 @@ pub fn store_walk(
         too_large: walk.too_large,
         special: walk.special,
         vanished: 0,
-        unreadable: Vec::new(),
+        unreadable: std::mem::take(&mut walk.unreadable),
         refused_rules: sorted(std::mem::take(&mut walk.refused_rules)),
     };
     writer.expect(to_read);

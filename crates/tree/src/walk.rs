@@ -17,6 +17,8 @@ pub struct Walk {
     pub too_large: Vec<(Vec<u8>, u64)>,
     /// FIFOs, sockets and devices skipped.
     pub special: u64,
+    /// Directories snap may not open, left out whole, with the error each gave.
+    pub unreadable: Vec<crate::scan::Unreadable>,
     /// Ignore files over `max_ignore_file_bytes`, workspace-relative: each one's directory
     /// was left out whole.
     pub refused_rules: Vec<Vec<u8>>,

@@ -387,7 +387,8 @@ fn listed_file(
     }
 }
 
-/// Opens a subdirectory; `None` when it is gone or no longer a directory.
+/// Opens a subdirectory; `None` when it is gone, no longer a directory, or may not be
+/// opened now (the directory holding it is then read again, which names it).
 fn open_dir(
     shared: &Shared<'_>,
     job: &Job,
@@ -396,7 +397,7 @@ fn open_dir(
 ) -> Result<Option<OwnedFd>, TreeError> {
     match rustix::fs::openat(&job.fd, OsStr::from_bytes(name), DIR_FLAGS, Mode::empty()) {
         Ok(fd) => Ok(Some(fd)),
-        Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => Ok(None),
+        Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP | Errno::ACCESS | Errno::PERM) => Ok(None),
         Err(e) => Err(TreeError::io(abs(shared.root, rel), e.into())),
     }
 }
@@ -472,6 +473,7 @@ fn listing(rel: &[u8], items: &[Item], mut header: DirHeader) -> Option<Vec<u8>>
             }
             Item::Special => header.special = header.special.saturating_add(1),
             Item::LeftOut => header.left_out = true,
+            Item::Unreadable(..) => return None,
         }
     }
     encode_dir_record(&header, names.into_iter())
@@ -487,6 +489,9 @@ enum Item {
     Special,
     /// Something the rules leave out (ignored, excluded, the store, a VCS directory).
     LeftOut,
+    /// A directory snap may not open: left out, named, and never cached (so every walk
+    /// names it again until it can be read).
+    Unreadable(Vec<u8>, String),
 }
 
 impl Item {
@@ -498,12 +503,19 @@ impl Item {
             Item::TooLarge(path, stat) => walk.too_large.push((path, stat.size)),
             Item::Special => walk.special += 1,
             Item::LeftOut => {}
+            Item::Unreadable(path, error) => {
+                walk.unreadable
+                    .push(crate::scan::Unreadable { path, error });
+            }
         }
     }
 
     /// True for an entry on disk that the tree does not track.
     fn is_left_out(&self) -> bool {
-        matches!(self, Item::TooLarge(..) | Item::Special | Item::LeftOut)
+        matches!(
+            self,
+            Item::TooLarge(..) | Item::Special | Item::LeftOut | Item::Unreadable(..)
+        )
     }
 
     /// True for an entry the walk lists in its entries.
@@ -524,7 +536,7 @@ impl Item {
             }
             Item::TooLarge(path, key) => (path, 4, Some(key)),
             // Whether a directory holds only what is left out decides whether it is tracked.
-            Item::Special | Item::LeftOut => {
+            Item::Special | Item::LeftOut | Item::Unreadable(..) => {
                 tally.left_out = true;
                 return;
             }
@@ -597,6 +609,10 @@ fn visit_entry(
                     rules_kept: false,
                 }),
                 Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => return Ok(None),
+                Err(e @ (Errno::ACCESS | Errno::PERM)) => {
+                    let error = std::io::Error::from(e).to_string();
+                    return Ok(Some(Item::Unreadable(rel, error)));
+                }
                 Err(e) => return Err(TreeError::io(abs(), e.into())),
             }
             Ok(Some(Item::Dir(rel)))

@@ -208,6 +208,53 @@ fn an_unreadable_file_is_reported_and_kept_and_the_rest_is_saved() {
     assert_eq!(read(d, "private.key"), "root's own\n", "never touched");
 }
 
+/// A directory snap may not open (root's 0700, once tracked): every save names it and
+/// records the rest, and undo and redo get past it, leaving it exactly as it is.
+#[test]
+fn an_unreadable_directory_is_reported_and_kept_and_moves_get_past_it() {
+    let Some(uid) = nobody() else {
+        eprintln!("skipped: needs root and setpriv to run snap as another uid");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = &dir.path().join("w");
+    write(d, "k", b"one\n");
+    write(d, "priv/s", b"root's own\n");
+    ok(d, &["save"]);
+    write(d, "k", b"two\n");
+    ok(d, &["save"]);
+    chown_all(dir.path(), uid);
+    let root_only = std::process::Command::new("chown")
+        .args(["-R", "0:0"])
+        .arg(d.join("priv"))
+        .status()
+        .unwrap();
+    assert!(root_only.success());
+    chmod(d, "priv", 0o700);
+    let ran = |args: &[&str]| {
+        let out = conserving_as(uid, d, args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        out
+    };
+    write(d, "k", b"three\n");
+    chown_all(&d.join("k"), uid);
+    let out = ran(&["--json", "save"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["skipped"]["skipped_unreadable"][0]["path"], "priv",
+        "{doc}"
+    );
+    let count = snapshot_count(d);
+    ran(&["undo"]);
+    assert_eq!(read(d, "k"), "two\n");
+    ran(&["undo"]);
+    assert_eq!(read(d, "k"), "one\n", "undo got past the directory");
+    ran(&["redo"]);
+    assert_eq!(read(d, "k"), "two\n");
+    assert_eq!(snapshot_count(d), count, "no abandoned auto snapshots");
+    assert_eq!(read(d, "priv/s"), "root's own\n", "never touched");
+}
+
 /// `data.bin` and `k` saved twice, with `max_file_size` lowered to 1000 after the first.
 fn small_then_limited(d: &Path) {
     write(d, "data.bin", b"small\n");

@@ -134,7 +134,11 @@ pub(super) fn unchanged_capture(
             too_large: walk.too_large,
             special: walk.special,
             vanished: 0,
-            unreadable: Vec::new(),
+            unreadable: {
+                let mut unreadable = walk.unreadable;
+                unreadable.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+                unreadable
+            },
             refused_rules: {
                 let mut refused = walk.refused_rules;
                 refused.sort_unstable();

@@ -12,13 +12,20 @@ use super::*;
 impl Workspace {
     /// True when `rel` holds, on disk now, something a save leaves out for what it is (not
     /// for the ignore rules): a FIFO, socket or device, a file over `max_file_size`, or one
-    /// snap may not read. Nothing is read but, at most, one open.
+    /// snap may not read (or in a directory it may not search). Nothing is read but, at most,
+    /// one open.
     pub(super) fn untrackable_on_disk(&self, rel: &[u8]) -> bool {
-        let Ok(meta) = std::fs::symlink_metadata(scan::abs(&self.root, rel)) else {
-            return false;
+        let meta = match std::fs::symlink_metadata(scan::abs(&self.root, rel)) {
+            Ok(meta) => meta,
+            // In a directory snap may not search: the walk named that directory.
+            Err(e) => return scan::cannot_read(&e),
         };
         let kind = meta.file_type();
-        if kind.is_dir() || kind.is_symlink() {
+        if kind.is_dir() {
+            let opened = std::fs::read_dir(scan::abs(&self.root, rel));
+            return opened.as_ref().is_err_and(scan::cannot_read);
+        }
+        if kind.is_symlink() {
             return false;
         }
         if !kind.is_file() || meta.len() > self.config.max_file_size {
@@ -69,7 +76,18 @@ impl Workspace {
             let mut up = flat::split(path).0;
             while !up.is_empty() {
                 if !with_head.contains_key(up) {
-                    return Ok(false);
+                    // A directory snap may not open is left out whole: HEAD's entry for it
+                    // goes back with the files below it.
+                    let dir = match old.get(up) {
+                        Some(dir) => Some(*dir),
+                        None => flat::entry_at(&self.store, &head.record.root, up)?,
+                    };
+                    match dir {
+                        Some(dir) if self.untrackable_on_disk(up) => {
+                            with_head.insert(up.to_vec(), dir);
+                        }
+                        _ => return Ok(false),
+                    }
                 }
                 up = flat::split(up).0;
             }

@@ -5,7 +5,7 @@ over its ``--json`` documents (docs/JSON.md)::
 
     from snap_undo import Workspace
 
-    ws = Workspace("/path/to/project")
+    ws = Workspace.init("/path/to/project")   # or Workspace(path) for an existing store
     ws.save("after edit", step=3, session="chat-1")
     result = ws.undo()            # a MoveResult, or NothingToDo (exit code 3)
 
@@ -22,9 +22,12 @@ from ._types import (
     Log,
     MoveResult,
     SaveResult,
+    Skipped,
     Snapshot,
     Stats,
     Status,
+    TooLarge,
+    Unreadable,
     Verify,
 )
 from ._workspace import AsyncWorkspace, NothingToDo, SnapError, Workspace
@@ -39,10 +42,13 @@ __all__ = [
     "MoveResult",
     "NothingToDo",
     "SaveResult",
+    "Skipped",
     "SnapError",
     "Snapshot",
     "Stats",
     "Status",
+    "TooLarge",
+    "Unreadable",
     "Verify",
     "Workspace",
     "find_bin",

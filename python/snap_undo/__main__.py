@@ -7,6 +7,7 @@ from ._bin import find_bin
 
 
 def main() -> None:
+    """Runs the installed snap-undo binary with this process's arguments."""
     binary = find_bin()
     if sys.platform == "win32":  # pragma: no cover - snap is Linux-first
         import subprocess

@@ -11,7 +11,7 @@ BIN_NAME = "snap-undo"
 
 
 def _user_scheme() -> str:
-    if sys.platform == "darwin" and sys._framework:  # type: ignore[attr-defined]
+    if sys.platform == "darwin" and getattr(sys, "_framework", ""):
         return "osx_framework_user"
     return "posix_user" if os.name == "posix" else "nt_user"
 

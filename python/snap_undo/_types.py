@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Type, TypeVar
 
 T = TypeVar("T")
@@ -31,6 +32,7 @@ class Stats:
 
     @classmethod
     def from_json(cls, doc: Optional[Dict[str, Any]]) -> "Stats":
+        """The Stats of snap's JSON document; fields a newer snap adds are ignored."""
         return _build(cls, doc or {})
 
 
@@ -43,6 +45,7 @@ class Change:
 
     @classmethod
     def from_json(cls, doc: Dict[str, Any]) -> "Change":
+        """The Change of snap's JSON document; fields a newer snap adds are ignored."""
         return _build(cls, doc)
 
 
@@ -58,7 +61,9 @@ class Snapshot:
     short_id: str
     seq: int
     kind: str
-    time: str
+    #: When it was taken, in UTC (from ``time_ns``; the JSON's ``time`` is text).
+    time: datetime
+    #: The same instant in nanoseconds since the Unix epoch, exactly as recorded.
     time_ns: int
     message: str = ""
     step: Optional[int] = None
@@ -74,13 +79,75 @@ class Snapshot:
 
     @classmethod
     def from_json(cls, doc: Dict[str, Any]) -> "Snapshot":
+        """The Snapshot of snap's JSON document; fields a newer snap adds are ignored."""
         return _build(
-            cls, doc, stats=Stats.from_json(doc.get("stats")), changes=_changes(doc.get("changes"))
+            cls,
+            doc,
+            time=_utc(int(doc["time_ns"])),
+            stats=Stats.from_json(doc.get("stats")),
+            changes=_changes(doc.get("changes")),
         )
+
+
+def _utc(ns: int) -> datetime:
+    """``ns`` nanoseconds after the epoch, to the microsecond, in UTC."""
+    seconds, rest = divmod(ns, 1_000_000_000)
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(microsecond=rest // 1000)
 
 
 def _snapshot(doc: Optional[Dict[str, Any]]) -> Optional[Snapshot]:
     return Snapshot.from_json(doc) if doc else None
+
+
+@dataclass
+class TooLarge:
+    """A file left out for being over ``max_file_size``."""
+
+    path: str
+    size: int
+
+    @classmethod
+    def from_json(cls, doc: Dict[str, Any]) -> "TooLarge":
+        """The TooLarge of snap's JSON document; fields a newer snap adds are ignored."""
+        return _build(cls, doc)
+
+
+@dataclass
+class Unreadable:
+    """A file or directory snap may not read, left out and never touched."""
+
+    path: str
+    error: str
+
+    @classmethod
+    def from_json(cls, doc: Dict[str, Any]) -> "Unreadable":
+        """The Unreadable of snap's JSON document; fields a newer snap adds are ignored."""
+        return _build(cls, doc)
+
+
+@dataclass
+class Skipped:
+    """What a save or status left out (docs/JSON.md: ``skipped``)."""
+
+    skipped_too_large: List[TooLarge] = field(default_factory=list)
+    #: How many FIFOs, sockets and devices.
+    skipped_special: int = 0
+    skipped_unreadable: List[Unreadable] = field(default_factory=list)
+    #: Ignore files over ``max_ignore_file_bytes``: each one's directory is left out whole.
+    ignore_files_refused: List[str] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, doc: Optional[Dict[str, Any]]) -> "Skipped":
+        """The Skipped of snap's JSON document; fields a newer snap adds are ignored."""
+        doc = doc or {}
+        return _build(
+            cls,
+            doc,
+            skipped_too_large=[TooLarge.from_json(d) for d in doc.get("skipped_too_large") or []],
+            skipped_unreadable=[
+                Unreadable.from_json(d) for d in doc.get("skipped_unreadable") or []
+            ],
+        )
 
 
 @dataclass
@@ -93,12 +160,17 @@ class SaveResult:
     seq: Optional[int] = None
     changes: List[Change] = field(default_factory=list)
     snapshot: Optional[Snapshot] = None
-    skipped: Dict[str, Any] = field(default_factory=dict)
+    skipped: Skipped = field(default_factory=Skipped)
 
     @classmethod
     def from_json(cls, doc: Dict[str, Any]) -> "SaveResult":
+        """The SaveResult of snap's JSON document; fields a newer snap adds are ignored."""
         return _build(
-            cls, doc, changes=_changes(doc.get("changes")), snapshot=_snapshot(doc.get("snapshot"))
+            cls,
+            doc,
+            changes=_changes(doc.get("changes")),
+            snapshot=_snapshot(doc.get("snapshot")),
+            skipped=Skipped.from_json(doc.get("skipped")),
         )
 
 
@@ -120,6 +192,7 @@ class MoveResult:
 
     @classmethod
     def from_json(cls, doc: Dict[str, Any]) -> "MoveResult":
+        """The MoveResult of snap's JSON document; fields a newer snap adds are ignored."""
         return _build(
             cls,
             doc,
@@ -144,12 +217,17 @@ class Status:
     pending: Optional[Dict[str, Any]] = None
     workspace_id: Optional[str] = None
     hook_failure: Optional[Dict[str, Any]] = None
-    skipped: Dict[str, Any] = field(default_factory=dict)
+    skipped: Skipped = field(default_factory=Skipped)
 
     @classmethod
     def from_json(cls, doc: Dict[str, Any]) -> "Status":
+        """The Status of snap's JSON document; fields a newer snap adds are ignored."""
         return _build(
-            cls, doc, changes=_changes(doc.get("changes")), dirs=_changes(doc.get("dirs"))
+            cls,
+            doc,
+            changes=_changes(doc.get("changes")),
+            dirs=_changes(doc.get("dirs")),
+            skipped=Skipped.from_json(doc.get("skipped")),
         )
 
 
@@ -163,6 +241,7 @@ class Log:
 
     @classmethod
     def from_json(cls, doc: Dict[str, Any]) -> "Log":
+        """The Log of snap's JSON document; fields a newer snap adds are ignored."""
         return _build(cls, doc, snapshots=[Snapshot.from_json(s) for s in doc["snapshots"]])
 
 
@@ -184,6 +263,7 @@ class FileDiff:
 
     @classmethod
     def from_json(cls, doc: Dict[str, Any]) -> "FileDiff":
+        """The FileDiff of snap's JSON document; fields a newer snap adds are ignored."""
         return _build(cls, doc)
 
 
@@ -201,6 +281,7 @@ class Diff:
 
     @classmethod
     def from_json(cls, doc: Dict[str, Any]) -> "Diff":
+        """The Diff of snap's JSON document; fields a newer snap adds are ignored."""
         doc = dict(doc)
         doc["from_"] = doc.pop("from", "")
         return _build(cls, doc, files=[FileDiff.from_json(f) for f in doc["files"]])
@@ -217,6 +298,7 @@ class FileContent:
 
     @classmethod
     def from_json(cls, doc: Dict[str, Any]) -> "FileContent":
+        """The FileContent of snap's JSON document; fields a newer snap adds are ignored."""
         return _build(cls, doc)
 
 
@@ -235,4 +317,5 @@ class Verify:
 
     @classmethod
     def from_json(cls, doc: Dict[str, Any]) -> "Verify":
+        """The Verify of snap's JSON document; fields a newer snap adds are ignored."""
         return _build(cls, doc)

@@ -87,8 +87,10 @@ def _diff_args(from_ref: Optional[str], to_ref: Optional[str], paths: Sequence[s
 
 
 class _Base:
-    def __init__(self, path: Union[str, os.PathLike], store: Optional[str] = None,
+    def __init__(self, path: Union[str, "os.PathLike[str]"], store: Optional[str] = None,
                  binary: Optional[str] = None):
+        """snap on the directory ``path``, with the store found as the CLI finds it (or
+        ``store``), run through ``binary`` (default: :func:`find_bin`)."""
         self.path = os.fspath(path)
         self.store = store
         self.binary = binary or find_bin()
@@ -124,6 +126,15 @@ class _Base:
 class Workspace(_Base):
     """snap on the directory ``path`` (its store found as the CLI finds it, or ``store``)."""
 
+    @classmethod
+    def init(cls, path: Union[str, "os.PathLike[str]"], store: Optional[str] = None,
+             binary: Optional[str] = None, *, force: bool = False) -> "Workspace":
+        """Creates the store of ``path`` (nothing to do if it has one) and returns the
+        workspace; ``force`` allows ``/`` and the home directory."""
+        ws = cls(path, store=store, binary=binary)
+        ws._run(["init", *(["--force"] if force else [])])
+        return ws
+
     def _run(self, args: Sequence[str], moves: bool = False) -> Any:
         proc = subprocess.run(self._argv(args), capture_output=True, env=self._env())
         return self._result(args, proc.returncode, proc.stdout, proc.stderr, moves)
@@ -131,6 +142,8 @@ class Workspace(_Base):
     def save(self, message: str = "", *, step: Optional[int] = None,
              session: Optional[str] = None, meta: Optional[Dict[str, str]] = None,
              allow_empty: bool = False) -> SaveResult:
+        """Snapshots the working tree if anything changed (``allow_empty``: even if not);
+        ``created`` is False when nothing did. ``step``, ``session`` and ``meta`` tag it."""
         return SaveResult.from_json(self._run(_save_args(message, step, session, meta, allow_empty)))
 
     def undo(self, n: int = 1, *, dry_run: bool = False, turn: bool = False,
@@ -140,42 +153,67 @@ class Workspace(_Base):
 
     def redo(self, n: int = 1, *, dry_run: bool = False,
              turn: bool = False) -> Union[MoveResult, NothingToDo]:
+        """Forward ``n`` snapshots (``turn``: agent turns) along what undo left."""
         return _move(self._run(_move_args("redo", n, dry_run, turn), moves=True))
 
     def restore(self, reference: str, paths: Sequence[str] = (), *,
                 dry_run: bool = False) -> MoveResult:
+        """Makes the working tree (or only ``paths``) match ``reference``, recorded as a new
+        snapshot; unsaved changes are saved first."""
         return MoveResult.from_json(self._run(_restore_args(reference, paths, dry_run)))
 
     def log(self, limit: Optional[int] = None, *, all: bool = False,
             session: Optional[str] = None) -> Log:
+        """Snapshots newest first: HEAD's line (``all``: every one), at most ``limit``, only
+        ``session``'s if given."""
         return Log.from_json(self._run(_log_args(limit, all, session)))
 
     def status(self) -> Status:
+        """The working tree against HEAD."""
         return Status.from_json(self._run(["status"]))
 
     def diff(self, from_ref: Optional[str] = None, to_ref: Optional[str] = None,
              paths: Sequence[str] = ()) -> Diff:
+        """Files changed from ``from_ref`` (default HEAD) to ``to_ref`` (default the working
+        tree), optionally only under ``paths``."""
         return Diff.from_json(self._run(_diff_args(from_ref, to_ref, paths)))
 
     def show(self, reference: str = "@") -> Snapshot:
+        """One snapshot (default HEAD) and the files it changed."""
         return Snapshot.from_json(self._run(["show", reference]))
 
     def cat(self, reference: str, path: str) -> FileContent:
+        """The content of ``path`` in the snapshot ``reference``."""
         return FileContent.from_json(self._run(["cat", reference, path]))
 
     def verify(self, read_data: bool = False) -> Verify:
+        """Checks the store (``read_data``: every byte of every pack too)."""
         return Verify.from_json(self._run(["verify", *(["--read-data"] if read_data else [])]))
 
     def prune(self, keep_last: int) -> Dict[str, Any]:
-        return self._run(["prune", "--keep-last", str(keep_last)])
+        """Deletes snapshots beyond the newest ``keep_last`` (HEAD's line and the redo stack
+        are kept); returns snap's report."""
+        report: Dict[str, Any] = self._run(["prune", "--keep-last", str(keep_last)])
+        return report
 
     def delete_all(self) -> Dict[str, Any]:
-        return self._run(["delete", "--all", "--yes"])
+        """Deletes every snapshot of this workspace; returns snap's report."""
+        report: Dict[str, Any] = self._run(["delete", "--all", "--yes"])
+        return report
 
 
 class AsyncWorkspace(_Base):
     """``Workspace`` for asyncio: the same methods, as coroutines. Calls from several tasks
     at once are safe; snap serializes them on the store lock."""
+
+    @classmethod
+    async def init(cls, path: Union[str, "os.PathLike[str]"], store: Optional[str] = None,
+                   binary: Optional[str] = None, *, force: bool = False) -> "AsyncWorkspace":
+        """Creates the store of ``path`` (nothing to do if it has one) and returns the
+        workspace; ``force`` allows ``/`` and the home directory."""
+        ws = cls(path, store=store, binary=binary)
+        await ws._run(["init", *(["--force"] if force else [])])
+        return ws
 
     async def _run(self, args: Sequence[str], moves: bool = False) -> Any:
         proc = await asyncio.create_subprocess_exec(
@@ -188,6 +226,8 @@ class AsyncWorkspace(_Base):
     async def save(self, message: str = "", *, step: Optional[int] = None,
                    session: Optional[str] = None, meta: Optional[Dict[str, str]] = None,
                    allow_empty: bool = False) -> SaveResult:
+        """Snapshots the working tree if anything changed (``allow_empty``: even if not);
+        ``created`` is False when nothing did. ``step``, ``session`` and ``meta`` tag it."""
         doc = await self._run(_save_args(message, step, session, meta, allow_empty))
         return SaveResult.from_json(doc)
 
@@ -198,38 +238,54 @@ class AsyncWorkspace(_Base):
 
     async def redo(self, n: int = 1, *, dry_run: bool = False,
                    turn: bool = False) -> Union[MoveResult, NothingToDo]:
+        """Forward ``n`` snapshots (``turn``: agent turns) along what undo left."""
         return _move(await self._run(_move_args("redo", n, dry_run, turn), moves=True))
 
     async def restore(self, reference: str, paths: Sequence[str] = (), *,
                       dry_run: bool = False) -> MoveResult:
+        """Makes the working tree (or only ``paths``) match ``reference``, recorded as a new
+        snapshot; unsaved changes are saved first."""
         return MoveResult.from_json(await self._run(_restore_args(reference, paths, dry_run)))
 
     async def log(self, limit: Optional[int] = None, *, all: bool = False,
                   session: Optional[str] = None) -> Log:
+        """Snapshots newest first: HEAD's line (``all``: every one), at most ``limit``, only
+        ``session``'s if given."""
         return Log.from_json(await self._run(_log_args(limit, all, session)))
 
     async def status(self) -> Status:
+        """The working tree against HEAD."""
         return Status.from_json(await self._run(["status"]))
 
     async def diff(self, from_ref: Optional[str] = None, to_ref: Optional[str] = None,
                    paths: Sequence[str] = ()) -> Diff:
+        """Files changed from ``from_ref`` (default HEAD) to ``to_ref`` (default the working
+        tree), optionally only under ``paths``."""
         return Diff.from_json(await self._run(_diff_args(from_ref, to_ref, paths)))
 
     async def show(self, reference: str = "@") -> Snapshot:
+        """One snapshot (default HEAD) and the files it changed."""
         return Snapshot.from_json(await self._run(["show", reference]))
 
     async def cat(self, reference: str, path: str) -> FileContent:
+        """The content of ``path`` in the snapshot ``reference``."""
         return FileContent.from_json(await self._run(["cat", reference, path]))
 
     async def verify(self, read_data: bool = False) -> Verify:
+        """Checks the store (``read_data``: every byte of every pack too)."""
         args = ["verify", *(["--read-data"] if read_data else [])]
         return Verify.from_json(await self._run(args))
 
     async def prune(self, keep_last: int) -> Dict[str, Any]:
-        return await self._run(["prune", "--keep-last", str(keep_last)])
+        """Deletes snapshots beyond the newest ``keep_last`` (HEAD's line and the redo stack
+        are kept); returns snap's report."""
+        report: Dict[str, Any] = await self._run(["prune", "--keep-last", str(keep_last)])
+        return report
 
     async def delete_all(self) -> Dict[str, Any]:
-        return await self._run(["delete", "--all", "--yes"])
+        """Deletes every snapshot of this workspace; returns snap's report."""
+        report: Dict[str, Any] = await self._run(["delete", "--all", "--yes"])
+        return report
 
 
 def _move(doc: Any) -> Union[MoveResult, NothingToDo]:

@@ -47,7 +47,8 @@ def test_the_praisonai_flow_end_to_end(service, workspace):
         f.write_text("print(2)\nprint(3)\n")
         second = await service.save("after", step=2)
         listed = await service.list_checkpoints()
-        assert [c.id for c in listed][0] == second.checkpoint.id and len(listed) == 3
+        assert [c.id for c in listed][0] == second.checkpoint.id and len(listed) == 4
+        assert listed[-1].message == "Initial checkpoint"
         diff = await service.diff(first.checkpoint.id, second.checkpoint.id)
         assert diff.files[0].path == "main.py" and diff.total_additions == 2
         f.write_text("print(4)\n")
@@ -94,21 +95,45 @@ def test_protected_paths_are_refused_exactly_not_their_subdirectories(tmp_path, 
     assert not run(CheckpointService(str(home / "code"), enabled=False).initialize())
 
 
-def test_max_checkpoints_prunes_this_workspace_s_snapshots(workspace, tmp_path):
-    service = CheckpointService(str(workspace), storage_dir=str(tmp_path / "s"), max_checkpoints=3)
+def test_initialize_records_the_initial_checkpoint_once(workspace, tmp_path):
+    """PraisonAI's ``initialize()`` commits "Initial checkpoint": a save right after it with
+    nothing changed has no changes; opening the store again records no second one."""
+    (workspace / "already.txt").write_text("there before\n")
+    store = str(tmp_path / "s")
+
+    async def flow():
+        service = CheckpointService(str(workspace), storage_dir=store)
+        assert await service.initialize()
+        assert (await service.save("nothing new")).error == "No changes to checkpoint"
+        again = CheckpointService(str(workspace), storage_dir=store)
+        assert await again.initialize()
+        return await again.list_checkpoints()
+
+    listed = run(flow())
+    assert [c.message for c in listed] == ["Initial checkpoint"]
+
+
+def test_max_checkpoints_caps_no_history(workspace, tmp_path):
+    """PraisonAI: "rewind is not capped by max_checkpoints ... older commits stay
+    reachable". Nothing is deleted; a rewind past the cap works."""
+    service = CheckpointService(str(workspace), storage_dir=str(tmp_path / "s"), max_checkpoints=2)
     pruned = []
     service.on(CheckpointEvent.CHECKPOINTS_PRUNED, pruned.append)
 
     async def flow():
         await service.initialize()
-        for i in range(6):
+        for i in range(5):
             (workspace / "f").write_text(str(i))
             assert (await service.save(f"save {i}")).success
-        return await service.list_checkpoints()
+        listed = await service.list_checkpoints()
+        rewound = await service.rewind(4)
+        return listed, rewound
 
-    listed = run(flow())
-    assert len(listed) <= 4 and listed[0].message == "save 5"
-    assert pruned and pruned[-1]["removed_count"] >= 1
+    listed, rewound = run(flow())
+    assert len(listed) == 6 and listed[0].message == "save 4"
+    assert rewound.success and rewound.checkpoint.message == "save 0", rewound.error
+    assert (workspace / "f").read_text() == "0"
+    assert not pruned
 
 
 def test_two_asyncio_tasks_checkpoint_at_once(service, workspace):
@@ -121,7 +146,7 @@ def test_two_asyncio_tasks_checkpoint_at_once(service, workspace):
 
         results = await asyncio.gather(task(1), task(2))
         assert all(r.success for r in results)
-        assert len(await service.list_checkpoints()) == 2
+        assert len(await service.list_checkpoints()) == 3  # with the initial one
 
     run(flow())
 
@@ -151,6 +176,10 @@ def test_rewind_walks_back_one_call_after_another(service, workspace):
             assert rewound.checkpoint.id == expected
             assert (await service.list_checkpoints())[0].id == expected
         assert (workspace / "f").read_text() == "0"
+        # Then to the initial checkpoint: the workspace as initialize() found it (empty).
+        initial = await service.rewind(1)
+        assert initial.success and initial.checkpoint.message == "Initial checkpoint"
+        assert not (workspace / "f").exists()
         assert not (await service.rewind(1)).success
 
     run(flow())

@@ -100,3 +100,26 @@ def test_a_store_elsewhere(workspace, tmp_path):
     assert ws.save("elsewhere").created
     assert (store / "packs").is_dir() and not (workspace / ".snap").exists()
     assert snap_undo.Workspace(workspace, store=str(store)).show().message == "elsewhere"
+
+
+def test_the_readme_one_liner_works_in_a_fresh_directory(workspace, monkeypatch):
+    """python/README.md's first example, run in a directory with no store."""
+    from snap_undo import NothingToDo, Workspace
+
+    monkeypatch.chdir(workspace)
+    (workspace / "a.txt").write_text("one\n")
+    ws = Workspace.init(".")
+    assert ws.save("after edit", step=3).created
+    assert isinstance(ws.undo(), NothingToDo)
+    assert os.path.isdir(workspace / ".snap")
+
+
+def test_async_init_creates_the_store(workspace):
+    from snap_undo import AsyncWorkspace
+
+    async def flow():
+        ws = await AsyncWorkspace.init(workspace)
+        return await ws.status()
+
+    status = asyncio.run(flow())
+    assert status.head is None and status.changes == [] and os.path.isdir(workspace / ".snap")

@@ -12,6 +12,19 @@ workspace under ``storage_dir``) instead of a shadow git repository. Differences
 PraisonAI's behaviour loses data, are in ``service``'s docstring.
 """
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names as type checkers see them; at run time they load lazily
+    from .service import CheckpointService
+    from .types import (
+        Checkpoint,
+        CheckpointConfig,
+        CheckpointDiff,
+        CheckpointEvent,
+        CheckpointResult,
+        FileDiff,
+    )
+
 __all__ = [
     "CheckpointService",
     "Checkpoint",
@@ -23,7 +36,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
+    """Loads ``CheckpointService`` and the types on first use (as PraisonAI's module does)."""
     if name == "CheckpointService":
         from .service import CheckpointService
 

@@ -5,9 +5,11 @@ Where PraisonAI's behaviour can lose data, snap's wins: its restore runs ``git r
 --hard`` (a file over its size cap, or one its excludes hide, is lost); here a restore is an
 undo back to the checkpoint when it is on the current line (redo can return), else snap's
 restore (recorded as a new snapshot); both save unsaved work first and never touch ignored
-or oversize files. ``max_checkpoints`` prunes this
-workspace's snapshots (HEAD's line and the redo stack are always kept), where PraisonAI
-only trims its in-memory list while git keeps every commit.
+or oversize files. As in PraisonAI, ``initialize()`` records an "Initial checkpoint" in
+a new store (here of the workspace as it is, not an empty tree, so rewinding to it never
+empties the directory), and ``max_checkpoints`` deletes nothing: PraisonAI trims only its
+in-memory list while git keeps every commit, so a rewind past it still works. snap's own
+retention (``.snap/config.toml``) is what keeps the store bounded.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ PROTECTED_PATHS = [
 
 NO_CHANGES = "No changes to checkpoint"
 
+#: The message of the checkpoint ``initialize()`` records in a new store, as PraisonAI's.
+INITIAL_MESSAGE = "Initial checkpoint"
+
 #: Log entries read beyond ``limit``, for the redo stack above HEAD that the list leaves out.
 _REDO_ALLOWANCE = 1000
 
@@ -80,12 +85,13 @@ class CheckpointService:
         self._snap: Optional[AsyncWorkspace] = None
         self._op_lock: Optional[asyncio.Lock] = None
         self._op_lock_loop: Optional[asyncio.AbstractEventLoop] = None
-        self._event_handlers: Dict[CheckpointEvent, List[Callable]] = {
+        self._event_handlers: Dict[CheckpointEvent, List[Callable[[Any], None]]] = {
             event: [] for event in CheckpointEvent
         }
 
     @property
     def workspace_dir(self) -> str:
+        """The directory checkpointed."""
         return self.config.workspace_dir
 
     @property
@@ -100,9 +106,10 @@ class CheckpointService:
 
     @property
     def is_initialized(self) -> bool:
+        """Whether ``initialize()`` succeeded (and ``cleanup()`` has not run since)."""
         return self._initialized
 
-    def on(self, event: CheckpointEvent, handler: Callable) -> None:
+    def on(self, event: CheckpointEvent, handler: Callable[[Any], None]) -> None:
         """Calls ``handler(data)`` on each ``event``."""
         self._event_handlers[event].append(handler)
 
@@ -121,7 +128,9 @@ class CheckpointService:
         return self._op_lock
 
     async def initialize(self) -> bool:
-        """Creates (or opens) the workspace's store; False when disabled, protected or
+        """Creates (or opens) the workspace's store and, in a new one, records the
+        "Initial checkpoint" (so a ``save()`` right after with nothing changed fails with
+        "No changes to checkpoint", as PraisonAI's does). False when disabled, protected or
         missing."""
         if not self.config.enabled:
             return False
@@ -136,6 +145,8 @@ class CheckpointService:
         snap = AsyncWorkspace(self.config.workspace_dir, store=self.checkpoint_dir)
         try:
             await snap._run(["init"])
+            if not (await snap.log(limit=1, all=True)).snapshots:
+                await snap.save(INITIAL_MESSAGE, allow_empty=True)
         except SnapError as e:
             self._emit(CheckpointEvent.ERROR, {"error": e.message})
             return False
@@ -167,27 +178,11 @@ class CheckpointService:
             if saved.snapshot is None:
                 return CheckpointResult.fail(NO_CHANGES)
             checkpoint = Checkpoint.from_snapshot(saved.snapshot)
-            await self._prune()
             self._emit(CheckpointEvent.CHECKPOINT_CREATED, checkpoint)
             return CheckpointResult.ok(checkpoint)
         except SnapError as e:
             self._emit(CheckpointEvent.ERROR, {"error": e.message})
             return CheckpointResult.fail(e.message)
-
-    async def _prune(self) -> None:
-        """``max_checkpoints``, applied by snap's prune when the store holds more."""
-        assert self._snap is not None
-        if self.config.max_checkpoints <= 0:
-            return
-        snapshots = await self.list_checkpoints(limit=self.config.max_checkpoints + 1)
-        if len(snapshots) <= self.config.max_checkpoints:
-            return
-        report = await self._snap.prune(self.config.max_checkpoints)
-        removed = report.get("removed_count", 0)
-        if removed:
-            self._emit(
-                CheckpointEvent.CHECKPOINTS_PRUNED, {"action": "pruned", "removed_count": removed}
-            )
 
     async def restore(
         self, checkpoint_id: Optional[str] = None, step: Optional[int] = None
@@ -231,7 +226,8 @@ class CheckpointService:
         return moved
 
     async def rewind(self, steps: int = 1) -> CheckpointResult:
-        """Restores the checkpoint ``steps`` before the latest."""
+        """Restores the checkpoint ``steps`` before the latest: any that the store still
+        holds, however many ``max_checkpoints`` says (it caps no history)."""
         if not self._initialized:
             return CheckpointResult.fail("Service not initialized")
         if steps < 1:
@@ -314,6 +310,7 @@ class CheckpointService:
         return Checkpoint.from_snapshot(found) if found else None
 
     async def cleanup(self) -> None:
+        """Marks the service uninitialized; the store and its checkpoints stay."""
         self._initialized = False
 
     async def delete_all(self) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from enum import Enum
 from typing import Any, Dict, List, Optional
 
@@ -86,7 +86,7 @@ class Checkpoint:
             id=snapshot.id,
             short_id=snapshot.id[:8],
             message=snapshot.message,
-            timestamp=datetime.fromtimestamp(snapshot.time_ns / 1e9, tz=timezone.utc),
+            timestamp=snapshot.time,
             files_changed=stats.added + stats.modified + stats.deleted,
             insertions=stats.lines_added,
             deletions=stats.lines_removed,
@@ -94,6 +94,7 @@ class Checkpoint:
         )
 
     def to_dict(self) -> Dict[str, Any]:
+        """The fields as PraisonAI's ``to_dict`` gives them (times in ISO 8601)."""
         return {
             "id": self.id,
             "short_id": self.short_id,
@@ -119,6 +120,7 @@ class FileDiff:
     after_content: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
+        """The fields as PraisonAI's ``to_dict`` gives them (times in ISO 8601)."""
         return {
             "path": self.path,
             "absolute_path": self.absolute_path,
@@ -143,6 +145,7 @@ class CheckpointDiff:
         self.total_deletions = sum(f.deletions for f in self.files)
 
     def to_dict(self) -> Dict[str, Any]:
+        """The fields as PraisonAI's ``to_dict`` gives them (times in ISO 8601)."""
         return {
             "from_checkpoint": self.from_checkpoint,
             "to_checkpoint": self.to_checkpoint,
@@ -162,8 +165,10 @@ class CheckpointResult:
 
     @classmethod
     def ok(cls, checkpoint: Checkpoint) -> "CheckpointResult":
+        """A success carrying ``checkpoint``."""
         return cls(success=True, checkpoint=checkpoint)
 
     @classmethod
     def fail(cls, error: str) -> "CheckpointResult":
+        """A failure saying ``error``."""
         return cls(success=False, error=error)

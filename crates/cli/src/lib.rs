@@ -205,6 +205,22 @@ fn stopped_waiting(e: &anyhow::Error) -> bool {
     })
 }
 
+/// What an unreadable catalog in the error's chain says, if that is what failed.
+pub(crate) fn catalog_damage(e: &anyhow::Error) -> Option<String> {
+    use snap_tree::snap_store::StoreError;
+    e.chain().find_map(|cause| {
+        let store = cause.downcast_ref::<StoreError>();
+        let tree = match cause.downcast_ref::<TreeError>() {
+            Some(TreeError::Store(s)) => Some(s),
+            _ => None,
+        };
+        match store.or(tree) {
+            Some(damage @ StoreError::CatalogUnreadable { .. }) => Some(damage.to_string()),
+            _ => None,
+        }
+    })
+}
+
 /// True when the error comes from damage in the store (a rotted pack, a missing object).
 fn is_damage(e: &anyhow::Error) -> bool {
     e.chain().any(|cause| {

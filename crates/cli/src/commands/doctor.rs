@@ -6,7 +6,10 @@ use super::*;
 use crate::hook::install::{HookPlace, installed};
 
 pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
-    let ws = crate::open_reading(ctx)?;
+    let ws = match crate::open_reading(ctx) {
+        Ok(ws) => ws,
+        Err(e) => return doctor_unopened(ctx, e),
+    };
     let hooks = installed(ws.root());
     let last_save = last_hook_save(&ws)?;
     let failure = crate::hook::log::last_failure(ws.store().dir());
@@ -33,6 +36,39 @@ pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
         set_aside_catalogs: set_aside_catalogs(ws.store().dir()),
         pending,
         snap_on_path: on_path.as_ref().map(|p| p.display().to_string()),
+    };
+    emit(ctx, json::value(&doc), || print_doctor(&doc, &hooks));
+    Ok(())
+}
+
+/// `doctor` of a workspace whose catalog cannot be opened: everything doctor can say
+/// without it, with the catalog named as the store's damage.
+fn doctor_unopened(ctx: &Ctx, e: anyhow::Error) -> Result<()> {
+    let Some(what) = crate::catalog_damage(&e) else {
+        return Err(e);
+    };
+    let start = ctx
+        .start
+        .canonicalize()
+        .unwrap_or_else(|_| ctx.start.clone());
+    let root = snap_tree::find_root(&start).unwrap_or(start);
+    let store = (ctx.store.clone()).unwrap_or_else(|| root.join(snap_tree::STORE_DIR));
+    let hooks = installed(&root);
+    let failure = crate::hook::log::last_failure(&store);
+    let doc = json::DoctorDoc {
+        root: root.display().to_string(),
+        hooks: hooks.iter().map(hook_doc).collect(),
+        last_hook_save: None,
+        hook_failure: failure.as_ref().map(|(time, error)| json::HookFailureDoc {
+            time: time.clone(),
+            error: error.clone(),
+        }),
+        store_ok: false,
+        store_problems: vec![what],
+        history_outside_catalog: Vec::new(),
+        set_aside_catalogs: set_aside_catalogs(&store),
+        pending: Vec::new(),
+        snap_on_path: snap_on_path().map(|p| p.display().to_string()),
     };
     emit(ctx, json::value(&doc), || print_doctor(&doc, &hooks));
     Ok(())

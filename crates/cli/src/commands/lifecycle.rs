@@ -164,7 +164,10 @@ pub fn gc(ctx: &Ctx) -> Result<()> {
 }
 
 pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
-    let ws = crate::open_reading(ctx)?;
+    let ws = match crate::open_reading(ctx) {
+        Ok(ws) => ws,
+        Err(e) => return verify_unopened(ctx, read_data, e),
+    };
     let report = ws.verify(read_data)?;
     let problems = report.problems.iter().map(|p| json::ProblemDoc {
         what: p.what.clone(),
@@ -321,4 +324,35 @@ pub fn delete_all(ctx: &Ctx, yes: bool) -> Result<()> {
         print_gc(&gc);
     });
     Ok(())
+}
+
+/// `verify` of a store whose catalog cannot be opened: that is damage, reported as verify
+/// reports any (one problem, exit 1), not a bare error. Any other failure stays an error.
+fn verify_unopened(ctx: &Ctx, read_data: bool, e: anyhow::Error) -> Result<()> {
+    let Some(what) = crate::catalog_damage(&e) else {
+        return Err(e);
+    };
+    let doc = json::VerifyDoc {
+        ok: false,
+        read_data,
+        packs: 0,
+        objects: 0,
+        snapshots: 0,
+        bytes_read: 0,
+        problems: vec![json::ProblemDoc {
+            what: what.clone(),
+            pack: None,
+            object: None,
+            snapshots: Vec::new(),
+            paths: Vec::new(),
+        }],
+        history_outside_catalog: Vec::new(),
+        recreated: Vec::new(),
+    };
+    emit(ctx, json::value(&doc), || println!("damaged: {what}"));
+    Err(crate::Reported(
+        "the store is damaged: its catalog cannot be read; `snap repair` rebuilds it from the packs"
+            .to_string(),
+    )
+    .into())
 }

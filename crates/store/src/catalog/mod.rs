@@ -144,6 +144,20 @@ impl Catalog {
     /// is damage, never a reason to start an empty catalog over the packs. With `read_only`,
     /// it is opened without writing anything, and every write is refused.
     pub fn open(path: &Path, read_only: bool) -> Result<Catalog, StoreError> {
+        // redb can panic on a damaged file (an allocator state it cannot parse, an
+        // `unreachable!`): that is damage to name, not a crash.
+        let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Catalog::open_unguarded(path, read_only)
+        }));
+        opened.unwrap_or_else(|panic| {
+            Err(StoreError::CatalogUnreadable {
+                path: path.to_path_buf(),
+                why: panic_text(panic.as_ref()),
+            })
+        })
+    }
+
+    fn open_unguarded(path: &Path, read_only: bool) -> Result<Catalog, StoreError> {
         let unreadable = |why: String| StoreError::CatalogUnreadable {
             path: path.to_path_buf(),
             why,
@@ -732,6 +746,14 @@ impl Catalog {
         let table = txn.open_table(SNAPSHOTS).map_err(|e| self.err(e))?;
         table.len().map_err(|e| self.err(e))
     }
+}
+
+/// What a caught panic said, as the reason a catalog is unreadable.
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    let said = (panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "an unknown fault".into());
+    format!("the database library failed reading it: {said}")
 }
 
 /// The error of opening the catalog at `path`.

@@ -114,7 +114,7 @@ pub enum Command {
     },
     /// Line diffs between snapshots or against the working tree (`snap diff @~1`, `snap diff "#3" "#5" -- src`).
     Diff(DiffArgs),
-    /// Print a shell completion script (`snap completions bash > /etc/bash_completion.d/snap`).
+    /// Print a shell completion script for snap-undo (and snap, run as that) (`snap-undo completions bash > /etc/bash_completion.d/snap-undo`).
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
@@ -233,7 +233,7 @@ pub struct DiffArgs {
     /// Files per page (default 25; with --stat or --name-status, every file).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub files_per_page: Option<u64>,
-    /// Diff lines shown per file; the rest is cut with a note.
+    /// Diff lines shown per file (0: every line); the rest is cut with a note.
     #[arg(long, default_value_t = 500)]
     pub max_lines: usize,
 }

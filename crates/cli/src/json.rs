@@ -157,6 +157,8 @@ pub struct ShowDoc {
 #[derive(Serialize)]
 pub struct SaveDoc {
     pub created: bool,
+    /// This save created the store (the workspace's first).
+    pub initialized: bool,
     pub id: Option<String>,
     pub seq: Option<u64>,
     pub head: Option<String>,
@@ -210,6 +212,8 @@ pub struct HookPlaceDoc {
     pub installed: bool,
     pub binary: Option<String>,
     pub binary_exists: bool,
+    /// The binary is a cargo build output (`target/<profile>/`), which `cargo clean` deletes.
+    pub binary_is_build_output: bool,
     pub scope: &'static str,
     pub path: String,
 }

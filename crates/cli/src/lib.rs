@@ -13,7 +13,7 @@ mod progress;
 mod render;
 mod signals;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -39,8 +39,12 @@ pub fn main() -> ExitCode {
         }
         Err(e) if e.kind() == clap::error::ErrorKind::InvalidSubcommand => {
             if let Some(verb) = snapd_verb() {
+                let snapd = match commands::doctor::snapd_binary() {
+                    Some(at) => format!("at {}", at.display()),
+                    None => "not installed here".to_string(),
+                };
                 eprintln!(
-                    "error: `{verb}` is a command of snapd's `snap` (at /usr/bin/snap); this is \
+                    "error: `{verb}` is a command of snapd's `snap` ({snapd}); this is \
                      snap-undo, undo and redo for directories (README: the name)"
                 );
                 return ExitCode::from(2);
@@ -132,6 +136,38 @@ const SNAPD_VERBS: &[&str] = &[
     "whoami", "buy", "version", "model", "warnings", "okay", "set", "get", "unset", "try",
     "pack", "debug", "routine",
 ];
+
+/// The completion script for `snap-undo`, and for `snap` too when that is the name this
+/// program runs as (never otherwise: snapd's `snap` keeps its own completions). zsh reads one
+/// `#compdef` line per file, so there both names share one script.
+fn print_completions(shell: clap_complete::Shell) {
+    let invoked = std::env::args_os().next().and_then(|a| {
+        Path::new(&a)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+    });
+    let mut names = vec!["snap-undo"];
+    if invoked.as_deref() == Some("snap") {
+        names.push("snap");
+    }
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    if shell == clap_complete::Shell::Zsh {
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut cmd, "snap-undo", &mut script);
+        let both = names.join(" ");
+        let script = String::from_utf8_lossy(&script)
+            .replacen("#compdef snap-undo", &format!("#compdef {both}"), 1)
+            .replace(
+                "compdef _snap-undo snap-undo",
+                &format!("compdef _snap-undo {both}"),
+            );
+        print!("{script}");
+        return;
+    }
+    for name in names {
+        clap_complete::generate(shell, &mut cmd, name, &mut std::io::stdout());
+    }
+}
 
 /// The first argument, when it is one of [`SNAPD_VERBS`].
 fn snapd_verb() -> Option<String> {
@@ -312,8 +348,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Recover => cmd_recover(&ctx),
         Command::Diff(args) => commands::diff::run(&ctx, args),
         Command::Completions { shell } => {
-            let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut cmd, "snap", &mut std::io::stdout());
+            print_completions(shell);
             Ok(())
         }
         Command::Prune {

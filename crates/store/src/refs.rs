@@ -33,7 +33,15 @@ impl Store {
             let seq: u64 = seq
                 .parse()
                 .map_err(|_| bad("expected #SEQ with SEQ a number"))?;
+            let newest = all.iter().map(|(_, r)| r.seq).max().unwrap_or(0);
             let mut matches: Vec<_> = all.into_iter().filter(|(_, r)| r.seq == seq).collect();
+            if matches.is_empty() && seq >= 1 && seq < newest {
+                // Numbers are handed out in order and never reused: a lower one that is
+                // missing was there once.
+                return Err(bad(
+                    "that snapshot was pruned or deleted (`snap log --all` lists those left)",
+                ));
+            }
             if matches.len() > 1 {
                 // Two lines of history joined by a repair (a catalog put back from an older
                 // copy saved on from there): each snapshot keeps the number it was made with.

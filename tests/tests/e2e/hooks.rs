@@ -675,3 +675,41 @@ fn a_hook_on_a_read_only_workspace_exits_0_and_changes_nothing() {
     drop(mount);
     ok(dir.path(), &["verify"]);
 }
+
+/// Uninstall removes what install created and what is empty after it: no `{}` settings file,
+/// no empty `.claude/commands/` or `.claude/`, so `snap status` lists nothing new.
+#[test]
+fn uninstall_after_a_fresh_install_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "app.py", b"print(1)\n");
+    ok(d, &["save"]);
+    let installed = snap(d, &["hook", "install", "--agent", "claude"]);
+    assert!(installed.status.success(), "{}", stderr(&installed));
+    assert!(d.join(".claude/settings.local.json").is_file());
+    // The suite's binary is a cargo build output: install says so, and doctor names it.
+    let built = bin("snap-undo")
+        .parent()
+        .and_then(Path::parent)
+        .is_some_and(|t| t.ends_with("target"));
+    assert_eq!(stderr(&installed).contains("cargo build output"), built);
+    let doctor = json(d, &["doctor"]);
+    assert_eq!(
+        doctor["hooks"][0]["binary_is_build_output"], built,
+        "{doctor}"
+    );
+    ok(d, &["hook", "uninstall", "--agent", "claude"]);
+    assert!(
+        !d.join(".claude").exists(),
+        "install's directories are gone"
+    );
+    let status = json(d, &["status"]);
+    assert_eq!(status["clean"], true, "{status}");
+    // A settings file holding the user's own keys stays, with only those.
+    write(d, ".claude/settings.local.json", b"{\"theirs\": 1}\n");
+    ok(d, &["hook", "install", "--agent", "claude"]);
+    ok(d, &["hook", "uninstall", "--agent", "claude"]);
+    let back: Value = serde_json::from_str(&read(d, ".claude/settings.local.json")).unwrap();
+    assert_eq!(back, json!({"theirs": 1}));
+    assert!(!d.join(".claude/commands").exists());
+}

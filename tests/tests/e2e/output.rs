@@ -155,9 +155,28 @@ fn diff_pages_cuts_and_summarizes_binaries() {
 fn completions_since_and_help() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
+    // Run as `snap`: both names. Run as `snap-undo` (all the wheel installs): that name only,
+    // so snapd's `snap` keeps its own completions.
     assert!(ok(d, &["completions", "bash"]).contains("_snap()"));
-    assert!(ok(d, &["completions", "zsh"]).contains("#compdef snap"));
-    assert!(ok(d, &["completions", "fish"]).contains("complete -c snap"));
+    assert!(ok(d, &["completions", "zsh"]).starts_with("#compdef snap-undo snap\n"));
+    assert!(ok(d, &["completions", "fish"]).contains("complete -c snap "));
+    let undo_only = |shell: &str| {
+        let out = std::process::Command::new(bin("snap-undo"))
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let bash = undo_only("bash");
+    assert!(
+        bash.contains("-F _snap__undo") && bash.contains(" snap-undo\n"),
+        "{bash}"
+    );
+    assert!(!bash.contains("default snap\n"), "binds snapd's name");
+    assert!(undo_only("zsh").starts_with("#compdef snap-undo\n"));
+    let fish = undo_only("fish");
+    assert!(fish.contains("complete -c snap-undo") && !fish.contains("complete -c snap "));
     write(d, "f", b"1");
     ok(d, &["save"]);
     assert_eq!(
@@ -310,4 +329,57 @@ fn diff_shows_modes_and_links_and_pages_keep_their_flags() {
         paged.contains("next: snap diff --max-lines 3 --page 2"),
         "{paged}"
     );
+}
+
+/// Messages that tell the truth: a pruned `#N` says it was pruned; a page past the last is an
+/// error and the last page offers no next; `--max-lines 0` shows every line; the first save
+/// says it made the store (and names a `.git` above); a snapd verb names snapd only where it is.
+#[test]
+fn messages_tell_the_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = &dir.path().join("project/sub");
+    std::fs::create_dir_all(dir.path().join("project/.git")).unwrap();
+    write(d, "f0", b"0\n");
+    let first = snap_cmd(d, &["--json", "save"]).output().unwrap();
+    assert!(first.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(doc["initialized"], true, "{doc}");
+    let err = stderr(&first);
+    assert!(err.contains("created the store"), "{err}");
+    assert!(err.contains("holds a .git"), "{err}");
+    assert_eq!(json(d, &["save"])["initialized"], false);
+    for i in 1..4 {
+        write(d, &format!("f{i}"), b"x\n");
+        ok(d, &["save"]);
+    }
+    ok(d, &["prune", "--keep-last", "2"]);
+    let pruned = snap(d, &["show", "#1"]);
+    assert_eq!(pruned.status.code(), Some(1));
+    assert!(
+        stderr(&pruned).contains("pruned or deleted"),
+        "{}",
+        stderr(&pruned)
+    );
+    let unknown = snap(d, &["show", "#99"]);
+    assert!(stderr(&unknown).contains("unknown snapshot reference"));
+    let long: String = (0..700).map(|i| format!("{i}\n")).collect();
+    for i in 0..4 {
+        write(d, &format!("f{i}"), long.as_bytes());
+    }
+    let past = snap(d, &["diff", "--files-per-page", "1", "--page", "9"]);
+    assert_eq!(past.status.code(), Some(1));
+    assert!(stderr(&past).contains("page 9 of 4"), "{}", stderr(&past));
+    let last = ok(d, &["diff", "--files-per-page", "1", "--page", "4"]);
+    assert!(!last.contains("next:"), "{last}");
+    let every = ok(d, &["diff", "--files-per-page", "1", "--max-lines", "0"]);
+    assert!(every.contains("+699"), "every line shown");
+    if !std::path::Path::new("/usr/bin/snap").exists() {
+        let verb = snap(d, &["install", "foo"]);
+        assert_eq!(verb.status.code(), Some(2));
+        assert!(
+            !stderr(&verb).contains("/usr/bin/snap"),
+            "{}",
+            stderr(&verb)
+        );
+    }
 }

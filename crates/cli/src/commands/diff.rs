@@ -36,6 +36,13 @@ pub fn run(ctx: &Ctx, args: DiffArgs) -> Result<()> {
     let paths = workspace_paths(&ws, &ctx.start, &args.paths)?;
     let diff = ws.diff(args.from.as_deref(), args.to.as_deref(), &paths)?;
     let (shown, pages) = page(&diff.entries, &args);
+    if args.page > pages {
+        anyhow::bail!(
+            "page {} of {pages}: there is no such page ({} files in all)",
+            args.page,
+            diff.entries.len()
+        );
+    }
     let files: Vec<(&DiffEntry, FileDiff)> = shown
         .iter()
         .map(|e| ws.file_diff(&diff, e).map(|d| (e, d)))
@@ -80,8 +87,14 @@ fn file_doc(entry: &DiffEntry, diff: &FileDiff, args: &DiffArgs) -> json::DiffFi
             json::DiffDetail::Text {
                 added: *added,
                 removed: *removed,
-                lines: full.then(|| lines.iter().take(args.max_lines).cloned().collect()),
-                lines_cut: full.then(|| lines.len().saturating_sub(args.max_lines)),
+                lines: full.then(|| {
+                    lines
+                        .iter()
+                        .take(shown_lines(args.max_lines))
+                        .cloned()
+                        .collect()
+                }),
+                lines_cut: full.then(|| lines.len().saturating_sub(shown_lines(args.max_lines))),
             }
         }
         FileDiff::Binary { old_size, new_size } => json::DiffDetail::Binary {
@@ -125,16 +138,23 @@ fn print_human(
         } else if args.stat {
             print_stat_row(entry, file);
         } else {
-            print_file(entry, file, args.max_lines, colour);
+            print_file(entry, file, shown_lines(args.max_lines), colour);
         }
     }
-    if pages > 1 {
+    if pages > 1 && args.page < pages {
         println!(
             "-- page {} of {} ({} files in all); next: {}",
             args.page,
             pages,
             diff.entries.len(),
-            args.page_command((args.page + 1).min(pages))
+            args.page_command(args.page + 1)
+        );
+    } else if pages > 1 {
+        println!(
+            "-- page {} of {} ({} files in all); the last page",
+            args.page,
+            pages,
+            diff.entries.len()
         );
     }
 }
@@ -155,6 +175,15 @@ fn print_stat_row(entry: &DiffEntry, file: &FileDiff) {
                 new_size.unwrap_or(0)
             )
         }
+    }
+}
+
+/// How many lines of a file's diff `--max-lines N` shows: N, or every line for 0.
+fn shown_lines(max_lines: usize) -> usize {
+    if max_lines == 0 {
+        usize::MAX
+    } else {
+        max_lines
     }
 }
 

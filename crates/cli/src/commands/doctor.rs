@@ -3,7 +3,7 @@
 //! snapd's.
 
 use super::*;
-use crate::hook::install::{HookPlace, installed};
+use crate::hook::install::{HookPlace, installed, is_build_output};
 
 pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
     let ws = match crate::open_reading(ctx) {
@@ -80,6 +80,7 @@ fn hook_doc(h: &HookPlace) -> json::HookPlaceDoc {
         installed: h.installed,
         binary: h.binary.as_ref().map(|b| b.display().to_string()),
         binary_exists: h.binary.as_ref().is_some_and(|b| b.is_file()),
+        binary_is_build_output: h.binary.as_deref().is_some_and(is_build_output),
         scope: match h.scope {
             crate::args::HookScope::Local => "local",
             crate::args::HookScope::Project => "project",
@@ -120,7 +121,7 @@ fn set_aside_catalogs(store: &std::path::Path) -> Vec<String> {
 }
 
 /// The first `snap` on PATH, when it is not this program (snapd's, most likely).
-fn snap_on_path() -> Option<PathBuf> {
+pub(crate) fn snap_on_path() -> Option<PathBuf> {
     let me = std::env::current_exe().ok()?.canonicalize().ok()?;
     let path = std::env::var_os("PATH")?;
     let first = std::env::split_paths(&path)
@@ -138,6 +139,12 @@ fn print_doctor(doc: &json::DoctorDoc, hooks: &[HookPlace]) {
             if let Some(bin) = h.binary.as_ref().filter(|b| !b.is_file()) {
                 println!(
                     "      its binary {} is gone: every hook call fails; run hook install again",
+                    bin.display()
+                );
+            } else if let Some(bin) = h.binary.as_deref().filter(|b| is_build_output(b)) {
+                println!(
+                    "      its binary {} is a cargo build output: `cargo clean` deletes it and \
+                     breaks the hook (install snap-undo, then run hook install again)",
                     bin.display()
                 );
             }
@@ -189,4 +196,14 @@ fn print_doctor(doc: &json::DoctorDoc, hooks: &[HookPlace]) {
             "PATH: `snap` is {other}, not this program (snapd's?): type snap-undo, or put this one first"
         );
     }
+}
+
+/// snapd's `snap` on this machine, if there is one: the first `snap` on PATH that is not this
+/// program, else `/usr/bin/snap` if it exists (and is not this program).
+pub(crate) fn snapd_binary() -> Option<PathBuf> {
+    snap_on_path().or_else(|| {
+        let usual = PathBuf::from("/usr/bin/snap");
+        let me = std::env::current_exe().ok()?.canonicalize().ok()?;
+        (usual.is_file() && usual.canonicalize().ok()? != me).then_some(usual)
+    })
 }

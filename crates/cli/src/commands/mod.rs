@@ -3,7 +3,7 @@
 
 mod cat;
 pub(crate) mod diff;
-mod doctor;
+pub(crate) mod doctor;
 mod export;
 mod init;
 pub(crate) mod lifecycle;

@@ -13,11 +13,16 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
         });
         return Ok(());
     }
+    let mut initialized = false;
     let ws = match open(ctx) {
         Err(e) if is_missing_store(&e) => {
             let mut ws = Workspace::init(&ctx.start, ctx.store.as_deref(), args.force)?;
             if let Some(observer) = progress::observer(ctx) {
                 ws.set_observer(observer);
+            }
+            initialized = true;
+            if !ctx.quiet {
+                say_created(&ws);
             }
             ws
         }
@@ -38,6 +43,7 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
     let value = json_only(ctx, || {
         json::value(&json::SaveDoc {
             created: out.snapshot.is_some(),
+            initialized,
             id: out.snapshot.as_ref().map(|s| s.id.to_hex()),
             seq: out.snapshot.as_ref().map(|s| s.record.seq),
             head: head.as_ref().map(|h| h.id.to_hex()),
@@ -64,6 +70,30 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
         print_skipped(&out.report, ctx.quiet);
     });
     Ok(())
+}
+
+/// Tells, on stderr, that this save created the store, and where; and, when a directory
+/// above the workspace holds a `.git`, that the project's root may be there instead.
+fn say_created(ws: &Workspace) {
+    eprintln!(
+        "snap: created the store {} for the workspace {}",
+        ws.store().dir().display(),
+        ws.root().display()
+    );
+    let above = ws
+        .root()
+        .ancestors()
+        .skip(1)
+        .find(|dir| dir.join(".git").exists());
+    if let Some(project) = above {
+        eprintln!(
+            "snap: note: {} holds a .git, so the project's root may be there; to snapshot it \
+             whole, remove {} and run `snap init` in {}",
+            project.display(),
+            ws.store().dir().display(),
+            project.display()
+        );
+    }
 }
 
 /// True when `e` says there is no store yet (so `save` creates one).

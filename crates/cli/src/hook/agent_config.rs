@@ -51,6 +51,11 @@ pub(super) fn apply(target: &Target, agent: &str, command: Option<&str>) -> Resu
     if *root == before {
         return Ok(false);
     }
+    if command.is_none() && root.is_empty() {
+        // Nothing but snap's hooks was in it: no `{}` is left behind.
+        std::fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()))?;
+        return Ok(true);
+    }
     let text = serde_json::to_string_pretty(&config)? + "\n";
     write_atomically(path, &text)?;
     Ok(true)

@@ -377,7 +377,25 @@ pub(crate) fn cmd_install(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> R
             format!("the snap hook is already in {what}")
         },
     );
+    if let Some(bin) = std::env::current_exe().ok().filter(|b| is_build_output(b)) {
+        eprintln!(
+            "warning: the hook runs {}, a cargo build output: `cargo clean` deletes it and every \
+             hook call then fails; install snap-undo (cargo install --path crates/cli) and run \
+             hook install again",
+            bin.display()
+        );
+    }
     after_install(ctx, agent, &target, &command)
+}
+
+/// True when `bin` lies in a cargo build directory (`.../target/<profile>/`), which
+/// `cargo clean` deletes.
+pub(crate) fn is_build_output(bin: &Path) -> bool {
+    let profile_dir = bin.parent();
+    let target = profile_dir.and_then(Path::parent);
+    target
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "target")
 }
 
 pub(crate) fn cmd_uninstall(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> Result<()> {
@@ -397,6 +415,11 @@ pub(crate) fn cmd_uninstall(ctx: &Ctx, agent: &str, scope: Option<HookScope>) ->
     if agent == "claude" {
         for (name, _) in super::commands::claude("") {
             remove_our_file(&commands_dir(&target).join(name))?;
+        }
+        // Directories install made, if nothing else is in them now.
+        remove_if_empty(&commands_dir(&target));
+        if let Some(dir) = target.path.parent().filter(|d| *d != root.as_path()) {
+            remove_if_empty(dir);
         }
     }
     let still_hooked = HookScope::all().iter().any(|s| {
@@ -421,6 +444,11 @@ pub(crate) fn cmd_uninstall(ctx: &Ctx, agent: &str, scope: Option<HookScope>) ->
 fn commands_dir(target: &Target) -> PathBuf {
     let dir = target.path.parent().unwrap_or(&target.path);
     dir.join("commands")
+}
+
+/// Removes directory `dir` if it is empty (anything in it, or any failure, leaves it).
+fn remove_if_empty(dir: &Path) {
+    let _ = std::fs::remove_dir(dir);
 }
 
 /// Removes a file snap wrote (it carries [`OURS_MARK`]); any other file is left.

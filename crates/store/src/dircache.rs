@@ -1,4 +1,4 @@
-//! The directory cache (DESIGN §9): for each directory a scan read, its stat, the stats of
+//! The directory cache (docs/FORMAT.md 6): for each directory a scan read, its stat, the stats of
 //! its ignore files, and the entries the ignore rules let through, so that the next scan of
 //! an unchanged directory stats those entries without `getdents` or rule matching.
 //!

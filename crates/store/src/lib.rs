@@ -19,10 +19,12 @@ mod lifecycle;
 mod lock;
 mod merge;
 mod object;
+mod orphans;
 pub mod pack;
 mod packframes;
 mod refs;
 pub mod relpath;
+mod repair;
 mod seen;
 pub mod slice;
 mod spill;
@@ -64,11 +66,12 @@ pub use object::{
     encode_record,
 };
 pub use packframes::PackFrames;
+pub use repair::RepairReport;
 pub use statcache::{
     EncodedEntry, MAX_STAT_ENTRY_LEN, STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey,
     WalkMemo,
 };
 pub use statrows::StatRows;
 pub use store::Store;
-pub use verify::{Problem, RepairReport, VerifyReport};
+pub use verify::{Problem, VerifyReport};
 pub use writer::ObjectWriter;

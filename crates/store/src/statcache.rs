@@ -1,4 +1,4 @@
-//! The stat cache (DESIGN §9): for each tracked file, the stat key it had when it was last
+//! The stat cache (docs/FORMAT.md 6): for each tracked file, the stat key it had when it was last
 //! hashed and the id its content got, so a save re-reads only files whose stat changed.
 //!
 //! ```text

@@ -27,6 +27,12 @@ use crate::paths::{SNAPIGNORE, abs};
 use crate::rules::{GITIGNORE, Rules, always_left_out, read_rules, ruled_out};
 use crate::walk::{Walk, WalkSum};
 
+mod listed;
+mod share;
+
+use listed::visit_listed;
+pub use share::dir_share;
+
 /// One directory waiting to be read.
 struct Job {
     fd: OwnedFd,
@@ -112,7 +118,7 @@ pub fn walk(
     Ok(found)
 }
 
-/// The directory rule (DESIGN §14): a directory is tracked when it holds something tracked
+/// The directory rule (docs/SAFETY.md): a directory is tracked when it holds something tracked
 /// or nothing at all. One holding only what the walk leaves out (or only such directories)
 /// is not, so that status, diff, save and the restore planner agree on it. Only directories
 /// holding something left out, and their parents, can be such: decided from each one's count
@@ -302,103 +308,6 @@ fn note_refused(shared: &Shared<'_>, rules: &Rules) {
         let rel = rel.as_os_str().as_bytes().to_vec();
         let mut found = shared.found.lock().unwrap_or_else(|p| p.into_inner());
         found.refused_rules.push(rel);
-    }
-}
-
-/// A directory from its cached record: `None` when the record is no longer good (the
-/// directory, one of its ignore files or one of its listed entries changed), and the
-/// directory must be read.
-fn visit_listed(
-    shared: &Shared<'_>,
-    job: &Job,
-    abs_dir: &Path,
-    record: &DirRecord<'_>,
-) -> Result<Option<Visited>, TreeError> {
-    let head = &record.header;
-    let stat = dir_stat(&job.fd, abs_dir)?;
-    if !head.stat.still(&stat, head.written_ns) {
-        return Ok(None);
-    }
-    for (file, old) in [(GITIGNORE, head.gitignore), (SNAPIGNORE, head.snapignore)] {
-        // An ignore file absent then is absent now: creating it would have changed the
-        // directory's stat.
-        if old.is_some() && !same_rule_file(old, stat_at(&job.fd, file), head.written_ns) {
-            return Ok(None);
-        }
-    }
-    let rules = Arc::new(read_rules(
-        abs_dir,
-        head.gitignore.is_some(),
-        head.snapignore.is_some(),
-        shared.config.max_ignore_file_bytes,
-        &job.parent_rules,
-    ));
-    note_refused(shared, &rules);
-    let mut visited = Visited {
-        mode: crate::flat::permission_bits(stat.mode),
-        ..Visited::default()
-    };
-    visited.items.reserve(record.len());
-    for (name, kind) in record.entries() {
-        let rel = crate::flat::join(&job.rel, name);
-        let item = match kind {
-            ListedKind::Symlink => Item::Link(rel, stat_at(&job.fd, name)),
-            ListedKind::File => match listed_file(shared, job, name, rel)? {
-                Some(item) => item,
-                None => return Ok(None),
-            },
-            ListedKind::Dir => match open_dir(shared, job, name, &rel)? {
-                Some(fd) => {
-                    visited.jobs.push(Job {
-                        fd,
-                        rel: rel.clone(),
-                        parent_rules: Arc::clone(&rules),
-                        rules_kept: true,
-                    });
-                    Item::Dir(rel)
-                }
-                None => return Ok(None),
-            },
-        };
-        visited.items.push(item);
-    }
-    visited
-        .items
-        .extend((0..head.special).map(|_| Item::Special));
-    if head.left_out {
-        visited.items.push(Item::LeftOut);
-    }
-    Ok(Some(visited))
-}
-
-/// A listed file stat-ed now; `None` when it is gone or no longer a regular file.
-fn listed_file(
-    shared: &Shared<'_>,
-    job: &Job,
-    name: &[u8],
-    rel: Vec<u8>,
-) -> Result<Option<Item>, TreeError> {
-    match rustix::fs::statat(&job.fd, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => {
-            Ok(Some(file_item(rel, &st, shared.config.max_file_size)))
-        }
-        Ok(_) | Err(Errno::NOENT) => Ok(None),
-        Err(e) => Err(TreeError::io(abs(shared.root, &rel), e.into())),
-    }
-}
-
-/// Opens a subdirectory; `None` when it is gone, no longer a directory, or may not be
-/// opened now (the directory holding it is then read again, which names it).
-fn open_dir(
-    shared: &Shared<'_>,
-    job: &Job,
-    name: &[u8],
-    rel: &[u8],
-) -> Result<Option<OwnedFd>, TreeError> {
-    match rustix::fs::openat(&job.fd, OsStr::from_bytes(name), DIR_FLAGS, Mode::empty()) {
-        Ok(fd) => Ok(Some(fd)),
-        Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP | Errno::ACCESS | Errno::PERM) => Ok(None),
-        Err(e) => Err(TreeError::io(abs(shared.root, rel), e.into())),
     }
 }
 
@@ -653,106 +562,6 @@ pub fn stat_key(st: &rustix::fs::Stat) -> StatKey {
         ino: st.st_ino,
         mode: st.st_mode,
     }
-}
-
-/// One directory's own share of a walk, read again after a move changed it: what the walk
-/// would add for it now (its entries, not theirs).
-#[derive(Debug)]
-pub struct DirShare {
-    /// Its share of the walk's digest.
-    pub sum: WalkSum,
-    /// The tracked entries it holds (directories, files, symlinks): name and kind.
-    pub tracked: Vec<(Vec<u8>, EntryKind)>,
-    /// Its permission bits.
-    pub mode: u16,
-    /// It holds something the walk leaves out (ignored, oversize, special).
-    pub left_out: bool,
-    /// A symlink in it could not be stat-ed.
-    pub inexact: bool,
-}
-
-/// Reads directory `rel` of `root` as [`walk`] reads it (same ignore rules, from the
-/// ignore files of every directory above it, same stats), without entering its
-/// subdirectories; `None` when it is not a directory there. Each directory on the way is
-/// opened with `O_NOFOLLOW`.
-pub fn dir_share(
-    root: &Path,
-    config: &Config,
-    skip: Option<&Path>,
-    rel: &[u8],
-) -> Result<Option<DirShare>, TreeError> {
-    let Some(job) = job_at(root, rel, config.max_ignore_file_bytes)? else {
-        return Ok(None);
-    };
-    let records = snap_store::PathMap::default();
-    let shared = Shared {
-        root,
-        config,
-        skip,
-        cache: DirCacheView {
-            records: &records,
-            fs_now_ns: i64::MIN,
-        },
-        queue: Mutex::new(Vec::new()),
-        pending: AtomicUsize::new(0),
-        found: Mutex::new(Walk::default()),
-        failure: Mutex::new(None),
-    };
-    let visited = visit_read(&shared, &job, &abs(root, rel), None)?;
-    let tally = own_tally(rel, &visited);
-    let tracked = visited
-        .items
-        .iter()
-        .filter_map(|item| {
-            let (path, kind) = match item {
-                Item::Dir(path) => (path, EntryKind::Dir),
-                Item::Link(path, _) => (path, EntryKind::Symlink),
-                Item::File(path, kind, _) => (path, *kind),
-                _ => return None,
-            };
-            Some((crate::flat::split(path).1.to_vec(), kind))
-        })
-        .collect();
-    Ok(Some(DirShare {
-        sum: tally.sum,
-        tracked,
-        mode: visited.mode,
-        left_out: tally.left_out,
-        inexact: tally.inexact,
-    }))
-}
-
-/// The job that reads directory `rel`: opened component by component, with the rules of
-/// every directory above it read as the walk reads them. `None` when a component is gone or
-/// not a directory.
-fn job_at(root: &Path, rel: &[u8], limit: u64) -> Result<Option<Job>, TreeError> {
-    let mut fd = rustix::fs::open(root, DIR_FLAGS.difference(OFlags::NOFOLLOW), Mode::empty())
-        .map_err(|e| TreeError::io(root, e.into()))?;
-    let mut rules = Arc::new(Rules::none());
-    let mut at: Vec<u8> = Vec::new();
-    for name in rel.split(|&b| b == b'/').filter(|_| !rel.is_empty()) {
-        let present = |file: &str| stat_at(&fd, file).is_some();
-        let here = read_rules(
-            &abs(root, &at),
-            present(GITIGNORE),
-            present(SNAPIGNORE),
-            limit,
-            &rules,
-        );
-        rules = Arc::new(here);
-        at = crate::flat::join(&at, name);
-        fd = match rustix::fs::openat(&fd, OsStr::from_bytes(name), DIR_FLAGS, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => return Ok(None),
-            Err(e) => return Err(TreeError::io(abs(root, &at), e.into())),
-        };
-    }
-    Ok(Some(Job {
-        fd,
-        rel: rel.to_vec(),
-        parent_rules: rules,
-        rules_kept: false,
-    }))
 }
 
 #[cfg(test)]

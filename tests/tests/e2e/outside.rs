@@ -133,6 +133,9 @@ fn a_store_that_lost_its_scratch_directory_mends_it() {
 fn nobody() -> Option<u32> {
     let root = rustix::process::geteuid().is_root();
     let setpriv = Path::new("/usr/bin/setpriv").exists();
+    if !(root && setpriv) {
+        eprintln!("skipped: needs root and setpriv to run snap as another uid");
+    }
     (root && setpriv).then_some(65534)
 }
 
@@ -159,6 +162,13 @@ fn conserving_as(uid: u32, d: &Path, args: &[&str]) -> std::process::Output {
     out
 }
 
+/// As [`conserving_as`], asserting that the command succeeded.
+fn ok_as(uid: u32, d: &Path, args: &[&str]) -> std::process::Output {
+    let out = conserving_as(uid, d, args);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    out
+}
+
 fn chown_all(d: &Path, uid: u32) {
     let id = format!("{uid}:{uid}");
     let done = std::process::Command::new("chown")
@@ -171,19 +181,12 @@ fn chown_all(d: &Path, uid: u32) {
 
 #[test]
 fn an_unreadable_file_is_reported_and_kept_and_the_rest_is_saved() {
-    let Some(uid) = nobody() else {
-        eprintln!("skipped: needs root and setpriv to run snap as another uid");
-        return;
-    };
+    let Some(uid) = nobody() else { return };
     let dir = tempfile::tempdir().unwrap();
     let d = &dir.path().join("w");
     write(d, "k", b"one\n");
     chown_all(dir.path(), uid);
-    let ran = |args: &[&str]| {
-        let out = conserving_as(uid, d, args);
-        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-        out
-    };
+    let ran = |args: &[&str]| ok_as(uid, d, args);
     ran(&["save"]);
     // A container, as root, writes a private file; the agent edits another.
     write(d, "private.key", b"root's own\n");
@@ -212,10 +215,7 @@ fn an_unreadable_file_is_reported_and_kept_and_the_rest_is_saved() {
 /// records the rest, and undo and redo get past it, leaving it exactly as it is.
 #[test]
 fn an_unreadable_directory_is_reported_and_kept_and_moves_get_past_it() {
-    let Some(uid) = nobody() else {
-        eprintln!("skipped: needs root and setpriv to run snap as another uid");
-        return;
-    };
+    let Some(uid) = nobody() else { return };
     let dir = tempfile::tempdir().unwrap();
     let d = &dir.path().join("w");
     write(d, "k", b"one\n");
@@ -231,11 +231,7 @@ fn an_unreadable_directory_is_reported_and_kept_and_moves_get_past_it() {
         .unwrap();
     assert!(root_only.success());
     chmod(d, "priv", 0o700);
-    let ran = |args: &[&str]| {
-        let out = conserving_as(uid, d, args);
-        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-        out
-    };
+    let ran = |args: &[&str]| ok_as(uid, d, args);
     write(d, "k", b"three\n");
     chown_all(&d.join("k"), uid);
     let out = ran(&["--json", "save"]);
@@ -335,10 +331,7 @@ fn a_restore_records_what_is_on_disk_at_an_untrackable_path() {
 
 #[test]
 fn a_move_writes_into_a_read_only_directory_and_gives_its_mode_back() {
-    let Some(uid) = nobody() else {
-        eprintln!("skipped: needs root and setpriv to run snap as another uid");
-        return;
-    };
+    let Some(uid) = nobody() else { return };
     let dir = tempfile::tempdir().unwrap();
     let d = &dir.path().join("w");
     write(d, "ro/f", b"v1\n");

@@ -207,7 +207,7 @@ pub fn check_store(d: &Path, at: &str) {
     );
 }
 
-// ---- The safety invariant (DESIGN §14, docs/SAFETY.md) ----
+// ---- The safety invariant (docs/SAFETY.md) ----
 
 /// Every file and symlink under `root` (the store aside), ignored ones included, with its
 /// bytes (a symlink's target for a link).

@@ -377,7 +377,7 @@ pub(crate) fn open(ctx: &Ctx) -> Result<Workspace> {
 }
 
 /// Opens the workspace for a command that only reads: an interrupted operation is left for
-/// a writing command or `snap recover` (DESIGN §7), and named on stderr.
+/// a writing command or `snap recover` (docs/SAFETY.md), and named on stderr.
 pub(crate) fn open_reading(ctx: &Ctx) -> Result<Workspace> {
     let ws = Workspace::discover_reading(&ctx.start, ctx.store.as_deref())?;
     for m in ws.pending()? {

@@ -1,6 +1,6 @@
 //! snap-tree: the working-tree side of snap.
 //!
-//! It owns what is tracked (the four ignore layers of DESIGN §5), the parallel scanner, saving a
+//! It owns what is tracked (the four ignore layers, ARCHITECTURE.md), the parallel scanner, saving a
 //! tree into the store, diffs between trees, the crash-safe restore engine (§7), and
 //! [`Workspace`], which carries out save, undo, redo and restore (§6). It knows nothing of
 //! argument parsing or terminals.

@@ -202,7 +202,7 @@ pub(crate) fn ruled_out(
 /// Answers for single paths what the walk answers for the whole tree: whether the rules as
 /// they are on disk now leave a path out (it, or a directory above it). A move asks this of
 /// the paths it would create, before it changes anything, so that it never writes where an
-/// ignored or excluded file belongs (DESIGN §14). Each directory's rules are read once.
+/// ignored or excluded file belongs (docs/SAFETY.md). Each directory's rules are read once.
 pub struct IgnoreJudge<'a> {
     root: &'a Path,
     config: &'a Config,

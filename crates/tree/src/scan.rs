@@ -1,7 +1,7 @@
 //! The scanner: a parallel walk of the working tree under all four ignore layers, then a
 //! parallel read-hash-store of every tracked file.
 //!
-//! Ignore layers (DESIGN §5): the store and VCS directories, the configured default excludes,
+//! Ignore layers (ARCHITECTURE.md): the store and VCS directories, the configured default excludes,
 //! `.gitignore` files at every level with git's semantics (whether or not this is a git repo),
 //! then `.snapignore` files, which take precedence and so can re-include. `.git` is never
 //! read: not its `info/exclude`, not the global excludes file.

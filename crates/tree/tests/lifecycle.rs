@@ -632,7 +632,7 @@ fn rot_frames(pack: &Path, kind: u8) {
 /// A pack can rot after it was written: the catalog still names the files' contents, but
 /// they no longer read back, and the working tree holds the only sound copy. An undo or a
 /// restore about to replace or remove such files stores them again first, so every version
-/// stays readable (DESIGN §14); before, the move destroyed them.
+/// stays readable (docs/SAFETY.md); before, the move destroyed them.
 #[test]
 fn a_move_stores_again_the_files_whose_saved_copies_rotted() {
     for op in ["undo", "restore"] {

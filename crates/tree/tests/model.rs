@@ -1,6 +1,6 @@
 //! Property test: random edits interleaved with save, undo, redo and restore, checked byte for
 //! byte (content, exec bit, symlink target, empty directories) against an in-memory model of
-//! the working tree and of the history rules of DESIGN §6 after every step.
+//! the working tree and of the history rules of ARCHITECTURE.md after every step.
 
 #![allow(clippy::unwrap_used)]
 

@@ -1,4 +1,4 @@
-//! The safety invariant of DESIGN §14, checked by an oracle over everything on disk (ignored
+//! The safety invariant of docs/SAFETY.md, checked by an oracle over everything on disk (ignored
 //! and oversize files included), not only over the tracked tree: random edits, ignore-file
 //! changes, oversize files, FIFOs, files named like a move's temporary files, read-only
 //! directories, saves, undos, redos and restores; after every move, each file

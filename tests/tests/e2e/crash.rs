@@ -298,7 +298,7 @@ fn a_crash_in_undo_redo_or_restore_loses_nothing() {
 }
 
 /// The same crashes followed by a power cut that drops every write no fsync covered: proves
-/// the order of fsyncs and renames, directory fsyncs included (DESIGN §4, §7).
+/// the order of fsyncs and renames, directory fsyncs included (docs/FORMAT.md 7).
 #[test]
 fn a_power_cut_in_save_prune_or_gc_loses_nothing() {
     crash_cases(

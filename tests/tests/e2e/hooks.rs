@@ -1,4 +1,4 @@
-//! `snap-undo hook --agent A` fed the payloads each agent sends (shared/agent-protocols.md):
+//! `snap-undo hook --agent A` fed the payloads each agent sends (as docs/AGENTS.md describes them):
 //! the snapshots and their metadata, a session's turns undone, and every way a hook can go
 //! wrong ending in exit 0 with nothing lost.
 

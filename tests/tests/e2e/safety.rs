@@ -1,4 +1,4 @@
-//! The safety invariant (DESIGN §14, docs/SAFETY.md): every byte that was there is still somewhere; signals and permission bits.
+//! The safety invariant (docs/SAFETY.md): every byte that was there is still somewhere; signals and permission bits.
 
 use std::path::Path;
 
@@ -90,7 +90,7 @@ fn a_move_never_removes_what_the_rules_it_brings_ignore() {
 }
 
 /// A restore of a path the config excludes now keeps the file there and records what a save
-/// right after it would (DESIGN §14): the new snapshot does not hold the source's copy
+/// right after it would (docs/SAFETY.md): the new snapshot does not hold the source's copy
 /// (it did, so status then called the file deleted and the next undo saved that). The
 /// same for a whole restore, whose snapshot is otherwise the source's tree.
 #[test]

@@ -1,5 +1,5 @@
 //! `snap hook --agent A`: one save per agent hook event, with the agent's session, turn and
-//! tool recorded, so that every tool call can be undone (DESIGN §15).
+//! tool recorded, so that every tool call can be undone (docs/AGENTS.md).
 //!
 //! A hook never fails the agent: whatever happens it exits 0 and prints only what the agent
 //! expects on stdout (nothing, or `{}`), never exit 2 (which some agents feed back to the

@@ -1,4 +1,4 @@
-//! Each agent's payloads, as the reference (`shared/agent-protocols.md`) gives them, read
+//! Each agent's payloads, as its documentation gives them (docs/AGENTS.md), read
 //! into the one event shape.
 
 #![allow(clippy::unwrap_used)]

@@ -120,7 +120,7 @@ pub struct Applied {
     pub displaced: Vec<DisplacedFile>,
 }
 
-/// Carries out `plan` in the working tree, guarded path by path (DESIGN §14): a path is
+/// Carries out `plan` in the working tree, guarded path by path (docs/SAFETY.md): a path is
 /// written or removed only while it holds what `sides.before` says, and a path already
 /// holding `sides.after` counts as done, so the same call rolls an interrupted plan forward
 /// and rolls a failed one back. Anything else is left untouched and named.
@@ -497,7 +497,7 @@ pub struct Leftovers {
 }
 
 /// Looks for the temporary files operation `op` left in `dirs` (workspace-relative) after a
-/// kill. Only names `op` owns are looked at (never a name merely of that shape: DESIGN §14),
+/// kill. Only names `op` owns are looked at (never a name merely of that shape: docs/SAFETY.md),
 /// and of those only a file or symlink whose content id is in `known` is removed here.
 pub fn sweep_own_temps<'a>(
     tree: WorkTree<'_>,

@@ -61,7 +61,7 @@ impl Workspace {
     }
 
     /// Reads back, before anything is touched, the saved copy of every file and symlink
-    /// `plan` replaces or removes (DESIGN §14): the catalog naming an object does not make it
+    /// `plan` replaces or removes (docs/SAFETY.md): the catalog naming an object does not make it
     /// readable, as a pack can rot after it was written. A copy that cannot be read is
     /// written again from the working tree (which the scan found holding it), so that the
     /// move never destroys the last sound copy of anything; a file that no longer hashes to

@@ -1,4 +1,4 @@
-//! `Workspace`: a working tree and its store; every history operation of DESIGN §6, carried
+//! `Workspace`: a working tree and its store; every history operation (ARCHITECTURE.md), carried
 //! out with the crash-safety protocol of §7. This file owns opening (finding the root, the
 //! store's recorded identity, rolling an interrupted move forward) and the handle's
 //! accessors; each operation lives in a submodule.

@@ -23,7 +23,7 @@ pub struct MoveOutcome {
     pub passed: Vec<Snapshot>,
     /// Paths that differ between the working tree and the target, in path order.
     pub changes: Vec<PathChange>,
-    /// Planned paths left exactly as they were (DESIGN §14): ignored, excluded, oversize or
+    /// Planned paths left exactly as they were (docs/SAFETY.md): ignored, excluded, oversize or
     /// special files, directories still holding such files, and files that changed again
     /// after being saved. In path order. A preview names those the ignore rules keep.
     pub kept: Vec<Vec<u8>>,

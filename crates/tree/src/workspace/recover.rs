@@ -1,4 +1,4 @@
-//! Finishing interrupted undos, redos and restores (DESIGN §7, §14): the roll-forward a
+//! Finishing interrupted undos, redos and restores (docs/SAFETY.md): the roll-forward a
 //! writing command runs when it opens the workspace, and `snap recover`.
 
 use super::*;
@@ -6,8 +6,8 @@ use super::*;
 impl Workspace {
     /// Finishes each interrupted operation by replaying its recorded plan, guarded: only the
     /// paths between the tree it started from and its target are touched, each only while it
-    /// holds one of those two states; a file holding anything else is saved first (DESIGN
-    /// §14). Then HEAD and the redo stack are committed and the marker removed.
+    /// holds one of those two states; a file holding anything else is saved first
+    /// (docs/SAFETY.md). Then HEAD and the redo stack are committed and the marker removed.
     pub(super) fn recover(&mut self) -> Result<(), TreeError> {
         for marker in Marker::find(self.store.dir())? {
             let head = self.snapshot(marker.head)?;

@@ -181,7 +181,7 @@ impl Workspace {
         })
     }
 
-    /// A restore records what a save right after it would (DESIGN §14): where it keeps a
+    /// A restore records what a save right after it would (docs/SAFETY.md): where it keeps a
     /// path because the ignore rules leave it out, or because it holds what no save can
     /// record (an oversize, special or unreadable file), the new snapshot holds what the tree
     /// holds there (nothing tracked), not the source's. Under a plan that changes the rules

@@ -22,8 +22,11 @@ use serde_json::{Value, json};
 use snap_tree::{TreeError, Workspace};
 
 use crate::args::{Cli, Command, HookAction, HookArgs};
-use crate::commands::*;
-use crate::render::*;
+use crate::commands::{
+    cmd_cat, cmd_doctor, cmd_export, cmd_init, cmd_log, cmd_ls, cmd_move, cmd_recover, cmd_restore,
+    cmd_save, cmd_show, cmd_status,
+};
+use crate::render::{print_kept, recovered_line};
 
 /// Exit code when there is nothing to undo or redo.
 const EXIT_NOTHING_TO_DO: u8 = 3;

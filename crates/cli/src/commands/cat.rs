@@ -2,7 +2,9 @@
 
 use std::io::Write;
 
-use super::*;
+use super::{
+    Context, Ctx, Path, Result, bail, json, open_reading, path_shown, path_str, workspace_paths,
+};
 
 pub(crate) fn cmd_cat(ctx: &Ctx, reference: &str, path: &Path) -> Result<()> {
     let ws = open_reading(ctx)?;

@@ -2,7 +2,7 @@
 //! (and does history lie outside its catalog), and does `snap` on PATH name this program or
 //! snapd's.
 
-use super::*;
+use super::{Ctx, PathBuf, Result, Workspace, emit, json};
 use crate::hook::install::{HookPlace, installed, is_build_output};
 
 pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {

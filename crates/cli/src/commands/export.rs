@@ -1,6 +1,6 @@
 //! `snap export REF DIR [-- PATHS]`: a snapshot written into another directory.
 
-use super::*;
+use super::{Ctx, Path, PathBuf, Result, emit_done, json, open_reading, workspace_paths};
 
 pub(crate) fn cmd_export(ctx: &Ctx, reference: &str, dir: &Path, paths: &[PathBuf]) -> Result<()> {
     let ws = open_reading(ctx)?;

@@ -1,6 +1,6 @@
 //! `snap init`: create the store, or claim one (`--force`).
 
-use super::*;
+use super::{Ctx, Result, Workspace, emit_done, json};
 
 pub(crate) fn cmd_init(ctx: &Ctx, force: bool) -> Result<()> {
     let wanted = ctx.store.clone().unwrap_or_else(|| ctx.start.join(".snap"));

@@ -1,6 +1,6 @@
 //! `snap log`: the history, newest first, with filters and `--stats`.
 
-use super::*;
+use super::{Ctx, LogArgs, Result, emit, json, lifecycle, log_line, open_reading};
 
 pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
     let ws = open_reading(ctx)?;

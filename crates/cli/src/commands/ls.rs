@@ -1,6 +1,8 @@
 //! `snap ls REF [-- PATHS]`: the paths in a snapshot.
 
-use super::*;
+use super::{
+    Ctx, PathBuf, Result, emit, json, kind_str, open_reading, path_shown, path_str, workspace_paths,
+};
 
 pub(crate) fn cmd_ls(ctx: &Ctx, reference: &str, paths: &[PathBuf]) -> Result<()> {
     let ws = open_reading(ctx)?;

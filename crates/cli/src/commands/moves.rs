@@ -2,7 +2,9 @@
 
 use snap_tree::{ObjectId, Snapshot};
 
-use super::*;
+use super::{
+    Ctx, MoveArgs, Result, Run, TreeError, Workspace, bail, emit, json, json_only, open, print_move,
+};
 
 pub(crate) fn cmd_move(ctx: &Ctx, args: MoveArgs, redo: bool) -> Result<()> {
     let ws = open(ctx)?;

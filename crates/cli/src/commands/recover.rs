@@ -1,6 +1,6 @@
 //! `snap recover`: finish an interrupted undo, redo or restore.
 
-use super::*;
+use super::{Ctx, Result, Workspace, bail, emit, json, print_kept, recovered_line};
 
 pub(crate) fn cmd_recover(ctx: &Ctx) -> Result<()> {
     let ws = Workspace::discover(&ctx.start, ctx.store.as_deref())?;

@@ -1,6 +1,6 @@
 //! `snap restore REF [-- PATHS]`: match a snapshot, recorded as a new snapshot.
 
-use super::*;
+use super::{Ctx, PathBuf, Result, Run, emit, json, json_only, open, print_move, workspace_paths};
 
 pub(crate) fn cmd_restore(
     ctx: &Ctx,

@@ -1,6 +1,9 @@
 //! `snap save`: snapshot the working tree if it changed (creating the store the first time).
 
-use super::*;
+use super::{
+    Ctx, Result, SaveArgs, SaveOptions, TreeError, Workspace, emit, emit_done, json, json_only,
+    open, print_skipped, progress,
+};
 
 pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
     if std::env::var_os("SNAP_DISABLE").is_some_and(|v| v == "1") {

@@ -1,6 +1,6 @@
 //! `snap show REF`: one snapshot and its changed files.
 
-use super::*;
+use super::{Ctx, Result, emit, json, open_reading, print_changes, snapshot_line, text_shown};
 
 pub(crate) fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
     let ws = open_reading(ctx)?;

@@ -1,7 +1,10 @@
 //! `snap status`: the working tree against HEAD, what waits to be finished, and whether
 //! agent hook saves are failing.
 
-use super::*;
+use super::{
+    Category, Change, Ctx, PathChange, Result, emit, json, json_only, open_reading, print_changes,
+    print_dir_changes, print_skipped, snapshot_line,
+};
 
 pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
     let ws = open_reading(ctx)?;

@@ -3,7 +3,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::*;
+use super::{
+    Change, EntryKind, FlatTree, Node, ObjectId, Paired, Path, StatKey, Store, StoreError,
+    TreeEntry, TreeError, children, flatten, join, modes_differ, pair_by_name, scan,
+};
 
 /// What a restore does, computed before anything is touched.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

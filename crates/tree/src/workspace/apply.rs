@@ -2,7 +2,10 @@
 //! versions other processes wrote are saved first, the saved copy of everything replaced is
 //! read back beforehand, and a failed plan is rolled back (docs/SAFETY.md).
 
-use super::*;
+use super::{
+    Commit, EntryKind, FlatTree, FoundFile, Marker, ObjectId, Op, Phase, Plan, Snapshot, Ticker,
+    TreeError, Workspace, restore, scan,
+};
 use rayon::iter::{IntoParallelIterator, ParallelIterator};
 
 impl Workspace {

@@ -19,7 +19,11 @@
 //!
 //! Anything a cache cannot vouch for is read, hashed and stored.
 
-use super::*;
+use super::{
+    DirCacheUpdate, Event, FlatTree, HashSet, Mode, OFlags, ObjectId, ObjectWriter, Observer,
+    OpenOptionsExt, Phase, ScanMemo, ScanReport, StatCacheUpdate, StatEntry, StatKey, Ticker,
+    TreeError, WalkBasis, WalkMemo, Workspace, build_trees, flat, now_ns, scan,
+};
 use snap_store::PathMap;
 
 /// What a capture is for, which decides the shortcuts it may take.

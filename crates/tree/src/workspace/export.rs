@@ -8,7 +8,10 @@
 //! later export removes only a staging directory whose owner file says a dead process of
 //! snap's made it: never a directory for its name alone.
 
-use super::*;
+use super::{
+    EntryKind, FlatTree, Mode, Node, OFlags, ObjectId, OpenOptionsExt, Path, PathBuf, Plan,
+    Snapshot, TreeError, Workspace, canonical, flat, restore,
+};
 use rustix::fs::RenameFlags;
 
 /// Entries written per step of an export (at 1M files, a whole-tree plan held 376 MB).

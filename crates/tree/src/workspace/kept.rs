@@ -7,7 +7,10 @@
 //! save the file "deleted", move back to HEAD, keep the file, and do the same at every
 //! undo), and a restore records at such a path what a save right after would record.
 
-use super::*;
+use super::{
+    Capture, Change, EntryKind, FlatTree, ObjectId, Plan, Snapshot, TreeError, Workspace, flat,
+    restore, scan,
+};
 
 impl Workspace {
     /// True when `rel` holds, on disk now, something a save leaves out for what it is (not

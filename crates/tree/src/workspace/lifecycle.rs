@@ -1,7 +1,10 @@
 //! Store upkeep through the workspace: prune, gc (also automatic after saves), verify, stats
 //! and delete.
 
-use super::*;
+use super::{
+    Event, GcReport, Phase, PruneReport, Retention, Run, StoreStats, TreeError, VerifyReport,
+    Workspace, now_ns,
+};
 
 impl Workspace {
     /// Applies the retention rules after a save, when `auto` is on: by count and age, then

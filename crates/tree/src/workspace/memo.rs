@@ -12,7 +12,7 @@
 
 use std::collections::BTreeSet;
 
-use super::*;
+use super::{EntryKind, HashMap, HashSet, ObjectId, Plan, WalkMemo, Workspace, flat, scan};
 use crate::walk::WalkSum;
 
 /// What a move needs to leave a walk memo for the tree it makes: each directory's own share

@@ -42,11 +42,11 @@ use std::sync::atomic::AtomicBool;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use crate::snapshot::{LogEntry, PathChange, Recovered, Snapshot};
-use capture::*;
+use capture::{Capture, CaptureMode};
 pub use export::ExportOutcome;
 use memo::WalkBasis;
 pub use moves::MoveOutcome;
-use record::*;
+use record::{After, FoundFile, NewSnapshot, Unsaved, flat_totals, totals_after};
 pub use save::{SaveOptions, SaveOutcome, Status};
 
 /// A working tree with its store open (and locked).

@@ -2,7 +2,12 @@
 //! apply, HEAD, marker removed; docs/SAFETY.md). Restore's planning lives in `restoring`,
 //! what a move keeps in `kept`, and the apply with its saving first and roll-back in `apply`.
 
-use super::*;
+use super::{
+    After, Capture, CaptureMode, Change, Commit, EntryKind, Event, FlatTree, HistoryState, Marker,
+    Node, ObjectId, ObjectWriter, Op, PathChange, Plan, Run, Snapshot, SnapshotKind,
+    StatCacheUpdate, StatKey, TreeError, UNBUILT, Unsaved, WalkBasis, Workspace, failpoint, flat,
+    restore,
+};
 
 /// The result of an undo, redo or restore (or of its preview).
 #[derive(Clone, Debug)]

@@ -1,6 +1,9 @@
 //! Reading history: snapshots by id or reference, their files and changes, the log.
 
-use super::*;
+use super::{
+    EntryKind, FlatTree, HashSet, LogEntry, Node, ObjectId, PathChange, Snapshot, SnapshotRecord,
+    TreeError, Workspace, diff_files, flat, flatten,
+};
 
 impl Workspace {
     /// A snapshot by id.

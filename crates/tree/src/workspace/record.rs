@@ -1,7 +1,12 @@
 //! Recording snapshots: committing packs, line counts, snapshot records, and the automatic
 //! snapshots that keep unsaved work before a move.
 
-use super::*;
+use super::{
+    Change, ChangeStats, Commit, EntryKind, Event, FlatTree, HistoryState, Node, ObjectId,
+    ObjectKind, ObjectWriter, Op, PathChange, SaveOptions, Snapshot, SnapshotKind, SnapshotRecord,
+    StatCacheUpdate, TreeError, UNBUILT, Workspace, count_changes, diff, diff_files, flat, now_ns,
+    restore, scan,
+};
 
 /// A capture's tree and cache entries, with whether it differs from HEAD.
 pub(super) struct Unsaved<'a> {

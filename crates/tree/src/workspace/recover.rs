@@ -1,7 +1,10 @@
 //! Finishing interrupted undos, redos and restores (docs/SAFETY.md): the roll-forward a
 //! writing command runs when it opens the workspace, and `snap recover`.
 
-use super::*;
+use super::{
+    EntryKind, FlatTree, FoundFile, HashSet, HistoryState, Marker, ObjectId, Plan, Recovered,
+    Snapshot, TreeError, Workspace, flat, restore,
+};
 
 impl Workspace {
     /// Finishes each interrupted operation by replaying its recorded plan, guarded: only the

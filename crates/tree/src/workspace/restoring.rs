@@ -3,7 +3,11 @@
 //! keeps is what a save right after would. The move itself is `moves::move_to`.
 
 use super::moves::{RESTORE_STEPS, RestoreTarget, Scanned, Unfold, merge_paths, totals_under};
-use super::*;
+use super::{
+    After, CaptureMode, ChangeStats, FlatTree, MoveOutcome, NewSnapshot, ObjectWriter, Op, Plan,
+    Run, SaveOptions, Snapshot, SnapshotKind, StatCacheUpdate, TreeError, Unsaved, Workspace,
+    diff_files, flat, flat_totals, totals_after,
+};
 
 impl Workspace {
     /// Makes the working tree (or only `paths`) match `reference`, recorded as a new snapshot

@@ -1,6 +1,11 @@
 //! `save`, `status` and `diff`: the working tree against HEAD, found as a save finds it.
 
-use super::*;
+use super::{
+    After, Capture, CaptureMode, DiffEntry, EntryKind, FileDiff, FlatTree, GcReport, HashSet,
+    NewSnapshot, Node, ObjectId, ObjectWriter, PathChange, PruneReport, ScanReport, Side, Snapshot,
+    SnapshotKind, TreeDiff, TreeError, Workspace, diff, diff_files, flat, flat_totals, scan,
+    totals_after,
+};
 
 /// What `save` records besides the tree.
 #[derive(Clone, Debug, Default)]

@@ -2,9 +2,11 @@
 //! temp directories, reads trees back, and checks the conservation oracle (docs/SAFETY.md).
 //!
 //! The binaries belong to another package, so Cargo gives these tests no `CARGO_BIN_EXE_*`:
-//! [`bin`] builds them once per test process (`cargo build -p snap-undo --bins`, in the same
-//! profile and target directory as the tests), or takes `SNAP_E2E_BIN_DIR` to test binaries
-//! built or installed elsewhere.
+//! [`bin`] builds them once per test process (`cargo build -p snap-undo --bins --features
+//! testing`, in the same profile and target directory as the tests), or takes
+//! `SNAP_E2E_BIN_DIR` to test binaries built or installed elsewhere. Binaries without the
+//! `testing` feature have no failpoints or injected faults: the suites that need them skip,
+//! saying so ([`test_hooks`]).
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -36,6 +38,8 @@ pub fn bin(name: &str) -> PathBuf {
                 "-p",
                 "snap-undo",
                 "--bins",
+                "--features",
+                "testing",
                 "--target-dir",
             ])
             .arg(target)
@@ -54,6 +58,30 @@ pub fn bin(name: &str) -> PathBuf {
         profile_dir
     })
     .join(name)
+}
+
+/// True when the binaries under test have snap's test hooks (failpoints, injected faults,
+/// the durability journal): always for the ones [`bin`] builds; probed once for binaries
+/// from `SNAP_E2E_BIN_DIR` (a save told to die at its first pack must die). When they have
+/// none, says on stderr that the calling suite is skipped.
+pub fn test_hooks() -> bool {
+    static HOOKS: OnceLock<bool> = OnceLock::new();
+    let hooks = *HOOKS.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), b"probe").unwrap();
+        let out = snap_cmd(dir.path(), &["save"])
+            .env("SNAP_FAILPOINT", "pack-written")
+            .output()
+            .unwrap();
+        out.status.code().is_none()
+    });
+    if !hooks {
+        eprintln!(
+            "skipped: the binaries in SNAP_E2E_BIN_DIR have no test hooks (build them with \
+             --features testing to run this suite)"
+        );
+    }
+    hooks
 }
 
 /// The repository's `docs/` directory.
@@ -254,6 +282,10 @@ pub fn conserving(d: &Path, args: &[&str]) -> Output {
 
 /// Runs snap with `args` and a failpoint that kills it there; it must die by the signal.
 pub fn killed_at(d: &Path, args: &[&str], point: &str) {
+    assert!(
+        test_hooks(),
+        "killed_at needs binaries with the testing feature"
+    );
     let out = snap_cmd(d, args)
         .env("SNAP_FAILPOINT", point)
         .output()

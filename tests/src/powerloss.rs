@@ -76,7 +76,7 @@ impl Durable {
             } else if t.is_file() {
                 let file = FileBytes {
                     mode: entry.mode,
-                    birth: snap_tree::snap_store::testing::journal::birth_ns(&meta),
+                    birth: birth_ns(&meta),
                     bytes: std::fs::read(e.path()).unwrap(),
                 };
                 self.files.insert(entry.ino, file);
@@ -302,4 +302,12 @@ fn differs(path: &Path, node: &Node, now: &Durable) -> bool {
         Node::Link(t) => was.kind != 'l' || &was.target != t,
         Node::File(_, bytes) => now.files.get(&was.ino).is_none_or(|f| &f.bytes != bytes),
     }
+}
+
+/// A file's birth time in nanoseconds, as the journal records it (0 where unknown).
+fn birth_ns(meta: &std::fs::Metadata) -> u64 {
+    meta.created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }

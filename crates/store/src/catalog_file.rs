@@ -1,4 +1,4 @@
-//! The catalog file as redb sees it in debug builds: redb's own file backend, with the
+//! The catalog file as redb sees it in `testing` builds: redb's own file backend, with the
 //! `catalog-write` fault injected before writes and syncs, and every sync recorded in the
 //! durability journal. Release builds open the catalog with redb's plain file backend.
 
@@ -38,19 +38,19 @@ impl StorageBackend for ObservedFile {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        crate::testing::fault::inject("catalog-write")?;
+        crate::fault!("catalog-write")?;
         self.inner.set_len(len)
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        crate::testing::fault::inject("catalog-write")?;
+        crate::fault!("catalog-write")?;
         self.inner.sync_data()?;
         crate::testing::journal::file_synced(&self.file);
         Ok(())
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
-        crate::testing::fault::inject("catalog-write")?;
+        crate::fault!("catalog-write")?;
         self.inner.write(offset, data)
     }
 
@@ -105,7 +105,7 @@ pub(crate) fn open_database(
     path: &std::path::Path,
     create: bool,
 ) -> Result<redb::Database, redb::DatabaseError> {
-    if !cfg!(debug_assertions) {
+    if !cfg!(feature = "testing") {
         return if create {
             builder().create(path)
         } else {

@@ -9,7 +9,7 @@ use crate::StoreError;
 
 /// fsyncs a directory so that renames and creations inside it survive a power loss.
 pub fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    crate::testing::fault::inject("dir-sync")
+    crate::fault!("dir-sync")
         .and_then(|()| File::open(dir))
         .and_then(|f| {
             f.sync_all()?;

@@ -11,7 +11,6 @@ mod catalog_file;
 pub mod delta;
 mod dircache;
 mod error;
-mod failpoint;
 pub mod fsio;
 mod id;
 mod identity;
@@ -35,9 +34,6 @@ mod store;
 pub mod testing;
 mod verify;
 mod writer;
-
-// The failpoint function beside its module, for the write protocols' `crate::failpoint(...)`.
-use failpoint::failpoint;
 
 /// A map keyed by workspace paths, hashed with foldhash instead of std's SipHash: a save
 /// looks each directory up in several of them (10k directories at 100k files), and the

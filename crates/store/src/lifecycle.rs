@@ -439,7 +439,7 @@ impl Store {
             stat_cache,
             ..Commit::default()
         })?;
-        crate::failpoint("gc-after-commit");
+        crate::failpoint!("gc-after-commit");
         self.forget_readers();
         for pack in &remove_packs {
             remove_if_present(&self.pack_path(pack))?;

@@ -130,7 +130,7 @@ impl Store {
             remove_packs: remove_packs.clone(),
             ..Commit::default()
         })?;
-        crate::failpoint("merge-after-commit");
+        crate::failpoint!("merge-after-commit");
         self.forget_readers();
         for pack in &remove_packs {
             crate::lifecycle::remove_if_present(&self.pack_path(pack))?;

@@ -215,8 +215,7 @@ impl PackWriter {
     }
 
     fn write_body(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
-        crate::testing::fault::inject("pack-write")
-            .map_err(|e| StoreError::io(&self.tmp_path, e))?;
+        crate::fault!("pack-write").map_err(|e| StoreError::io(&self.tmp_path, e))?;
         self.offset += bytes.len() as u64;
         if self.body.len() + bytes.len() > BODY_BUFFER {
             self.flush_body()?;
@@ -301,14 +300,14 @@ impl PackWriter {
         file.flush().map_err(io)?;
         drop(file);
         let tmp = self.file;
-        crate::failpoint("pack-written");
+        crate::failpoint!("pack-written");
         tmp.as_file().sync_all().map_err(io)?;
         crate::testing::journal::file_synced(tmp.as_file());
-        crate::failpoint("pack-synced");
+        crate::failpoint!("pack-synced");
         let final_path = packs_dir.join(pack_file_name(&body_hash));
         tmp.persist(&final_path)
             .map_err(|e| StoreError::io(&final_path, e.error))?;
-        crate::failpoint("pack-renamed");
+        crate::failpoint!("pack-renamed");
         crate::fsio::sync_dir(packs_dir)?;
         Ok((body_hash, self.frames))
     }
@@ -472,7 +471,7 @@ impl PackReader {
             )));
         }
         let mut buf = vec![0u8; len as usize];
-        crate::testing::fault::inject("pack-read")
+        crate::fault!("pack-read")
             .and_then(|()| self.file.read_exact_at(&mut buf, offset))
             .map_err(|e| StoreError::io(&self.path, e))?;
         Ok(buf)

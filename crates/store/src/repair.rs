@@ -180,14 +180,14 @@ pub const REPAIRING: &str = "catalog.redb.repairing";
 /// `catalog.redb.damaged-PID` (returned). `path` names a whole catalog at every instant:
 /// the old one is linked to its new name before the rename replaces it.
 fn swap_in(dir: &Path, new: &Path, path: &Path) -> Result<Option<PathBuf>, StoreError> {
-    crate::failpoint("repair-built");
+    crate::failpoint!("repair-built");
     let kept = match std::fs::symlink_metadata(path) {
         Ok(m) => Some(keep_aside(dir, path, !m.is_dir())?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(StoreError::io(path, e)),
     };
     crate::fsio::sync_dir(dir)?;
-    crate::failpoint("repair-linked");
+    crate::failpoint!("repair-linked");
     std::fs::rename(new, path).map_err(|e| StoreError::io(path, e))?;
     crate::fsio::sync_dir(dir)?;
     Ok(kept)

@@ -609,7 +609,7 @@ fn reads_again_the_same(
 fn read_all(file: &mut File, len_hint: u64, path: &Path) -> Result<Vec<u8>, TreeError> {
     let io = |e| TreeError::io(path, e);
     let mut data = Vec::with_capacity(len_hint as usize + 1);
-    snap_store::testing::fault::inject("scan-read")
+    snap_store::fault!("scan-read")
         .and_then(|()| file.by_ref().take(len_hint + 1).read_to_end(&mut data))
         .map_err(io)?;
     if data.len() as u64 > len_hint {

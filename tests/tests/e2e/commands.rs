@@ -794,6 +794,9 @@ fn snap_undo_is_the_same_program_under_a_second_name() {
 /// file), even one named for a dead process, is the user's: export refuses, and keeps it.
 #[test]
 fn an_export_after_a_killed_one_removes_only_its_staging_directory() {
+    if !test_hooks() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().join("w");
     write(&d, "f", b"content");

@@ -9,6 +9,9 @@ use snap_e2e::*;
 
 #[test]
 fn kill_9_during_undo_and_redo_ends_in_old_or_target_state() {
+    if !test_hooks() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     for i in 0..3000 {
@@ -270,6 +273,9 @@ fn crash_cases(ops: &[&str], power_cut: Option<powerloss::Cut>) {
 
 #[test]
 fn every_failpoint_is_driven() {
+    if !test_hooks() {
+        return;
+    }
     let covered: std::collections::BTreeSet<&str> = CRASH_CASES
         .iter()
         .flat_map(|(_, fs)| fs.iter().map(|f| f.split('@').next().unwrap()))
@@ -288,6 +294,9 @@ fn a_crash_in_save_prune_or_gc_loses_nothing() {
 /// deletes no pack that history needs (`check_store` reads every snapshot back).
 #[test]
 fn a_crash_in_repair_loses_nothing() {
+    if !test_hooks() {
+        return;
+    }
     crash_cases(&["repair"], None);
     crash_cases(&["repair"], Some(powerloss::Cut::DropUnsynced));
 }
@@ -301,6 +310,9 @@ fn a_crash_in_undo_redo_or_restore_loses_nothing() {
 /// the order of fsyncs and renames, directory fsyncs included (docs/FORMAT.md 7).
 #[test]
 fn a_power_cut_in_save_prune_or_gc_loses_nothing() {
+    if !test_hooks() {
+        return;
+    }
     crash_cases(
         &["save", "prune", "gc", "merge"],
         Some(powerloss::Cut::DropUnsynced),
@@ -309,6 +321,9 @@ fn a_power_cut_in_save_prune_or_gc_loses_nothing() {
 
 #[test]
 fn a_power_cut_in_undo_redo_or_restore_loses_nothing() {
+    if !test_hooks() {
+        return;
+    }
     crash_cases(
         &["undo", "redo", "restore"],
         Some(powerloss::Cut::DropUnsynced),
@@ -319,6 +334,9 @@ fn a_power_cut_in_undo_redo_or_restore_loses_nothing() {
 /// than `EACH_PATH_MAX_PATHS` paths or `EACH_PATH_MAX_BYTES` bytes is.
 #[test]
 fn a_power_cut_in_a_large_undo_redo_or_restore_loses_nothing() {
+    if !test_hooks() {
+        return;
+    }
     WHOLE_FS_SYNC.with(|w| w.set(true));
     crash_cases(
         &["undo", "redo", "restore"],
@@ -331,6 +349,9 @@ fn a_power_cut_in_a_large_undo_redo_or_restore_loses_nothing() {
 /// renamed into place before its sync come back empty, and the roll-forward rewrites them.
 #[test]
 fn a_power_cut_keeping_renames_but_not_their_data_loses_nothing() {
+    if !test_hooks() {
+        return;
+    }
     let cut = Some(powerloss::Cut::KeepNames);
     crash_cases(&["save", "undo", "redo", "restore", "gc"], cut);
 }
@@ -409,6 +430,9 @@ fn fault_and_check(op: &str, fault: &str) {
 
 #[test]
 fn an_io_error_at_every_fault_point_fails_cleanly_and_loses_nothing() {
+    if !test_hooks() {
+        return;
+    }
     let covered: std::collections::BTreeSet<&str> = FAULT_CASES
         .iter()
         .flat_map(|(_, fs)| fs.iter().map(|f| f.split(['@', ':']).next().unwrap()))

@@ -159,6 +159,9 @@ fn a_move_meeting_an_ignored_directory_where_it_would_write_keeps_it() {
 
 #[test]
 fn a_failed_undo_puts_back_only_what_it_touched() {
+    if !test_hooks() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     for i in 0..6 {
@@ -188,6 +191,9 @@ fn a_failed_undo_puts_back_only_what_it_touched() {
 
 #[test]
 fn finishing_an_interrupted_undo_touches_only_its_plan() {
+    if !test_hooks() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     two_states(d);
@@ -228,6 +234,9 @@ fn finishing_an_interrupted_undo_touches_only_its_plan() {
 
 #[test]
 fn a_roll_forward_saves_a_planned_file_changed_since_the_kill() {
+    if !test_hooks() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     write(d, "a", b"one\n");
@@ -262,6 +271,9 @@ fn a_roll_forward_saves_a_planned_file_changed_since_the_kill() {
 /// could be saved any more).
 #[test]
 fn a_roll_forward_past_a_directory_replaced_by_a_file_finishes() {
+    if !test_hooks() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     write(d, "x", b"a file\n");
@@ -285,6 +297,9 @@ fn a_roll_forward_past_a_directory_replaced_by_a_file_finishes() {
 /// symlink is the target's own, so nothing is followed through it.
 #[test]
 fn a_roll_forward_past_a_directory_replaced_by_the_targets_symlink_finishes() {
+    if !test_hooks() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     write(d, "a/b/c/leaf", b"deep\n");
@@ -315,6 +330,9 @@ fn a_roll_forward_past_a_directory_replaced_by_the_targets_symlink_finishes() {
 /// path (its tree was unsorted, and verify called the store damaged).
 #[test]
 fn a_roll_forward_saves_an_edited_file_where_a_directory_was_in_a_sound_tree() {
+    if !test_hooks() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     write(d, "a/b", b"v1\n");
@@ -337,6 +355,9 @@ fn a_roll_forward_saves_an_edited_file_where_a_directory_was_in_a_sound_tree() {
 
 #[test]
 fn sigterm_during_undo_stops_between_files_and_recover_finishes() {
+    if !test_hooks() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     for i in 0..200 {

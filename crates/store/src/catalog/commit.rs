@@ -57,12 +57,12 @@ impl Catalog {
         if !commit.stat_cache.is_empty() {
             self.write_stat_cache(&txn, &commit.stat_cache)?;
         }
-        crate::failpoint("before-commit");
+        crate::failpoint!("before-commit");
         txn.commit().map_err(|e| self.err(e))?;
         if upgrade {
             self.format.store(CATALOG_VERSION, Ordering::Relaxed);
         }
-        crate::failpoint("after-commit");
+        crate::failpoint!("after-commit");
         Ok(())
     }
 

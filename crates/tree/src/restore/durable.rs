@@ -59,7 +59,7 @@ pub(super) fn sync_restored(
     match how {
         Durability::EachPath => sync_dirs(root, root_fd, &changed_dirs(plan)),
         Durability::WholeFilesystem => {
-            injected("dir-sync")
+            injected(snap_store::fault!("dir-sync"))
                 .and_then(|()| rustix::fs::syncfs(root_fd))
                 .map_err(|e| fail("sync", root, b"", e))?;
             snap_store::testing::journal::fs_synced(root_fd);
@@ -91,7 +91,7 @@ fn sync_dirs(root: &Path, root_fd: &OwnedFd, dirs: &BTreeSet<&[u8]>) -> Result<(
             Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => continue,
             Err(e) => return Err(fail("sync", root, dir, e)),
         };
-        injected("dir-sync")
+        injected(snap_store::fault!("dir-sync"))
             .and_then(|()| rustix::fs::fsync(&fd))
             .map_err(|e| fail("sync", root, dir, e))?;
         snap_store::testing::journal::dir_synced(&fd);

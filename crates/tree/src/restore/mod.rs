@@ -211,7 +211,7 @@ fn take_steps(
     }
     plan.write.par_iter().try_for_each(|(path, node)| {
         step(write_guarded(g, path, node))?;
-        snap_store::testing::failpoint("restore-file");
+        snap_store::failpoint!("restore-file");
         Ok::<(), TreeError>(())
     })?;
     // Last, so that a directory made read-only does not refuse what goes inside it.
@@ -446,7 +446,7 @@ fn write_file(dir: &OwnedFd, tmp: &str, content: &[u8], node: &Node) -> Result<O
         // Exactly the recorded bits, whatever the umask (fchmod ignores it).
         rustix::fs::fchmod(&fd, Mode::from_raw_mode(u32::from(bits)))?;
     }
-    injected("restore-write")?;
+    injected(snap_store::fault!("restore-write"))?;
     let mut rest = content;
     while !rest.is_empty() {
         let n = rustix::io::write(&fd, rest)?;
@@ -455,10 +455,9 @@ fn write_file(dir: &OwnedFd, tmp: &str, content: &[u8], node: &Node) -> Result<O
     Ok(fd)
 }
 
-/// A fault a test injected at `point` (debug builds only).
-fn injected(point: &str) -> Result<(), Errno> {
-    snap_store::testing::fault::inject(point)
-        .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))
+/// A fault a test injected (`snap_store::fault!`, `testing` builds only), as an errno.
+fn injected(fault: std::io::Result<()>) -> Result<(), Errno> {
+    fault.map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))
 }
 
 /// Unlinks the temporary files holding displaced versions, once the caller has stored them.

@@ -27,7 +27,6 @@ use crate::observer::{Event, Observer, Phase, Ticker};
 use crate::restore::{self, Plan};
 use crate::scan::{self, STORE_DIR, ScanReport};
 use rustix::fs::{Mode, OFlags};
-use snap_store::testing::failpoint;
 use snap_store::{
     ChangeStats, Commit, DirCacheUpdate, EntryKind, GcReport, HistoryState, ObjectId, ObjectKind,
     ObjectWriter, PruneReport, RepairReport, Retention, ScanMemo, SnapshotKind, SnapshotRecord,

@@ -5,8 +5,7 @@
 use super::{
     After, Capture, CaptureMode, Change, Commit, EntryKind, Event, FlatTree, HistoryState, Marker,
     Node, ObjectId, ObjectWriter, Op, PathChange, Plan, Run, Snapshot, SnapshotKind,
-    StatCacheUpdate, StatKey, TreeError, UNBUILT, Unsaved, WalkBasis, Workspace, failpoint, flat,
-    restore,
+    StatCacheUpdate, StatKey, TreeError, UNBUILT, Unsaved, WalkBasis, Workspace, flat, restore,
 };
 
 /// The result of an undo, redo or restore (or of its preview).
@@ -556,7 +555,7 @@ impl Workspace {
             lifted: read_only.lift,
         };
         marker.write(self.store.dir())?;
-        failpoint("marker-written");
+        snap_store::failpoint!("marker-written");
         restore::lift(&self.root, &marker.lifted)?;
         let sides = restore::Sides {
             before: scanned.flat,
@@ -594,7 +593,7 @@ impl Workspace {
         let memo = (scanned.basis)
             .filter(|_| applied.kept.is_empty() && ruled_out.is_empty())
             .and_then(|basis| self.memo_after_move(basis, &plan, &target.record.root));
-        failpoint("before-head-commit");
+        snap_store::failpoint!("before-head-commit");
         self.store.commit(&Commit {
             history: Some(HistoryState {
                 head: Some(marker.head),
@@ -606,7 +605,7 @@ impl Workspace {
             },
             ..Commit::default()
         })?;
-        failpoint("after-head-commit");
+        snap_store::failpoint!("after-head-commit");
         marker.remove(self.store.dir())?;
         self.emit(Event::Restored {
             op,

@@ -5,7 +5,7 @@
 //! `SNAP_FAULT=step[@N][+][:ERRNO]` makes the N-th time `step` is reached (the first by
 //! default) fail with ERRNO (`EIO`, `ENOSPC`, `EROFS` or `EACCES`; `EIO` by default); with
 //! `+`, that time and every later one, as a dead sector would. A test in the same process can
-//! [`arm`] a fault directly. Only debug builds honour either; release builds compile it away.
+//! [`arm`] a fault directly. Only builds with the `testing` feature have it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
@@ -90,10 +90,10 @@ pub fn arm(fault: Option<Fault>) {
     *armed = fault.map(|f| (f, 0));
 }
 
-/// Fails here if a fault is armed for `point` (debug builds only).
+/// Fails here if a fault is armed for `point` (`testing` builds only).
 #[inline]
 pub fn inject(point: &str) -> std::io::Result<()> {
-    if cfg!(debug_assertions) {
+    if cfg!(feature = "testing") {
         check(point)
     } else {
         Ok(())

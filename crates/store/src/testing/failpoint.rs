@@ -3,7 +3,7 @@
 //!
 //! `SNAP_FAILPOINT=name` (or `name@N`, the N-th time the step is reached) aborts the process
 //! at that step; `name@N:term` sends the process SIGTERM there instead, as a harness's timeout
-//! would, and carries on. Only debug builds read the variable; release builds compile it away.
+//! would, and carries on. Only builds with the `testing` feature have it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -26,10 +26,10 @@ pub const FAILPOINTS: &[&str] = &[
 
 static HITS: AtomicU64 = AtomicU64::new(0);
 
-/// Dies here if `SNAP_FAILPOINT` names this step (debug builds only).
+/// Dies here if `SNAP_FAILPOINT` names this step (`testing` builds only).
 #[inline]
 pub fn failpoint(name: &str) {
-    if cfg!(debug_assertions) {
+    if cfg!(feature = "testing") {
         check(name);
     }
 }

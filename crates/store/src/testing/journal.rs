@@ -1,6 +1,6 @@
 //! The durability journal, for power-loss tests: a record of what each fsync made durable.
 //!
-//! With `SNAP_DURABLE_LOG=dir` (debug builds only), every fsync of a file copies the file's
+//! With `SNAP_DURABLE_LOG=dir` (`testing` builds only), every fsync of a file copies the file's
 //! mode, birth time and bytes to `dir/inode-<ino>` (mode u32 LE, birth time in nanoseconds
 //! u64 LE or 0 when the filesystem has none, bytes), and every fsync of a directory writes its listing to
 //! `dir/dir-<hex of its path>`, one line per entry:
@@ -18,7 +18,7 @@ use std::os::unix::fs::{DirEntryExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 fn log_dir() -> Option<PathBuf> {
-    if !cfg!(debug_assertions) {
+    if !cfg!(feature = "testing") {
         return None;
     }
     std::env::var_os("SNAP_DURABLE_LOG").map(PathBuf::from)

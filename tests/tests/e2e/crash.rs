@@ -287,6 +287,9 @@ fn every_failpoint_is_driven() {
 
 #[test]
 fn a_crash_in_save_prune_or_gc_loses_nothing() {
+    if !test_hooks() {
+        return;
+    }
     crash_cases(&["save", "prune", "gc", "merge"], None);
 }
 
@@ -303,6 +306,9 @@ fn a_crash_in_repair_loses_nothing() {
 
 #[test]
 fn a_crash_in_undo_redo_or_restore_loses_nothing() {
+    if !test_hooks() {
+        return;
+    }
     crash_cases(&["undo", "redo", "restore"], None);
 }
 
@@ -483,6 +489,9 @@ impl Drop for SmallFs {
 
 #[test]
 fn a_full_disk_gives_one_error_line_and_loses_nothing() {
+    if !test_hooks() {
+        return;
+    }
     let Some(fs) = SmallFs::mount("3m") else {
         eprintln!("cannot mount a tmpfs here (needs root); skipping the disk-full test");
         return;

@@ -393,7 +393,8 @@ pub(crate) fn open_reading(ctx: &Ctx) -> Result<Workspace> {
 }
 
 /// `value()` in JSON mode, else nothing: a save or undo of 100k files would otherwise build a
-/// JSON value of every change (over 100 MB) only to print a one-line summary.
+/// JSON value of every change (larger than the rest of the command) only to print a
+/// one-line summary.
 pub(crate) fn json_only(ctx: &Ctx, value: impl FnOnce() -> Value) -> Value {
     if ctx.json { value() } else { Value::Null }
 }

@@ -89,7 +89,7 @@ impl StorageBackend for ObservedFile {
 
 /// redb's page cache, for reading and for a write transaction's dirty pages (up to half of
 /// it; past that they go to the file before the commit, which still syncs them). redb's
-/// default of 1 GiB held a million-file first save's whole catalog in memory: 700 MB peak.
+/// default of 1 GiB held a million-file first save's whole catalog in memory.
 /// Rows are written in key order (`write_rows`), so evicted pages are rarely written twice.
 pub(crate) const CATALOG_CACHE_BYTES: usize = 32 << 20;
 

@@ -36,8 +36,8 @@ mod verify;
 mod writer;
 
 /// A map keyed by workspace paths, hashed with foldhash instead of std's SipHash: a save
-/// looks each directory up in several of them (10k directories at 100k files), and the
-/// swap took a small-change save there from about 40 to 36 ms above the walk. The keys are
+/// looks each directory up in several of them, and the swap made a small-change save at
+/// 100k files measurably faster above the walk (docs/PERFORMANCE.md). The keys are
 /// the user's own names; flooding one's own map is no threat to guard against.
 pub type PathMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 

@@ -186,8 +186,8 @@ pub struct PackWriter {
     tmp_path: PathBuf,
     /// Body bytes not yet hashed nor written. The body is hashed a megabyte at a time, never
     /// frame by frame: BLAKE3 hashes eight 1 KiB chunks at once (AVX2) only within one
-    /// `update`, and a 2 KB frame's bytes went one 64-byte block at a time, at a third of
-    /// the speed (a first save hashes every byte it writes).
+    /// `update`, and a small frame's bytes would go one 64-byte block at a time, far slower
+    /// (a first save hashes every byte it writes).
     body: Vec<u8>,
     hasher: blake3::Hasher,
     offset: u64,
@@ -283,7 +283,7 @@ impl PackWriter {
         let tmp_path = self.tmp_path.clone();
         let io = |e| StoreError::io(&tmp_path, e);
         // Entry by entry through a buffer: the index of a pack of a million small files is
-        // 40 MB, which a first save held at once at its peak.
+        // large, and a first save would hold it whole at its peak.
         let mut file = BufWriter::with_capacity(1 << 16, &mut self.file);
         self.frames.try_for_each(|f| {
             let mut entry = [0u8; INDEX_ENTRY_LEN as usize];

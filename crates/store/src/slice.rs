@@ -1,7 +1,6 @@
-//! Blocks and slices: small chunks compressed together. zstd compresses a 3 KB source file
-//! alone at about 140 MB/s and to a quarter of its size; 64 KB of such files end to end go
-//! at about 260 MB/s and to a fifth, because the per-frame cost is paid once and each file
-//! finds matches in the others. So a writer gathers chunks of at most [`SLICE_MAX`] bytes into
+//! Blocks and slices: small chunks compressed together. zstd compresses a small source file
+//! alone slower and less well than many such files end to end (docs/PERFORMANCE.md), because
+//! the per-frame cost is paid once and each file finds matches in the others. So a writer gathers chunks of at most [`SLICE_MAX`] bytes into
 //! a block object (kind `Block`), stores the block as any object, and stores each chunk as a
 //! slice frame naming the block and where its bytes start.
 //!

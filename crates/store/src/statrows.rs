@@ -1,6 +1,6 @@
 //! `StatRows`: the stat cache rows a scan hands to its commit, spilled past a few MiB to an
-//! unnamed file (see [`crate::spill`]): they were about 98 MB of a first save's 400 MB peak
-//! at a million files.
+//! unnamed file (see [`crate::spill`]): held whole, they were about a quarter of a first
+//! save's peak at a million files (docs/PERFORMANCE.md).
 //!
 //! ```text
 //! row  path_len u32 LE | path [path_len] | entry_len u8 | StatEntry [entry_len]   (statcache.rs)

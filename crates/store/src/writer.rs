@@ -332,8 +332,7 @@ impl<'s> ObjectWriter<'s> {
 type SealerResult = Result<Vec<(ObjectId, PackFrames)>, StoreError>;
 
 /// A thread that seals full packs in the order it is handed them. A seal fsyncs a whole
-/// pack (140 ms for 128 MiB on the bench machine); on the thread that filled the pack, it
-/// held one of the scan's workers idle that long.
+/// pack; on the thread that filled the pack, it held one of the scan's workers idle that long.
 #[derive(Debug)]
 struct Sealer {
     queue: Option<std::sync::mpsc::Sender<PackWriter>>,

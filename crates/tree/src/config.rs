@@ -20,7 +20,7 @@ pub struct Config {
     /// Files over this many bytes are not snapshotted (reported by save and status).
     pub max_file_size: u64,
     /// A `.gitignore` or `.snapignore` over this many bytes is not compiled (a hostile one
-    /// of 8 MB cost 3.5 GB per call): it is refused, named, and everything in its directory
+    /// costs gigabytes per call: docs/PERFORMANCE.md): it is refused, named, and everything in its directory
     /// is left out (kept, never touched) until it shrinks.
     pub max_ignore_file_bytes: u64,
     /// Directory names never descended into, at any depth. `*` globs are allowed.

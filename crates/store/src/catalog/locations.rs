@@ -8,8 +8,7 @@ use crate::pack::{Compression, FrameInfo};
 use crate::{ObjectId, ObjectKind};
 
 /// The `objects` table in memory. Each pack id is held once, and beside each object's id only
-/// its frame (24 bytes): a `Location` repeats the object's id and its pack's, 120 bytes a row,
-/// and at a million objects the map of them took 254 MB.
+/// its frame (24 bytes): a `Location` repeats the object's id and its pack's, 120 bytes a row.
 #[derive(Debug, Default)]
 pub(crate) struct Locations {
     packs: Vec<ObjectId>,

@@ -11,15 +11,14 @@ use crate::{ObjectId, ObjectKind, SnapshotRecord, StoreError};
 /// compact, 5 to 21 bytes: pack number varint | offset varint | kind u8 << 4 | compression u8
 ///                         | raw_len varint | stored_len varint
 /// ```
-/// (LEB128 varints). A small file's slice takes about 8 bytes where it took 22: at a million
-/// objects, 14 MB of the catalog. A frame whose compact value would not be shorter (a pack
+/// (LEB128 varints). A small file's slice takes about 8 bytes where it took 22. A frame whose compact value would not be shorter (a pack
 /// number or offset too large for it) is written fixed-width:
 /// ```text
 /// pack number u32 | offset u64 | kind u8 | compression u8 | raw_len u32 | stored_len u32
 /// 0                4            12        13               14           18             22
 /// ```
 /// all little-endian. The pack is named by its number in `pack_ids`, 4 bytes where its id
-/// took 32: at a million objects, 28 MB of the catalog.
+/// took 32.
 const LOCATION_LEN: usize = 22;
 
 /// The longest compact value before the fixed-width fallback: varints of a u32 (5 bytes), a

@@ -5,8 +5,8 @@
 //! included, so an undo of one file could wait on a build's gigabytes. A restore of at most
 //! [`EACH_PATH_MAX_PATHS`] paths and [`EACH_PATH_MAX_BYTES`] bytes instead fsyncs each file
 //! it writes (before its rename) and then each directory whose entries it changed, which
-//! costs what it wrote. A large restore keeps the one `syncfs`: an fsync per file cost 10.6 s
-//! for a 20,000-file restore, the `syncfs` about as much as writing the files.
+//! costs what it wrote. A large restore keeps the one `syncfs`: an fsync per file costs many
+//! times what the one `syncfs` does there (docs/PERFORMANCE.md).
 //!
 //! Either way, everything is durable before the caller commits HEAD, and until then the
 //! caller's marker is on disk: after a power cut the next command rolls the operation forward

@@ -14,7 +14,8 @@ use super::{
 };
 use rustix::fs::RenameFlags;
 
-/// Entries written per step of an export (at 1M files, a whole-tree plan held 376 MB).
+/// Entries written per step of an export: a whole-tree plan at a million files would be held
+/// at once (docs/PERFORMANCE.md, "Figures behind the code").
 const EXPORT_STEP_ENTRIES: usize = 1 << 16;
 
 /// The name, before the export's id, of the directory inside `dest` an export writes in.

@@ -114,7 +114,7 @@ impl Workspace {
             after: After::Advance,
         })?;
         // The commit reads none of the working tree's entries: a first save of a million
-        // files gives their 100 MB back before its commit, which has its own peak.
+        // files gives their memory back before its commit, which has its own peak.
         drop(std::mem::take(&mut cap.flat));
         let snapshot = self.commit_record(writer, cap.cache, record, After::Advance)?;
         let retention = self.auto_retention()?;

@@ -123,3 +123,12 @@ def test_async_init_creates_the_store(workspace):
 
     status = asyncio.run(flow())
     assert status.head is None and status.changes == [] and os.path.isdir(workspace / ".snap")
+
+
+def test_the_top_readme_one_liner_works_in_a_fresh_directory(workspace, monkeypatch):
+    """README.md's Python line, run in a directory with no store."""
+    import snap_undo
+
+    monkeypatch.chdir(workspace)
+    status = snap_undo.Workspace.init(".").status()
+    assert status.changes == [] and os.path.isdir(workspace / ".snap")

@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use serde_json::{Value, json};
+use snap_tree::snap_store::StoreError;
 use snap_tree::{TreeError, Workspace};
 
 use crate::args::{Cli, Command, HookAction, HookArgs};
@@ -233,42 +234,29 @@ fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
 
 /// True when a signal ended the wait for the store lock.
 fn stopped_waiting(e: &anyhow::Error) -> bool {
-    use snap_tree::snap_store::StoreError;
-    e.chain().any(|cause| {
-        let store = cause.downcast_ref::<StoreError>();
-        let tree = match cause.downcast_ref::<TreeError>() {
-            Some(TreeError::Store(s)) => Some(s),
-            _ => None,
-        };
-        matches!(store.or(tree), Some(StoreError::LockWaitStopped { .. }))
-    })
+    store_errors(e).any(|s| matches!(s, StoreError::LockWaitStopped { .. }))
 }
 
 /// What an unreadable catalog in the error's chain says, if that is what failed.
 pub(crate) fn catalog_damage(e: &anyhow::Error) -> Option<String> {
-    use snap_tree::snap_store::StoreError;
-    e.chain().find_map(|cause| {
-        let store = cause.downcast_ref::<StoreError>();
-        let tree = match cause.downcast_ref::<TreeError>() {
-            Some(TreeError::Store(s)) => Some(s),
-            _ => None,
-        };
-        match store.or(tree) {
-            Some(damage @ StoreError::CatalogUnreadable { .. }) => Some(damage.to_string()),
-            _ => None,
-        }
-    })
+    store_errors(e)
+        .find(|s| matches!(s, StoreError::CatalogUnreadable { .. }))
+        .map(StoreError::to_string)
 }
 
 /// True when the error comes from damage in the store (a rotted pack, a missing object).
 fn is_damage(e: &anyhow::Error) -> bool {
-    e.chain().any(|cause| {
-        let store = cause.downcast_ref::<snap_tree::snap_store::StoreError>();
+    store_errors(e).any(StoreError::is_damage)
+}
+
+/// Every store error in the chain, whether raised bare or wrapped in a `TreeError`.
+fn store_errors(e: &anyhow::Error) -> impl Iterator<Item = &StoreError> {
+    e.chain().filter_map(|cause| {
         let tree = match cause.downcast_ref::<TreeError>() {
             Some(TreeError::Store(s)) => Some(s),
             _ => None,
         };
-        store.or(tree).is_some_and(|s| s.is_damage())
+        cause.downcast_ref::<StoreError>().or(tree)
     })
 }
 

@@ -36,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
     let root = root();
     std::fs::write(root.join(".gitignore"), data).expect("write .gitignore");
     std::fs::write(root.join("src/.snapignore"), data).expect("write .snapignore");
-    let walk = match snap_tree::scan::walk(root, &Config::default()) {
+    let walk = match snap_tree::testing::scan::walk(root, &Config::default()) {
         Ok(walk) => walk,
         Err(e) => panic!("a walk failed on an ignore file: {e}"),
     };

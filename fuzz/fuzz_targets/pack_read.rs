@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use snap_store::pack::PackReader;
+use snap_store::testing::pack::{DeltaHeader, PackReader, SliceRef, decode_delta};
 
 fn pack_file() -> &'static (File, PathBuf) {
     static FILE: OnceLock<(File, PathBuf)> = OnceLock::new();
@@ -41,9 +41,9 @@ fuzz_target!(|data: &[u8]| {
             let _ = reader.read_object(f.offset, f.id);
             // A delta or slice frame, decoded against whatever bytes are at hand.
             if let Ok((info, payload)) = reader.read_frame(f.offset, f.id) {
-                let _ = snap_store::delta::DeltaHeader::parse(&payload);
-                let _ = snap_store::delta::decode(&payload, data, info.raw_len);
-                if let Ok(slice) = snap_store::slice::SliceRef::parse(&payload) {
+                let _ = DeltaHeader::parse(&payload);
+                let _ = decode_delta(&payload, data, info.raw_len);
+                if let Ok(slice) = SliceRef::parse(&payload) {
                     let _ = slice.cut(data, info.raw_len);
                 }
             }

@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use snap_tree::snap_store::Retention;
-use snap_tree::snap_store::testing::fault::{self, FAULT_POINTS, Fault};
+use snap_store::Retention;
+use snap_store::testing::fault::{self, FAULT_POINTS, Fault};
 use snap_tree::{SaveOptions, TreeError, Workspace};
 
 const FILES: [&str; 4] = ["a", "d/b", "d/e/c", "f"];

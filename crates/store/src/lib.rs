@@ -3,33 +3,30 @@
 //! Objects (chunks, chunk lists, trees, snapshot records) are identified by the BLAKE3 of their
 //! kind and bytes, stored zstd-compressed (or raw) in sealed pack files, and located through a
 //! redb catalog that also holds the snapshot records, HEAD and the redo stack. The store knows
-//! nothing of working trees. The byte layout is in docs/FORMAT.md.
+//! nothing of working trees. The byte layout is in docs/FORMAT.md; ARCHITECTURE.md maps the
+//! layers:
+//!
+//! - [`model`]: ids, objects and records, references, the workspace identity;
+//! - `pack`: the pack file and its frames (raw, zstd, delta, slice);
+//! - `writer`: new objects into packs, each once;
+//! - `catalog`: the redb file (locations, snapshots, history, caches, turns);
+//! - `cache`: stat and directory cache rows;
+//! - `lifecycle`: prune, gc, orphan packs, the size budget, pack merging;
+//! - `verify` and `repair`: checking a store and rebuilding its catalog;
+//! - [`fs`]: durable writes, the store lock, path bytes, spill buffers;
+//! - `store`: [`Store`], the handle every layer above goes through.
 
-mod budget;
+mod cache;
 mod catalog;
-mod catalog_file;
-pub mod delta;
-mod dircache;
 mod error;
-pub mod fsio;
-mod id;
-mod identity;
+pub mod fs;
 mod lifecycle;
-mod lock;
-mod merge;
-mod object;
-mod orphans;
-pub mod pack;
-mod packframes;
-mod refs;
-pub mod relpath;
+pub mod model;
+mod pack;
 mod repair;
-mod seen;
-pub mod slice;
-mod spill;
-mod statcache;
-mod statrows;
 mod store;
+/// Test hooks: with the `testing` feature, failpoints, faults, the journal and the pack
+/// internals the fuzz targets read; without it, inline no-ops only.
 #[doc(hidden)]
 pub mod testing;
 mod verify;
@@ -41,33 +38,30 @@ mod writer;
 /// the user's own names; flooding one's own map is no threat to guard against.
 pub type PathMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-pub use budget::{BUDGET_KEEPS_UNDO, BUDGET_ROUNDS, BudgetReport};
+pub use cache::{
+    DirCache, DirCacheUpdate, DirHeader, DirRecord, EncodedEntry, ListedKind, MAX_STAT_ENTRY_LEN,
+    STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey, StatRows, WalkMemo,
+    encode_dir_record,
+};
 pub use catalog::{
     CATALOG_VERSION, Commit, HistoryState, Location, decode_snapshot_row, encode_location,
 };
-pub use dircache::{DirCache, DirCacheUpdate, DirHeader, DirRecord, ListedKind, encode_dir_record};
 pub use error::StoreError;
-pub use id::{ID_LEN, ObjectId};
-pub use identity::{IDENTITY_FILE, WORKSPACE_ID_LEN, WorkspaceIdentity};
-pub use lifecycle::{GcReport, PruneReport, REPACK_LIVE_SHARE, Retention, StoreStats};
-pub use lock::{
+pub use fs::lock::{
     DEFAULT_LOCK_TIMEOUT, cap_lock_wait, lock_timeout, on_lock_wait, stop_lock_wait_on,
 };
-pub use merge::{
-    AUTO_MERGE_BYTES, AUTO_MERGE_PACKS, MERGE_MAX_OBJECTS, MERGE_MAX_PACK_OBJECTS, MergeReport,
+pub use lifecycle::{
+    AUTO_MERGE_BYTES, AUTO_MERGE_PACKS, BUDGET_KEEPS_UNDO, BUDGET_ROUNDS, BudgetReport, GcReport,
+    MERGE_MAX_OBJECTS, MERGE_MAX_PACK_OBJECTS, MergeReport, PruneReport, REPACK_LIVE_SHARE,
+    Retention, StoreStats,
 };
-pub use object::{
-    ChangeStats, ChunkList, ChunkRef, EntryKind, ObjectKind, PERMISSION_BITS, RECORD_VERSION,
-    SnapshotKind, SnapshotRecord, TREE_VERSION, Tree, TreeEntry, check_entry_name, decode_record,
-    encode_record,
+pub use model::{
+    ChangeStats, ChunkList, ChunkRef, EntryKind, ID_LEN, IDENTITY_FILE, ObjectId, ObjectKind,
+    PERMISSION_BITS, RECORD_VERSION, SnapshotKind, SnapshotRecord, TREE_VERSION, Tree, TreeEntry,
+    WORKSPACE_ID_LEN, WorkspaceIdentity, check_entry_name, decode_record, encode_record,
 };
-pub use packframes::PackFrames;
+pub use pack::PackFrames;
 pub use repair::RepairReport;
-pub use statcache::{
-    EncodedEntry, MAX_STAT_ENTRY_LEN, STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey,
-    WalkMemo,
-};
-pub use statrows::StatRows;
 pub use store::Store;
 pub use verify::{Problem, VerifyReport};
 pub use writer::ObjectWriter;

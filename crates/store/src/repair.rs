@@ -5,11 +5,11 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::catalog::{Catalog, Commit, HistoryState};
-use crate::delta::DeltaHeader;
-use crate::lifecycle::remove_if_present;
-use crate::lock::{StoreLock, lock_timeout};
+use crate::fs::lock::{StoreLock, lock_timeout};
+use crate::fs::remove_if_present;
+use crate::pack::delta::DeltaHeader;
+use crate::pack::slice::SliceRef;
 use crate::pack::{Compression, FrameInfo, HEADER_LEN, PackReader, decode_payload};
-use crate::slice::SliceRef;
 use crate::{ObjectId, ObjectKind, SnapshotRecord, Store, StoreError};
 
 /// Paths listed per damaged object, at most.
@@ -186,10 +186,10 @@ fn swap_in(dir: &Path, new: &Path, path: &Path) -> Result<Option<PathBuf>, Store
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(StoreError::io(path, e)),
     };
-    crate::fsio::sync_dir(dir)?;
+    crate::fs::io::sync_dir(dir)?;
     crate::failpoint!("repair-linked");
     std::fs::rename(new, path).map_err(|e| StoreError::io(path, e))?;
-    crate::fsio::sync_dir(dir)?;
+    crate::fs::io::sync_dir(dir)?;
     Ok(kept)
 }
 

@@ -3,13 +3,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use crate::catalog::{Catalog, Commit, HistoryState};
-use crate::delta::{DeltaHeader, MAX_DELTA_DEPTH};
-use crate::lock::{StoreLock, lock_timeout};
+use crate::fs::lock::{StoreLock, lock_timeout};
+use crate::fs::lock_poisoned;
+use crate::pack::delta::{DeltaHeader, MAX_DELTA_DEPTH};
 use crate::pack::{Compression, PackReader, pack_file_name};
-use crate::writer::ObjectWriter;
 use crate::{ChunkList, ObjectId, ObjectKind, SnapshotRecord, StoreError, Tree};
 
 /// An open store. Holding one means holding the store lock.
@@ -91,14 +91,9 @@ fn mend_scratch(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
         made.push(path);
     }
     if !made.is_empty() {
-        crate::fsio::sync_dir(dir)?;
+        crate::fs::io::sync_dir(dir)?;
     }
     Ok(made)
-}
-
-pub(crate) fn lock_poisoned<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding one of these maps leaves it consistent (inserts are atomic).
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Store {
@@ -109,12 +104,12 @@ impl Store {
     /// store, not one without a catalog, and then waits here for the lock.
     pub fn init(dir: &Path) -> Result<Store, StoreError> {
         if !dir.join("packs").is_dir() {
-            crate::fsio::refuse_foreign_entries(dir)?;
+            crate::fs::io::refuse_foreign_entries(dir)?;
         }
         std::fs::create_dir_all(dir.join("tmp")).map_err(|e| StoreError::io(dir, e))?;
         let ignore = dir.join(".gitignore");
         if !ignore.exists() {
-            crate::fsio::write_atomic(&ignore, b"*\n")?;
+            crate::fs::io::write_atomic(&ignore, b"*\n")?;
         }
         let catalog = dir.join("catalog.redb");
         if !catalog.exists() || !dir.join("packs").is_dir() {
@@ -129,11 +124,11 @@ impl Store {
             }
             if !catalog.exists() {
                 drop(Catalog::create(&catalog)?);
-                crate::fsio::sync_dir(dir)?;
+                crate::fs::io::sync_dir(dir)?;
             }
             let packs = dir.join("packs");
             std::fs::create_dir_all(&packs).map_err(|e| StoreError::io(&packs, e))?;
-            crate::fsio::sync_dir(dir)?;
+            crate::fs::io::sync_dir(dir)?;
         }
         Store::open(dir)
     }
@@ -143,7 +138,7 @@ impl Store {
         if !dir.join("packs").is_dir() {
             return Err(StoreError::NotFound(dir.to_path_buf()));
         }
-        crate::fsio::refuse_links(dir)?;
+        crate::fs::io::refuse_links(dir)?;
         let lock = StoreLock::acquire(&dir.join("lock"), lock_timeout()?)?;
         let catalog = Catalog::open(&dir.join("catalog.redb"), lock.is_read_only())?;
         let mended = if lock.is_read_only() {
@@ -444,29 +439,13 @@ impl Store {
         lock_poisoned(&self.readers).clear();
         *lock_poisoned(&self.remembered) = Remembered::default();
     }
-
-    /// Starts writing objects into new packs. Safe to share between threads.
-    pub fn writer(&self) -> ObjectWriter<'_> {
-        ObjectWriter::new(self, false)
-    }
-
-    /// As [`Store::writer`], also writing the objects the catalog already names: for content
-    /// whose named copy cannot be read back ([`Store::check_file`]) while its bytes are still
-    /// at hand. Committed, the new frames are the ones the catalog locates.
-    pub fn rewriting_writer(&self) -> ObjectWriter<'_> {
-        ObjectWriter::rewriting(self)
-    }
-
-    /// A writer that only computes ids and writes nothing: for status and previews.
-    pub fn dry_writer(&self) -> ObjectWriter<'_> {
-        ObjectWriter::new(self, true)
-    }
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::Location;
+    use crate::ObjectWriter;
     use crate::pack::Compression;
     use crate::pack::EncodedObject;
     use std::collections::HashSet;
@@ -611,7 +590,10 @@ pub(crate) mod tests {
                 .all(|l| l.frame.compression == Compression::Slice)
         );
         let payload_bytes: u64 = locs.iter().map(|l| u64::from(l.frame.stored_len)).sum();
-        assert_eq!(payload_bytes, 60 * crate::slice::SLICE_PAYLOAD_LEN as u64);
+        assert_eq!(
+            payload_bytes,
+            60 * crate::pack::slice::SLICE_PAYLOAD_LEN as u64
+        );
         // A fresh process, with nothing remembered, reads every chunk from its block.
         drop(store);
         let store = Store::open(&dir.path().join(".snap")).unwrap();
@@ -633,7 +615,7 @@ pub(crate) mod tests {
                     .reader(&l.pack)
                     .unwrap()
                     .read_frame(l.frame.offset, l.frame.id);
-                crate::slice::SliceRef::parse(&frame.unwrap().1)
+                crate::pack::slice::SliceRef::parse(&frame.unwrap().1)
                     .unwrap()
                     .block
             })
@@ -667,7 +649,9 @@ pub(crate) mod tests {
             let reader = store.reader(&loc.pack).unwrap();
             reader.read_frame(loc.frame.offset, ids[0]).unwrap().1
         };
-        let block = crate::slice::SliceRef::parse(&slice_payload).unwrap().block;
+        let block = crate::pack::slice::SliceRef::parse(&slice_payload)
+            .unwrap()
+            .block;
         let block_loc = store.catalog.locate(&block).unwrap().unwrap();
         assert_eq!(block_loc.frame.kind, ObjectKind::Block);
         drop(store);

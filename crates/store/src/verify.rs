@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::catalog::Locations;
-use crate::orphans::Orphan;
+use crate::lifecycle::Orphan;
 use crate::pack::{PackReader, pack_file_name};
 use crate::{ChunkList, EntryKind, ObjectId, ObjectKind, SnapshotRecord, Store, StoreError, Tree};
 

@@ -6,8 +6,8 @@ use redb::{ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle, W
 
 use super::rows::{capacity_hint, seal, unseal};
 use super::{Catalog, DIR_CACHE, META, STAT_CACHE, TREE_CACHE};
-use crate::dircache::{DirCache, DirCacheUpdate};
-use crate::statcache::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo};
+use crate::cache::dir::{DirCache, DirCacheUpdate};
+use crate::cache::stat::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo};
 use crate::{ObjectId, PathMap, StoreError};
 
 /// `put` sorted by key. In key order, rows fill redb's leaves; in walk order (threads

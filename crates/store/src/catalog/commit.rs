@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 
 use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
 
+use crate::cache::stat::StatCacheUpdate;
 use crate::pack::{FrameInfo, pack_file_name};
-use crate::statcache::StatCacheUpdate;
 use crate::{ObjectId, SnapshotRecord, StoreError};
 
 use super::{

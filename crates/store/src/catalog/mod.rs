@@ -41,6 +41,7 @@ use crate::{ObjectId, SnapshotRecord, StoreError};
 
 mod caches;
 mod commit;
+pub(crate) mod file;
 mod locations;
 mod rows;
 mod statdirs;
@@ -150,13 +151,13 @@ impl Catalog {
         }
         // A writable catalog is also opened read-only first (see `upgrade`); one that was
         // not shut down cleanly cannot be, and is opened for writing, which repairs it.
-        let read_only_open = crate::catalog_file::builder()
+        let read_only_open = crate::catalog::file::builder()
             .open_read_only(path)
             .map(Db::ReadOnly);
         let opened = match (read_only, read_only_open) {
             (true, opened) => opened,
             (false, Ok(db)) => Ok(db),
-            (false, Err(_)) => crate::catalog_file::open_database(path, false).map(Db::ReadWrite),
+            (false, Err(_)) => crate::catalog::file::open_database(path, false).map(Db::ReadWrite),
         };
         let db = opened.map_err(|e| open_error(path, e))?;
         let catalog = Catalog {
@@ -173,7 +174,7 @@ impl Catalog {
     /// Creates a new, empty catalog at `path`.
     pub fn create(path: &Path) -> Result<Catalog, StoreError> {
         let db =
-            crate::catalog_file::open_database(path, true).map_err(|e| StoreError::Catalog {
+            crate::catalog::file::open_database(path, true).map_err(|e| StoreError::Catalog {
                 path: path.to_path_buf(),
                 why: e.to_string(),
             })?;
@@ -233,7 +234,7 @@ impl Catalog {
         if let Db::ReadOnly(old) = std::mem::replace(&mut *db, Db::Closed) {
             old.close().map_err(|e| open_error(&self.path, e))?;
         }
-        let opened = crate::catalog_file::open_database(&self.path, false);
+        let opened = crate::catalog::file::open_database(&self.path, false);
         *db = Db::ReadWrite(opened.map_err(|e| open_error(&self.path, e))?);
         Ok(())
     }
@@ -536,10 +537,10 @@ pub(crate) fn unix_ns(t: SystemTime) -> i64 {
 mod tests {
     use super::*;
     use crate::ObjectKind;
+    use crate::cache::stat::ScanMemo;
+    use crate::cache::stat::StatCacheUpdate;
     use crate::pack::Compression;
     use crate::pack::FrameInfo;
-    use crate::statcache::ScanMemo;
-    use crate::statcache::StatCacheUpdate;
 
     /// A new catalog at `path` whose format record then says `format`.
     fn catalog_of_format(path: &Path, format: u32) {

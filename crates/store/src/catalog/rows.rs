@@ -1,8 +1,8 @@
 //! The byte layouts of catalog rows: object locations, HEAD and the redo stack, snapshot
 //! rows, and the check that seals every cache row (FORMAT.md 4.2, 4.5 and 6).
 
+use crate::cache::stat::{take_varint, varint};
 use crate::pack::{Compression, FrameInfo};
-use crate::statcache::{take_varint, varint};
 use crate::{ObjectId, ObjectKind, SnapshotRecord, StoreError};
 
 /// Length of a fixed-width `objects` value (catalog version 5 on), and one more than the

@@ -22,9 +22,9 @@ use redb::{ReadableTable, ReadableTableMetadata, TableDefinition, WriteTransacti
 
 use super::rows::{capacity_hint, seal, unseal};
 use super::{Catalog, STAT_CACHE};
-use crate::relpath::{join, split};
-use crate::statcache::{StatEntry, take_varint, varint};
-use crate::statrows::StatRows;
+use crate::cache::rows::StatRows;
+use crate::cache::stat::{StatEntry, take_varint, varint};
+use crate::fs::relpath::{join, split};
 use crate::{ObjectId, StoreError};
 
 pub(super) const STAT_DIRS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("stat_dirs");

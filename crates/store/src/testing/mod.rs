@@ -17,6 +17,14 @@ pub mod journal;
 #[cfg(feature = "testing")]
 pub use failpoint::{FAILPOINTS, failpoint};
 
+/// The pack layer's readers, for the fuzz targets that feed them arbitrary bytes.
+#[cfg(feature = "testing")]
+pub mod pack {
+    pub use crate::pack::delta::{DeltaHeader, decode as decode_delta};
+    pub use crate::pack::slice::SliceRef;
+    pub use crate::pack::{FrameInfo, PackReader};
+}
+
 #[cfg(not(feature = "testing"))]
 mod off;
 #[cfg(not(feature = "testing"))]

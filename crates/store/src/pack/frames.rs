@@ -1,6 +1,6 @@
 //! `PackFrames`: the frames a pack writer appended, kept for the index it writes when it
 //! seals the pack and for the commit that locates them. Spilled past a few MiB to an unnamed
-//! file (see [`crate::spill`]): a pack of a million small files has a million frames, 59 MB
+//! file (see [`crate::fs::spill`]): a pack of a million small files has a million frames, 59 MB
 //! held from the first file stored to the commit.
 //!
 //! ```text
@@ -9,9 +9,10 @@
 
 use std::path::Path;
 
+use super::FRAME_HEADER_LEN;
+use super::frame::{FrameInfo, decode_frame_header, encode_frame_header};
 use crate::StoreError;
-use crate::pack::{FRAME_HEADER_LEN, FrameInfo, decode_frame_header, encode_frame_header};
-use crate::spill::{SPILL_AT, SpillBuf};
+use crate::fs::spill::{SPILL_AT, SpillBuf};
 
 /// Bytes of one frame's record.
 const RECORD_LEN: usize = FRAME_HEADER_LEN as usize + 8;

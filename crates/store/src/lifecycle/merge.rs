@@ -133,9 +133,9 @@ impl Store {
         crate::failpoint!("merge-after-commit");
         self.forget_readers();
         for pack in &remove_packs {
-            crate::lifecycle::remove_if_present(&self.pack_path(pack))?;
+            crate::fs::remove_if_present(&self.pack_path(pack))?;
         }
-        crate::fsio::sync_dir(&self.dir().join("packs"))?;
+        crate::fs::io::sync_dir(&self.dir().join("packs"))?;
         Ok(report)
     }
 

@@ -12,7 +12,7 @@
 //! chunk's id is still BLAKE3 of its kind and bytes: how it is stored never changes what it is.
 
 use crate::ObjectId;
-use crate::delta::{DELTA_HEADER_LEN, DeltaHeader};
+use crate::pack::delta::{DELTA_HEADER_LEN, DeltaHeader};
 
 /// Chunks up to this size are gathered into blocks.
 pub const SLICE_MAX: usize = 16 << 10;

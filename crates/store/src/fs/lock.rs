@@ -37,18 +37,18 @@ impl StoreLock {
             .write(true)
             .create(true)
             .truncate(false)
-            .custom_flags(crate::fsio::O_NOFOLLOW)
+            .custom_flags(crate::fs::io::O_NOFOLLOW)
             .open(path);
         let (mut file, read_only) = match opened {
             Ok(file) => (file, false),
             Err(e) if cannot_write(&e) => {
                 let file = OpenOptions::new()
                     .read(true)
-                    .custom_flags(crate::fsio::O_NOFOLLOW)
+                    .custom_flags(crate::fs::io::O_NOFOLLOW)
                     .open(path);
                 (file.map_err(|_| StoreError::io(path, e))?, true)
             }
-            Err(e) => return Err(crate::fsio::no_follow_error(path, e)),
+            Err(e) => return Err(crate::fs::io::no_follow_error(path, e)),
         };
         let op = if read_only {
             FlockOperation::NonBlockingLockShared

@@ -1,5 +1,5 @@
 //! `StatRows`: the stat cache rows a scan hands to its commit, spilled past a few MiB to an
-//! unnamed file (see [`crate::spill`]): held whole, they were about a quarter of a first
+//! unnamed file (see [`crate::fs::spill`]): held whole, they were about a quarter of a first
 //! save's peak at a million files (docs/PERFORMANCE.md).
 //!
 //! ```text
@@ -9,8 +9,8 @@
 use std::path::Path;
 
 use crate::StoreError;
-use crate::spill::{SPILL_AT, SpillBuf};
-use crate::statcache::StatEntry;
+use crate::cache::stat::StatEntry;
+use crate::fs::spill::{SPILL_AT, SpillBuf};
 
 /// Stat cache rows to write, in the order they were pushed.
 #[derive(Debug, Default)]
@@ -24,7 +24,7 @@ pub struct StatRows {
 
 impl StatRows {
     /// Rows that go to an unnamed file made in `dir` past a few MiB in memory (see
-    /// [`crate::spill`]).
+    /// [`crate::fs::spill`]).
     pub fn spilling_into(dir: &Path) -> StatRows {
         StatRows::spilling_at(dir, SPILL_AT)
     }
@@ -114,7 +114,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::statcache::StatKey;
+    use crate::cache::stat::StatKey;
     use crate::{EntryKind, ObjectId};
 
     fn entry(n: u64) -> StatEntry {

@@ -90,10 +90,10 @@ impl WorkspaceIdentity {
     /// one yet (created before snap recorded identities).
     pub fn read(dir: &Path) -> Result<Option<WorkspaceIdentity>, StoreError> {
         let path = dir.join(IDENTITY_FILE);
-        let bytes = match crate::fsio::read_no_follow(&path) {
+        let bytes = match crate::fs::io::read_no_follow(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(crate::fsio::no_follow_error(&path, e)),
+            Err(e) => return Err(crate::fs::io::no_follow_error(&path, e)),
         };
         WorkspaceIdentity::decode(&bytes)
             .map(Some)
@@ -102,7 +102,7 @@ impl WorkspaceIdentity {
 
     /// Records this identity in the store in `dir`, atomically and durably.
     pub fn write(&self, dir: &Path) -> Result<(), StoreError> {
-        crate::fsio::write_atomic(&dir.join(IDENTITY_FILE), &self.encode())
+        crate::fs::io::write_atomic(&dir.join(IDENTITY_FILE), &self.encode())
     }
 }
 

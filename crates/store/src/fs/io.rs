@@ -116,3 +116,11 @@ pub fn no_follow_error(path: &Path, e: std::io::Error) -> StoreError {
         _ => StoreError::io(path, e),
     }
 }
+/// Removes `path`; one already gone is no error.
+pub(crate) fn remove_if_present(path: &Path) -> Result<(), StoreError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StoreError::io(path, e)),
+    }
+}

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::sync::{Mutex, RwLock};
 
 use crate::ObjectId;
-use crate::store::lock_poisoned;
+use crate::fs::lock_poisoned;
 
 /// Ids a shard is sized for: 2^16 buckets hold 57,344 at hashbrown's 7/8 load, and a shard
 /// of a set sized this way sees a few hundred more or less than the average (a binomial

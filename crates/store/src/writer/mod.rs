@@ -1,17 +1,24 @@
 //! `ObjectWriter`: new objects into packs, from many threads at once, each stored once;
 //! small chunks gathered into blocks, trees stored against their previous version.
+//!
+//! The layer owns the path from an object's bytes to a sealed pack: [`seen`] keeps the ids
+//! one save has stored, and the writer hands the sealed packs, their frames and the save's
+//! stat rows to the store's commit. Which packs exist afterwards is the catalog's record.
+
+mod seen;
 
 use std::sync::{Mutex, MutexGuard};
 
-use crate::delta::DeltaHeader;
-use crate::delta::MAX_DELTA_DEPTH;
+use crate::Store;
+use crate::cache::rows::StatRows;
+use crate::fs::lock_poisoned;
+use crate::pack::delta::DeltaHeader;
+use crate::pack::delta::MAX_DELTA_DEPTH;
+use crate::pack::frames::PackFrames;
+use crate::pack::slice::{PendingBlock, SLICE_MAX};
 use crate::pack::{EncodedObject, FrameInfo, PACK_TARGET_SIZE, PackWriter};
-use crate::packframes::PackFrames;
-use crate::seen::SeenIds;
-use crate::slice::{PendingBlock, SLICE_MAX};
-use crate::statrows::StatRows;
-use crate::store::{Store, lock_poisoned};
 use crate::{ObjectId, ObjectKind, StoreError};
+use seen::SeenIds;
 
 /// Writes new objects into packs, skipping those the store or this writer already has.
 ///
@@ -31,14 +38,12 @@ pub struct ObjectWriter<'s> {
     sealer: Mutex<Option<Sealer>>,
     /// A pack this long is full: [`PACK_TARGET_SIZE`], smaller in tests.
     pack_target: u64,
-    /// Small chunks gathered for the next blocks (see [`crate::slice`]), one block per
+    /// Small chunks gathered for the next blocks (see [`crate::pack::slice`]), one block per
     /// thread (by a hash of its id), so that a block holds files stored one after another:
     /// a restore, which reads in the same order, then needs each block on one thread only.
     blocks: Vec<Mutex<PendingBlock>>,
-    dry_run: bool,
-    /// Stores objects the catalog already names, as new frames that the commit then
-    /// locates instead (see [`crate::Store::rewriting_writer`]).
-    rewrite: bool,
+    /// What this writer writes.
+    writes: Writes,
     /// Set when an append failed: the open pack it was writing, and the frames in it, are
     /// gone, so [`ObjectWriter::finish`] refuses, whatever the caller made of the error.
     failed: std::sync::atomic::AtomicBool,
@@ -53,13 +58,44 @@ thread_local! {
     };
 }
 
+/// What a writer writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Writes {
+    /// Objects neither the store nor this writer has yet.
+    New,
+    /// Also objects the catalog already names, as new frames that the commit then locates
+    /// instead (see [`Store::rewriting_writer`]).
+    Rewrite,
+    /// Nothing: ids are computed, no byte is written (status and previews).
+    Nothing,
+}
+
 /// At most this many packs are open at once. A lane no thread needed stays empty and costs
 /// nothing, so this is not sized from the CPU count (asking the kernel for it costs more than
 /// a small save's hashing).
 pub(crate) const MAX_LANES: usize = 4;
 
+impl Store {
+    /// Starts writing objects into new packs. Safe to share between threads.
+    pub fn writer(&self) -> ObjectWriter<'_> {
+        ObjectWriter::new(self, Writes::New)
+    }
+
+    /// As [`Store::writer`], also writing the objects the catalog already names: for content
+    /// whose named copy cannot be read back ([`Store::check_file`]) while its bytes are still
+    /// at hand. Committed, the new frames are the ones the catalog locates.
+    pub fn rewriting_writer(&self) -> ObjectWriter<'_> {
+        ObjectWriter::new(self, Writes::Rewrite)
+    }
+
+    /// A writer that only computes ids and writes nothing: for status and previews.
+    pub fn dry_writer(&self) -> ObjectWriter<'_> {
+        ObjectWriter::new(self, Writes::Nothing)
+    }
+}
+
 impl<'s> ObjectWriter<'s> {
-    pub(crate) fn new(store: &'s Store, dry_run: bool) -> ObjectWriter<'s> {
+    fn new(store: &'s Store, writes: Writes) -> ObjectWriter<'s> {
         ObjectWriter {
             store,
             seen: SeenIds::default(),
@@ -68,30 +104,22 @@ impl<'s> ObjectWriter<'s> {
             sealer: Mutex::default(),
             pack_target: PACK_TARGET_SIZE,
             blocks: (0..MAX_LANES).map(|_| Mutex::default()).collect(),
-            dry_run,
-            rewrite: false,
+            writes,
             failed: std::sync::atomic::AtomicBool::new(false),
-        }
-    }
-
-    pub(crate) fn rewriting(store: &'s Store) -> ObjectWriter<'s> {
-        ObjectWriter {
-            rewrite: true,
-            ..ObjectWriter::new(store, false)
         }
     }
 
     /// True when `id` need not be written: the catalog names it, and this writer does not
     /// rewrite what it names.
     fn in_store(&self, id: &ObjectId) -> Result<bool, StoreError> {
-        Ok(!self.rewrite && self.store.contains(id)?)
+        Ok(self.writes != Writes::Rewrite && self.store.contains(id)?)
     }
 
     /// Makes room for `objects` more ids in the set of those seen, ahead of storing them.
     /// Grown as it fills, the set holds its old and new tables at once, and a first save of a
     /// million files does that at its peak.
     pub fn expect(&self, objects: usize) {
-        if !self.dry_run {
+        if !self.is_dry_run() {
             self.seen.expect(objects);
         }
     }
@@ -127,7 +155,7 @@ impl<'s> ObjectWriter<'s> {
         base: Option<ObjectId>,
     ) -> Result<ObjectId, StoreError> {
         let id = ObjectId::of(kind, raw);
-        if self.dry_run || !self.seen.insert(id) || self.in_store(&id)? {
+        if self.is_dry_run() || !self.seen.insert(id) || self.in_store(&id)? {
             return Ok(id);
         }
         // Compression runs outside any lock so that callers on several threads overlap.
@@ -281,7 +309,7 @@ impl<'s> ObjectWriter<'s> {
 
     /// True for a writer that only computes ids.
     pub fn is_dry_run(&self) -> bool {
-        self.dry_run
+        self.writes == Writes::Nothing
     }
 
     /// Seals the open packs. The returned packs are durable in `packs/` and must now be named

@@ -15,7 +15,7 @@
 //! so a trusted listing is exactly what `getdents` and the rules would give. A listing says
 //! nothing about file contents: every listed file is still stat-ed against the stat cache.
 
-use crate::statcache::{STAT_KEY_LEN, StatKey};
+use crate::cache::stat::{STAT_KEY_LEN, StatKey};
 
 /// Bit of `flags`: the directory has a `.gitignore`, whose stat key follows.
 const HAS_GITIGNORE: u8 = 1;

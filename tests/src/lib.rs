@@ -252,7 +252,7 @@ pub fn assert_conserved(d: &Path, before: &Tree, what: &str) {
     let seqs = seqs(d);
     let snaps_own = |path: &str| {
         let name = path.rsplit('/').next().unwrap_or(path);
-        snap_tree::restore::is_temp_name(name.as_bytes())
+        snap_tree::is_temp_name(name.as_bytes())
     };
     for (path, bytes) in before.iter().filter(|(p, _)| !snaps_own(p)) {
         if now.get(path) == Some(bytes) {

@@ -34,15 +34,12 @@ mod interrupt;
 mod marker;
 mod observer;
 mod paths;
-pub mod restore;
-mod rules;
-pub mod scan;
+mod restore;
+mod scan;
 mod snapshot;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod testing_hooks;
-mod walk;
-mod walker;
 mod workspace;
 
 pub use config::{
@@ -56,9 +53,15 @@ pub use interrupt::stop_moves_on;
 pub use marker::{Marker, Op};
 pub use observer::{Event, Observer, Phase};
 pub use paths::STORE_DIR;
+pub use restore::is_temp_name;
 pub use scan::{ScanReport, Unreadable};
-pub use snap_store::{self, EntryKind, ObjectId, SnapshotKind, SnapshotRecord};
+// The store's types that the layers above name (the CLI, the Python crate, benches): named
+// here, so the CLI depends on the tree alone and never reaches into the store.
+pub use snap_store::{
+    EntryKind, GcReport, ObjectId, Retention, SnapshotKind, SnapshotRecord, StoreError, StoreStats,
+    cap_lock_wait, on_lock_wait, stop_lock_wait_on,
+};
 pub use workspace::{
-    ExportOutcome, LogEntry, MoveOutcome, PathChange, Recovered, Run, SaveOptions, SaveOutcome,
-    Snapshot, Status, Workspace, find_root, repair,
+    ExportOutcome, LogEntry, MoveOutcome, PROMPT_EVENT, PathChange, Recovered, Run, SaveOptions,
+    SaveOutcome, Snapshot, Status, Told, Workspace, find_root, repair,
 };

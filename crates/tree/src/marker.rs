@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use snap_store::{ObjectId, decode_record, encode_record, fsio};
+use snap_store::{ObjectId, decode_record, encode_record, fs};
 
 use crate::TreeError;
 use crate::restore::{LiftedDir, OpId};
@@ -107,7 +107,7 @@ impl Marker {
 
     /// Writes and fsyncs the marker.
     pub fn write(&self, store_dir: &Path) -> Result<(), TreeError> {
-        Ok(fsio::write_atomic(
+        Ok(fs::write_atomic(
             &Self::path(store_dir, self.op),
             &encode_record(self),
         )?)
@@ -117,7 +117,7 @@ impl Marker {
     pub fn remove(&self, store_dir: &Path) -> Result<(), TreeError> {
         let path = Self::path(store_dir, self.op);
         std::fs::remove_file(&path).map_err(|e| TreeError::io(&path, e))?;
-        Ok(fsio::sync_dir(store_dir)?)
+        Ok(fs::sync_dir(store_dir)?)
     }
 
     /// Every marker present.

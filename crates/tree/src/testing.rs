@@ -2,10 +2,7 @@
 //! CLI): the race suite learns the instant each path is exchanged, and can force the
 //! hard-link fallback that filesystems without `renameat2` flags take.
 
-use std::path::Path;
-
-/// Called with a path's absolute name just before a move exchanges, creates or removes it.
-pub type ExchangeHook = Box<dyn Fn(&Path) + Send + Sync>;
+pub use crate::testing_hooks::ExchangeHook;
 
 /// Installs `hook` (replacing any other) for every move in this process.
 pub fn on_exchange(hook: ExchangeHook) {
@@ -31,4 +28,16 @@ pub fn force_link_fallback(on: bool) {
 /// filesystems, or supported again (`false`).
 pub fn force_no_links(on: bool) {
     crate::restore::force_no_links(on);
+}
+
+/// The scanner's walk, for the suites that check what it lists and what its caches trust.
+pub mod scan {
+    pub use crate::scan::files::{gone_dirs, stat_key, walk, walk_excluding};
+    pub use crate::scan::walk::Walk;
+    pub use crate::scan::walker::DirCacheView;
+}
+
+/// The restore engine, for the suites that drive one plan against a hostile tree.
+pub mod restore {
+    pub use crate::restore::{OpId, Plan, Sides, WorkTree, apply};
 }

@@ -4,8 +4,12 @@
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 
+/// Called with a path's absolute name just before a move exchanges, creates or removes it.
 #[cfg(feature = "testing")]
-pub(crate) static EXCHANGE_HOOK: std::sync::RwLock<Option<crate::testing::ExchangeHook>> =
+pub type ExchangeHook = Box<dyn Fn(&std::path::Path) + Send + Sync>;
+
+#[cfg(feature = "testing")]
+pub(crate) static EXCHANGE_HOOK: std::sync::RwLock<Option<ExchangeHook>> =
     std::sync::RwLock::new(None);
 
 /// Called just before a step puts a file at (or takes one away from) `name` in `dir`.

@@ -10,8 +10,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use proptest::prelude::*;
-use snap_tree::scan::{DirCacheView, Walk, gone_dirs, walk, walk_excluding};
-use snap_tree::snap_store::StatKey;
+use snap_store::StatKey;
+use snap_tree::testing::scan::{DirCacheView, Walk, gone_dirs, walk, walk_excluding};
 use snap_tree::{Config, DiffEntry, EntryKind, SaveOptions, Workspace};
 
 const FILES: [&str; 9] = [
@@ -235,7 +235,7 @@ fn apply(root: &Path, op: &Op) {
 fn fs_now(clock: &Path) -> i64 {
     std::fs::write(clock, b"x").unwrap();
     let m = std::fs::metadata(clock).unwrap();
-    snap_tree::scan::stat_key(&m).mtime_ns
+    snap_tree::testing::scan::stat_key(&m).mtime_ns
 }
 
 /// Waits until the filesystem clock has passed every mtime and ctime under `root`, so that
@@ -255,7 +255,7 @@ fn settle(root: &Path) {
 
 fn newest_stamp(path: &Path) -> i64 {
     let meta = std::fs::symlink_metadata(path).unwrap();
-    let key = snap_tree::scan::stat_key(&meta);
+    let key = snap_tree::testing::scan::stat_key(&meta);
     let mut newest = key.mtime_ns.max(key.ctime_ns);
     if meta.is_dir() {
         for entry in std::fs::read_dir(path).unwrap() {
@@ -585,8 +585,8 @@ fn a_head_that_differs_under_a_pruned_directory_is_diffed_in_full() {
     tick();
     ws.save(&SaveOptions::default()).unwrap().snapshot.unwrap();
     ws.store()
-        .commit(&snap_tree::snap_store::Commit {
-            history: Some(snap_tree::snap_store::HistoryState {
+        .commit(&snap_store::Commit {
+            history: Some(snap_store::HistoryState {
                 head: Some(first.id),
                 redo: Vec::new(),
             }),
@@ -1057,7 +1057,7 @@ fn moves_against_the_disk(base: &Path, steps: Vec<Step>) -> Result<u64, TestCase
                 after_move = false;
             }
             Step::Gc => {
-                let keep = snap_tree::snap_store::Retention {
+                let keep = snap_store::Retention {
                     keep_last: 2,
                     keep_within_ns: None,
                 };

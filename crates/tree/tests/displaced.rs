@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use snap_tree::snap_store::testing::fault::{Fault, arm};
+use snap_store::testing::fault::{Fault, arm};
 use snap_tree::{SaveOptions, Workspace};
 
 const FILES: usize = 8;
@@ -70,7 +70,7 @@ fn temp_names(root: &Path) -> Vec<PathBuf> {
             }
             if entry.file_type().unwrap().is_dir() {
                 dirs.push(entry.path());
-            } else if snap_tree::restore::is_temp_name(name.as_encoded_bytes()) {
+            } else if snap_tree::is_temp_name(name.as_encoded_bytes()) {
                 out.push(entry.path());
             }
         }

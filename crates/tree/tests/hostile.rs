@@ -5,10 +5,11 @@
 
 use std::path::Path;
 
-use snap_tree::snap_store::{
+use snap_store::{
     ChangeStats, Commit, EntryKind, ObjectKind, SnapshotKind, SnapshotRecord, Tree, TreeEntry,
 };
-use snap_tree::{SaveOptions, TreeError, Workspace, restore};
+use snap_tree::testing::restore;
+use snap_tree::{SaveOptions, TreeError, Workspace};
 
 fn write(root: &Path, path: &str, content: &str) {
     let p = root.join(path);
@@ -246,7 +247,7 @@ fn same_size_edits_in_the_same_tick_are_never_missed() {
 /// after a gc reads only what changed.
 #[test]
 fn the_stat_cache_skips_unchanged_files_and_survives_gc() {
-    use snap_tree::snap_store::{ObjectId, StatCacheUpdate, StatEntry, StatKey};
+    use snap_store::{ObjectId, StatCacheUpdate, StatEntry, StatKey};
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let ws = Workspace::init(root, None, false).unwrap();
@@ -291,7 +292,7 @@ fn the_stat_cache_skips_unchanged_files_and_survives_gc() {
     let trees = ws.store().tree_cache().unwrap().len();
     assert!(trees > 0);
     ws.prune(
-        &snap_tree::snap_store::Retention {
+        &snap_store::Retention {
             keep_last: 1,
             keep_within_ns: None,
         },

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use snap_tree::scan::walk;
+use snap_tree::testing::scan::walk;
 use snap_tree::{Config, EntryKind};
 
 fn write(root: &Path, path: &str, content: &str) {

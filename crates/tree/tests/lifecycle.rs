@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use snap_tree::snap_store::{Retention, Store};
+use snap_store::{Retention, Store};
 use snap_tree::{SaveOptions, Workspace};
 
 fn write(root: &Path, path: &str, content: &str) {
@@ -441,7 +441,7 @@ fn an_edited_file_is_stored_as_a_delta_and_gc_keeps_its_bases() {
 /// from the packs alone finds everything.
 #[test]
 fn saves_merge_small_packs_by_themselves() {
-    use snap_tree::snap_store::AUTO_MERGE_PACKS;
+    use snap_store::AUTO_MERGE_PACKS;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let ws = Workspace::init(root, None, false).unwrap();
@@ -524,7 +524,7 @@ fn saves_keep_the_store_within_max_store_bytes() {
 /// `BUDGET_KEEPS_UNDO` ancestors stay, and undo reaches back through them.
 #[test]
 fn a_budget_too_small_keeps_the_nearest_undo_steps() {
-    use snap_tree::snap_store::BUDGET_KEEPS_UNDO;
+    use snap_store::BUDGET_KEEPS_UNDO;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     std::fs::create_dir_all(root.join(".snap")).unwrap();
@@ -554,7 +554,7 @@ fn a_budget_too_small_keeps_the_nearest_undo_steps() {
 /// later one-file saves are merged.
 #[test]
 fn the_merge_leaves_a_first_saves_pack_alone() {
-    use snap_tree::snap_store::{AUTO_MERGE_PACKS, MERGE_MAX_PACK_OBJECTS};
+    use snap_store::{AUTO_MERGE_PACKS, MERGE_MAX_PACK_OBJECTS};
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let ws = Workspace::init(root, None, false).unwrap();

@@ -4,8 +4,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use snap_tree::snap_store::testing::fault::{Fault, arm};
-use snap_tree::snap_store::{AUTO_MERGE_PACKS, Commit, ObjectKind};
+use snap_store::testing::fault::{Fault, arm};
+use snap_store::{AUTO_MERGE_PACKS, Commit, ObjectKind};
 use snap_tree::{SaveOptions, Workspace};
 
 fn pack_count(root: &std::path::Path) -> usize {

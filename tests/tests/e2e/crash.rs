@@ -119,7 +119,7 @@ fn crash_setup(d: &Path, op: &str) -> (Tree, Tree, Vec<&'static str>) {
         }
         "merge" => {
             // 32 packs: the next save seals the 33rd and merges the small ones.
-            let saves = snap_tree::snap_store::AUTO_MERGE_PACKS - 1;
+            let saves = snap_store::AUTO_MERGE_PACKS - 1;
             for i in 0..saves {
                 write(d, "newdir/added", format!("B only, take {i}").as_bytes());
                 ok(d, &["save"]);
@@ -195,10 +195,7 @@ fn crash_and_check(op: &str, failpoint: Option<&str>, power_cut: Option<powerlos
     }
     if op == "merge" && failpoint.is_none() {
         let packs = std::fs::read_dir(d.join(".snap/packs")).unwrap().count() as u64;
-        assert!(
-            packs < snap_tree::snap_store::AUTO_MERGE_PACKS,
-            "{at}: {packs} packs"
-        );
+        assert!(packs < snap_store::AUTO_MERGE_PACKS, "{at}: {packs} packs");
     }
     check_store(d, &at);
 }
@@ -280,7 +277,7 @@ fn every_failpoint_is_driven() {
         .iter()
         .flat_map(|(_, fs)| fs.iter().map(|f| f.split('@').next().unwrap()))
         .collect();
-    for name in snap_tree::snap_store::testing::FAILPOINTS {
+    for name in snap_store::testing::FAILPOINTS {
         assert!(covered.contains(name), "failpoint {name} is not driven");
     }
 }
@@ -443,7 +440,7 @@ fn an_io_error_at_every_fault_point_fails_cleanly_and_loses_nothing() {
         .iter()
         .flat_map(|(_, fs)| fs.iter().map(|f| f.split(['@', ':']).next().unwrap()))
         .collect();
-    for name in snap_tree::snap_store::testing::fault::FAULT_POINTS {
+    for name in snap_store::testing::fault::FAULT_POINTS {
         assert!(covered.contains(name), "fault point {name} is not driven");
     }
     for (op, faults) in FAULT_CASES {

@@ -311,7 +311,7 @@ pub fn entry_at(store: &Store, root: &ObjectId, path: &[u8]) -> Result<Option<No
     Ok(None)
 }
 
-pub use snap_store::relpath::{join, split};
+pub use snap_store::fs::{join, split};
 
 /// Writes the trees of `flat` bottom-up and returns the root tree id. Directory nodes in
 /// `flat` get their built ids. Unchanged trees dedupe against the store.

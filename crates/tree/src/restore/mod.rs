@@ -32,9 +32,8 @@ mod plan;
 mod swap;
 
 use durable::{Durability, sync_file, sync_restored};
-pub use durable::{EACH_PATH_MAX_BYTES, EACH_PATH_MAX_PATHS};
 use guard::{Found, Guarded, Wrote};
-pub use lift::{LiftedDir, ReadOnly, lift, put_back, read_only_dirs};
+pub use lift::{LiftedDir, lift, put_back, read_only_dirs};
 pub use plan::{Plan, check_unchanged, is_rule_file};
 pub use swap::OpId;
 #[cfg(feature = "testing")]

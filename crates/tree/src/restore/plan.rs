@@ -26,7 +26,7 @@ pub struct Plan {
 /// True when `path` names a `.gitignore` or `.snapignore`.
 pub fn is_rule_file(path: &[u8]) -> bool {
     let name = crate::flat::split(path).1;
-    name == crate::rules::GITIGNORE.as_bytes() || name == scan::SNAPIGNORE.as_bytes()
+    name == crate::scan::rules::GITIGNORE.as_bytes() || name == scan::SNAPIGNORE.as_bytes()
 }
 
 impl Plan {

@@ -1,10 +1,6 @@
-//! The scanner: a parallel walk of the working tree under all four ignore layers, then a
-//! parallel read-hash-store of every tracked file.
-//!
-//! Ignore layers (ARCHITECTURE.md): the store and VCS directories, the configured default excludes,
-//! `.gitignore` files at every level with git's semantics (whether or not this is a git repo),
-//! then `.snapignore` files, which take precedence and so can re-include. `.git` is never
-//! read: not its `info/exclude`, not the global excludes file.
+//! Reading the walk's files into the store: each tracked file read (stable against a
+//! writer racing the read), hashed, chunked and stored, the stat cache consulted first, and
+//! the stored entries handed back as the flat tree a save commits.
 
 use std::fs::{File, Metadata};
 use std::io::Read;
@@ -18,12 +14,12 @@ use snap_store::{
     StatRows,
 };
 
+use super::walk::{Unreadable, Walk, WalkEntry};
+use super::walker::DirCacheView;
 use crate::TreeError;
 use crate::config::Config;
 use crate::flat::{FlatTree, Node, UNBUILT};
-pub use crate::paths::{SNAPIGNORE, STORE_DIR, VCS_DIRS, abs};
-pub use crate::walk::{Walk, WalkEntry, WalkSum, subtree_sums};
-pub use crate::walker::DirCacheView;
+use crate::paths::abs;
 
 /// Files up to this size are one chunk; larger ones are cut by FastCDC.
 pub const CHUNK_THRESHOLD: usize = 1 << 20;
@@ -49,15 +45,6 @@ pub struct ScanReport {
     pub refused_rules: Vec<Vec<u8>>,
 }
 
-/// A file a save could not read, and why.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Unreadable {
-    /// Workspace-relative.
-    pub path: Vec<u8>,
-    /// The system's error, as text.
-    pub error: String,
-}
-
 fn sorted(mut paths: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
     paths.sort_unstable();
     paths.dedup();
@@ -74,7 +61,8 @@ pub(crate) fn cannot_read(e: &std::io::Error) -> bool {
 }
 
 /// Walks `root`, applying every ignore layer, without a directory cache. Entries in path
-/// order.
+/// order. (Saves walk with their directory cache: this is for the suites and fuzz.)
+#[cfg(feature = "testing")]
 pub fn walk(root: &Path, config: &Config) -> Result<Walk, TreeError> {
     let none = snap_store::PathMap::default();
     let cache = DirCacheView {
@@ -98,7 +86,7 @@ pub fn walk_excluding(
     let threads = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .clamp(2, 8);
-    let mut walk = crate::walker::walk(root, config, store_dir, cache, threads)?;
+    let mut walk = crate::scan::walker::walk(root, config, store_dir, cache, threads)?;
     walk.too_large.sort_unstable();
     Ok(walk)
 }

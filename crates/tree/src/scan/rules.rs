@@ -143,7 +143,7 @@ pub(crate) const GITIGNORE: &str = ".gitignore";
 /// `limit + 1` bytes are read: one more than the limit says the file is too large.
 fn read_rule_file(path: &Path, limit: u64) -> Option<Vec<u8>> {
     use std::io::Read;
-    let flags = snap_store::fsio::O_NOFOLLOW | rustix::fs::OFlags::NONBLOCK.bits() as i32;
+    let flags = snap_store::fs::O_NOFOLLOW | rustix::fs::OFlags::NONBLOCK.bits() as i32;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(flags)

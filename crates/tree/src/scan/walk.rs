@@ -4,6 +4,15 @@
 
 use snap_store::{EntryKind, PathMap, STAT_KEY_LEN, StatKey, WalkMemo};
 
+/// A file a save could not read, and why.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unreadable {
+    /// Workspace-relative.
+    pub path: Vec<u8>,
+    /// The system's error, as text.
+    pub error: String,
+}
+
 /// A walked path, its kind, and for a regular file the lstat key the walk saw.
 pub type WalkEntry = (Vec<u8>, EntryKind, Option<StatKey>);
 
@@ -18,7 +27,7 @@ pub struct Walk {
     /// FIFOs, sockets and devices skipped.
     pub special: u64,
     /// Directories snap may not open, left out whole, with the error each gave.
-    pub unreadable: Vec<crate::scan::Unreadable>,
+    pub unreadable: Vec<Unreadable>,
     /// Ignore files over `max_ignore_file_bytes`, workspace-relative: each one's directory
     /// was left out whole.
     pub refused_rules: Vec<Vec<u8>>,
@@ -140,7 +149,7 @@ impl WalkSum {
     }
 
     /// The 32-byte digest.
-    pub fn to_bytes(&self) -> [u8; 32] {
+    pub fn to_bytes(self) -> [u8; 32] {
         let mut v = [0u8; 32];
         for (out, lane) in v.chunks_exact_mut(8).zip(self.0) {
             out.copy_from_slice(&lane.to_le_bytes());

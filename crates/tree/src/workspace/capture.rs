@@ -513,14 +513,14 @@ impl Workspace {
         if let Ok(fd) = rustix::fs::openat(rustix::fs::CWD, &self.root, flags, Mode::RUSR)
             && let Ok(st) = rustix::fs::fstat(&fd)
         {
-            return crate::walker::stat_key(&st).mtime_ns;
+            return crate::scan::walker::stat_key(&st).mtime_ns;
         }
         let path = self.store.dir().join("clock");
         let written = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
-            .custom_flags(snap_store::fsio::O_NOFOLLOW)
+            .custom_flags(snap_store::fs::O_NOFOLLOW)
             .open(&path)
             .and_then(|mut f| {
                 std::io::Write::write_all(&mut f, b"x")?;

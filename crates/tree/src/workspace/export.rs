@@ -260,7 +260,7 @@ fn owner_pid(staging: &Path, op: restore::OpId) -> Option<rustix::process::Pid> 
     let mut line = String::new();
     std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(snap_store::fsio::O_NOFOLLOW)
+        .custom_flags(snap_store::fs::O_NOFOLLOW)
         .open(staging.join(OWNER_FILE))
         .ok()?
         .take(64)
@@ -371,5 +371,5 @@ fn move_up(staging: &Path, dir: &Path) -> Result<(), TreeError> {
             .map_err(|e| io(&dir.join(&name), e.into()))?;
     }
     std::fs::remove_dir(staging).map_err(|e| io(staging, e))?;
-    Ok(snap_store::fsio::sync_dir(dir)?)
+    Ok(snap_store::fs::sync_dir(dir)?)
 }

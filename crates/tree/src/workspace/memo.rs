@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 
 use super::{EntryKind, HashMap, HashSet, ObjectId, Plan, WalkMemo, Workspace, flat, scan};
-use crate::walk::WalkSum;
+use crate::scan::walk::WalkSum;
 
 /// What a move needs to leave a walk memo for the tree it makes: each directory's own share
 /// of the digest of the walk that found the tree before it, and the clock that walk's
@@ -76,7 +76,7 @@ impl Workspace {
     /// that makes the walk drop it (only left-out entries).
     fn share_as_target(&self, dir: &[u8], root: &ObjectId) -> Option<WalkSum> {
         let skip = Some(self.store.dir());
-        let share = crate::walker::dir_share(&self.root, &self.config, skip, dir).ok()??;
+        let share = crate::scan::walker::dir_share(&self.root, &self.config, skip, dir).ok()??;
         let hollow = share.left_out && share.tracked.is_empty() && !dir.is_empty();
         if share.inexact || hollow {
             return None;

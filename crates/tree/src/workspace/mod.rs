@@ -3,18 +3,16 @@
 //! store's recorded identity, rolling an interrupted move forward) and the handle's
 //! accessors; each operation lives in a submodule.
 
-mod apply;
 mod capture;
 mod export;
-mod kept;
 mod lifecycle;
 mod memo;
 mod moves;
 mod query;
 mod record;
 mod recover;
-mod restoring;
 mod save;
+mod sessions;
 
 use crate::TreeError;
 use crate::config::Config;
@@ -47,6 +45,7 @@ use memo::WalkBasis;
 pub use moves::MoveOutcome;
 use record::{After, FoundFile, NewSnapshot, Unsaved, flat_totals, totals_after};
 pub use save::{SaveOptions, SaveOutcome, Status};
+pub use sessions::{PROMPT_EVENT, Told};
 
 /// A working tree with its store open (and locked).
 #[derive(Debug)]
@@ -375,8 +374,8 @@ impl Workspace {
         }
     }
 
-    fn writer(&self, dry_run: bool) -> ObjectWriter<'_> {
-        if dry_run {
+    fn writer(&self, run: Run) -> ObjectWriter<'_> {
+        if run == Run::DryRun {
             self.store.dry_writer()
         } else {
             self.store.writer()

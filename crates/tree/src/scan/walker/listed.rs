@@ -17,7 +17,7 @@ use super::{
 };
 use crate::TreeError;
 use crate::paths::{SNAPIGNORE, abs};
-use crate::rules::{GITIGNORE, read_rules};
+use crate::scan::rules::{GITIGNORE, read_rules};
 
 /// A directory from its cached record: `None` when the record is no longer good (the
 /// directory, one of its ignore files or one of its listed entries changed), and the

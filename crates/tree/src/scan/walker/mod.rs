@@ -24,8 +24,8 @@ use snap_store::{DirHeader, DirRecord, EntryKind, ListedKind, StatKey, encode_di
 use crate::TreeError;
 use crate::config::Config;
 use crate::paths::{SNAPIGNORE, abs};
-use crate::rules::{GITIGNORE, Rules, always_left_out, read_rules, ruled_out};
-use crate::walk::{Walk, WalkSum};
+use crate::scan::rules::{GITIGNORE, Rules, always_left_out, read_rules, ruled_out};
+use crate::scan::walk::{Walk, WalkSum};
 
 mod listed;
 mod share;

@@ -15,8 +15,8 @@ use super::{DIR_FLAGS, DirCacheView, Item, Job, Shared, own_tally, stat_at, visi
 use crate::TreeError;
 use crate::config::Config;
 use crate::paths::{SNAPIGNORE, abs};
-use crate::rules::{GITIGNORE, Rules, read_rules};
-use crate::walk::{Walk, WalkSum};
+use crate::scan::rules::{GITIGNORE, Rules, read_rules};
+use crate::scan::walk::{Walk, WalkSum};
 
 /// One directory's own share of a walk, read again after a move changed it: what the walk
 /// would add for it now (its entries, not theirs).

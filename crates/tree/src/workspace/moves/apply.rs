@@ -2,9 +2,10 @@
 //! versions other processes wrote are saved first, the saved copy of everything replaced is
 //! read back beforehand, and a failed plan is rolled back (docs/SAFETY.md).
 
-use super::{
-    Commit, EntryKind, FlatTree, FoundFile, Marker, ObjectId, Op, Phase, Plan, Snapshot, Ticker,
-    TreeError, Workspace, restore, scan,
+use super::Scanned;
+use crate::workspace::{
+    Commit, EntryKind, Event, FlatTree, FoundFile, HistoryState, Marker, ObjectId, Op, Phase, Plan,
+    Snapshot, StatCacheUpdate, Ticker, TreeError, Workspace, restore, scan,
 };
 use rayon::iter::{IntoParallelIterator, ParallelIterator};
 
@@ -13,7 +14,7 @@ impl Workspace {
     /// found holding neither side, and the versions other processes wrote that the steps
     /// displaced (as a snapshot of `parent`'s tree with them, listed by `log --all`), and
     /// carries out the found files' steps too. Returns what was touched, and every path kept.
-    pub(super) fn apply_saving_first(
+    pub(in crate::workspace) fn apply_saving_first(
         &self,
         marker: &Marker,
         plan: &Plan,
@@ -69,7 +70,7 @@ impl Workspace {
     /// written again from the working tree (which the scan found holding it), so that the
     /// move never destroys the last sound copy of anything; a file that no longer hashes to
     /// it has changed since the scan, and the move is refused.
-    pub(super) fn keep_sound_copies(
+    pub(in crate::workspace) fn keep_sound_copies(
         &self,
         plan: &Plan,
         before: &FlatTree,
@@ -108,7 +109,7 @@ impl Workspace {
     /// returned to its `before` state only while it holds the target's. Nothing else is
     /// touched (judged from the scan, not from the ignore rules the failed move may have
     /// half changed).
-    pub(super) fn roll_back(
+    pub(in crate::workspace) fn roll_back(
         &self,
         op: restore::OpId,
         plan: &Plan,
@@ -136,5 +137,103 @@ impl Workspace {
             restore::drop_displaced(&self.root, &applied.displaced)?;
         }
         Ok(())
+    }
+
+    /// The §7 protocol: marker, working tree, HEAD, marker removed, guarded by §14: new
+    /// paths the ignore rules leave out are kept before anything is touched, each path is
+    /// changed only while it holds what the scan saw, and a file found changed anyway is
+    /// saved first. If the working tree cannot be changed, the paths the plan touched are put
+    /// back and the marker removed, so the store stays usable. Returns the paths kept.
+    pub(in crate::workspace) fn move_to(
+        &self,
+        op: Op,
+        target: &Snapshot,
+        redo: Vec<ObjectId>,
+        scanned: Scanned<'_>,
+        (plan, target_flat): (&Plan, &FlatTree),
+    ) -> Result<Vec<Vec<u8>>, TreeError> {
+        restore::check_unchanged(&self.root, plan, scanned.stats)?;
+        let mut plan = plan.clone();
+        let mut ruled_out = self.keep_ruled_out(&mut plan, scanned.flat);
+        // Read-only directories it must fill are lifted; one snap may not chmod is kept.
+        let read_only = restore::read_only_dirs(&self.root, &plan)?;
+        plan.leave_out(&read_only.refused);
+        ruled_out.extend(read_only.refused);
+        ruled_out.sort_unstable();
+        self.keep_sound_copies(&plan, scanned.flat)?;
+        let marker = Marker {
+            op,
+            head: target.id,
+            redo,
+            from: Some(scanned.root),
+            kept: ruled_out.clone(),
+            op_id: Some(restore::OpId::new()),
+            lifted: read_only.lift,
+        };
+        marker.write(self.store.dir())?;
+        snap_store::failpoint!("marker-written");
+        restore::lift(&self.root, &marker.lifted)?;
+        let sides = restore::Sides {
+            before: scanned.flat,
+            after: target_flat,
+        };
+        let applied =
+            match self.apply_saving_first(&marker, &plan, sides, (scanned.parent, scanned.flat)) {
+                Ok(applied) => applied,
+                // Asked to stop: the marker stays, and the next writing command finishes.
+                Err(TreeError::Interrupted) => return Err(TreeError::Interrupted),
+                Err(e) => {
+                    // If even the way back fails, the marker stays: the next writing command
+                    // rolls the move forward instead.
+                    // A version another process wrote that a step displaced before the
+                    // failure waits under the operation's own name: stored by the sweep.
+                    let back = self.roll_back(marker.op_id(), &plan, sides);
+                    let modes = restore::put_back(&self.root, &marker.lifted, &Plan::default());
+                    let swept = back.is_ok()
+                        && modes.is_ok()
+                        && (self.sweep_leftovers(
+                            &marker,
+                            &plan,
+                            sides,
+                            (scanned.parent, scanned.flat),
+                        ))
+                        .is_ok();
+                    if swept {
+                        marker.remove(self.store.dir())?;
+                    }
+                    return Err(e);
+                }
+            };
+        restore::put_back(&self.root, &marker.lifted, &plan)?;
+        // Only a move that left every planned path as the target has it leaves a memo.
+        let memo = (scanned.basis)
+            .filter(|_| applied.kept.is_empty() && ruled_out.is_empty())
+            .and_then(|basis| self.memo_after_move(basis, &plan, &target.record.root));
+        snap_store::failpoint!("before-head-commit");
+        self.store.commit(&Commit {
+            history: Some(HistoryState {
+                head: Some(marker.head),
+                redo: marker.redo.clone(),
+            }),
+            stat_cache: StatCacheUpdate {
+                walk: memo,
+                ..StatCacheUpdate::default()
+            },
+            ..Commit::default()
+        })?;
+        snap_store::failpoint!("after-head-commit");
+        marker.remove(self.store.dir())?;
+        self.emit(Event::Restored {
+            op,
+            head: target,
+            paths_touched: applied.touched,
+        });
+        let mut kept = applied.kept;
+        kept.extend(ruled_out);
+        kept.extend(self.made_visible(&plan, target)?);
+        kept.extend(self.left_hollow(&plan, &target.record.root)?);
+        kept.sort_unstable();
+        kept.dedup();
+        Ok(kept)
     }
 }

@@ -7,7 +7,7 @@
 //! save the file "deleted", move back to HEAD, keep the file, and do the same at every
 //! undo), and a restore records at such a path what a save right after would record.
 
-use super::{
+use crate::workspace::{
     Capture, Change, EntryKind, FlatTree, ObjectId, Plan, Snapshot, TreeError, Workspace, flat,
     restore, scan,
 };
@@ -17,7 +17,7 @@ impl Workspace {
     /// for the ignore rules): a FIFO, socket or device, a file over `max_file_size`, or one
     /// snap may not read (or in a directory it may not search). Nothing is read but, at most,
     /// one open.
-    pub(super) fn untrackable_on_disk(&self, rel: &[u8]) -> bool {
+    pub(in crate::workspace) fn untrackable_on_disk(&self, rel: &[u8]) -> bool {
         let meta = match std::fs::symlink_metadata(scan::abs(&self.root, rel)) {
             Ok(meta) => meta,
             // In a directory snap may not search: the walk named that directory.
@@ -43,7 +43,7 @@ impl Workspace {
     /// as something no save can record: HEAD's tree is then all a save could say of it, so a
     /// move neither saves it first nor counts it as a step. Checked exactly: the capture with
     /// HEAD's entries put back at those paths must build HEAD's root.
-    pub(super) fn differs_only_where_untrackable(
+    pub(in crate::workspace) fn differs_only_where_untrackable(
         &self,
         cap: &Capture,
         head: &Snapshot,
@@ -106,7 +106,7 @@ impl Workspace {
     /// right to remove (ignored or oversize files): the walk does not track such a directory,
     /// so a save right after would record it gone. Named with the kept paths. Only parents
     /// of removed paths can be such, and each is checked in the target's stored trees.
-    pub(super) fn left_hollow(
+    pub(in crate::workspace) fn left_hollow(
         &self,
         plan: &Plan,
         target_root: &ObjectId,
@@ -128,7 +128,11 @@ impl Workspace {
     }
 
     /// True when the tree `root` has an empty directory at `path`.
-    pub(super) fn empty_dir_in(&self, root: &ObjectId, path: &[u8]) -> Result<bool, TreeError> {
+    pub(in crate::workspace) fn empty_dir_in(
+        &self,
+        root: &ObjectId,
+        path: &[u8],
+    ) -> Result<bool, TreeError> {
         let mut tree = self.store.read_tree(root)?;
         for name in path.split(|b| *b == b'/') {
             let Some(entry) = tree.entries.iter().find(|e| e.name == name) else {
@@ -145,7 +149,7 @@ impl Workspace {
     /// When `plan` changed an ignore file, the paths it thereby made visible: files the move
     /// had no right to touch (ignored before it) that the next save would now record. They
     /// are named with the kept paths, so that nothing a save records after a move is silent.
-    pub(super) fn made_visible(
+    pub(in crate::workspace) fn made_visible(
         &self,
         plan: &Plan,
         target: &Snapshot,
@@ -162,7 +166,11 @@ impl Workspace {
     /// now, before the move) or the default excludes leave out, and the paths it would
     /// remove that the rules as the move leaves them leave out, with everything under them;
     /// returns them.
-    pub(super) fn keep_ruled_out(&self, plan: &mut Plan, current: &FlatTree) -> Vec<Vec<u8>> {
+    pub(in crate::workspace) fn keep_ruled_out(
+        &self,
+        plan: &mut Plan,
+        current: &FlatTree,
+    ) -> Vec<Vec<u8>> {
         let mut kept = self.keep_ruled_out_now(plan, current);
         kept.extend(self.keep_ruled_out_after(plan));
         kept.sort_unstable();
@@ -191,7 +199,7 @@ impl Workspace {
             .filter(|p| is_rule_file(p))
             .map(|p| (p.clone(), None));
         let after = written.chain(removed).collect();
-        let mut judge = crate::rules::IgnoreJudge::after_move(
+        let mut judge = crate::scan::rules::IgnoreJudge::after_move(
             &self.root,
             &self.config,
             Some(self.store.dir()),
@@ -211,9 +219,13 @@ impl Workspace {
     }
 
     /// The paths `plan` would create that the ignore rules as they are now leave out.
-    pub(super) fn keep_ruled_out_now(&self, plan: &mut Plan, current: &FlatTree) -> Vec<Vec<u8>> {
+    pub(in crate::workspace) fn keep_ruled_out_now(
+        &self,
+        plan: &mut Plan,
+        current: &FlatTree,
+    ) -> Vec<Vec<u8>> {
         let mut judge =
-            crate::rules::IgnoreJudge::new(&self.root, &self.config, Some(self.store.dir()));
+            crate::scan::rules::IgnoreJudge::new(&self.root, &self.config, Some(self.store.dir()));
         let new_dirs = plan.make_dirs.iter().map(|p| (p, true));
         let new_files = plan.write.iter().map(|(p, _)| (p, false));
         let mut kept: Vec<Vec<u8>> = Vec::new();

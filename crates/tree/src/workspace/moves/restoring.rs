@@ -1,11 +1,14 @@
 //! `restore`: the working tree (or some paths of it) made to match a snapshot, recorded as
 //! a new snapshot so that undo returns to the state before; what it records at paths it
-//! keeps is what a save right after would. The move itself is `moves::move_to`.
+//! keeps is what a save right after would. The move itself is `move_to` (in `apply`).
 
-use super::moves::{RESTORE_STEPS, RestoreTarget, Scanned, Unfold, merge_paths, totals_under};
 use super::{
-    After, CaptureMode, ChangeStats, FlatTree, MoveOutcome, NewSnapshot, ObjectWriter, Op, Plan,
-    Run, SaveOptions, Snapshot, SnapshotKind, StatCacheUpdate, TreeError, Unsaved, Workspace,
+    AutoSave, MoveOutcome, RestoreStart, RestoreTarget, SavedFirst, Scanned, Unfold, merge_paths,
+    totals_under,
+};
+use crate::workspace::{
+    After, CaptureMode, ChangeStats, FlatTree, NewSnapshot, ObjectWriter, Op, Plan, Run,
+    SaveOptions, Snapshot, SnapshotKind, StatCacheUpdate, TreeError, Unsaved, Workspace,
     diff_files, flat, flat_totals, totals_after,
 };
 
@@ -18,18 +21,18 @@ impl Workspace {
         paths: &[Vec<u8>],
         run: Run,
     ) -> Result<MoveOutcome, TreeError> {
-        self.observed(self.restore_inner(reference, paths, run == Run::DryRun))
+        self.observed(self.restore_inner(reference, paths, run))
     }
 
-    pub(super) fn restore_inner(
+    pub(in crate::workspace) fn restore_inner(
         &self,
         reference: &str,
         paths: &[Vec<u8>],
-        dry_run: bool,
+        run: Run,
     ) -> Result<MoveOutcome, TreeError> {
         let source = self.resolve(reference)?;
         let head = self.head()?;
-        let writer = self.writer(dry_run);
+        let writer = self.writer(run);
         let whole = paths.is_empty() || paths.iter().any(|p| p.is_empty());
         // Planned as undo is, from HEAD's tree (or the unsaved changes', saved first) where
         // the walk memo or the tree cache vouches for it, unfolded where the restore needs.
@@ -37,16 +40,25 @@ impl Workspace {
             true => Unfold::Against(&source.record.root),
             false => Unfold::Along(paths),
         };
-        let (cap, writer, saved) = match head.as_ref() {
+        let start = match head.as_ref() {
             Some(head) => self.capture_for_restore(writer, head, unfold)?,
             None => {
                 let mode = CaptureMode::BeforeMove {
                     head: None,
                     prune: false,
                 };
-                (self.capture_with(&writer, mode)?, writer, None)
+                let cap = self.capture_with(&writer, mode)?;
+                let first = SavedFirst {
+                    writer,
+                    saved: None,
+                };
+                RestoreStart { cap, first }
             }
         };
+        let RestoreStart {
+            cap,
+            first: SavedFirst { writer, saved },
+        } = start;
         let dirty = saved.is_some() || head.as_ref().is_none_or(|h| h.record.root != cap.root);
         let target = if whole {
             self.restore_whole(&cap.flat, &source)?
@@ -59,13 +71,13 @@ impl Workspace {
         let target = self.without_ruled_out(&writer, target, &cap.flat)?;
         let mut outcome = MoveOutcome::planned(
             Op::Restore,
-            dry_run,
+            run,
             dirty,
             source.clone(),
             Vec::new(),
             target.changes,
         );
-        if dry_run {
+        if run == Run::DryRun {
             outcome.kept = self.keep_ruled_out(&mut target.plan.clone(), &cap.flat);
             return Ok(outcome);
         }
@@ -82,8 +94,8 @@ impl Workspace {
             writer,
             unsaved,
             base.as_ref(),
-            RESTORE_STEPS.kind,
-            RESTORE_STEPS.after,
+            AutoSave::Restore.kind(),
+            AutoSave::Restore.after(),
         )?;
         outcome.auto_saved = kept.or(saved);
         // The tree already matches: HEAD now names it (the unsaved changes' snapshot, if any).

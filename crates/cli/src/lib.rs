@@ -5,6 +5,7 @@
 
 mod args;
 mod commands;
+mod exit;
 mod hook;
 mod json;
 #[cfg(feature = "mcp")]
@@ -19,43 +20,21 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use serde_json::{Value, json};
-use snap_tree::snap_store::StoreError;
-use snap_tree::{TreeError, Workspace};
+use snap_tree::Workspace;
 
 use crate::args::{Cli, Command, HookAction, HookArgs};
 use crate::commands::{
-    cmd_cat, cmd_doctor, cmd_export, cmd_init, cmd_log, cmd_ls, cmd_move, cmd_recover, cmd_restore,
-    cmd_save, cmd_show, cmd_status,
+    Way, cmd_cat, cmd_doctor, cmd_export, cmd_init, cmd_log, cmd_ls, cmd_move, cmd_recover,
+    cmd_restore, cmd_save, cmd_show, cmd_status,
 };
 use crate::render::{print_kept, recovered_line};
 
-/// Exit code when there is nothing to undo or redo.
-const EXIT_NOTHING_TO_DO: u8 = 3;
-
 /// Runs one command from the process's arguments; the whole of both binaries.
 pub fn main() -> ExitCode {
-    restore_sigpipe();
+    exit::restore_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) if hook::invoked() && !is_help(&e) => {
-            hook::log::failure(None, "", "", &format!("snap hook: {}", first_line(&e)));
-            return ExitCode::SUCCESS;
-        }
-        Err(e) if e.kind() == clap::error::ErrorKind::InvalidSubcommand => {
-            if let Some(verb) = snapd_verb() {
-                let snapd = match commands::doctor::snapd_binary() {
-                    Some(at) => format!("at {}", at.display()),
-                    None => "not installed here".to_string(),
-                };
-                eprintln!(
-                    "error: `{verb}` is a command of snapd's `snap` ({snapd}); this is \
-                     snap-undo, undo and redo for directories (README: the name)"
-                );
-                return ExitCode::from(2);
-            }
-            return usage_error(&e);
-        }
-        Err(e) => return usage_error(&e),
+        Err(e) => return exit::refused(&e),
     };
     if let Command::Hook(HookArgs {
         agent,
@@ -63,83 +42,12 @@ pub fn main() -> ExitCode {
         ..
     }) = &cli.command
     {
-        // Never fail the agent, not even on a panic: log it, exit 0 (hook::log).
         let agent = agent.clone().unwrap_or_default();
-        std::panic::set_hook(Box::new(|_| {}));
-        if let Err(payload) = std::panic::catch_unwind(|| run(cli)) {
-            hook::log::failure(None, &agent, "", &panic_message(&payload));
-        }
-        return ExitCode::SUCCESS;
+        return exit::run_hook(&agent, || run(cli));
     }
     let json_mode = cli.json;
-    // A panic (a bug, or a library meeting damage it did not expect) still ends in one
-    // `error:` line and exit 1, never a backtrace: the hook stays silent, the payload is said.
-    std::panic::set_hook(Box::new(|_| {}));
-    match std::panic::catch_unwind(|| run(cli)) {
-        // Asked to stop while finishing a command that could not stop part-way.
-        Ok(Ok(())) => signals::exit_code().map_or(ExitCode::SUCCESS, ExitCode::from),
-        Ok(Err(e)) => report_error(&e, json_mode),
-        Err(payload) => report_error(&anyhow::anyhow!(panic_message(&payload)), json_mode),
-    }
+    exit::run_command(json_mode, || run(cli))
 }
-
-/// What a caught panic says, with where to go from there.
-fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
-    let what = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown".into());
-    format!(
-        "internal error: {what} (the store may be damaged: run `snap verify`, then `snap repair` if it reports problems)"
-    )
-}
-
-/// A command line clap refused: its own output for `--help` and `--version`, else exit 2,
-/// with `{"error": ...}` on stdout too when `--json` was asked for (docs/JSON.md).
-fn usage_error(e: &clap::Error) -> ExitCode {
-    use clap::error::ErrorKind;
-    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
-        || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand && !wants_json()
-    {
-        let _ = e.print();
-        return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
-    }
-    let _ = e.print();
-    if wants_json() {
-        let message = first_line(e);
-        println!("{}", json::value(&json::ErrorDoc { error: &message }));
-    }
-    ExitCode::from(2)
-}
-
-/// `--help` or `--version`, which clap reports as errors.
-fn is_help(e: &clap::Error) -> bool {
-    use clap::error::ErrorKind;
-    matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
-}
-
-/// The first line of clap's message, without its `error: `.
-fn first_line(e: &clap::Error) -> String {
-    let text = e.render().to_string();
-    let first = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("usage error");
-    first.trim().trim_start_matches("error: ").to_string()
-}
-
-/// Commands of snapd's `snap` that snap-undo does not have: a person who meant snapd (which
-/// also has `save` and `restore`) gets told where it is.
-#[rustfmt::skip]
-const SNAPD_VERBS: &[&str] = &[
-    "install", "remove", "refresh", "revert", "find", "info", "list", "connections", "connect",
-    "disconnect", "interfaces", "services", "start", "stop", "logs", "enable", "disable",
-    "download", "ack", "known", "changes", "tasks", "abort", "snap", "run", "aliases", "alias",
-    "unalias", "prefer", "switch", "saved", "forget", "check-snapshot", "login", "logout",
-    "whoami", "buy", "version", "model", "warnings", "okay", "set", "get", "unset", "try",
-    "pack", "debug", "routine",
-];
 
 /// The completion script for `snap-undo`, and for `snap` too when that is the name this
 /// program runs as (never otherwise: snapd's `snap` keeps its own completions). zsh reads one
@@ -173,109 +81,6 @@ fn print_completions(shell: clap_complete::Shell) {
     }
 }
 
-/// The first argument, when it is one of [`SNAPD_VERBS`].
-fn snapd_verb() -> Option<String> {
-    let first = std::env::args().nth(1)?;
-    SNAPD_VERBS.contains(&first.as_str()).then_some(first)
-}
-
-/// True when `--json` is among the arguments (read by hand: clap refused the line).
-fn wants_json() -> bool {
-    std::env::args_os()
-        .skip(1)
-        .take_while(|a| a != "--")
-        .any(|a| a == "--json")
-}
-
-/// Lets `snap log | head` end quietly, as Unix tools do, instead of panicking on EPIPE.
-#[allow(unsafe_code)]
-fn restore_sigpipe() {
-    // SAFETY: called first thing in main, before any thread exists; SIG_DFL is always valid.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
-/// A failure whose command has already printed its JSON document (`verify` finding
-/// damage prints its report): the error line goes to stderr only, so that stdout still
-/// holds exactly one document.
-#[derive(Debug)]
-pub(crate) struct Reported(pub(crate) String);
-
-impl std::fmt::Display for Reported {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Reported {}
-
-fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
-    let mut message = one_line(e);
-    if is_damage(e) {
-        message.push_str(
-            " (`snap verify` names every damaged snapshot and path; `snap repair` rebuilds \
-             the catalog from what the packs still hold)",
-        );
-    }
-    eprintln!("error: {message}");
-    if json_mode && e.downcast_ref::<Reported>().is_none() {
-        println!("{}", json::value(&json::ErrorDoc { error: &message }));
-    }
-    if stopped_waiting(e) {
-        return ExitCode::from(signals::exit_code().unwrap_or(143));
-    }
-    match e.downcast_ref::<TreeError>() {
-        Some(t) if t.is_nothing_to_do() => ExitCode::from(EXIT_NOTHING_TO_DO),
-        Some(TreeError::Interrupted) => ExitCode::from(signals::exit_code().unwrap_or(143)),
-        _ => ExitCode::FAILURE,
-    }
-}
-
-/// True when a signal ended the wait for the store lock.
-fn stopped_waiting(e: &anyhow::Error) -> bool {
-    store_errors(e).any(|s| matches!(s, StoreError::LockWaitStopped { .. }))
-}
-
-/// What an unreadable catalog in the error's chain says, if that is what failed.
-pub(crate) fn catalog_damage(e: &anyhow::Error) -> Option<String> {
-    store_errors(e)
-        .find(|s| matches!(s, StoreError::CatalogUnreadable { .. }))
-        .map(StoreError::to_string)
-}
-
-/// True when the error comes from damage in the store (a rotted pack, a missing object).
-fn is_damage(e: &anyhow::Error) -> bool {
-    store_errors(e).any(StoreError::is_damage)
-}
-
-/// Every store error in the chain, whether raised bare or wrapped in a `TreeError`.
-fn store_errors(e: &anyhow::Error) -> impl Iterator<Item = &StoreError> {
-    e.chain().filter_map(|cause| {
-        let tree = match cause.downcast_ref::<TreeError>() {
-            Some(TreeError::Store(s)) => Some(s),
-            _ => None,
-        };
-        cause.downcast_ref::<StoreError>().or(tree)
-    })
-}
-
-/// The error and its causes on one line. Library errors already name their source in their
-/// own message (`path: os error`), so a cause already said is not said twice.
-pub(crate) fn one_line(e: &anyhow::Error) -> String {
-    let mut message = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            if !message.is_empty() {
-                message.push_str(": ");
-            }
-            message.push_str(&text);
-        }
-    }
-    message.replace('\n', " ")
-}
-
 /// What every command needs besides its own arguments.
 pub(crate) struct Ctx {
     pub(crate) start: PathBuf,
@@ -293,7 +98,7 @@ fn run(cli: Cli) -> Result<()> {
     let store = cli.store.as_ref().map(|s| cwd.join(s));
     let hook = matches!(cli.command, Command::Hook(HookArgs { action: None, .. }));
     if !cli.quiet && !hook {
-        snap_tree::snap_store::on_lock_wait(|m| eprintln!("snap: {m}"));
+        snap_tree::on_lock_wait(|m| eprintln!("snap: {m}"));
     }
     if cli.command.writes() {
         signals::watch().context("cannot watch for SIGTERM")?;
@@ -317,8 +122,8 @@ fn run(cli: Cli) -> Result<()> {
             Some(HookAction::Install(a)) => hook::install::cmd_install(&ctx, &a.agent, a.scope),
             Some(HookAction::Uninstall(a)) => hook::install::cmd_uninstall(&ctx, &a.agent, a.scope),
         },
-        Command::Undo(args) | Command::Rewind(args) => cmd_move(&ctx, args, false),
-        Command::Redo(args) => cmd_move(&ctx, args, true),
+        Command::Undo(args) | Command::Rewind(args) => cmd_move(&ctx, args, Way::Undo),
+        Command::Redo(args) => cmd_move(&ctx, args, Way::Redo),
         Command::Export {
             reference,
             into,

@@ -24,7 +24,7 @@ pub(crate) fn watch() -> std::io::Result<()> {
         signal_hook::flag::register_usize(signal, Arc::clone(&received), signal as usize)?;
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
-    snap_tree::snap_store::stop_lock_wait_on(Arc::clone(&stop));
+    snap_tree::stop_lock_wait_on(Arc::clone(&stop));
     snap_tree::stop_moves_on(stop);
     Ok(())
 }

@@ -12,7 +12,7 @@ pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
     };
     let hooks = installed(ws.root());
     let last_save = last_hook_save(&ws)?;
-    let failure = crate::hook::log::last_failure(ws.store().dir());
+    let failure = crate::hook::log::last_failure(ws.store_dir());
     let report = ws.verify(false)?;
     let pending: Vec<String> = ws
         .pending()?
@@ -30,10 +30,10 @@ pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
         }),
         store_ok: report.problems.is_empty(),
         store_problems: report.problems.iter().map(|p| p.what.clone()).collect(),
-        history_outside_catalog: (ws.store().history_outside_catalog()?.iter())
+        history_outside_catalog: (ws.history_outside_catalog()?.iter())
             .map(|p| p.display().to_string())
             .collect(),
-        set_aside_catalogs: set_aside_catalogs(ws.store().dir()),
+        set_aside_catalogs: set_aside_catalogs(ws.store_dir()),
         pending,
         snap_on_path: on_path.as_ref().map(|p| p.display().to_string()),
     };
@@ -44,7 +44,7 @@ pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
 /// `doctor` of a workspace whose catalog cannot be opened: everything doctor can say
 /// without it, with the catalog named as the store's damage.
 fn doctor_unopened(ctx: &Ctx, e: anyhow::Error) -> Result<()> {
-    let Some(what) = crate::catalog_damage(&e) else {
+    let Some(what) = crate::exit::catalog_damage(&e) else {
         return Err(e);
     };
     let start = ctx
@@ -92,13 +92,7 @@ fn hook_doc(h: &HookPlace) -> json::HookPlaceDoc {
 
 /// The newest snapshot a `snap hook` call made (its meta names the hook event).
 fn last_hook_save(ws: &Workspace) -> Result<Option<snap_tree::Snapshot>> {
-    let newest = ws
-        .store()
-        .snapshots()?
-        .into_iter()
-        .rev()
-        .find(|(_, r)| r.meta.iter().any(|(k, _)| k == "hook"));
-    Ok(newest.map(|(id, _)| ws.snapshot(id)).transpose()?)
+    Ok(ws.newest_where(|r| r.meta.iter().any(|(k, _)| k == "hook"))?)
 }
 
 /// The old catalogs `snap repair` moved aside (`catalog.redb.damaged-*`), which nothing

@@ -6,7 +6,7 @@ pub(crate) fn cmd_init(ctx: &Ctx, force: bool) -> Result<()> {
     let wanted = ctx.store.clone().unwrap_or_else(|| ctx.start.join(".snap"));
     let existed = wanted.join("packs").is_dir();
     let ws = Workspace::init(&ctx.start, ctx.store.as_deref(), force)?;
-    let store = ws.store().dir().display().to_string();
+    let store = ws.store_dir().display().to_string();
     emit_done(
         ctx,
         json::value(&json::InitDoc {

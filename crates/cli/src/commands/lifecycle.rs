@@ -2,7 +2,7 @@
 
 use anyhow::{Result, bail};
 use serde_json::Value;
-use snap_tree::snap_store::{GcReport, Retention, StoreStats};
+use snap_tree::{GcReport, Retention, StoreStats};
 use snap_tree::{Workspace, parse_duration};
 
 use crate::render::{path_str, snapshot_line};
@@ -177,7 +177,7 @@ pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
         paths: p.paths.iter().map(|x| path_str(x)).collect(),
     });
     let ok = report.problems.is_empty();
-    let outside = ws.store().history_outside_catalog()?;
+    let outside = ws.history_outside_catalog()?;
     let doc = json::VerifyDoc {
         ok,
         read_data,
@@ -187,7 +187,7 @@ pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
         bytes_read: report.bytes_read,
         problems: problems.collect(),
         history_outside_catalog: outside.iter().map(|p| p.display().to_string()).collect(),
-        recreated: (ws.store().mended().iter())
+        recreated: (ws.mended().iter())
             .map(|p| p.display().to_string())
             .collect(),
     };
@@ -232,7 +232,7 @@ pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
         }
     });
     if !ok {
-        return Err(crate::Reported(format!(
+        return Err(crate::exit::Reported(format!(
             "the store is damaged: {} problem(s) found; `snap repair` rebuilds the catalog from the packs",
             report.problems.len()
         ))
@@ -329,7 +329,7 @@ pub fn delete_all(ctx: &Ctx, yes: bool) -> Result<()> {
 /// `verify` of a store whose catalog cannot be opened: that is damage, reported as verify
 /// reports any (one problem, exit 1), not a bare error. Any other failure stays an error.
 fn verify_unopened(ctx: &Ctx, read_data: bool, e: anyhow::Error) -> Result<()> {
-    let Some(what) = crate::catalog_damage(&e) else {
+    let Some(what) = crate::exit::catalog_damage(&e) else {
         return Err(e);
     };
     let doc = json::VerifyDoc {
@@ -350,7 +350,7 @@ fn verify_unopened(ctx: &Ctx, read_data: bool, e: anyhow::Error) -> Result<()> {
         recreated: Vec::new(),
     };
     emit(ctx, json::value(&doc), || println!("damaged: {what}"));
-    Err(crate::Reported(
+    Err(crate::exit::Reported(
         "the store is damaged: its catalog cannot be read; `snap repair` rebuilds it from the packs"
             .to_string(),
     )

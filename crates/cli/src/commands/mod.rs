@@ -22,7 +22,7 @@ pub(crate) use export::cmd_export;
 pub(crate) use init::cmd_init;
 pub(crate) use log::cmd_log;
 pub(crate) use ls::cmd_ls;
-pub(crate) use moves::cmd_move;
+pub(crate) use moves::{Way, cmd_move};
 pub(crate) use recover::cmd_recover;
 pub(crate) use restore::cmd_restore;
 pub(crate) use save::{cmd_save, is_missing_store};

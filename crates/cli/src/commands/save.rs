@@ -80,7 +80,7 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
 fn say_created(ws: &Workspace) {
     eprintln!(
         "snap: created the store {} for the workspace {}",
-        ws.store().dir().display(),
+        ws.store_dir().display(),
         ws.root().display()
     );
     let above = ws
@@ -93,7 +93,7 @@ fn say_created(ws: &Workspace) {
             "snap: note: {} holds a .git, so the project's root may be there; to snapshot it \
              whole, remove {} and run `snap init` in {}",
             project.display(),
-            ws.store().dir().display(),
+            ws.store_dir().display(),
             project.display()
         );
     }
@@ -103,9 +103,6 @@ fn say_created(ws: &Workspace) {
 pub(crate) fn is_missing_store(e: &anyhow::Error) -> bool {
     matches!(
         e.downcast_ref::<TreeError>(),
-        Some(
-            TreeError::NoWorkspace(_)
-                | TreeError::Store(snap_tree::snap_store::StoreError::NotFound(_))
-        )
+        Some(TreeError::NoWorkspace(_) | TreeError::Store(snap_tree::StoreError::NotFound(_)))
     )
 }

@@ -23,7 +23,7 @@ pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
     let clean = status.head.is_some() && status.changes.is_empty() && status.dirs.is_empty();
     let pending: Vec<json::PendingDoc> = ws.pending()?.iter().map(Into::into).collect();
     let workspace_id = ws.workspace_id()?;
-    let hook_failure = crate::hook::log::last_failure(ws.store().dir());
+    let hook_failure = crate::hook::log::last_failure(ws.store_dir());
     let value = json_only(ctx, || {
         json::value(&json::StatusDoc {
             head: status.head.as_ref().map(|h| h.id.to_hex()),

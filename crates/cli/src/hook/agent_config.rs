@@ -8,13 +8,10 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value, json};
 
-use super::install::{Layout, Target, is_ours, shell_unquote};
+use super::agents::{Layout, OURS_MARK, PLUGIN_MARK, Target, is_ours, shell_unquote};
 
 /// opencode's plugin, with `__SNAP_UNDO__` standing for the binary's path (a JS string).
 const OPENCODE_PLUGIN: &str = include_str!("opencode_plugin.js");
-
-/// The first line of every plugin file snap writes: how uninstall knows its own.
-pub(super) const PLUGIN_MARK: &str = "// snap-undo's opencode plugin";
 
 /// Installs (`command` given) or removes snap's entries; true when the config changed.
 pub(super) fn apply(target: &Target, agent: &str, command: Option<&str>) -> Result<bool> {
@@ -268,9 +265,6 @@ fn write_atomically(path: &Path, text: &str) -> Result<()> {
     std::fs::File::open(dir)?.sync_all()?;
     Ok(())
 }
-
-/// The line every slash command file snap writes carries: how it knows its own.
-pub(super) const OURS_MARK: &str = "<!-- written by snap-undo hook install -->";
 
 /// Writes a file snap owns (a slash command), replacing an older version of it; false, and
 /// nothing written, when a file of that name is someone else's.

@@ -9,7 +9,7 @@ pub(super) fn claude(bin: &str) -> Vec<(&'static str, String)> {
         format!(
             "---\ndescription: {description}\nallowed-tools: Bash({bin}:*)\n---\n\
              !`{bin} {args}`\n\n{after}\n\n{}\n",
-            super::agent_config::OURS_MARK
+            super::agents::OURS_MARK
         )
     };
     vec![

@@ -9,203 +9,17 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde_json::Value;
 use snap_tree::{SaveOptions, Workspace};
 
-use super::agent_config::{OURS_MARK, PLUGIN_MARK, apply, write_ours};
+use super::agent_config::{apply, write_ours};
+use super::agents::{
+    Layout, OURS_MARK, PLUGIN_MARK, Target, default_scope, hook_command, is_ours, shell_quote,
+    shell_unquote, target,
+};
 use crate::Ctx;
 use crate::args::HookScope;
-
-/// How an agent reads its hooks.
-pub(super) enum Layout {
-    /// `{"hooks": {EVENT: [{"matcher"?: M, "hooks": [HANDLER]}]}}` (Claude Code, Codex,
-    /// Gemini CLI); `timeout` is the handler's timeout field and its value.
-    Grouped {
-        events: &'static [(&'static str, Option<&'static str>)],
-        timeout: (&'static str, u64),
-    },
-    /// `{"version": 1, "hooks": {EVENT: [{"command": C}]}}` (Cursor).
-    Flat { events: &'static [&'static str] },
-    /// One executable per event, named after it, in a directory (Cline).
-    Scripts { events: &'static [&'static str] },
-    /// A plugin file of snap's own that calls the hook (opencode, whose hooks are
-    /// in-process JavaScript).
-    Plugin,
-}
-
-/// The tools whose calls can change files, for agents whose hooks take a matcher.
-const CLAUDE_TOOLS: &str = "Edit|Write|MultiEdit|NotebookEdit|Bash|mcp__.*";
-const GEMINI_TOOLS: &str = "write_file|replace|run_shell_command|mcp__.*";
-
-/// Where an agent keeps its hooks, for one scope, and the directory to exclude.
-pub(super) struct Target {
-    /// The config file, or the scripts directory.
-    pub(super) path: PathBuf,
-    pub(super) layout: Layout,
-    /// Workspace-relative directory of the agent's own files (project scopes only).
-    exclude: Option<&'static str>,
-}
-
-fn target(agent: &str, scope: HookScope, root: &Path) -> Result<Target> {
-    let home = || -> Result<PathBuf> {
-        std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-            .context("HOME is not set, so the user scope has no config file")
-    };
-    let (dir, file) = match agent {
-        "claude" => (
-            ".claude",
-            if scope == HookScope::Local {
-                "settings.local.json"
-            } else {
-                "settings.json"
-            },
-        ),
-        "codex" => (".codex", "hooks.json"),
-        "gemini" => (".gemini", "settings.json"),
-        "cursor" => (".cursor", "hooks.json"),
-        "cline" => (".clinerules/hooks", ""),
-        "opencode" => (".opencode", "plugins/snap-undo.js"),
-        other => bail!(
-            "unknown agent {other:?} (expected one of {})",
-            super::AGENTS
-        ),
-    };
-    let base = if scope == HookScope::User {
-        home()?
-    } else {
-        root.to_path_buf()
-    };
-    let (dir, exclude) = match (agent, scope) {
-        // Cline's user hooks live in its own documents directory.
-        ("cline", HookScope::User) => (base.join("Documents/Cline/Hooks"), None),
-        ("opencode", HookScope::User) => (base.join(".config/opencode"), None),
-        (_, HookScope::User) => (base.join(dir), None),
-        _ => (base.join(dir), Some(dir)),
-    };
-    let layout = match agent {
-        "claude" => Layout::Grouped {
-            events: &[
-                ("SessionStart", None),
-                ("UserPromptSubmit", None),
-                ("PostToolUse", Some(CLAUDE_TOOLS)),
-                ("PostToolUseFailure", Some(CLAUDE_TOOLS)),
-            ],
-            timeout: ("timeout", 30),
-        },
-        "codex" => Layout::Grouped {
-            events: &[
-                ("SessionStart", None),
-                ("UserPromptSubmit", None),
-                ("PostToolUse", None),
-            ],
-            timeout: ("timeout_sec", 30),
-        },
-        "gemini" => Layout::Grouped {
-            events: &[
-                ("SessionStart", None),
-                ("BeforeAgent", None),
-                ("AfterTool", Some(GEMINI_TOOLS)),
-            ],
-            timeout: ("timeout", 30_000),
-        },
-        "cursor" => Layout::Flat {
-            events: &["beforeSubmitPrompt", "afterFileEdit", "afterShellExecution"],
-        },
-        "opencode" => Layout::Plugin,
-        _ => Layout::Scripts {
-            events: &["TaskStart", "TaskResume", "UserPromptSubmit", "PostToolUse"],
-        },
-    };
-    let path = if file.is_empty() { dir } else { dir.join(file) };
-    Ok(Target {
-        path,
-        layout,
-        exclude,
-    })
-}
-
-/// The scope used when none is given: Claude Code's local settings (an absolute path to one
-/// person's binary does not belong in a shared file), the project's config for the others.
-fn default_scope(agent: &str) -> HookScope {
-    if agent == "claude" {
-        HookScope::Local
-    } else {
-        HookScope::Project
-    }
-}
-
-/// The command an agent runs: this binary as `snap-undo`, by absolute path.
-fn hook_command(agent: &str) -> Result<String> {
-    let exe = invoked_as().map_or_else(std::env::current_exe, Ok)?;
-    let sibling = exe.with_file_name("snap-undo");
-    let bin = if sibling.is_file() { sibling } else { exe };
-    Ok(format!(
-        "{} hook --agent {agent}",
-        shell_quote(&bin.to_string_lossy())
-    ))
-}
-
-/// The path this program was started by, links kept: a package manager's stable
-/// `bin/snap-undo` link outlives the versioned file it points to today (which
-/// `current_exe` would give), so hooks keep working after an upgrade.
-fn invoked_as() -> Option<PathBuf> {
-    let arg0 = PathBuf::from(std::env::args_os().next()?);
-    if arg0.components().count() > 1 {
-        return std::path::absolute(&arg0).ok();
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(&arg0))
-        .find(|p| p.is_file())
-        .and_then(|p| std::path::absolute(p).ok())
-}
-
-fn shell_quote(s: &str) -> String {
-    if s.bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
-/// The inverse of [`shell_quote`].
-pub(super) fn shell_unquote(s: &str) -> String {
-    match s.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')) {
-        Some(inner) => inner.replace(r"'\''", "'"),
-        None => s.to_string(),
-    }
-}
-
-/// True for a command snap installed for `agent`: `<…/snap-undo, …/snap or this program>
-/// hook --agent A`. A renamed binary installs its hook under its own name, and must find
-/// it again to replace it (not add a second) and to uninstall it.
-pub(super) fn is_ours(command: &str, agent: &str) -> bool {
-    let Some((program, rest)) = command.trim().split_once(" hook --agent ") else {
-        return false;
-    };
-    let name = shell_unquote(program)
-        .rsplit('/')
-        .next()
-        .unwrap_or("")
-        .to_string();
-    let own = || own_name().is_some_and(|own| own == name);
-    (name == "snap-undo" || name == "snap" || own()) && rest.trim() == agent
-}
-
-/// The file name of the program the hook command runs (see [`hook_command`]).
-fn own_name() -> Option<&'static str> {
-    static NAME: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    let name = NAME.get_or_init(|| {
-        let exe = invoked_as().or_else(|| std::env::current_exe().ok())?;
-        Some(exe.file_name()?.to_string_lossy().into_owned())
-    });
-    name.as_deref()
-}
 
 /// Where snap's hook for one agent is installed, for `snap doctor`.
 #[derive(Debug)]
@@ -339,7 +153,7 @@ pub(crate) fn cmd_install(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> R
     // Before the hook is written, so that no undo ever removes it; taken back if the
     // agent's config refuses the hook.
     let excluded = match target.exclude {
-        Some(dir) => snap_tree::add_exclude_path(ws.store().dir(), dir)?.then_some(dir),
+        Some(dir) => snap_tree::add_exclude_path(ws.store_dir(), dir)?.then_some(dir),
         None => None,
     };
     if let Some(dir) = excluded {
@@ -361,7 +175,7 @@ pub(crate) fn cmd_install(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> R
     let changed = match installed {
         Ok(changed) => changed,
         Err(e) => {
-            let undone = excluded.map(|dir| snap_tree::remove_exclude_path(ws.store().dir(), dir));
+            let undone = excluded.map(|dir| snap_tree::remove_exclude_path(ws.store_dir(), dir));
             if let Some(Err(undo)) = undone {
                 eprintln!("warning: could not take back the exclude_paths entry: {undo}");
             }
@@ -602,21 +416,6 @@ mod tests {
             (true, Some(PathBuf::from("/opt/snap-undo")))
         );
         assert_eq!(binary("codex"), (false, None));
-    }
-
-    #[test]
-    fn only_snap_s_own_commands_count_as_ours() {
-        assert!(is_ours("/a/b/snap-undo hook --agent claude", "claude"));
-        assert!(is_ours("'/my dir/snap' hook --agent codex", "codex"));
-        assert!(!is_ours("/a/snap-undo hook --agent codex", "claude"));
-        assert!(!is_ours("/usr/bin/other hook --agent claude", "claude"));
-        // A renamed binary's own hook, which it must replace (not double) and uninstall.
-        let own = own_name().unwrap();
-        let renamed = format!(
-            "{} hook --agent claude",
-            shell_quote(&format!("/x y/{own}"))
-        );
-        assert!(is_ours(&renamed, "claude"), "{renamed}");
     }
 
     /// A `"hooks"` that is not an object, or an event snap adds to that is not a list, is

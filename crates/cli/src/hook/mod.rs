@@ -8,6 +8,7 @@
 //! [`HookEvent`]; all of them end in the same save.
 
 mod agent_config;
+mod agents;
 mod claude;
 mod cline;
 mod codex;
@@ -24,7 +25,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::Value;
-use snap_tree::{SaveOptions, Snapshot, Workspace};
+use snap_tree::{SaveOptions, Snapshot, Told, Workspace};
 
 use crate::Ctx;
 
@@ -78,7 +79,7 @@ impl EventKind {
 }
 
 /// The `hook` meta value of a prompt's save: where a turn starts.
-pub(crate) const PROMPT: &str = "prompt";
+pub(crate) const PROMPT: &str = snap_tree::PROMPT_EVENT;
 
 /// How one agent's payloads read; each agent module has one.
 #[derive(Debug)]
@@ -176,7 +177,7 @@ pub(crate) const AGENTS: &str = "claude, codex, gemini, cursor, cline, opencode"
 
 /// Runs the hook; every failure is logged, never returned (see the module doc).
 pub(crate) fn cmd_hook(ctx: &Ctx, agent: &str) -> Result<()> {
-    snap_tree::snap_store::cap_lock_wait(HOOK_LOCK_WAIT);
+    snap_tree::cap_lock_wait(HOOK_LOCK_WAIT);
     // Read first, whatever happens next: an agent writing a large payload must never block
     // on, or see EPIPE from, a hook that stopped reading.
     let payload = read_payload();
@@ -292,7 +293,7 @@ fn save_root(
             context
         }
         Err(e) => {
-            log::failure(Some(&store), agent, &event.name, &crate::one_line(&e));
+            log::failure(Some(&store), agent, &event.name, &crate::exit::one_line(&e));
             None
         }
     }
@@ -313,8 +314,8 @@ fn changed_under_agent(
     let (Some(newest), Some(now)) = (newest, ws.head()?) else {
         return Ok(None);
     };
-    let known = match ws.store().told(session)? {
-        Some((snapshot, tree)) if snapshot == newest.id => tree,
+    let known = match ws.told(session)? {
+        Some(told) if told.snapshot == newest.id => told.tree,
         _ => newest.record.root,
     };
     if known == now.record.root {
@@ -322,11 +323,13 @@ fn changed_under_agent(
     }
     // This event's own snapshot, if it made one, is now the session's newest.
     let newest_now = saved.map_or(newest.id, |s| s.id);
-    ws.store()
-        .set_told(session, &newest_now, &now.record.root)?;
+    let told = Told {
+        snapshot: newest_now,
+        tree: now.record.root,
+    };
+    ws.set_told(session, told)?;
     // Only the directories whose trees differ are read: the agent changed a few files.
-    let (old, new) = snap_tree::flat::unfold_pair(ws.store(), &known, &now.record.root)?;
-    let changes = snap_tree::flat::diff_files(&old, &new);
+    let changes = ws.files_changed(&known, &now.record.root)?;
     let mut named: Vec<String> = changes
         .iter()
         .take(CONTEXT_PATHS)
@@ -346,13 +349,7 @@ fn changed_under_agent(
 
 /// The newest snapshot of `session`, made before this event's save.
 fn last_of_session(ws: &Workspace, session: &str) -> Result<Option<Snapshot>> {
-    let newest = ws
-        .store()
-        .snapshots()?
-        .into_iter()
-        .rev()
-        .find(|(_, r)| r.session.as_deref() == Some(session));
-    Ok(newest.map(|(id, _)| ws.snapshot(id)).transpose()?)
+    Ok(ws.newest_where(|r| r.session.as_deref() == Some(session))?)
 }
 
 fn save(
@@ -369,8 +366,8 @@ fn save(
         _ => None,
     };
     let step = match event.session.as_deref() {
-        Some(session) if event.kind == EventKind::Prompt => Some(ws.store().start_turn(session)?),
-        Some(session) => Some(ws.store().turn(session)?),
+        Some(session) if event.kind == EventKind::Prompt => Some(ws.start_turn(session)?),
+        Some(session) => Some(ws.turn(session)?),
         None => None,
     };
     let opts = SaveOptions {
@@ -383,7 +380,7 @@ fn save(
     let out = ws.save(&opts)?;
     if let Some(e) = &out.upkeep_error {
         log::failure(
-            Some(ws.store().dir()),
+            Some(ws.store_dir()),
             agent,
             &event.name,
             &format!("saved, but merging small packs failed: {e}"),

@@ -329,7 +329,7 @@ pub fn build_trees(writer: &ObjectWriter<'_>, flat: &mut FlatTree) -> Result<Obj
 /// [`UNBUILT`]) is taken as built, with everything under it: the caller vouches that the
 /// whole subtree is unchanged and its trees are in the store (the tree cache). `previous`
 /// names a directory's tree before this change, if the store has it: a rebuilt tree is
-/// stored as a delta against it (see `snap_store::delta`).
+/// stored as a delta against it (a delta frame, docs/FORMAT.md 5).
 pub fn build_trees_reusing(
     writer: &ObjectWriter<'_>,
     flat: &mut FlatTree,

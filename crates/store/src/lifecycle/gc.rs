@@ -16,6 +16,15 @@ use crate::pack::{
 };
 use crate::{ChunkList, EntryKind, ObjectId, ObjectKind, Store, StoreError};
 
+/// Which packs holding dead frames gc rewrites.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Repack {
+    /// Those mostly dead (live bytes under [`REPACK_LIVE_SHARE`]) and small ones.
+    Sparse,
+    /// Every one, so that the pack files hold live frames only (`gc_compacting`).
+    EveryDeadFrame,
+}
+
 /// gc's decision for the current catalog.
 #[derive(Debug, Default)]
 struct GcPlan {
@@ -40,7 +49,7 @@ struct GcPlan {
 impl Store {
     /// What the store holds and what gc would give back.
     pub fn stats(&self) -> Result<StoreStats, StoreError> {
-        let plan = self.plan_gc(false)?;
+        let plan = self.plan_gc(Repack::Sparse)?;
         let catalog_bytes = std::fs::metadata(self.dir().join("catalog.redb"))
             .map(|m| m.len())
             .unwrap_or(0);
@@ -175,9 +184,8 @@ impl Store {
         Ok(())
     }
 
-    /// What gc would do now; with `compact`, every pack holding a dead frame is rewritten,
-    /// so that the pack files hold live frames only.
-    fn plan_gc(&self, compact: bool) -> Result<GcPlan, StoreError> {
+    /// What gc would do now, rewriting the packs `repack` names.
+    fn plan_gc(&self, repack: Repack) -> Result<GcPlan, StoreError> {
         let locations = self.catalog.locations()?;
         let live = self.live_objects(&locations)?;
         let mut live_bytes: HashMap<ObjectId, u64> = HashMap::new();
@@ -210,7 +218,7 @@ impl Store {
             // automatic merge mixes a save's first pack with later ones, whose frames prune
             // leaves dead.
             let sparse = alive < framed
-                && (compact
+                && (repack == Repack::EveryDeadFrame
                     || size < SMALL_PACK
                     || (alive as f64) < REPACK_LIVE_SHARE * framed as f64);
             if alive == 0 || sparse {
@@ -265,14 +273,14 @@ impl Store {
 
     /// As [`Store::gc`], calling `progress(done, total)` as live objects are copied.
     pub fn gc_with_progress(&self, progress: &dyn Fn(u64, u64)) -> Result<GcReport, StoreError> {
-        self.gc_planned(self.plan_gc(false)?, progress)
+        self.gc_planned(self.plan_gc(Repack::Sparse)?, progress)
     }
 
     /// As [`Store::gc`], also rewriting every pack that holds a dead frame, however few:
     /// afterwards the packs hold only what the snapshots need (retention by size measures
     /// that).
     pub fn gc_compacting(&self) -> Result<GcReport, StoreError> {
-        self.gc_planned(self.plan_gc(true)?, &|_, _| {})
+        self.gc_planned(self.plan_gc(Repack::EveryDeadFrame)?, &|_, _| {})
     }
 
     fn gc_planned(

@@ -206,6 +206,19 @@ impl Store {
         self.catalog.dir_cache()
     }
 
+    /// The directory cache's records of `dirs` only, each read by its key.
+    pub fn dir_records(&self, dirs: &[&[u8]]) -> Result<crate::DirCache, StoreError> {
+        self.catalog.dir_records(dirs)
+    }
+
+    /// The tree cache's memos of `dirs` only, each read by its key.
+    pub fn tree_memos(
+        &self,
+        dirs: &[&[u8]],
+    ) -> Result<crate::PathMap<Vec<u8>, crate::WalkMemo>, StoreError> {
+        self.catalog.tree_memos(dirs)
+    }
+
     /// The tree cache: each directory's subtree memo (see [`crate::WalkMemo`]).
     pub fn tree_cache(&self) -> Result<crate::PathMap<Vec<u8>, crate::WalkMemo>, StoreError> {
         self.catalog.tree_cache()

@@ -147,6 +147,21 @@ impl Catalog {
         })
     }
 
+    /// The directory cache's records of `dirs` only, each read by its key: what a scan that
+    /// re-reads a few directories needs, without reading the whole table. A directory with
+    /// no sound record is absent.
+    pub fn dir_records(&self, dirs: &[&[u8]]) -> Result<DirCache, StoreError> {
+        Ok(DirCache {
+            fingerprint: self.meta_value("dirs", |v| v.try_into().ok())?,
+            records: self.cache_rows_at(DIR_CACHE, dirs, |v| Some(v.to_vec()))?,
+        })
+    }
+
+    /// The tree cache's memos of `dirs` only, each read by its key (see [`Self::dir_records`]).
+    pub fn tree_memos(&self, dirs: &[&[u8]]) -> Result<PathMap<Vec<u8>, WalkMemo>, StoreError> {
+        self.cache_rows_at(TREE_CACHE, dirs, WalkMemo::decode)
+    }
+
     /// The memo of the last committed scan, if any (malformed: none).
     pub fn scan_memo(&self) -> Result<Option<ScanMemo>, StoreError> {
         self.meta_value("scan", ScanMemo::decode)
@@ -195,6 +210,32 @@ impl Catalog {
             let (k, v) = row.map_err(|e| self.err(e))?;
             if let Some(value) = unseal(k.value(), v.value()).and_then(&decode) {
                 out.insert(k.value().to_vec(), value);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The rows of a cache table at `keys` whose value decodes; empty when the table does not
+    /// exist (an old catalog opened read-only).
+    fn cache_rows_at<T>(
+        &self,
+        table: TableDefinition<&[u8], &[u8]>,
+        keys: &[&[u8]],
+        decode: impl Fn(&[u8]) -> Option<T>,
+    ) -> Result<PathMap<Vec<u8>, T>, StoreError> {
+        let txn = self.read()?;
+        let table = match txn.open_table(table) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(PathMap::default()),
+            Err(e) => return Err(self.err(e)),
+        };
+        let mut out = PathMap::with_capacity_and_hasher(keys.len(), Default::default());
+        for key in keys {
+            let Some(v) = table.get(*key).map_err(|e| self.err(e))? else {
+                continue;
+            };
+            if let Some(value) = unseal(key, v.value()).and_then(&decode) {
+                out.insert(key.to_vec(), value);
             }
         }
         Ok(out)
@@ -297,6 +338,45 @@ mod tests {
             id: ObjectId([7; 32]),
             settled: true,
         }
+    }
+
+    /// A point read of the directory cache gives exactly the whole table's records at those
+    /// keys: the present ones, and none for a directory it has no record of.
+    #[test]
+    fn a_point_read_of_the_directory_cache_agrees_with_the_whole_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.redb");
+        drop(Catalog::create(&path).unwrap());
+        let catalog = Catalog::open(&path, false).unwrap();
+        let put: Vec<(Vec<u8>, Vec<u8>)> = [&b""[..], b"a", b"a/b", b"c"]
+            .iter()
+            .map(|d| (d.to_vec(), [d, &b"-record"[..]].concat()))
+            .collect();
+        let dirs = crate::DirCacheUpdate {
+            fingerprint: Some([7; 32]),
+            put,
+            ..crate::DirCacheUpdate::default()
+        };
+        let stat_cache = StatCacheUpdate {
+            dirs,
+            ..StatCacheUpdate::default()
+        };
+        catalog
+            .commit(&Commit {
+                stat_cache,
+                ..Commit::default()
+            })
+            .unwrap();
+        let whole = catalog.dir_cache().unwrap();
+        let asked: [&[u8]; 3] = [b"a/b", b"gone", b""];
+        let some = catalog.dir_records(&asked).unwrap();
+        assert_eq!(some.fingerprint, Some([7; 32]));
+        let expected: PathMap<Vec<u8>, Vec<u8>> = (asked.iter())
+            .filter_map(|d| Some((d.to_vec(), whole.records.get(*d)?.clone())))
+            .collect();
+        assert_eq!(some.records, expected);
+        assert_eq!(some.records.len(), 2);
+        assert!(catalog.tree_memos(&asked).unwrap().is_empty());
     }
 
     /// One flipped bit anywhere in a cache row makes the row absent (the file is read

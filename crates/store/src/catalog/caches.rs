@@ -2,7 +2,10 @@
 //! scan, walk and directory-rule memos. Each row is sealed with its check (`rows::seal`);
 //! a row whose check fails reads as absent, and `audit_caches` names it for `verify`.
 
-use redb::{ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle, WriteTransaction};
+use redb::{
+    ReadOnlyTable, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle,
+    WriteTransaction,
+};
 
 use super::rows::{capacity_hint, seal, unseal};
 use super::{Catalog, DIR_CACHE, META, STAT_CACHE, TREE_CACHE};
@@ -17,6 +20,9 @@ fn in_key_order<'a, V>(put: impl IntoIterator<Item = (&'a [u8], V)>) -> Vec<(&'a
     put.sort_unstable_by(|a, b| a.0.cmp(b.0));
     put
 }
+
+/// A cache table as a read sees it: path bytes to sealed rows.
+type CacheTable = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
 impl Catalog {
     pub(super) fn write_stat_cache(
@@ -191,6 +197,19 @@ impl Catalog {
         Ok(value.and_then(|v| unseal(key.as_bytes(), v.value()).and_then(&decode)))
     }
 
+    /// A cache table opened for reading; `None` when it does not exist (an old catalog opened
+    /// read-only).
+    fn cache_table(
+        &self,
+        table: TableDefinition<&[u8], &[u8]>,
+    ) -> Result<Option<CacheTable>, StoreError> {
+        match self.read()?.open_table(table) {
+            Ok(table) => Ok(Some(table)),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(e) => Err(self.err(e)),
+        }
+    }
+
     /// Every row of a cache table whose value decodes; empty when the table does not exist
     /// (an old catalog opened read-only).
     fn cache_rows<T>(
@@ -198,11 +217,8 @@ impl Catalog {
         table: TableDefinition<&[u8], &[u8]>,
         decode: impl Fn(&[u8]) -> Option<T>,
     ) -> Result<PathMap<Vec<u8>, T>, StoreError> {
-        let txn = self.read()?;
-        let table = match txn.open_table(table) {
-            Ok(table) => table,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(PathMap::default()),
-            Err(e) => return Err(self.err(e)),
+        let Some(table) = self.cache_table(table)? else {
+            return Ok(PathMap::default());
         };
         let rows = capacity_hint(table.len().map_err(|e| self.err(e))?);
         let mut out = PathMap::with_capacity_and_hasher(rows, Default::default());
@@ -223,11 +239,8 @@ impl Catalog {
         keys: &[&[u8]],
         decode: impl Fn(&[u8]) -> Option<T>,
     ) -> Result<PathMap<Vec<u8>, T>, StoreError> {
-        let txn = self.read()?;
-        let table = match txn.open_table(table) {
-            Ok(table) => table,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(PathMap::default()),
-            Err(e) => return Err(self.err(e)),
+        let Some(table) = self.cache_table(table)? else {
+            return Ok(PathMap::default());
         };
         let mut out = PathMap::with_capacity_and_hasher(keys.len(), Default::default());
         for key in keys {

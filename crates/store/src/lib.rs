@@ -40,8 +40,8 @@ pub type PathMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomS
 
 pub use cache::{
     DirCache, DirCacheUpdate, DirHeader, DirRecord, EncodedEntry, ListedKind, MAX_STAT_ENTRY_LEN,
-    STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey, StatRows, WalkMemo,
-    encode_dir_record,
+    STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey, StatRows, WATCH_MEMO_LEN,
+    WalkMemo, WatchMemo, encode_dir_record,
 };
 pub use catalog::{
     CATALOG_VERSION, Commit, HistoryState, Location, decode_snapshot_row, encode_location,

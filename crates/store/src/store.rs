@@ -229,6 +229,11 @@ impl Store {
         self.catalog.walk_memo()
     }
 
+    /// The change source's token of the last capture a watcher answered (FORMAT.md 6.6).
+    pub fn watch_memo(&self) -> Result<Option<crate::WatchMemo>, StoreError> {
+        self.catalog.watch_memo()
+    }
+
     /// The memo of the last committed scan, if any.
     pub fn scan_memo(&self) -> Result<Option<crate::ScanMemo>, StoreError> {
         self.catalog.scan_memo()

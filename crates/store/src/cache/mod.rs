@@ -12,5 +12,5 @@ pub use dir::{DirCache, DirCacheUpdate, DirHeader, DirRecord, ListedKind, encode
 pub use rows::StatRows;
 pub use stat::{
     EncodedEntry, MAX_STAT_ENTRY_LEN, STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey,
-    WalkMemo,
+    WATCH_MEMO_LEN, WalkMemo, WatchMemo,
 };

@@ -324,6 +324,55 @@ impl WalkMemo {
     }
 }
 
+/// The change source's token a capture was taken at (`meta["watch"]`, docs/FORMAT.md 6.6):
+/// what a watcher answered for that capture, and the tree it found. A later capture asks the
+/// watcher what changed since (`instance`, `seq`) and re-reads only that, starting from
+/// `root`; anything that does not match (another watcher, another config) reads it all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WatchMemo {
+    /// The watcher's instance and epoch: a new one for each start, overflow or doubt.
+    pub instance: [u8; 16],
+    /// The watcher's event sequence number at the cookie the capture waited for.
+    pub seq: u64,
+    /// The root tree the capture found.
+    pub root: ObjectId,
+    /// The filesystem clock at the start of that capture.
+    pub written_ns: i64,
+    /// The walk fingerprint (exclusions, store path) the capture walked under.
+    pub fingerprint: [u8; 32],
+}
+
+/// Length of a `meta["watch"]` value.
+pub const WATCH_MEMO_LEN: usize = 96;
+
+impl WatchMemo {
+    /// The 96-byte value: instance [16] | seq u64 LE | root [32] | written_ns i64 LE |
+    /// fingerprint [32].
+    pub fn encode(&self) -> [u8; WATCH_MEMO_LEN] {
+        let mut v = [0u8; WATCH_MEMO_LEN];
+        v[..16].copy_from_slice(&self.instance);
+        v[16..24].copy_from_slice(&self.seq.to_le_bytes());
+        v[24..56].copy_from_slice(&self.root.0);
+        v[56..64].copy_from_slice(&self.written_ns.to_le_bytes());
+        v[64..].copy_from_slice(&self.fingerprint);
+        v
+    }
+
+    /// Decodes a `meta["watch"]` value; `None` when malformed (the next capture reads all).
+    pub fn decode(v: &[u8]) -> Option<WatchMemo> {
+        if v.len() != WATCH_MEMO_LEN {
+            return None;
+        }
+        Some(WatchMemo {
+            instance: v[..16].try_into().ok()?,
+            seq: u64::from_le_bytes(v[16..24].try_into().ok()?),
+            root: ObjectId::from_slice(&v[24..56])?,
+            written_ns: i64::from_le_bytes(v[56..64].try_into().ok()?),
+            fingerprint: v[64..].try_into().ok()?,
+        })
+    }
+}
+
 /// Changes to the stat cache, committed with the snapshot (or alone).
 #[derive(Debug, Default)]
 pub struct StatCacheUpdate {
@@ -343,6 +392,8 @@ pub struct StatCacheUpdate {
     pub trees: Vec<(Vec<u8>, WalkMemo)>,
     /// Changes to the directory cache.
     pub dirs: crate::DirCacheUpdate,
+    /// The change source's token this capture was taken at, when a watcher answered.
+    pub watch: Option<WatchMemo>,
 }
 
 impl StatCacheUpdate {
@@ -355,6 +406,7 @@ impl StatCacheUpdate {
             && self.walk.is_none()
             && self.trees.is_empty()
             && self.dirs.is_empty()
+            && self.watch.is_none()
     }
 }
 
@@ -449,6 +501,22 @@ mod tests {
             WalkMemo::decode(&[memo.encode().as_slice(), &[0]].concat()),
             None
         );
+    }
+
+    #[test]
+    fn a_watch_memo_round_trips_and_refuses_other_lengths() {
+        let memo = WatchMemo {
+            instance: [1; 16],
+            seq: u64::MAX - 2,
+            root: ObjectId([4; 32]),
+            written_ns: -5,
+            fingerprint: [9; 32],
+        };
+        let bytes = memo.encode();
+        assert_eq!(WatchMemo::decode(&bytes), Some(memo));
+        assert_eq!(bytes[16..24], (u64::MAX - 2).to_le_bytes());
+        assert_eq!(WatchMemo::decode(&bytes[..WATCH_MEMO_LEN - 1]), None);
+        assert_eq!(WatchMemo::decode(&[bytes.as_slice(), &[0]].concat()), None);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use redb::{
 use super::rows::{capacity_hint, seal, unseal};
 use super::{Catalog, DIR_CACHE, META, STAT_CACHE, TREE_CACHE};
 use crate::cache::dir::{DirCache, DirCacheUpdate};
-use crate::cache::stat::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo};
+use crate::cache::stat::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo, WatchMemo};
 use crate::{ObjectId, PathMap, StoreError};
 
 /// `put` sorted by key. In key order, rows fill redb's leaves; in walk order (threads
@@ -39,6 +39,9 @@ impl Catalog {
         if let Some(walk) = update.walk {
             self.set_meta(txn, "walk", &walk.encode())?;
         }
+        if let Some(watch) = update.watch {
+            self.set_meta(txn, "watch", &watch.encode())?;
+        }
         self.write_stat_dirs(txn, &update.remove, &update.put)?;
         // Before the tree cache entries: a new config drops every directory's entries.
         self.write_dir_cache(txn, &update.dirs)?;
@@ -66,8 +69,9 @@ impl Catalog {
         rows.retain(|k, v| vouched(k, v, tree_id))
             .map_err(|e| self.err(e))?;
         let scan_id: fn(&[u8]) -> Option<ObjectId> = |v| ScanMemo::decode(v).map(|m| m.root);
+        let watch_id: fn(&[u8]) -> Option<ObjectId> = |v| WatchMemo::decode(v).map(|m| m.root);
         let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
-        for (key, id) in [("scan", scan_id), ("walk", tree_id)] {
+        for (key, id) in [("scan", scan_id), ("walk", tree_id), ("watch", watch_id)] {
             let keep = match meta.get(key).map_err(|e| self.err(e))? {
                 Some(v) => vouched(key.as_bytes(), v.value(), id),
                 None => true,
@@ -183,6 +187,12 @@ impl Catalog {
     /// The memo of the last exact walk, if any (malformed: none).
     pub fn walk_memo(&self) -> Result<Option<WalkMemo>, StoreError> {
         self.meta_value("walk", WalkMemo::decode)
+    }
+
+    /// The change source's token of the last capture that a watcher answered, if any
+    /// (malformed: none).
+    pub fn watch_memo(&self) -> Result<Option<WatchMemo>, StoreError> {
+        self.meta_value("watch", WatchMemo::decode)
     }
 
     /// `meta[key]`, decoded; `None` when absent or malformed.

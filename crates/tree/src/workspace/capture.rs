@@ -395,6 +395,7 @@ impl Workspace {
                 walk: walk_memo,
                 trees,
                 dirs: start.dirs,
+                watch: None,
             }
         };
         Ok(Capture {

@@ -37,6 +37,7 @@ mod paths;
 mod restore;
 mod scan;
 mod snapshot;
+mod source;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod testing_hooks;
@@ -55,6 +56,7 @@ pub use observer::{Event, Observer, Phase};
 pub use paths::STORE_DIR;
 pub use restore::is_temp_name;
 pub use scan::{ScanReport, Unreadable};
+pub use source::{ChangeSource, Changes, DirtyDir, Scope, WatchToken};
 // The store's types that the layers above name (the CLI, the Python crate, benches): named
 // here, so the CLI depends on the tree alone and never reaches into the store.
 pub use snap_store::{

@@ -8,12 +8,14 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 mod changes;
+mod listed;
 
 pub use changes::{
     Change, StoredDiff, children, count_changes, diff_files, diff_stored, diff_stored_pruned,
     dir_changes,
 };
 pub(crate) use changes::{Paired, pair_by_name};
+pub use listed::list_dirs;
 
 use snap_store::{
     EntryKind, ObjectId, ObjectKind, ObjectWriter, Store, StoreError, Tree, TreeEntry,

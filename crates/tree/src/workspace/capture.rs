@@ -24,7 +24,8 @@ use super::{
     OpenOptionsExt, Phase, ScanMemo, ScanReport, StatCacheUpdate, StatEntry, StatKey, Ticker,
     TreeError, WalkBasis, WalkMemo, Workspace, build_trees, flat, now_ns, scan,
 };
-use snap_store::PathMap;
+use crate::source::{Changes, WatchToken};
+use snap_store::{PathMap, WatchMemo};
 
 /// What a capture is for, which decides the shortcuts it may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +51,45 @@ pub(super) enum CaptureMode {
     },
     /// The whole tree, as it is.
     Whole,
+}
+
+/// A change source's answer, with what a capture records from it.
+struct Asked {
+    /// The token row of the last capture it answered, if it walked under this config.
+    memo: Option<WatchMemo>,
+    changes: Changes,
+    fingerprint: [u8; 32],
+}
+
+impl Asked {
+    /// How many directories the answer named, for the timing log.
+    fn dirs_named(&self) -> usize {
+        match &self.changes {
+            Changes::Dirs { dirs, .. } => dirs.len(),
+            Changes::Everything { .. } => 0,
+        }
+    }
+
+    /// The token row to commit with a capture that found `root`: the source is current at
+    /// its answer's token. None for a dry capture, whose trees are not stored.
+    fn memo_after(
+        &self,
+        root: ObjectId,
+        fs_now_ns: i64,
+        writer: &ObjectWriter<'_>,
+    ) -> Option<WatchMemo> {
+        let now = match &self.changes {
+            Changes::Dirs { now, .. } => Some(*now),
+            Changes::Everything { now, .. } => *now,
+        };
+        now.filter(|_| !writer.is_dry_run()).map(|now| WatchMemo {
+            instance: now.instance,
+            seq: now.seq,
+            root,
+            written_ns: fs_now_ns,
+            fingerprint: self.fingerprint,
+        })
+    }
 }
 
 /// Reports how long each step of a capture took to the observer ([`Event::Timing`]); does
@@ -231,14 +271,78 @@ impl Workspace {
         self.capture_with(writer, CaptureMode::Whole)
     }
 
-    /// As [`Self::capture`], also keeping each file's stat when `keep_stats`. With
-    /// `clean_root` (HEAD's root), a scan whose entries are those that built it skips building
-    /// the trees; its directory nodes then carry no ids, so only a save, which stops there
-    /// when nothing changed, asks for it.
+    /// As [`Self::capture`], for what `mode` says the capture is for. A save asks the change
+    /// source, if any, what changed since its last capture, and reads only that when it can;
+    /// otherwise, and for every other capture, the whole tree is walked.
     pub(super) fn capture_with(
         &self,
         writer: &ObjectWriter<'_>,
         mode: CaptureMode,
+    ) -> Result<Capture, TreeError> {
+        let timer = PhaseTimer::new(self.observer.0.as_ref());
+        let fs_now_ns = self.fs_clock();
+        let asked = match mode {
+            CaptureMode::Save { .. } => self.ask_source()?,
+            _ => None,
+        };
+        if let Some(asked) = &asked
+            && let Some(mut cap) = self.capture_answered(writer, asked, fs_now_ns)
+        {
+            timer.mark(|| format!("changed directories read ({})", asked.dirs_named()));
+            cap.cache.watch = asked.memo_after(cap.root, fs_now_ns, writer);
+            return Ok(cap);
+        }
+        let mut cap = self.capture_walked(writer, mode, fs_now_ns, &timer)?;
+        if let Some(asked) = &asked {
+            cap.cache.watch = asked.memo_after(cap.root, fs_now_ns, writer);
+        }
+        Ok(cap)
+    }
+
+    /// The change source's answer, when there is a source: asked with the token of the last
+    /// capture it answered, if that capture walked under this config.
+    fn ask_source(&self) -> Result<Option<Asked>, TreeError> {
+        let Some(source) = &self.source else {
+            return Ok(None);
+        };
+        let fingerprint = self.config.walk_fingerprint(Some(self.store.dir()));
+        let memo = (self.store.watch_memo()?).filter(|m| m.fingerprint == fingerprint);
+        let since = memo.map(|m| WatchToken {
+            instance: m.instance,
+            seq: m.seq,
+        });
+        let changes = source.changes_since(since.as_ref());
+        Ok(Some(Asked {
+            memo,
+            changes,
+            fingerprint,
+        }))
+    }
+
+    /// The capture from the source's list of changed directories, when it gave one for the
+    /// token recorded; `None` (walk it all) otherwise, or when that capture fails: the whole
+    /// walk then reports what is wrong, if anything still is.
+    fn capture_answered(
+        &self,
+        writer: &ObjectWriter<'_>,
+        asked: &Asked,
+        fs_now_ns: i64,
+    ) -> Option<Capture> {
+        let (Some(memo), Changes::Dirs { dirs, .. }) = (&asked.memo, &asked.changes) else {
+            return None;
+        };
+        self.capture_partial(writer, memo, dirs, fs_now_ns)
+            .ok()
+            .flatten()
+    }
+
+    /// The whole walk, with every cache that vouches for what it finds.
+    fn capture_walked(
+        &self,
+        writer: &ObjectWriter<'_>,
+        mode: CaptureMode,
+        fs_now_ns: i64,
+        timer: &PhaseTimer<'_>,
     ) -> Result<Capture, TreeError> {
         // `clean_root` lets a save skip what is unchanged; `memo_root` only lets the walk
         // memo answer for the whole tree.
@@ -247,8 +351,6 @@ impl Workspace {
             CaptureMode::BeforeMove { head, prune } => (true, None, head, prune),
             CaptureMode::Whole => (false, None, None, false),
         };
-        let timer = PhaseTimer::new(self.observer.0.as_ref());
-        let fs_now_ns = self.fs_clock();
         let (dir_cache, mut dirs) = self.dir_cache()?;
         let old_walk = self.store.walk_memo()?;
         // A save after a save mostly finds the tree as the walk memo left it, and then needs
@@ -287,7 +389,7 @@ impl Workspace {
             prune,
             dirs,
         };
-        self.store_capture(writer, walk, preloaded, start, &timer)
+        self.store_capture(writer, walk, preloaded, start, timer)
     }
 
     /// True when `walk` found what the walk of `memo` found and each regular file modified

@@ -8,6 +8,7 @@ mod export;
 mod lifecycle;
 mod memo;
 mod moves;
+mod partial;
 mod query;
 mod record;
 mod recover;
@@ -57,6 +58,8 @@ pub struct Workspace {
     observer: ObserverSlot,
     /// A stop request moves check between files (see `interrupt`).
     stop: Option<Arc<AtomicBool>>,
+    /// What a save may ask instead of walking the whole tree (a watcher).
+    source: Option<Arc<dyn crate::ChangeSource>>,
 }
 
 /// Holds the observer; exists so that `Workspace` can derive `Debug`.
@@ -301,6 +304,7 @@ impl Workspace {
             recovered: Vec::new(),
             observer: ObserverSlot::default(),
             stop: crate::interrupt::process_flag(),
+            source: None,
         };
         if interrupted == Interrupted::Finish {
             ws.recover()?;
@@ -321,6 +325,12 @@ impl Workspace {
             observer(&Event::Recovered(r));
         }
         self.observer = ObserverSlot(Some(observer));
+    }
+
+    /// Sets the change source that saves, `status` and `diff` ask what changed since their
+    /// last capture, so that they read only that (see `crate::ChangeSource`).
+    pub fn set_change_source(&mut self, source: Arc<dyn crate::ChangeSource>) {
+        self.source = Some(source);
     }
 
     fn emit(&self, event: Event<'_>) {

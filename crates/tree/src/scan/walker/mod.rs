@@ -28,9 +28,11 @@ use crate::scan::rules::{GITIGNORE, Rules, always_left_out, read_rules, ruled_ou
 use crate::scan::walk::{Walk, WalkSum};
 
 mod listed;
+mod seeded;
 mod share;
 
 use listed::visit_listed;
+pub use seeded::walk_seeded;
 pub use share::dir_share;
 
 /// One directory waiting to be read.
@@ -62,6 +64,7 @@ struct Shared<'a> {
     cache: DirCacheView<'a>,
     queue: Mutex<Vec<Job>>,
     pending: AtomicUsize,
+    descend: Descend,
     found: Mutex<Walk>,
     failure: Mutex<Option<TreeError>>,
 }
@@ -82,19 +85,54 @@ pub fn walk(
 ) -> Result<Walk, TreeError> {
     let fd = rustix::fs::open(root, DIR_FLAGS.difference(OFlags::NOFOLLOW), Mode::empty())
         .map_err(|e| TreeError::io(root, e.into()))?;
-    let parent_rules = Arc::new(Rules::none());
+    let job = Job {
+        fd,
+        rel: Vec::new(),
+        parent_rules: Arc::new(Rules::none()),
+        rules_kept: true,
+    };
+    let start = WalkStart {
+        jobs: vec![job],
+        descend: Descend::Everything,
+    };
+    let mut found = walk_jobs(root, config, skip, cache, threads, start)?;
+    drop_hollow(&mut found);
+    Ok(found)
+}
+
+/// How far a walk goes below the directories it starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Descend {
+    /// Into every subdirectory the rules let through.
+    Everything,
+    /// Nowhere: only the starting directories are read.
+    Nothing,
+}
+
+/// The directories a walk starts from, and how far it goes below them.
+struct WalkStart {
+    jobs: Vec<Job>,
+    descend: Descend,
+}
+
+/// Walks from `start` on `threads` threads, without the directory rule (the caller applies
+/// it over what it walked).
+fn walk_jobs(
+    root: &Path,
+    config: &Config,
+    skip: Option<&Path>,
+    cache: DirCacheView<'_>,
+    threads: usize,
+    start: WalkStart,
+) -> Result<Walk, TreeError> {
     let shared = Shared {
         root,
         config,
         skip,
         cache,
-        queue: Mutex::new(vec![Job {
-            fd,
-            rel: Vec::new(),
-            parent_rules,
-            rules_kept: true,
-        }]),
-        pending: AtomicUsize::new(1),
+        pending: AtomicUsize::new(start.jobs.len()),
+        queue: Mutex::new(start.jobs),
+        descend: start.descend,
         found: Mutex::new(Walk {
             newest_unlisted_ns: i64::MIN,
             ..Walk::default()
@@ -113,9 +151,7 @@ pub fn walk(
     {
         return Err(e);
     }
-    let mut found = shared.found.into_inner().unwrap_or_else(|p| p.into_inner());
-    drop_hollow(&mut found);
-    Ok(found)
+    Ok(shared.found.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// The directory rule (docs/SAFETY.md): a directory is tracked when it holds something tracked
@@ -239,7 +275,10 @@ fn visit_dir(shared: &Shared<'_>, job: Job) -> Result<(), TreeError> {
     Ok(())
 }
 
-fn publish(shared: &Shared<'_>, rel: Vec<u8>, visited: Visited) {
+fn publish(shared: &Shared<'_>, rel: Vec<u8>, mut visited: Visited) {
+    if shared.descend == Descend::Nothing {
+        visited.jobs.clear();
+    }
     let tally = own_tally(&rel, &visited);
     let left_out = visited.items.iter().any(Item::is_left_out);
     let tracked = visited.items.iter().filter(|i| i.is_tracked()).count();

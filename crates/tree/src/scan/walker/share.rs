@@ -58,6 +58,7 @@ pub fn dir_share(
         },
         queue: Mutex::new(Vec::new()),
         pending: AtomicUsize::new(0),
+        descend: super::Descend::Nothing,
         found: Mutex::new(Walk::default()),
         failure: Mutex::new(None),
     };
@@ -88,7 +89,7 @@ pub fn dir_share(
 /// The job that reads directory `rel`: opened component by component, with the rules of
 /// every directory above it read as the walk reads them. `None` when a component is gone or
 /// not a directory.
-fn job_at(root: &Path, rel: &[u8], limit: u64) -> Result<Option<Job>, TreeError> {
+pub(super) fn job_at(root: &Path, rel: &[u8], limit: u64) -> Result<Option<Job>, TreeError> {
     let mut fd = rustix::fs::open(root, DIR_FLAGS.difference(OFlags::NOFOLLOW), Mode::empty())
         .map_err(|e| TreeError::io(root, e.into()))?;
     let mut rules = Arc::new(Rules::none());

@@ -149,6 +149,9 @@ pub enum Command {
     },
     /// Rebuild a lost or damaged catalog from the pack files (`snap repair`).
     Repair,
+    /// Keep a watcher on the directory so that saves read only what changed
+    /// (`snap watch --background`).
+    Watch(WatchArgs),
     /// Remove every snapshot and reclaim the space (`snap delete --all --yes`).
     Delete {
         /// Every snapshot (the only mode there is).
@@ -176,6 +179,7 @@ impl Command {
                 | Command::Status { .. }
                 | Command::Verify { .. }
                 | Command::Doctor
+                | Command::Watch(_)
         ) && !self.serves()
     }
 
@@ -188,6 +192,20 @@ impl Command {
         }
         false
     }
+}
+
+/// `snap watch`: in the foreground (for a service manager) unless a flag says otherwise.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Start the watcher in the background; returns once its first scan is done.
+    #[arg(long, conflicts_with_all = ["stop", "status"])]
+    pub background: bool,
+    /// Stop the running watcher.
+    #[arg(long, conflicts_with = "status")]
+    pub stop: bool,
+    /// How the running watcher is doing (with --json: its pid, directories, epoch, memory).
+    #[arg(long)]
+    pub status: bool,
 }
 
 #[derive(Debug, Args)]

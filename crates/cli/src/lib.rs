@@ -13,6 +13,7 @@ mod mcp;
 mod progress;
 mod render;
 mod signals;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -156,11 +157,13 @@ fn run(cli: Cli) -> Result<()> {
         Command::Verify { read_data } => commands::lifecycle::verify(&ctx, read_data),
         Command::Repair => commands::lifecycle::repair(&ctx),
         Command::Delete { all: _, yes } => commands::lifecycle::delete_all(&ctx, yes),
+        Command::Watch(args) => watch::cmd_watch(&ctx, args),
     }
 }
 
 pub(crate) fn open(ctx: &Ctx) -> Result<Workspace> {
     let mut ws = Workspace::discover(&ctx.start, ctx.store.as_deref())?;
+    watch::attach(&mut ws);
     if let Some(observer) = progress::observer(ctx) {
         ws.set_observer(observer);
     }
@@ -175,7 +178,8 @@ pub(crate) fn open(ctx: &Ctx) -> Result<Workspace> {
 /// Opens the workspace for a command that only reads: an interrupted operation is left for
 /// a writing command or `snap recover` (docs/SAFETY.md), and named on stderr.
 pub(crate) fn open_reading(ctx: &Ctx) -> Result<Workspace> {
-    let ws = Workspace::discover_reading(&ctx.start, ctx.store.as_deref())?;
+    let mut ws = Workspace::discover_reading(&ctx.start, ctx.store.as_deref())?;
+    watch::attach(&mut ws);
     for m in ws.pending()? {
         eprintln!(
             "snap: an interrupted {} is pending; run `snap recover` to finish it",

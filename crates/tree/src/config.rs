@@ -33,6 +33,34 @@ pub struct Config {
     pub exclude_paths: Vec<String>,
     /// Which snapshots `prune` keeps, and whether `save` applies it by itself.
     pub retention: RetentionConfig,
+    /// The resident watcher (`snap watch`).
+    pub watch: WatchConfig,
+}
+
+/// The `[watch]` table.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct WatchConfig {
+    /// Start a watcher in the background at the first save that finds none.
+    pub auto: bool,
+    /// A watcher asked nothing for this long exits (`30m`, `2h`; `0` never).
+    pub idle_timeout: String,
+}
+
+impl Default for WatchConfig {
+    fn default() -> WatchConfig {
+        WatchConfig {
+            auto: false,
+            idle_timeout: "30m".into(),
+        }
+    }
+}
+
+impl WatchConfig {
+    /// The idle timeout in nanoseconds; `None` for never.
+    pub fn idle_timeout_ns(&self) -> Result<Option<i64>, String> {
+        parse_duration(&self.idle_timeout)
+    }
 }
 
 /// The `[retention]` table.
@@ -124,6 +152,7 @@ impl Default for Config {
             ]),
             exclude_paths: Vec::new(),
             retention: RetentionConfig::default(),
+            watch: WatchConfig::default(),
         }
     }
 }
@@ -141,10 +170,11 @@ impl Config {
             path: path.clone(),
             why: e.to_string().trim().to_string(),
         })?;
-        config
-            .retention
-            .policy()
-            .map_err(|why| TreeError::Config { path, why })?;
+        config.retention.policy().map_err(|why| TreeError::Config {
+            path: path.clone(),
+            why,
+        })?;
+        (config.watch.idle_timeout_ns()).map_err(|why| TreeError::Config { path, why })?;
         Ok(config)
     }
 
@@ -357,6 +387,21 @@ mod tests {
         assert!(parse_duration("7").is_err());
         assert!(parse_duration("d").is_err());
         assert!(parse_duration("3y").is_err());
+    }
+
+    #[test]
+    fn watch_table() {
+        let c: Config = toml::from_str("[watch]\nauto = true\nidle_timeout = \"2h\"\n").unwrap();
+        assert!(c.watch.auto);
+        assert_eq!(
+            c.watch.idle_timeout_ns(),
+            Ok(Some(2 * 3600 * 1_000_000_000))
+        );
+        assert_eq!(
+            Config::default().watch.idle_timeout_ns(),
+            Ok(Some(30 * 60 * 1_000_000_000))
+        );
+        assert!(toml::from_str::<Config>("[watch]\nsoon = 1\n").is_err());
     }
 
     #[test]

@@ -44,7 +44,7 @@ mod testing_hooks;
 mod workspace;
 
 pub use config::{
-    Config, DEFAULT_MAX_FILE_SIZE, RetentionConfig, add_exclude_path, parse_duration,
+    Config, DEFAULT_MAX_FILE_SIZE, RetentionConfig, WatchConfig, add_exclude_path, parse_duration,
     remove_exclude_path,
 };
 pub use diff::{DiffEntry, FileDiff, Side, TreeDiff};
@@ -56,7 +56,7 @@ pub use observer::{Event, Observer, Phase};
 pub use paths::STORE_DIR;
 pub use restore::is_temp_name;
 pub use scan::{ScanReport, Unreadable};
-pub use source::{ChangeSource, Changes, DirtyDir, Scope, WatchToken};
+pub use source::{ChangeSource, Changes, DirtyDir, Scope, WatchPlan, WatchToken, watch_plan};
 // The store's types that the layers above name (the CLI, the Python crate, benches): named
 // here, so the CLI depends on the tree alone and never reaches into the store.
 pub use snap_store::{

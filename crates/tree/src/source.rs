@@ -6,6 +6,11 @@
 //! the whole walk, which is correct without any source.
 
 use std::fmt::Debug;
+use std::path::Path;
+
+use crate::TreeError;
+use crate::config::Config;
+use crate::scan::walker::{Descend, walk_seeded};
 
 /// A point in a source's history: its instance (a new one at each start, overflow or doubt)
 /// and the sequence number of the last event it had read when it answered.
@@ -65,4 +70,34 @@ pub enum Changes {
 pub trait ChangeSource: Debug + Send + Sync {
     /// The directories changed since `since` (`None`: the capture has no token yet).
     fn changes_since(&self, since: Option<&WatchToken>) -> Changes;
+}
+
+/// The directories a watcher watches: every directory the whole walk visits at or under
+/// one (ignored and excluded trees are never entered, so they cost no watch), and those it
+/// may not open, which no watch can cover.
+#[derive(Clone, Debug, Default)]
+pub struct WatchPlan {
+    /// Workspace-relative directories, in no particular order (`""` is the root).
+    pub dirs: Vec<Vec<u8>>,
+    /// Directories the walk could not open: left out of every save until they can be.
+    pub unreadable: Vec<Vec<u8>>,
+}
+
+/// The [`WatchPlan`] of directory `under` of the workspace at `root`, with the ignore rules
+/// of every directory above it; empty when `under` is not a tracked directory now.
+/// `store_dir` is the store, left out when it lies inside the tree.
+pub fn watch_plan(
+    root: &Path,
+    config: &Config,
+    store_dir: Option<&Path>,
+    under: &[u8],
+) -> Result<WatchPlan, TreeError> {
+    let seeds = [under.to_vec()];
+    let seeded = walk_seeded(root, config, store_dir, &seeds, Descend::Everything)?;
+    Ok(WatchPlan {
+        dirs: seeded.walk.dir_modes.into_keys().collect(),
+        unreadable: (seeded.walk.unreadable.into_iter())
+            .map(|u| u.path)
+            .collect(),
+    })
 }

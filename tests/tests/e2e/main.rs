@@ -14,3 +14,4 @@ mod mcp;
 mod output;
 mod outside;
 mod safety;
+mod watch;

@@ -39,6 +39,7 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
         allow_empty: args.allow_empty,
     };
     let out = ws.save(&opts)?;
+    crate::watch::autostart(&ws, ctx.store.as_deref());
     if let Some(e) = &out.upkeep_error {
         eprintln!("warning: saved, but merging small packs failed (the next save retries): {e}");
     }

@@ -1,0 +1,345 @@
+//! `snap watch`: the resident watcher, and the client every save, status and diff uses when
+//! one runs (ARCHITECTURE.md, "The watcher"). The watcher keeps inotify watches on the
+//! directories a save walks and answers, over a unix socket, which of them changed since a
+//! token; the capture it serves lives in snap-tree (`ChangeSource`). It never opens the store.
+//!
+//! `watches.rs` owns the watches and the change log, `daemon.rs` the loop and its cookie
+//! round trip, `wire.rs` the socket's place and frames, `client.rs` the asking side.
+
+mod client;
+mod daemon;
+mod watches;
+mod wire;
+
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::net::UnixListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use snap_tree::{Config, STORE_DIR, Workspace};
+
+use crate::Ctx;
+use crate::args::WatchArgs;
+use client::WatchClient;
+use daemon::{Daemon, Exit};
+use watches::Watches;
+use wire::Request;
+
+/// How long `--background` waits for the watcher's first scan.
+const START_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A workspace as the watcher knows it: without opening its store.
+#[derive(Debug)]
+struct Place {
+    root: PathBuf,
+    store_dir: PathBuf,
+    config: Config,
+}
+
+impl Place {
+    /// The workspace at or above the command's directory, or the one `--store` names.
+    fn find(ctx: &Ctx) -> Result<Place> {
+        let start = ctx
+            .start
+            .canonicalize()
+            .with_context(|| format!("cannot open {}", ctx.start.display()))?;
+        let (root, store_dir) = match &ctx.store {
+            Some(store) => (
+                snap_tree::find_root(&start).unwrap_or(start),
+                store
+                    .canonicalize()
+                    .with_context(|| format!("no store at {}", store.display()))?,
+            ),
+            None => {
+                let root = snap_tree::find_root(&start).with_context(|| {
+                    format!(
+                        "no snap workspace at or above {} (run `snap init`)",
+                        start.display()
+                    )
+                })?;
+                let store_dir = root.join(STORE_DIR);
+                (root, store_dir)
+            }
+        };
+        let config = Config::load(&store_dir)?;
+        Ok(Place {
+            root,
+            store_dir,
+            config,
+        })
+    }
+
+    fn socket(&self) -> Result<PathBuf> {
+        Ok(wire::socket_path(&wire::socket_dir()?, &self.root))
+    }
+}
+
+/// `snap watch [--background | --stop | --status]`.
+pub(crate) fn cmd_watch(ctx: &Ctx, args: WatchArgs) -> Result<()> {
+    let place = Place::find(ctx)?;
+    if args.status {
+        return status(ctx, &place);
+    }
+    if args.stop {
+        return stop(ctx, &place);
+    }
+    if args.background {
+        return background(ctx, &place);
+    }
+    foreground(ctx, &place)
+}
+
+/// Attaches the workspace's watcher, if one listens, as the change source of `ws`.
+pub(crate) fn attach(ws: &mut Workspace) {
+    let Some(dir) = wire::existing_socket_dir() else {
+        return;
+    };
+    let socket = wire::socket_path(&dir, ws.root());
+    if socket.exists() {
+        ws.set_change_source(Arc::new(WatchClient { socket }));
+    }
+}
+
+/// Starts a watcher in the background for a save under `[watch] auto`, when none runs.
+pub(crate) fn autostart(ws: &Workspace, store: Option<&Path>) {
+    if !ws.config().watch.auto {
+        return;
+    }
+    let Ok(dir) = wire::socket_dir() else {
+        return;
+    };
+    if !wire::socket_path(&dir, ws.root()).exists() {
+        let _ = spawn(ws.root(), store, &dir);
+    }
+}
+
+fn foreground(ctx: &Ctx, place: &Place) -> Result<()> {
+    let socket = place.socket()?;
+    let _lock = take_lock(&socket, &place.root)?;
+    // We hold the lock: a socket left there is a dead watcher's.
+    let _ = std::fs::remove_file(&socket);
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("cannot watch for signals")?;
+    }
+    let watches = Watches::start(&place.root, &place.store_dir, place.config.clone())
+        .with_context(|| format!("cannot watch {}", place.root.display()))?;
+    let listener = UnixListener::bind(&socket)
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("cannot restrict {}", socket.display()))?;
+    if !ctx.quiet {
+        eprintln!(
+            "snap: watching {} ({} directories)",
+            place.root.display(),
+            watches.watched()
+        );
+    }
+    let idle = idle_timeout(&place.config)?;
+    let mut daemon = Daemon::new(
+        watches,
+        listener,
+        place.store_dir.clone(),
+        place.root.clone(),
+        idle,
+        stop,
+    );
+    let exit = daemon.serve();
+    let _ = std::fs::remove_file(&socket);
+    let why = match exit.context("the watcher failed")? {
+        Exit::Idle => "idle timeout".to_string(),
+        Exit::Stopped => "stopped".to_string(),
+        Exit::Gone(why) => why,
+    };
+    if !ctx.quiet {
+        eprintln!("snap: watcher exits: {why}");
+    }
+    Ok(())
+}
+
+fn idle_timeout(config: &Config) -> Result<Option<Duration>> {
+    let ns = config
+        .watch
+        .idle_timeout_ns()
+        .map_err(|why| anyhow::anyhow!("[watch] idle_timeout: {why}"))?;
+    Ok(ns.map(|ns| Duration::from_nanos(ns.max(0) as u64)))
+}
+
+/// The lock that makes one watcher per workspace: held for the watcher's life.
+fn take_lock(socket: &Path, root: &Path) -> Result<std::fs::File> {
+    let path = socket.with_extension("lock");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(file),
+        Err(rustix::io::Errno::WOULDBLOCK) => {
+            bail!("a watcher already runs for {}", root.display())
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot lock {}", path.display())),
+    }
+}
+
+/// Starts `snap-undo watch` for `root` as a process of its own group (a terminal's Ctrl-C
+/// does not reach it), its stderr appended to a log beside the socket.
+fn spawn(root: &Path, store: Option<&Path>, dir: &Path) -> Result<std::process::Child> {
+    let log_path = wire::socket_path(dir, root).with_extension("log");
+    let log = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(&log_path)
+        .with_context(|| format!("cannot open {}", log_path.display()))?;
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("--dir").arg(root);
+    if let Some(store) = store {
+        cmd.arg("--store").arg(store);
+    }
+    cmd.arg("watch")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .process_group(0);
+    cmd.spawn().context("cannot start the watcher")
+}
+
+fn background(ctx: &Ctx, place: &Place) -> Result<()> {
+    let socket = place.socket()?;
+    let client = WatchClient { socket };
+    if let Some(status) = ask_status(&client) {
+        return report_started(ctx, &status, "a watcher already runs");
+    }
+    let dir = wire::socket_dir()?;
+    let mut child = spawn(&place.root, ctx.store.as_deref(), &dir)?;
+    let started = Instant::now();
+    while started.elapsed() < START_TIMEOUT {
+        // It listens only once its first scan and watches are done.
+        if let Some(status) = ask_status(&client) {
+            return report_started(ctx, &status, "watching");
+        }
+        if let Some(code) = child.try_wait()? {
+            let log =
+                std::fs::read_to_string(wire::socket_path(&dir, &place.root).with_extension("log"))
+                    .unwrap_or_default();
+            let last = log
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            bail!(
+                "the watcher exited at once ({code}): {}",
+                last.trim_start_matches("error: ")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    bail!(
+        "the watcher did not finish its first scan in {} s",
+        START_TIMEOUT.as_secs()
+    )
+}
+
+fn ask_status(client: &WatchClient) -> Option<Value> {
+    let frame = client.ask(&Request::Status).ok()?;
+    serde_json::from_slice(&frame).ok()
+}
+
+fn report_started(ctx: &Ctx, status: &Value, what: &str) -> Result<()> {
+    crate::emit_done(ctx, status.clone(), || {
+        println!(
+            "{what} {} (pid {}, {} directories)",
+            status["root"].as_str().unwrap_or("?"),
+            status["pid"],
+            status["directories_watched"]
+        );
+    });
+    Ok(())
+}
+
+fn stop(ctx: &Ctx, place: &Place) -> Result<()> {
+    let socket = place.socket()?;
+    let client = WatchClient {
+        socket: socket.clone(),
+    };
+    let Some(status) = ask_status(&client) else {
+        crate::emit_done(ctx, json!({"running": false, "stopped": false}), || {
+            println!("no watcher runs for {}", place.root.display());
+        });
+        return Ok(());
+    };
+    client
+        .ask(&Request::Stop)
+        .context("cannot reach the watcher to stop it")?;
+    let asked = Instant::now();
+    while socket.exists() && asked.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    crate::emit_done(
+        ctx,
+        json!({"running": false, "stopped": true, "pid": status["pid"]}),
+        || {
+            println!(
+                "stopped the watcher of {} (pid {})",
+                place.root.display(),
+                status["pid"]
+            );
+        },
+    );
+    Ok(())
+}
+
+fn status(ctx: &Ctx, place: &Place) -> Result<()> {
+    let client = WatchClient {
+        socket: place.socket()?,
+    };
+    let Some(status) = ask_status(&client) else {
+        let root = place.root.to_string_lossy();
+        crate::emit(ctx, json!({"running": false, "root": root}), || {
+            println!("no watcher runs for {root}");
+        });
+        return Ok(());
+    };
+    crate::emit(ctx, status.clone(), || print_status(&status));
+    Ok(())
+}
+
+fn print_status(s: &Value) {
+    println!(
+        "watching {} (pid {})",
+        s["root"].as_str().unwrap_or("?"),
+        s["pid"]
+    );
+    println!("  directories watched: {}", s["directories_watched"]);
+    println!(
+        "  epoch {}, {} events, {} queries",
+        s["epoch"], s["events"], s["queries"]
+    );
+    if let Some(bytes) = s["memory_bytes"].as_u64() {
+        println!("  memory: {:.1} MiB", bytes as f64 / f64::from(1 << 20));
+    }
+    if let Some(unwatched) = s["unwatched"].as_array().filter(|u| !u.is_empty()) {
+        println!(
+            "  unwatched (read again at every save): {}",
+            unwatched.len()
+        );
+    }
+    if let Some(doubt) = s["doubt"].as_str() {
+        println!("  every save walks the whole tree: {doubt}");
+    }
+}

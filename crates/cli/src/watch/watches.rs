@@ -1,0 +1,475 @@
+//! The inotify watches of one workspace, and the log of what their events say changed.
+//!
+//! Watches follow the walk: every directory a save would enter is watched (its plan comes
+//! from `snap_tree::watch_plan`), so ignored and excluded trees cost no watch. A directory
+//! made or moved in is watched, then named whole (its contents may predate its watch); one
+//! removed or moved out loses its watches. An event in a watched directory marks it; an
+//! ignore file's event marks its directory whole and watches what the new rules let in.
+//! Whatever breaks the account (an overflowed queue, a watch the kernel refuses, the budget
+//! passed) starts a new epoch, or puts the watcher in doubt, where it answers *everything*.
+
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+use rustix::io::Errno;
+use snap_tree::{Changes, Config, DirtyDir, Scope, WatchToken, flat};
+
+/// What a workspace watch listens for.
+const DIR_EVENTS: WatchFlags = WatchFlags::CREATE
+    .union(WatchFlags::DELETE)
+    .union(WatchFlags::MODIFY)
+    .union(WatchFlags::ATTRIB)
+    .union(WatchFlags::CLOSE_WRITE)
+    .union(WatchFlags::MOVED_FROM)
+    .union(WatchFlags::MOVED_TO)
+    .union(WatchFlags::DELETE_SELF)
+    .union(WatchFlags::MOVE_SELF)
+    .union(WatchFlags::ONLYDIR)
+    .union(WatchFlags::DONT_FOLLOW)
+    .union(WatchFlags::EXCL_UNLINK);
+
+/// The store directory's watch: cookies, and the store going away.
+const STORE_EVENTS: WatchFlags = WatchFlags::CREATE
+    .union(WatchFlags::DELETE_SELF)
+    .union(WatchFlags::MOVE_SELF)
+    .union(WatchFlags::ONLYDIR);
+
+/// Cookie files in the store directory start with this.
+pub(crate) const COOKIE_PREFIX: &str = "watch-cookie-";
+
+/// Of `max_user_watches`, the share a watcher may take before it stops trusting itself.
+const BUDGET_PERCENT: usize = 80;
+
+/// The two marks a directory can carry: the sequence numbers of its last change, and of its
+/// last change that calls for its whole subtree.
+#[derive(Clone, Copy, Debug, Default)]
+struct Marks {
+    dir: u64,
+    subtree: u64,
+}
+
+/// What changed, by sequence number, in the current epoch.
+#[derive(Debug)]
+pub(crate) struct Log {
+    /// This epoch's instance id: tokens of other epochs get *everything*.
+    pub(crate) instance: [u8; 16],
+    pub(crate) seq: u64,
+    marks: HashMap<Vec<u8>, Marks>,
+    /// Epochs started since the watcher did.
+    pub(crate) epochs: u64,
+}
+
+impl Log {
+    fn new() -> Log {
+        Log {
+            instance: fresh_instance(),
+            seq: 0,
+            marks: HashMap::new(),
+            epochs: 1,
+        }
+    }
+
+    fn mark(&mut self, path: &[u8], scope: Scope) {
+        self.seq += 1;
+        let marks = self.marks.entry(path.to_vec()).or_default();
+        match scope {
+            Scope::Dir => marks.dir = self.seq,
+            Scope::Subtree => marks.subtree = self.seq,
+        }
+    }
+
+    /// Forgets everything: no token from before can be answered.
+    pub(crate) fn new_epoch(&mut self) {
+        self.instance = fresh_instance();
+        self.marks.clear();
+        self.seq += 1;
+        self.epochs += 1;
+    }
+
+    pub(crate) fn token(&self) -> WatchToken {
+        WatchToken {
+            instance: self.instance,
+            seq: self.seq,
+        }
+    }
+
+    /// The directories changed since `since`, `always` among them (subtrees no watch covers).
+    pub(crate) fn since(&self, since: Option<&WatchToken>, always: &BTreeSet<Vec<u8>>) -> Changes {
+        let now = self.token();
+        let seq = match since {
+            Some(t) if t.instance == self.instance && t.seq <= self.seq => t.seq,
+            Some(_) => return everything(Some(now), "the watcher started a new epoch since"),
+            None => return everything(Some(now), "no token yet"),
+        };
+        let mut dirs: Vec<DirtyDir> = (self.marks.iter())
+            .filter_map(|(path, m)| {
+                let scope = match (m.subtree > seq, m.dir > seq) {
+                    (true, _) => Scope::Subtree,
+                    (false, true) => Scope::Dir,
+                    (false, false) => return None,
+                };
+                Some(DirtyDir {
+                    path: path.clone(),
+                    scope,
+                })
+            })
+            .collect();
+        dirs.extend(always.iter().map(|path| DirtyDir {
+            path: path.clone(),
+            scope: Scope::Subtree,
+        }));
+        Changes::Dirs { now, dirs }
+    }
+}
+
+pub(crate) fn everything(now: Option<WatchToken>, reason: &str) -> Changes {
+    Changes::Everything {
+        now,
+        reason: reason.to_string(),
+    }
+}
+
+/// Sixteen bytes from the kernel's random source; the time and pid if it cannot be read.
+fn fresh_instance() -> [u8; 16] {
+    let mut id = [0u8; 16];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut id))
+        .is_ok()
+    {
+        return id;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let hash = blake3::hash(
+        &[
+            now.to_le_bytes(),
+            u128::from(std::process::id()).to_le_bytes(),
+        ]
+        .concat(),
+    );
+    id.copy_from_slice(&hash.as_bytes()[..16]);
+    id
+}
+
+/// The watches and the log.
+#[derive(Debug)]
+pub(crate) struct Watches {
+    fd: OwnedFd,
+    root: PathBuf,
+    store_dir: PathBuf,
+    config: Config,
+    by_wd: HashMap<i32, Vec<u8>>,
+    by_path: HashMap<Vec<u8>, i32>,
+    store_wd: i32,
+    /// Directories no watch can cover (`EACCES`, `ENAMETOOLONG`): named whole in every answer.
+    pub(crate) unwatched: BTreeSet<Vec<u8>>,
+    budget: usize,
+    pub(crate) log: Log,
+    /// Events read since the start.
+    pub(crate) events: u64,
+    /// Set when the watcher can no longer vouch for anything: every answer is *everything*.
+    pub(crate) doubt: Option<String>,
+    /// Set when the workspace root or the store went away: the watcher exits.
+    pub(crate) gone: Option<String>,
+}
+
+/// What reading the queue found besides changes.
+#[derive(Debug, Default)]
+pub(crate) struct Drained {
+    /// Cookie files seen made, by name.
+    pub(crate) cookies: Vec<String>,
+}
+
+impl Watches {
+    /// Watches every directory the walk enters, and the store directory for cookies.
+    pub(crate) fn start(root: &Path, store_dir: &Path, config: Config) -> std::io::Result<Watches> {
+        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)?;
+        let store_wd = inotify::add_watch(&fd, store_dir, STORE_EVENTS)?;
+        let mut watches = Watches {
+            fd,
+            root: root.to_path_buf(),
+            store_dir: store_dir.to_path_buf(),
+            config,
+            by_wd: HashMap::new(),
+            by_path: HashMap::new(),
+            store_wd,
+            unwatched: BTreeSet::new(),
+            budget: watch_budget(),
+            log: Log::new(),
+            events: 0,
+            doubt: untrusted_filesystem(root),
+            gone: None,
+        };
+        watches.watch_under(b"");
+        Ok(watches)
+    }
+
+    pub(crate) fn fd(&self) -> &OwnedFd {
+        &self.fd
+    }
+
+    pub(crate) fn watched(&self) -> usize {
+        self.by_wd.len()
+    }
+
+    /// The answer to a query, once the queue is read up to the query's cookie.
+    pub(crate) fn answer(&self, since: Option<&WatchToken>) -> Changes {
+        match &self.doubt {
+            Some(reason) => everything(None, reason),
+            None => self.log.since(since, &self.unwatched),
+        }
+    }
+
+    /// Watches `under` and every directory the walk enters below it.
+    fn watch_under(&mut self, under: &[u8]) {
+        let plan =
+            match snap_tree::watch_plan(&self.root, &self.config, Some(&self.store_dir), under) {
+                Ok(plan) => plan,
+                Err(e) => {
+                    self.doubt = Some(format!("cannot walk the tree to watch it: {e}"));
+                    return;
+                }
+            };
+        for dir in plan.dirs {
+            self.add(dir);
+        }
+        self.unwatched.extend(plan.unreadable);
+    }
+
+    fn add(&mut self, rel: Vec<u8>) {
+        let path = snap_abs(&self.root, &rel);
+        match inotify::add_watch(&self.fd, &path, DIR_EVENTS) {
+            Ok(wd) => {
+                // The same directory under a new name (moved): one watch, the new path.
+                if let Some(old) = self.by_wd.insert(wd, rel.clone()) {
+                    self.by_path.remove(&old);
+                }
+                self.by_path.insert(rel, wd);
+                if self.by_wd.len() > self.budget {
+                    self.doubt = Some(format!(
+                        "{} directories passed {BUDGET_PERCENT}% of fs.inotify.max_user_watches; raise it (sysctl fs.inotify.max_user_watches=N)",
+                        self.by_wd.len()
+                    ));
+                }
+            }
+            Err(Errno::ACCESS | Errno::NAMETOOLONG) => {
+                self.unwatched.insert(rel);
+            }
+            Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => {}
+            Err(Errno::NOSPC) => {
+                self.doubt = Some(
+                    "the inotify watch limit is reached; raise it (sysctl fs.inotify.max_user_watches=N)".into(),
+                );
+            }
+            Err(e) => self.doubt = Some(format!("cannot watch {}: {e}", path.display())),
+        }
+    }
+
+    /// Drops the watches of `rel` and of every directory under it.
+    fn forget_under(&mut self, rel: &[u8]) {
+        let gone: Vec<(Vec<u8>, i32)> = (self.by_path.iter())
+            .filter(|(path, _)| flat::is_within(path, rel))
+            .map(|(path, wd)| (path.clone(), *wd))
+            .collect();
+        for (path, wd) in gone {
+            let _ = inotify::remove_watch(&self.fd, wd);
+            self.by_path.remove(&path);
+            self.by_wd.remove(&wd);
+        }
+        self.unwatched.retain(|path| !flat::is_within(path, rel));
+    }
+
+    /// Reads every event queued now.
+    pub(crate) fn drain(&mut self) -> Drained {
+        let mut drained = Drained::default();
+        let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 64 << 10];
+        let fd = self.fd.try_clone();
+        let Ok(fd) = fd else {
+            self.doubt = Some("cannot read the inotify queue".into());
+            return drained;
+        };
+        let mut reader = inotify::Reader::new(&fd, &mut buf);
+        loop {
+            match reader.next() {
+                Ok(event) => {
+                    self.events += 1;
+                    let name = event.file_name().map(|n| n.to_bytes().to_vec());
+                    self.on_event(event.wd(), event.events(), name, &mut drained);
+                }
+                Err(Errno::AGAIN) => break,
+                Err(Errno::INTR) => continue,
+                Err(e) => {
+                    self.doubt = Some(format!("cannot read the inotify queue: {e}"));
+                    break;
+                }
+            }
+        }
+        drained
+    }
+
+    fn on_event(&mut self, wd: i32, mask: ReadFlags, name: Option<Vec<u8>>, drained: &mut Drained) {
+        if mask.contains(ReadFlags::QUEUE_OVERFLOW) {
+            // Events were lost: nothing from before can be vouched for, and directories
+            // made meanwhile may have no watch yet.
+            self.log.new_epoch();
+            self.watch_under(b"");
+            return;
+        }
+        if wd == self.store_wd {
+            self.on_store_event(mask, name, drained);
+            return;
+        }
+        let Some(dir) = self.by_wd.get(&wd).cloned() else {
+            return;
+        };
+        match name {
+            Some(name) => self.on_entry_event(&dir, &name, mask),
+            None => self.on_self_event(wd, &dir, mask),
+        }
+    }
+
+    fn on_store_event(&mut self, mask: ReadFlags, name: Option<Vec<u8>>, drained: &mut Drained) {
+        if mask.intersects(ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF | ReadFlags::IGNORED) {
+            self.gone = Some("the store directory went away".into());
+            return;
+        }
+        if let Some(name) = name.and_then(|n| String::from_utf8(n).ok())
+            && name.starts_with(COOKIE_PREFIX)
+        {
+            drained.cookies.push(name);
+        }
+    }
+
+    /// An event on a watched directory itself (no name).
+    fn on_self_event(&mut self, wd: i32, dir: &[u8], mask: ReadFlags) {
+        let lost = ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF | ReadFlags::IGNORED;
+        if mask.intersects(lost) {
+            if dir.is_empty() {
+                self.gone = Some("the workspace root went away".into());
+                return;
+            }
+            if mask.contains(ReadFlags::IGNORED) {
+                self.by_wd.remove(&wd);
+                self.by_path.remove(dir);
+            }
+            self.log.mark(flat::split(dir).0, Scope::Dir);
+            self.log.mark(dir, Scope::Dir);
+            return;
+        }
+        // Its own mode or times: its parent's tree holds its mode.
+        self.log.mark(dir, Scope::Dir);
+        if !dir.is_empty() {
+            self.log.mark(flat::split(dir).0, Scope::Dir);
+        }
+    }
+
+    /// An event on entry `name` of watched directory `dir`.
+    fn on_entry_event(&mut self, dir: &[u8], name: &[u8], mask: ReadFlags) {
+        let path = flat::join(dir, name);
+        self.log.mark(dir, Scope::Dir);
+        let is_dir = mask.contains(ReadFlags::ISDIR);
+        if is_dir && mask.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO) {
+            self.log.mark(&path, Scope::Subtree);
+            self.watch_under(&path);
+        } else if is_dir && mask.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM) {
+            self.forget_under(&path);
+        } else if is_dir && mask.contains(ReadFlags::ATTRIB) {
+            self.log.mark(&path, Scope::Dir);
+        }
+        if name == b".gitignore" || name == b".snapignore" {
+            self.log.mark(dir, Scope::Subtree);
+            self.watch_under(dir);
+        }
+    }
+}
+
+/// The workspace-relative `rel` on disk.
+fn snap_abs(root: &Path, rel: &[u8]) -> PathBuf {
+    match rel.is_empty() {
+        true => root.to_path_buf(),
+        false => root.join(OsStr::from_bytes(rel)),
+    }
+}
+
+/// How many watches this watcher may hold: [`BUDGET_PERCENT`] of the system's limit.
+fn watch_budget() -> usize {
+    let limit = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .unwrap_or(8192);
+    limit / 100 * BUDGET_PERCENT
+}
+
+/// Why the filesystem of `root` cannot be trusted to report its changes, if it cannot:
+/// a network or FUSE filesystem sees writes made elsewhere that no inotify event tells of.
+fn untrusted_filesystem(root: &Path) -> Option<String> {
+    const NETWORK: [(i64, &str); 7] = [
+        (0x6969, "NFS"),
+        (0xFF53_4D42, "CIFS"),
+        (0xFE53_4D42, "SMB2"),
+        (0x517B, "SMB"),
+        (0x6573_5546, "FUSE"),
+        (0x0102_1997, "9p"),
+        (0x00C3_6400, "Ceph"),
+    ];
+    // The suites force this fallback; a release build has no such switch.
+    #[cfg(feature = "testing")]
+    if std::env::var_os("SNAP_WATCH_ASSUME_NETWORK_FS").is_some() {
+        return Some("a network filesystem (SNAP_WATCH_ASSUME_NETWORK_FS is set)".into());
+    }
+    let stat = rustix::fs::statfs(root).ok()?;
+    let kind = stat.f_type as i64;
+    let (_, name) = NETWORK.iter().find(|(magic, _)| *magic == kind)?;
+    Some(format!(
+        "the workspace is on {name}, whose writes from elsewhere no inotify event reports"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_token_is_answered_by_what_changed_after_it_and_only_in_its_epoch() {
+        let mut log = Log::new();
+        log.mark(b"a", Scope::Dir);
+        let t = log.token();
+        log.mark(b"b", Scope::Dir);
+        log.mark(b"c", Scope::Subtree);
+        log.mark(b"c", Scope::Dir);
+        let Changes::Dirs { dirs, now } = log.since(Some(&t), &BTreeSet::new()) else {
+            panic!("a token of this epoch gets directories");
+        };
+        let mut got: Vec<(Vec<u8>, Scope)> = dirs.into_iter().map(|d| (d.path, d.scope)).collect();
+        got.sort_by(|x, y| x.0.cmp(&y.0));
+        assert_eq!(
+            got,
+            [(b"b".to_vec(), Scope::Dir), (b"c".to_vec(), Scope::Subtree)]
+        );
+        assert_eq!(now, log.token());
+        log.new_epoch();
+        assert!(matches!(
+            log.since(Some(&t), &BTreeSet::new()),
+            Changes::Everything { now: Some(_), .. }
+        ));
+        assert!(matches!(
+            log.since(None, &BTreeSet::new()),
+            Changes::Everything { .. }
+        ));
+        let ahead = WatchToken {
+            seq: log.seq + 1,
+            ..log.token()
+        };
+        assert!(matches!(
+            log.since(Some(&ahead), &BTreeSet::new()),
+            Changes::Everything { .. }
+        ));
+    }
+}

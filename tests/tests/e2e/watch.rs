@@ -1,0 +1,297 @@
+//! `snap watch`: with the watcher running, every save records exactly the tree a whole walk
+//! of a fresh store records (tree id for tree id), reading only what changed; and whatever
+//! happens to the watcher (killed with -9, its queue overflowed, its socket left stale, a
+//! filesystem it cannot trust, the workspace deleted under it) no save misrecords a change.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use snap_e2e::{snap_cmd, write};
+use snap_tree::{ObjectId, SaveOptions, Workspace};
+
+/// A workspace, and a socket directory of its own so that suites never share a watcher.
+struct Watched {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    runtime: tempfile::TempDir,
+}
+
+impl Watched {
+    fn new() -> Watched {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let runtime = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(runtime.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        for d in 0..6 {
+            for f in 0..5 {
+                write(
+                    &root,
+                    &format!("src/m{d}/sub/f{f}.rs"),
+                    format!("fn f{f}() {{}}\n").as_bytes(),
+                );
+            }
+        }
+        write(&root, ".gitignore", b"target/\n*.log\n");
+        write(&root, "target/debug/out", b"ignored");
+        let w = Watched {
+            _dir: dir,
+            root,
+            runtime,
+        };
+        w.ok(&["init"]);
+        w
+    }
+
+    fn snap(&self, args: &[&str]) -> Output {
+        snap_cmd(&self.root, args)
+            .env("XDG_RUNTIME_DIR", self.runtime.path())
+            .env("SNAP_TIMING", "1")
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> Output {
+        let out = self.snap(args);
+        assert!(
+            out.status.success(),
+            "snap {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Saves; returns whether the save read only what the watcher named.
+    fn save(&self) -> bool {
+        let out = self.ok(&["save"]);
+        String::from_utf8_lossy(&out.stderr).contains("changed directories read")
+    }
+
+    fn status(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.ok(&["--json", "watch", "--status"]).stdout).unwrap()
+    }
+
+    /// HEAD's root in the workspace's own store.
+    fn head_root(&self) -> ObjectId {
+        let ws = Workspace::discover_reading(&self.root, None).unwrap();
+        ws.head().unwrap().unwrap().record.root
+    }
+
+    /// Asserts that HEAD is what a fresh store's whole walk finds now.
+    fn assert_head_is_the_walk(&self, what: &str) {
+        let store = tempfile::tempdir().unwrap();
+        let fresh = Workspace::init(&self.root, Some(store.path()), true).unwrap();
+        let opts = SaveOptions {
+            allow_empty: true,
+            ..SaveOptions::default()
+        };
+        fresh.save(&opts).unwrap();
+        let walked = fresh.head().unwrap().unwrap().record.root;
+        assert_eq!(self.head_root(), walked, "{what}");
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        let _ = self.snap(&["watch", "--stop"]);
+    }
+}
+
+/// A small deterministic generator (xorshift), so a failure replays.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// One random edit of the kinds agents and editors make.
+fn edit(root: &Path, rng: &mut Rng, n: usize) {
+    let m = rng.below(8);
+    let f = rng.below(7);
+    let dir = root.join(format!("src/m{m}/sub"));
+    let file = dir.join(format!("f{f}.rs"));
+    match rng.below(9) {
+        0 | 1 => {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&file, format!("edit {n}\n")).unwrap();
+        }
+        2 => {
+            let _ = std::fs::remove_file(&file);
+        }
+        3 => {
+            let _ = std::fs::rename(&file, dir.join(format!("moved{n}.rs")));
+        }
+        4 => {
+            let mode = if n.is_multiple_of(2) { 0o755 } else { 0o644 };
+            let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode));
+        }
+        5 => {
+            let new = root.join(format!("src/new{n}/deep/er"));
+            std::fs::create_dir_all(&new).unwrap();
+            std::fs::write(new.join("x.rs"), b"new\n").unwrap();
+            std::fs::write(new.join("x.log"), b"ignored\n").unwrap();
+        }
+        6 => {
+            let _ = std::fs::remove_dir_all(root.join(format!("src/m{m}")));
+        }
+        7 => {
+            let rules = if n.is_multiple_of(2) {
+                "target/\n*.log\nsub/f1.rs\n"
+            } else {
+                "target/\n"
+            };
+            std::fs::write(root.join(format!("src/m{m}/.gitignore")), rules).ok();
+        }
+        _ => {
+            let _ = std::fs::remove_file(&file);
+            let _ = std::os::unix::fs::symlink("../sub", &file);
+        }
+    }
+}
+
+#[test]
+fn a_watched_session_records_what_the_walk_records_reading_only_what_changed() {
+    let w = Watched::new();
+    w.ok(&["save"]);
+    let started = w.ok(&["--json", "watch", "--background"]);
+    let started: serde_json::Value = serde_json::from_slice(&started.stdout).unwrap();
+    assert!(
+        started["directories_watched"].as_u64().unwrap() >= 13,
+        "{started}"
+    );
+    assert!(
+        !w.save(),
+        "the first save after the watcher starts has no token: it walks"
+    );
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut partial = 0;
+    for batch in 0..40 {
+        for n in 0..=rng.below(4) as usize {
+            edit(&w.root, &mut rng, batch * 10 + n);
+        }
+        partial += usize::from(w.save());
+        w.assert_head_is_the_walk(&format!("batch {batch}"));
+        if batch % 10 == 9 {
+            w.ok(&["undo"]);
+            w.assert_head_is_the_walk(&format!("undo after batch {batch}"));
+            partial += usize::from(w.save());
+            w.assert_head_is_the_walk(&format!("save after the undo of batch {batch}"));
+        }
+    }
+    assert!(partial >= 35, "only {partial} saves read from the watcher");
+    assert_eq!(w.status()["doubt"], serde_json::Value::Null);
+}
+
+#[test]
+fn a_watcher_killed_stale_or_overflowed_never_misrecords_a_change() {
+    let w = Watched::new();
+    w.ok(&["save"]);
+    w.ok(&["watch", "--background"]);
+    w.save();
+    write(&w.root, "src/m0/sub/f0.rs", b"before the kill\n");
+    assert!(w.save());
+    let pid = w.status()["pid"].as_i64().unwrap() as i32;
+    let pid = rustix::process::Pid::from_raw(pid).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    // Its socket is left behind: saves cannot reach it and walk.
+    write(&w.root, "src/m1/sub/f1.rs", b"while no watcher runs\n");
+    assert!(!w.save());
+    w.assert_head_is_the_walk("after the watcher was killed");
+    assert_eq!(w.status()["running"], false);
+    // A new watcher takes the stale socket's place; its first answer is *everything*.
+    w.ok(&["watch", "--background"]);
+    write(&w.root, "src/m2/sub/f2.rs", b"new epoch\n");
+    assert!(!w.save());
+    w.assert_head_is_the_walk("after a new watcher started");
+    // Stopped, it reads nothing: a burst in a watched directory overflows its queue.
+    let burst = w.root.join("src/burst");
+    std::fs::create_dir_all(&burst).unwrap();
+    w.save();
+    let pid = w.status()["pid"].as_i64().unwrap() as i32;
+    let pid = rustix::process::Pid::from_raw(pid).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+    for i in 0..6000 {
+        std::fs::write(burst.join(format!("{i}")), b"x").unwrap();
+        std::fs::write(burst.join(format!("{i}")), b"xy").unwrap();
+    }
+    for i in (0..6000).step_by(3) {
+        std::fs::remove_file(burst.join(format!("{i}"))).unwrap();
+    }
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+    w.save();
+    w.assert_head_is_the_walk("after the queue overflowed");
+    assert!(
+        w.status()["epoch"].as_u64().unwrap() >= 2,
+        "the overflow starts an epoch"
+    );
+    write(&w.root, "src/burst/after", b"after the overflow\n");
+    assert!(w.save(), "a new epoch's token is answered again");
+    w.assert_head_is_the_walk("a save after the overflow");
+}
+
+#[test]
+fn a_watcher_on_a_filesystem_it_cannot_trust_answers_everything() {
+    let w = Watched::new();
+    w.ok(&["save"]);
+    let out = snap_cmd(&w.root, &["watch", "--background"])
+        .env("XDG_RUNTIME_DIR", w.runtime.path())
+        .env("SNAP_WATCH_ASSUME_NETWORK_FS", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(w.status()["doubt"].as_str().unwrap().contains("network"));
+    for n in 0..3 {
+        write(&w.root, "src/m0/sub/f0.rs", format!("{n}\n").as_bytes());
+        assert!(!w.save());
+        w.assert_head_is_the_walk("on an untrusted filesystem");
+    }
+}
+
+#[test]
+fn one_watcher_per_workspace_and_it_exits_when_the_workspace_goes() {
+    let w = Watched::new();
+    w.ok(&["watch", "--background"]);
+    let again = w.ok(&["--json", "watch", "--background"]);
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(
+        again["pid"],
+        w.status()["pid"],
+        "a second start finds the first"
+    );
+    let foreground = w.snap(&["watch"]);
+    assert_eq!(foreground.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&foreground.stderr).starts_with("error: a watcher already runs")
+    );
+    // Two clients at once both get answers.
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| w.snap(&["status"]));
+        let b = s.spawn(|| w.snap(&["status"]));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert!(a.status.success() && b.status.success());
+    let socket_dir = w.runtime.path().join("snap");
+    std::fs::remove_dir_all(&w.root).unwrap();
+    let gone = std::time::Instant::now();
+    while std::fs::read_dir(&socket_dir)
+        .unwrap()
+        .flatten()
+        .any(|e| e.path().extension().is_some_and(|x| x == "sock"))
+    {
+        assert!(
+            gone.elapsed().as_secs() < 10,
+            "the watcher outlived its workspace"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

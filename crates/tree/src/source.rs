@@ -93,7 +93,7 @@ pub fn watch_plan(
     under: &[u8],
 ) -> Result<WatchPlan, TreeError> {
     let seeds = [under.to_vec()];
-    let seeded = walk_seeded(root, config, store_dir, &seeds, Descend::Everything)?;
+    let seeded = walk_seeded(root, config, store_dir, &seeds, Descend::DirectoriesOnly)?;
     Ok(WatchPlan {
         dirs: seeded.walk.dir_modes.into_keys().collect(),
         unreadable: (seeded.walk.unreadable.into_iter())

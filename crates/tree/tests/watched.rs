@@ -427,3 +427,42 @@ fn the_token_row_follows_the_source() {
     assert_eq!(second.root, ws.head().unwrap().unwrap().record.root);
     assert_eq!(second.root, walked_root(&root));
 }
+
+/// A watcher's plan is every directory the walk enters: ignored, excluded and store trees
+/// are not in it; a directory holding only ignored files is (a file made there is tracked).
+#[test]
+fn the_watch_plan_is_the_directories_the_walk_enters() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    for path in [
+        "src/a/f",
+        "src/b/x.log",
+        "node_modules/m/f",
+        "target/t/f",
+        "docs/f",
+    ] {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, b"1").unwrap();
+    }
+    std::fs::write(root.join(".gitignore"), "*.log\ntarget/\n").unwrap();
+    let ws = Workspace::init(&root, None, false).unwrap();
+    let config = ws.config().clone();
+    let store = root.join(".snap");
+    let mut plan = snap_tree::watch_plan(&root, &config, Some(&store), b"")
+        .unwrap()
+        .dirs;
+    plan.sort();
+    let want: Vec<&[u8]> = vec![b"", b"docs", b"src", b"src/a", b"src/b"];
+    assert_eq!(plan, want);
+    let under = snap_tree::watch_plan(&root, &config, Some(&store), b"src")
+        .unwrap()
+        .dirs;
+    assert_eq!(under.len(), 3);
+    assert!(
+        snap_tree::watch_plan(&root, &config, Some(&store), b"target")
+            .unwrap()
+            .dirs
+            .is_empty()
+    );
+}

@@ -353,6 +353,7 @@ impl Workspace {
         };
         let (dir_cache, mut dirs) = self.dir_cache()?;
         let old_walk = self.store.walk_memo()?;
+        timer.mark(|| format!("directory cache read ({} records)", dir_cache.records.len()));
         // A save after a save mostly finds the tree as the walk memo left it, and then needs
         // no stat cache; otherwise the cache loads while the walk waits on the filesystem.
         let memo = old_walk.filter(|m| Some(m.root) == memo_root);

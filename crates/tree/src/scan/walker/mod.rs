@@ -107,6 +107,9 @@ pub enum Descend {
     Everything,
     /// Nowhere: only the starting directories are read.
     Nothing,
+    /// Into every subdirectory, finding only directories: regular files are neither stat-ed
+    /// nor listed (what a watcher plans its watches from).
+    DirectoriesOnly,
 }
 
 /// The directories a walk starts from, and how far it goes below them.
@@ -527,6 +530,9 @@ fn visit_entry(
     let abs = || abs(shared.root, &rel);
     if shared.skip.is_some_and(|skip| skip == abs()) {
         return Ok(Some(Item::LeftOut));
+    }
+    if d_type == FileType::RegularFile && shared.descend == Descend::DirectoriesOnly {
+        return Ok(None);
     }
     // getdents' type is enough for everything but regular files, which need their stat key;
     // a filesystem that does not fill it in gets an fstatat for every entry.

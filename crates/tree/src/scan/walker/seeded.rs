@@ -56,7 +56,7 @@ pub fn walk_seeded(
         fs_now_ns: i64::MIN,
     };
     let threads = match descend {
-        Descend::Everything => 2,
+        Descend::Everything | Descend::DirectoriesOnly => 2,
         Descend::Nothing => 1,
     };
     let start = WalkStart { jobs, descend };

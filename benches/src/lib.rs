@@ -78,6 +78,77 @@ pub fn generate(root: &Path, files: u64, seed: u64) -> std::io::Result<Workload>
     Ok(made)
 }
 
+/// The shape of a generated tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// About ten files a directory, two levels deep ([`generate`]).
+    Flat,
+    /// Shaped like a real repository ([`generate_real`]).
+    Real,
+}
+
+impl Shape {
+    /// `SNAP_BENCH_SHAPE` (`flat`, the default, or `real`).
+    pub fn from_env() -> Shape {
+        match std::env::var("SNAP_BENCH_SHAPE").as_deref() {
+            Ok("real") => Shape::Real,
+            _ => Shape::Flat,
+        }
+    }
+
+    /// Writes `files` files of this shape under `root`.
+    pub fn generate(self, root: &Path, files: u64, seed: u64) -> std::io::Result<Workload> {
+        match self {
+            Shape::Flat => generate(root, files, seed),
+            Shape::Real => generate_real(root, files, seed),
+        }
+    }
+}
+
+/// The deepest a real-shaped tree goes (directories below the root).
+const REAL_MAX_DEPTH: usize = 12;
+
+/// Files a directory holds on average in a real-shaped tree: what 33 copies of bevy's tree
+/// hold (100k files in 18k directories).
+const REAL_FILES_PER_DIR: f64 = 5.5;
+
+/// Writes `files` files shaped like a real repository under `root`: many small directories,
+/// each made under a directory chosen at random among those made before (a random
+/// recursive tree, so a few shallow directories hold many subdirectories and depth runs to
+/// [`REAL_MAX_DEPTH`]), files spread unevenly over them (some directories hold dozens, most
+/// a handful), the same file contents as [`generate`]. Deterministic for a seed.
+pub fn generate_real(root: &Path, files: u64, seed: u64) -> std::io::Result<Workload> {
+    let mut rng = Rng::new(seed);
+    let count = ((files as f64 / REAL_FILES_PER_DIR) as usize).max(1);
+    let mut dirs: Vec<(std::path::PathBuf, usize)> = vec![(root.to_path_buf(), 0)];
+    while dirs.len() <= count {
+        let mut parent = (rng.next_u64() % dirs.len() as u64) as usize;
+        while dirs[parent].1 >= REAL_MAX_DEPTH {
+            parent = (rng.next_u64() % dirs.len() as u64) as usize;
+        }
+        let (at, depth) = (dirs[parent].0.clone(), dirs[parent].1);
+        let name = format!("{}{}", WORDS[(rng.next_u64() % 16) as usize], dirs.len());
+        let path = at.join(name);
+        std::fs::create_dir_all(&path)?;
+        dirs.push((path, depth + 1));
+    }
+    let mut made = Workload {
+        files,
+        dirs: dirs.len() as u64 - 1,
+        bytes: 0,
+    };
+    for i in 0..files {
+        // Squaring a uniform draw puts more files in the directories made first.
+        let u = rng.unit();
+        let d = 1 + ((u * u) * (dirs.len() - 1) as f64) as usize;
+        let data = file_content(&mut rng, i);
+        made.bytes += data.len() as u64;
+        std::fs::File::create(dirs[d.min(dirs.len() - 1)].0.join(format!("f{i}.rs")))?
+            .write_all(&data)?;
+    }
+    Ok(made)
+}
+
 fn file_content(rng: &mut Rng, i: u64) -> Vec<u8> {
     if i % 20_000 == 19_999 {
         return (0..4 << 20).map(|_| (rng.next_u64() >> 56) as u8).collect();
@@ -193,6 +264,30 @@ pub fn dir_size(dir: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_real_shape_is_deep_and_deterministic() {
+        let a = tempfile_dir();
+        let b = tempfile_dir();
+        let wa = generate_real(&a, 2000, 7).unwrap();
+        assert_eq!(wa, generate_real(&b, 2000, 7).unwrap());
+        assert_eq!(wa.dirs, 363);
+        assert_eq!(floor_walk(&a, 2).unwrap(), 2000 + 363);
+        let deepest = walk_depth(&a);
+        assert!((6..=REAL_MAX_DEPTH).contains(&deepest), "{deepest}");
+        std::fs::remove_dir_all(&a).unwrap();
+        std::fs::remove_dir_all(&b).unwrap();
+    }
+
+    fn walk_depth(dir: &Path) -> usize {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_type().unwrap().is_dir())
+            .map(|e| 1 + walk_depth(&e.path()))
+            .max()
+            .unwrap_or(0)
+    }
 
     #[test]
     fn generator_is_deterministic_and_floor_sees_everything() {

@@ -152,6 +152,9 @@ pub enum Command {
     /// Keep a watcher on the directory so that saves read only what changed
     /// (`snap watch --background`).
     Watch(WatchArgs),
+    /// Run a command between two saves, autosaving while it runs: any CLI agent made
+    /// undoable step by step (`snap exec -- aider --yes`). Exits with the command's code.
+    Exec(ExecArgs),
     /// Remove every snapshot and reclaim the space (`snap delete --all --yes`).
     Delete {
         /// Every snapshot (the only mode there is).
@@ -180,6 +183,7 @@ impl Command {
                 | Command::Verify { .. }
                 | Command::Doctor
                 | Command::Watch(_)
+                | Command::Exec(_)
         ) && !self.serves()
     }
 
@@ -206,6 +210,28 @@ pub struct WatchArgs {
     /// How the running watcher is doing (with --json: its pid, directories, epoch, memory).
     #[arg(long)]
     pub status: bool,
+    /// Save by itself once the tree has been quiet this long (default 2s), with meta
+    /// `source=watch`: writers without hooks get snapshots too.
+    #[arg(long, value_name = "QUIET", num_args = 0..=1, default_missing_value = "2s",
+          conflicts_with_all = ["stop", "status"])]
+    pub autosave: Option<String>,
+    /// The session its autosaves are tagged with (`snap exec` passes its own).
+    #[arg(long, hide = true, requires = "autosave")]
+    pub session: Option<String>,
+}
+
+/// `snap exec`: a command run between two saves, with autosaves while it runs.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The agent's name for the snapshots (`agent` meta); the command's name otherwise.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// How long the tree must be quiet before an autosave during the run.
+    #[arg(long, value_name = "QUIET", default_value = "2s")]
+    pub quiet_for: String,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]

@@ -48,6 +48,14 @@ pub(crate) fn run_hook(
     ExitCode::SUCCESS
 }
 
+/// The exit code of a command snap ran (`snap exec`), which snap exits with.
+static PASSED_ON: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+
+/// Makes snap exit with `code` once the command returns.
+pub(crate) fn pass_on(code: u8) {
+    let _ = PASSED_ON.set(code);
+}
+
 /// Runs a command. A panic (a bug, or a library meeting damage it did not expect) still ends
 /// in one `error:` line and exit 1, never a backtrace.
 pub(crate) fn run_command(
@@ -57,7 +65,8 @@ pub(crate) fn run_command(
     std::panic::set_hook(Box::new(|_| {}));
     match std::panic::catch_unwind(run) {
         // Asked to stop while finishing a command that could not stop part-way.
-        Ok(Ok(())) => signals::exit_code().map_or(ExitCode::SUCCESS, ExitCode::from),
+        Ok(Ok(())) => (signals::exit_code().or_else(|| PASSED_ON.get().copied()))
+            .map_or(ExitCode::SUCCESS, ExitCode::from),
         Ok(Err(e)) => report_error(&e, json_mode),
         Err(payload) => report_error(&anyhow::anyhow!(panic_message(&payload)), json_mode),
     }

@@ -83,6 +83,7 @@ fn print_completions(shell: clap_complete::Shell) {
 }
 
 /// What every command needs besides its own arguments.
+#[derive(Clone, Debug)]
 pub(crate) struct Ctx {
     pub(crate) start: PathBuf,
     pub(crate) store: Option<PathBuf>,
@@ -158,6 +159,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Repair => commands::lifecycle::repair(&ctx),
         Command::Delete { all: _, yes } => commands::lifecycle::delete_all(&ctx, yes),
         Command::Watch(args) => watch::cmd_watch(&ctx, args),
+        Command::Exec(args) => watch::exec::cmd_exec(&ctx, args),
     }
 }
 

@@ -295,3 +295,61 @@ fn one_watcher_per_workspace_and_it_exits_when_the_workspace_goes() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// `snap exec` saves before and after the command, autosaves between its quiet moments (never
+/// mid-burst), tags every snapshot with one session of its own and the command's name only,
+/// passes the command's exit code on, and leaves no watcher behind.
+#[test]
+fn exec_makes_a_command_undoable_step_by_step() {
+    let w = Watched::new();
+    let script = "echo one > step1; sleep 2.5; \
+                  for i in 1 2 3 4 5 6 7 8; do echo $i >> burst; sleep 0.1; done; sleep 2.5; \
+                  echo secret-token > step3; exit 7";
+    let out = snap_cmd(
+        &w.root,
+        &["exec", "--quiet-for", "1s", "--", "sh", "-c", script],
+    )
+    .env("XDG_RUNTIME_DIR", w.runtime.path())
+    .output()
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log: serde_json::Value = serde_json::from_slice(&w.ok(&["--json", "log"]).stdout).unwrap();
+    let entries = log["snapshots"].as_array().unwrap().clone();
+    assert!(entries.len() >= 3, "{log}");
+    let sessions: std::collections::HashSet<String> = entries
+        .iter()
+        .map(|e| e["session"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(sessions.len(), 1, "one session per run: {sessions:?}");
+    assert!(sessions.iter().all(|s| s.starts_with("exec-sh-")));
+    let text = log.to_string();
+    assert!(
+        !text.contains("secret-token") && !text.contains("echo one"),
+        "arguments are never recorded"
+    );
+    // Step by step back: every snapshot holds the burst whole or not at all.
+    for e in &entries {
+        let id = e["id"].as_str().unwrap();
+        let burst = w.snap(&["cat", id, "burst"]);
+        if burst.status.success() {
+            assert_eq!(
+                String::from_utf8_lossy(&burst.stdout),
+                "1\n2\n3\n4\n5\n6\n7\n8\n",
+                "mid-burst snapshot {id}"
+            );
+        }
+    }
+    assert_eq!(
+        w.status()["running"],
+        false,
+        "exec stops the watcher it started"
+    );
+    w.ok(&["undo"]);
+    assert!(!w.root.join("step3").exists());
+    assert!(w.root.join("burst").exists());
+}

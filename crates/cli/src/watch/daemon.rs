@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags};
 use serde_json::json;
 
+use super::autosave::Autosave;
 use super::watches::{COOKIE_PREFIX, Watches, everything};
 use super::wire::{self, Request};
 
@@ -43,6 +44,8 @@ pub(crate) struct Daemon {
     pub(crate) idle: Option<Duration>,
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) started: Instant,
+    /// Saves of its own, with `--autosave`.
+    pub(crate) autosave: Option<Autosave>,
     cookies: u64,
     queries: u64,
 }
@@ -64,13 +67,23 @@ impl Daemon {
             idle,
             stop,
             started: Instant::now(),
+            autosave: None,
             cookies: 0,
             queries: 0,
         }
     }
 
-    /// Serves until the idle timeout, a stop, or the workspace going away.
+    /// Serves until the idle timeout, a stop, or the workspace going away; an autosave
+    /// still running is waited for.
     pub(crate) fn serve(&mut self) -> std::io::Result<Exit> {
+        let exit = self.serve_loop();
+        if let Some(autosave) = &mut self.autosave {
+            autosave.finish();
+        }
+        exit
+    }
+
+    fn serve_loop(&mut self) -> std::io::Result<Exit> {
         self.listener.set_nonblocking(true)?;
         let mut last_asked = Instant::now();
         loop {
@@ -83,10 +96,16 @@ impl Daemon {
             if !self.root.is_dir() || !self.store_dir.is_dir() {
                 return Ok(Exit::Gone("the workspace or its store went away".into()));
             }
+            // An autosaving watcher is asked by its own saves; without changes it idles too.
             if self.idle.is_some_and(|idle| last_asked.elapsed() >= idle) {
                 return Ok(Exit::Idle);
             }
-            let (events, client) = self.wait(Duration::from_millis(500))?;
+            let seq = self.watches.log.seq;
+            let next = match &mut self.autosave {
+                Some(autosave) => autosave.tick(&self.root, &self.store_dir, seq),
+                None => Duration::from_millis(500),
+            };
+            let (events, client) = self.wait(next.min(Duration::from_millis(500)))?;
             if events {
                 self.watches.drain();
             }
@@ -195,6 +214,7 @@ impl Daemon {
             "memory_bytes": resident_bytes(),
             "uptime_s": self.started.elapsed().as_secs(),
             "idle_timeout_s": self.idle.map(|d| d.as_secs()),
+            "autosaves": self.autosave.as_ref().map(|a| a.saves),
         })
     }
 }

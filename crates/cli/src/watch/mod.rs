@@ -4,10 +4,13 @@
 //! token; the capture it serves lives in snap-tree (`ChangeSource`). It never opens the store.
 //!
 //! `watches.rs` owns the watches and the change log, `daemon.rs` the loop and its cookie
-//! round trip, `wire.rs` the socket's place and frames, `client.rs` the asking side.
+//! round trip, `autosave.rs` the saves it makes by itself, `wire.rs` the socket's place and
+//! frames, `client.rs` the asking side, `exec.rs` `snap exec`.
 
+mod autosave;
 mod client;
 mod daemon;
+pub(crate) mod exec;
 mod watches;
 mod wire;
 
@@ -26,6 +29,7 @@ use snap_tree::{Config, STORE_DIR, Workspace};
 
 use crate::Ctx;
 use crate::args::WatchArgs;
+use autosave::Autosave;
 use client::WatchClient;
 use daemon::{Daemon, Exit};
 use watches::Watches;
@@ -80,7 +84,45 @@ impl Place {
     }
 }
 
-/// `snap watch [--background | --stop | --status]`.
+/// What a watcher does besides answering saves.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Duties {
+    /// Save after this long quiet (`--autosave`).
+    pub(crate) autosave: Option<Duration>,
+    /// The session autosaves are tagged with.
+    pub(crate) session: Option<String>,
+}
+
+impl Duties {
+    fn from_args(args: &WatchArgs) -> Result<Duties> {
+        let autosave = match &args.autosave {
+            Some(quiet) => {
+                let ns = snap_tree::parse_duration(quiet)
+                    .map_err(|why| anyhow::anyhow!("--autosave: {why}"))?;
+                Some(Duration::from_nanos(ns.unwrap_or(0).max(0) as u64))
+            }
+            None => None,
+        };
+        Ok(Duties {
+            autosave,
+            session: args.session.clone(),
+        })
+    }
+
+    /// The arguments that give a watcher started in the background these duties.
+    fn as_args(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(quiet) = self.autosave {
+            out.push(format!("--autosave={}s", quiet.as_secs().max(1)));
+        }
+        if let Some(session) = &self.session {
+            out.extend(["--session".to_string(), session.clone()]);
+        }
+        out
+    }
+}
+
+/// `snap watch [--background | --stop | --status] [--autosave[=QUIET]]`.
 pub(crate) fn cmd_watch(ctx: &Ctx, args: WatchArgs) -> Result<()> {
     let place = Place::find(ctx)?;
     if args.status {
@@ -89,10 +131,11 @@ pub(crate) fn cmd_watch(ctx: &Ctx, args: WatchArgs) -> Result<()> {
     if args.stop {
         return stop(ctx, &place);
     }
+    let duties = Duties::from_args(&args)?;
     if args.background {
-        return background(ctx, &place);
+        return background(ctx, &place, &duties).map(drop);
     }
-    foreground(ctx, &place)
+    foreground(ctx, &place, &duties)
 }
 
 /// Attaches the workspace's watcher, if one listens, as the change source of `ws`.
@@ -115,11 +158,11 @@ pub(crate) fn autostart(ws: &Workspace, store: Option<&Path>) {
         return;
     };
     if !wire::socket_path(&dir, ws.root()).exists() {
-        let _ = spawn(ws.root(), store, &dir);
+        let _ = spawn(ws.root(), store, &dir, &Duties::default());
     }
 }
 
-fn foreground(ctx: &Ctx, place: &Place) -> Result<()> {
+fn foreground(ctx: &Ctx, place: &Place, duties: &Duties) -> Result<()> {
     let socket = place.socket()?;
     let _lock = take_lock(&socket, &place.root)?;
     // We hold the lock: a socket left there is a dead watcher's.
@@ -155,6 +198,8 @@ fn foreground(ctx: &Ctx, place: &Place) -> Result<()> {
         idle,
         stop,
     );
+    daemon.autosave = (duties.autosave)
+        .map(|quiet| Autosave::new(quiet, duties.session.clone(), ctx.store.clone()));
     let exit = daemon.serve();
     let _ = std::fs::remove_file(&socket);
     let why = match exit.context("the watcher failed")? {
@@ -197,7 +242,12 @@ fn take_lock(socket: &Path, root: &Path) -> Result<std::fs::File> {
 
 /// Starts `snap-undo watch` for `root` as a process of its own group (a terminal's Ctrl-C
 /// does not reach it), its stderr appended to a log beside the socket.
-fn spawn(root: &Path, store: Option<&Path>, dir: &Path) -> Result<std::process::Child> {
+fn spawn(
+    root: &Path,
+    store: Option<&Path>,
+    dir: &Path,
+    duties: &Duties,
+) -> Result<std::process::Child> {
     let log_path = wire::socket_path(dir, root).with_extension("log");
     let log = std::fs::OpenOptions::new()
         .append(true)
@@ -212,6 +262,7 @@ fn spawn(root: &Path, store: Option<&Path>, dir: &Path) -> Result<std::process::
         cmd.arg("--store").arg(store);
     }
     cmd.arg("watch")
+        .args(duties.as_args())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)
@@ -219,19 +270,23 @@ fn spawn(root: &Path, store: Option<&Path>, dir: &Path) -> Result<std::process::
     cmd.spawn().context("cannot start the watcher")
 }
 
-fn background(ctx: &Ctx, place: &Place) -> Result<()> {
+/// Starts a watcher in the background, or finds the one running; returns whether it started
+/// one.
+fn background(ctx: &Ctx, place: &Place, duties: &Duties) -> Result<Started> {
     let socket = place.socket()?;
     let client = WatchClient { socket };
     if let Some(status) = ask_status(&client) {
-        return report_started(ctx, &status, "a watcher already runs");
+        report_started(ctx, &status, "a watcher already runs")?;
+        return Ok(Started::Found);
     }
     let dir = wire::socket_dir()?;
-    let mut child = spawn(&place.root, ctx.store.as_deref(), &dir)?;
+    let mut child = spawn(&place.root, ctx.store.as_deref(), &dir, duties)?;
     let started = Instant::now();
     while started.elapsed() < START_TIMEOUT {
         // It listens only once its first scan and watches are done.
         if let Some(status) = ask_status(&client) {
-            return report_started(ctx, &status, "watching");
+            report_started(ctx, &status, "watching")?;
+            return Ok(Started::New);
         }
         if let Some(code) = child.try_wait()? {
             let log =
@@ -253,6 +308,13 @@ fn background(ctx: &Ctx, place: &Place) -> Result<()> {
         "the watcher did not finish its first scan in {} s",
         START_TIMEOUT.as_secs()
     )
+}
+
+/// Whether [`background`] started a watcher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Started {
+    New,
+    Found,
 }
 
 fn ask_status(client: &WatchClient) -> Option<Value> {

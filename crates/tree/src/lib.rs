@@ -56,7 +56,9 @@ pub use observer::{Event, Observer, Phase};
 pub use paths::STORE_DIR;
 pub use restore::is_temp_name;
 pub use scan::{ScanReport, Unreadable};
-pub use source::{ChangeSource, Changes, DirtyDir, Scope, WatchPlan, WatchToken, watch_plan};
+pub use source::{
+    ChangeSource, Changes, DirtyDir, Scope, WatchPlan, WatchPlanner, WatchToken, watch_plan,
+};
 // The store's types that the layers above name (the CLI, the Python crate, benches): named
 // here, so the CLI depends on the tree alone and never reaches into the store.
 pub use snap_store::{

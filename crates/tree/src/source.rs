@@ -10,7 +10,7 @@ use std::path::Path;
 
 use crate::TreeError;
 use crate::config::Config;
-use crate::scan::walker::{Descend, walk_seeded};
+use crate::scan::walker::{Descend, SeedRules, walk_seeded_with};
 
 /// A point in a source's history: its instance (a new one at each start, overflow or doubt)
 /// and the sequence number of the last event it had read when it answered.
@@ -72,7 +72,7 @@ pub trait ChangeSource: Debug + Send + Sync {
     fn changes_since(&self, since: Option<&WatchToken>) -> Changes;
 }
 
-/// The directories a watcher watches: every directory the whole walk visits at or under
+/// The directories a watcher watches: every directory the whole walk enters at or under
 /// one (ignored and excluded trees are never entered, so they cost no watch), and those it
 /// may not open, which no watch can cover.
 #[derive(Clone, Debug, Default)]
@@ -81,23 +81,73 @@ pub struct WatchPlan {
     pub dirs: Vec<Vec<u8>>,
     /// Directories the walk could not open: left out of every save until they can be.
     pub unreadable: Vec<Vec<u8>>,
+    /// Directories asked about that the walk would not enter (gone, or left out).
+    pub gone: Vec<Vec<u8>>,
+}
+
+/// Lists, one level at a time, the subdirectories the walk enters: a watcher watches a
+/// directory first and lists it after, so that a subdirectory made in between is either
+/// listed or reported by the watch. Rules are read once per planner.
+#[derive(Debug)]
+pub struct WatchPlanner<'a> {
+    root: &'a Path,
+    config: &'a Config,
+    store_dir: Option<&'a Path>,
+    rules: SeedRules,
+}
+
+impl<'a> WatchPlanner<'a> {
+    /// A planner for the workspace at `root`; `store_dir` is left out when inside it.
+    pub fn new(root: &'a Path, config: &'a Config, store_dir: Option<&'a Path>) -> Self {
+        WatchPlanner {
+            root,
+            config,
+            store_dir,
+            rules: SeedRules::default(),
+        }
+    }
+
+    /// The subdirectories of `dirs` the walk would enter, read now.
+    pub fn subdirs(&mut self, dirs: &[Vec<u8>]) -> Result<WatchPlan, TreeError> {
+        let found = walk_seeded_with(
+            self.root,
+            self.config,
+            self.store_dir,
+            dirs,
+            Descend::SubdirectoriesOnly,
+            &mut self.rules,
+        )?;
+        let walk = found.walk;
+        Ok(WatchPlan {
+            dirs: (walk.entries.into_iter())
+                .filter(|(_, kind, _)| *kind == snap_store::EntryKind::Dir)
+                .map(|(path, _, _)| path)
+                .collect(),
+            unreadable: walk.unreadable.into_iter().map(|u| u.path).collect(),
+            gone: found.gone,
+        })
+    }
 }
 
 /// The [`WatchPlan`] of directory `under` of the workspace at `root`, with the ignore rules
-/// of every directory above it; empty when `under` is not a tracked directory now.
-/// `store_dir` is the store, left out when it lies inside the tree.
+/// of every directory above it, read level by level; empty when `under` is not a tracked
+/// directory now. `store_dir` is the store, left out when it lies inside the tree.
 pub fn watch_plan(
     root: &Path,
     config: &Config,
     store_dir: Option<&Path>,
     under: &[u8],
 ) -> Result<WatchPlan, TreeError> {
-    let seeds = [under.to_vec()];
-    let seeded = walk_seeded(root, config, store_dir, &seeds, Descend::DirectoriesOnly)?;
-    Ok(WatchPlan {
-        dirs: seeded.walk.dir_modes.into_keys().collect(),
-        unreadable: (seeded.walk.unreadable.into_iter())
-            .map(|u| u.path)
-            .collect(),
-    })
+    let mut planner = WatchPlanner::new(root, config, store_dir);
+    let mut plan = WatchPlan::default();
+    let mut level = vec![under.to_vec()];
+    while !level.is_empty() {
+        let next = planner.subdirs(&level)?;
+        plan.gone.extend(next.gone.iter().cloned());
+        plan.dirs
+            .extend(level.into_iter().filter(|d| !next.gone.contains(d)));
+        plan.unreadable.extend(next.unreadable);
+        level = next.dirs;
+    }
+    Ok(plan)
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
-use snap_tree::{Changes, Config, DirtyDir, Scope, WatchToken, flat};
+use snap_tree::{Changes, Config, DirtyDir, Scope, WatchPlanner, WatchToken, flat};
 
 /// What a workspace watch listens for.
 const DIR_EVENTS: WatchFlags = WatchFlags::CREATE
@@ -225,20 +225,35 @@ impl Watches {
         }
     }
 
-    /// Watches `under` and every directory the walk enters below it.
+    /// Watches `under` and every directory the walk enters below it, a level at a time: each
+    /// directory is watched before it is listed, so a subdirectory made meanwhile is either
+    /// listed or reported by the watch.
     fn watch_under(&mut self, under: &[u8]) {
-        let plan =
-            match snap_tree::watch_plan(&self.root, &self.config, Some(&self.store_dir), under) {
-                Ok(plan) => plan,
+        let (root, config, store_dir) = (
+            self.root.clone(),
+            self.config.clone(),
+            self.store_dir.clone(),
+        );
+        let mut planner = WatchPlanner::new(&root, &config, Some(&store_dir));
+        let mut level = vec![under.to_vec()];
+        while !level.is_empty() && self.doubt.is_none() {
+            for dir in &level {
+                self.add(dir.clone());
+            }
+            let next = match planner.subdirs(&level) {
+                Ok(next) => next,
                 Err(e) => {
                     self.doubt = Some(format!("cannot walk the tree to watch it: {e}"));
                     return;
                 }
             };
-        for dir in plan.dirs {
-            self.add(dir);
+            // Asked about, then not entered (ignored, or gone): no watch.
+            for gone in &next.gone {
+                self.forget_under(gone);
+            }
+            self.unwatched.extend(next.unreadable);
+            level = next.dirs;
         }
-        self.unwatched.extend(plan.unreadable);
     }
 
     fn add(&mut self, rel: Vec<u8>) {

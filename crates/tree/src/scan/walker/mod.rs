@@ -32,7 +32,7 @@ mod seeded;
 mod share;
 
 use listed::visit_listed;
-pub use seeded::walk_seeded;
+pub use seeded::{SeedRules, walk_seeded, walk_seeded_with};
 pub use share::dir_share;
 
 /// One directory waiting to be read.
@@ -107,9 +107,9 @@ pub enum Descend {
     Everything,
     /// Nowhere: only the starting directories are read.
     Nothing,
-    /// Into every subdirectory, finding only directories: regular files are neither stat-ed
-    /// nor listed (what a watcher plans its watches from).
-    DirectoriesOnly,
+    /// Nowhere, finding only directories: regular files are neither stat-ed nor listed
+    /// (what a watcher lists, one level at a time, once a directory's watch is in place).
+    SubdirectoriesOnly,
 }
 
 /// The directories a walk starts from, and how far it goes below them.
@@ -279,7 +279,10 @@ fn visit_dir(shared: &Shared<'_>, job: Job) -> Result<(), TreeError> {
 }
 
 fn publish(shared: &Shared<'_>, rel: Vec<u8>, mut visited: Visited) {
-    if shared.descend == Descend::Nothing {
+    if matches!(
+        shared.descend,
+        Descend::Nothing | Descend::SubdirectoriesOnly
+    ) {
         visited.jobs.clear();
     }
     let tally = own_tally(&rel, &visited);
@@ -531,7 +534,7 @@ fn visit_entry(
     if shared.skip.is_some_and(|skip| skip == abs()) {
         return Ok(Some(Item::LeftOut));
     }
-    if d_type == FileType::RegularFile && shared.descend == Descend::DirectoriesOnly {
+    if d_type == FileType::RegularFile && shared.descend == Descend::SubdirectoriesOnly {
         return Ok(None);
     }
     // getdents' type is enough for everything but regular files, which need their stat key;

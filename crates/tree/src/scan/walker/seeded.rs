@@ -41,11 +41,34 @@ pub fn walk_seeded(
     dirs: &[Vec<u8>],
     descend: Descend,
 ) -> Result<Seeded, TreeError> {
-    let mut rules = PathMap::default();
+    walk_seeded_with(root, config, skip, dirs, descend, &mut SeedRules::default())
+}
+
+/// Each directory's own rules by path, read once and kept across walks from chosen
+/// directories (a watcher listing a new tree one level at a time). Rules read before an
+/// ignore file changed are stale: a holder starts afresh after such a change.
+#[derive(Default)]
+pub struct SeedRules(PathMap<Vec<u8>, Arc<Rules>>);
+
+impl std::fmt::Debug for SeedRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SeedRules({} directories)", self.0.len())
+    }
+}
+
+/// As [`walk_seeded`], taking and keeping the rules of the directories on the way in `rules`.
+pub fn walk_seeded_with(
+    root: &Path,
+    config: &Config,
+    skip: Option<&Path>,
+    dirs: &[Vec<u8>],
+    descend: Descend,
+    rules: &mut SeedRules,
+) -> Result<Seeded, TreeError> {
     let mut jobs = Vec::with_capacity(dirs.len());
     let mut gone = Vec::new();
     for rel in dirs {
-        match seed_at(root, config, skip, rel, &mut rules)? {
+        match seed_at(root, config, skip, rel, &mut rules.0)? {
             Some(job) => jobs.push(job),
             None => gone.push(rel.clone()),
         }
@@ -55,9 +78,11 @@ pub fn walk_seeded(
         records: &records,
         fs_now_ns: i64::MIN,
     };
-    let threads = match descend {
-        Descend::Everything | Descend::DirectoriesOnly => 2,
-        Descend::Nothing => 1,
+    // Reading directories alone is one `getdents` each: threads pay off past a few.
+    let threads = match (descend, jobs.len()) {
+        (Descend::Everything, _) => 2,
+        (_, n) if n > 16 => 2,
+        _ => 1,
     };
     let start = WalkStart { jobs, descend };
     let walk = walk_jobs(root, config, skip, cache, threads, start)?;

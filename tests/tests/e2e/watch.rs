@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use snap_e2e::{snap_cmd, write};
+use snap_e2e::{assert_conserved, everything, snap_cmd, write};
 use snap_tree::{ObjectId, SaveOptions, Workspace};
 
 /// A workspace, and a socket directory of its own so that suites never share a watcher.
@@ -87,7 +87,18 @@ impl Watched {
         };
         fresh.save(&opts).unwrap();
         let walked = fresh.head().unwrap().unwrap().record.root;
-        assert_eq!(self.head_root(), walked, "{what}");
+        let head = self.head_root();
+        if head != walked {
+            let ws = Workspace::discover_reading(&self.root, None).unwrap();
+            let ours = snap_tree::flat::flatten(ws.store(), &head).unwrap();
+            let theirs = snap_tree::flat::flatten(fresh.store(), &walked).unwrap();
+            let diff = snap_tree::flat::diff_files(&theirs, &ours);
+            let modes: Vec<_> = (ours.iter())
+                .filter(|(p, n)| theirs.get(*p).is_some_and(|t| t != *n))
+                .map(|(p, n)| (String::from_utf8_lossy(p).into_owned(), *n, theirs[p]))
+                .collect();
+            panic!("{what}: HEAD differs from the walk: {diff:?}\n{modes:?}");
+        }
     }
 }
 
@@ -118,6 +129,9 @@ fn edit(root: &Path, rng: &mut Rng, n: usize) {
     match rng.below(9) {
         0 | 1 => {
             std::fs::create_dir_all(&dir).unwrap();
+            if file.is_symlink() {
+                std::fs::remove_file(&file).unwrap();
+            }
             std::fs::write(&file, format!("edit {n}\n")).unwrap();
         }
         2 => {
@@ -176,14 +190,26 @@ fn a_watched_session_records_what_the_walk_records_reading_only_what_changed() {
         }
         partial += usize::from(w.save());
         w.assert_head_is_the_walk(&format!("batch {batch}"));
-        if batch % 10 == 9 {
-            w.ok(&["undo"]);
+        if batch % 5 == 4 {
+            let before = everything(&w.root);
+            let (op, timing) = match batch % 10 {
+                9 => ("undo", w.ok(&["undo"])),
+                _ => ("undo", w.ok(&["undo", "2"])),
+            };
+            assert!(String::from_utf8_lossy(&timing.stderr).contains("changed directories read"));
+            assert_conserved(&w.root, &before, &format!("{op} after batch {batch}"));
             w.assert_head_is_the_walk(&format!("undo after batch {batch}"));
+            if batch % 10 == 4 {
+                let before = everything(&w.root);
+                w.ok(&["redo"]);
+                assert_conserved(&w.root, &before, &format!("redo after batch {batch}"));
+                w.assert_head_is_the_walk(&format!("redo after batch {batch}"));
+            }
             partial += usize::from(w.save());
             w.assert_head_is_the_walk(&format!("save after the undo of batch {batch}"));
         }
     }
-    assert!(partial >= 35, "only {partial} saves read from the watcher");
+    assert!(partial >= 40, "only {partial} saves read from the watcher");
     assert_eq!(w.status()["doubt"], serde_json::Value::Null);
 }
 
@@ -352,4 +378,27 @@ fn exec_makes_a_command_undoable_step_by_step() {
     w.ok(&["undo"]);
     assert!(!w.root.join("step3").exists());
     assert!(w.root.join("burst").exists());
+}
+
+/// Directories made in a burst (`mkdir -p a/b/c/d`, as agents do) are all watched, however the
+/// burst interleaves with the watcher's reading of it: each directory is watched before it is
+/// listed. A file written later in the deepest of them is seen by the next save.
+#[test]
+fn directories_made_in_a_burst_are_all_watched() {
+    let w = Watched::new();
+    w.ok(&["save"]);
+    w.ok(&["watch", "--background"]);
+    w.save();
+    let deep = |n: usize| w.root.join(format!("gen/p{n}/q/r/s/t"));
+    for n in 0..40 {
+        std::fs::create_dir_all(deep(n)).unwrap();
+        std::fs::write(deep(n).join("first"), b"1").unwrap();
+    }
+    assert!(w.save());
+    w.assert_head_is_the_walk("after the burst");
+    for n in 0..40 {
+        std::fs::write(deep(n).join("second"), b"2").unwrap();
+    }
+    assert!(w.save());
+    w.assert_head_is_the_walk("a file in each directory the burst made");
 }

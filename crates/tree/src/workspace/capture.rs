@@ -281,19 +281,37 @@ impl Workspace {
     ) -> Result<Capture, TreeError> {
         let timer = PhaseTimer::new(self.observer.0.as_ref());
         let fs_now_ns = self.fs_clock();
+        // A move asks too, for the capture it plans from; a whole capture never does.
         let asked = match mode {
-            CaptureMode::Save { .. } => self.ask_source()?,
+            CaptureMode::Save { .. }
+            | CaptureMode::BeforeMove {
+                head: Some(_),
+                prune: true,
+            } => self.ask_source()?,
             _ => None,
         };
         if let Some(asked) = &asked
-            && let Some(mut cap) = self.capture_answered(writer, asked, fs_now_ns)
+            && let Some(mut cap) = self.capture_answered(writer, asked, mode, fs_now_ns)
         {
             timer.mark(|| format!("changed directories read ({})", asked.dirs_named()));
-            cap.cache.watch = asked.memo_after(cap.root, fs_now_ns, writer);
+            match mode {
+                CaptureMode::Save { .. } => {
+                    cap.cache.watch = asked.memo_after(cap.root, fs_now_ns, writer);
+                }
+                // As when the walk memo vouches: the tree is HEAD, and the move unfolds
+                // HEAD's stored tree where its target differs.
+                CaptureMode::BeforeMove {
+                    head: Some(head), ..
+                } if cap.root == head => {
+                    cap.flat.clear();
+                    cap.pruned.clear();
+                }
+                _ => {}
+            }
             return Ok(cap);
         }
         let mut cap = self.capture_walked(writer, mode, fs_now_ns, &timer)?;
-        if let Some(asked) = &asked {
+        if let (Some(asked), CaptureMode::Save { .. }) = (&asked, mode) {
             cap.cache.watch = asked.memo_after(cap.root, fs_now_ns, writer);
         }
         Ok(cap)
@@ -326,12 +344,13 @@ impl Workspace {
         &self,
         writer: &ObjectWriter<'_>,
         asked: &Asked,
+        mode: CaptureMode,
         fs_now_ns: i64,
     ) -> Option<Capture> {
         let (Some(memo), Changes::Dirs { dirs, .. }) = (&asked.memo, &asked.changes) else {
             return None;
         };
-        self.capture_partial(writer, memo, dirs, fs_now_ns)
+        self.capture_partial(writer, memo, dirs, mode, fs_now_ns)
             .ok()
             .flatten()
     }

@@ -17,8 +17,8 @@
 use std::collections::{BTreeSet, HashSet};
 
 use super::{
-    Capture, EntryKind, FlatTree, ObjectWriter, StatCacheUpdate, TreeError, UNBUILT, Workspace,
-    flat, scan,
+    Capture, CaptureMode, EntryKind, FlatTree, ObjectWriter, StatCacheUpdate, TreeError, UNBUILT,
+    Workspace, flat, scan,
 };
 use crate::scan::walker::{Descend, walk_seeded};
 use crate::source::{DirtyDir, Scope};
@@ -65,8 +65,12 @@ impl Workspace {
         writer: &ObjectWriter<'_>,
         memo: &WatchMemo,
         dirs: &[DirtyDir],
+        mode: CaptureMode,
         fs_now_ns: i64,
     ) -> Result<Option<Capture>, TreeError> {
+        // A move checks the files it replaces against the stats the capture saw: those of
+        // the files read here (the others are checked against HEAD's content as they go).
+        let keep_stats = matches!(mode, CaptureMode::BeforeMove { .. });
         let Some(ToRead { alone, whole }) = normalize(dirs) else {
             return Ok(None);
         };
@@ -78,7 +82,7 @@ impl Workspace {
         let reads = self.read_changed(&old, alone, whole)?;
         let mut flat = old.clone();
         let removed = merge_reads(&mut flat, &old, &reads);
-        let stored = self.store_read_files(writer, &reads, fs_now_ns)?;
+        let stored = self.store_read_files(writer, &reads, keep_stats, fs_now_ns)?;
         let mut cache_remove = stored.gone.clone();
         cache_remove.extend(removed.files);
         insert_fresh(&mut flat, &old, &reads, stored.flat);
@@ -116,7 +120,7 @@ impl Workspace {
         };
         Ok(Some(Capture {
             flat,
-            stats: Vec::new(),
+            stats: stored.stats,
             root,
             report: stored.report,
             cache,
@@ -177,6 +181,7 @@ impl Workspace {
         &self,
         writer: &ObjectWriter<'_>,
         reads: &Reads,
+        keep_stats: bool,
         fs_now_ns: i64,
     ) -> Result<scan::Stored, TreeError> {
         let mut walk = scan::Walk {
@@ -211,7 +216,7 @@ impl Workspace {
             fs_now_ns,
             old_walk: None,
             clean_root: None,
-            keep_stats: false,
+            keep_stats,
             prune: false,
             dirs: Default::default(),
         };

@@ -57,7 +57,7 @@ pub use paths::STORE_DIR;
 pub use restore::is_temp_name;
 pub use scan::{ScanReport, Unreadable};
 pub use source::{
-    ChangeSource, Changes, DirtyDir, Scope, WatchPlan, WatchPlanner, WatchToken, watch_plan,
+    ChangeSource, Changes, DirtyDir, Scope, WatchPlan, WatchToken, watch_plan, watch_tree,
 };
 // The store's types that the layers above name (the CLI, the Python crate, benches): named
 // here, so the CLI depends on the tree alone and never reaches into the store.

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use crate::TreeError;
 use crate::config::Config;
-use crate::scan::walker::{Descend, SeedRules, walk_seeded_with};
+use crate::scan::walker::walk_watching;
 
 /// A point in a source's history: its instance (a new one at each start, overflow or doubt)
 /// and the sequence number of the last event it had read when it answered.
@@ -85,69 +85,35 @@ pub struct WatchPlan {
     pub gone: Vec<Vec<u8>>,
 }
 
-/// Lists, one level at a time, the subdirectories the walk enters: a watcher watches a
-/// directory first and lists it after, so that a subdirectory made in between is either
-/// listed or reported by the watch. Rules are read once per planner.
-#[derive(Debug)]
-pub struct WatchPlanner<'a> {
-    root: &'a Path,
-    config: &'a Config,
-    store_dir: Option<&'a Path>,
-    rules: SeedRules,
+/// The [`WatchPlan`] of directory `under` of the workspace at `root` (with the ignore rules
+/// of every directory above it), calling `on_dir` with each directory's path and open
+/// descriptor before the walk reads it: a watcher adds its watch there, so that a
+/// subdirectory made meanwhile is either read by the walk or reported by the watch. Empty
+/// when `under` is not a tracked directory now. `store_dir` is the store, left out when it
+/// lies inside the tree.
+pub fn watch_tree(
+    root: &Path,
+    config: &Config,
+    store_dir: Option<&Path>,
+    under: &[u8],
+    on_dir: &(dyn Fn(&[u8], &std::os::fd::OwnedFd) + Sync),
+) -> Result<WatchPlan, TreeError> {
+    let found = walk_watching(root, config, store_dir, under, on_dir)?;
+    Ok(WatchPlan {
+        dirs: found.walk.dir_modes.into_keys().collect(),
+        unreadable: (found.walk.unreadable.into_iter())
+            .map(|u| u.path)
+            .collect(),
+        gone: found.gone,
+    })
 }
 
-impl<'a> WatchPlanner<'a> {
-    /// A planner for the workspace at `root`; `store_dir` is left out when inside it.
-    pub fn new(root: &'a Path, config: &'a Config, store_dir: Option<&'a Path>) -> Self {
-        WatchPlanner {
-            root,
-            config,
-            store_dir,
-            rules: SeedRules::default(),
-        }
-    }
-
-    /// The subdirectories of `dirs` the walk would enter, read now.
-    pub fn subdirs(&mut self, dirs: &[Vec<u8>]) -> Result<WatchPlan, TreeError> {
-        let found = walk_seeded_with(
-            self.root,
-            self.config,
-            self.store_dir,
-            dirs,
-            Descend::SubdirectoriesOnly,
-            &mut self.rules,
-        )?;
-        let walk = found.walk;
-        Ok(WatchPlan {
-            dirs: (walk.entries.into_iter())
-                .filter(|(_, kind, _)| *kind == snap_store::EntryKind::Dir)
-                .map(|(path, _, _)| path)
-                .collect(),
-            unreadable: walk.unreadable.into_iter().map(|u| u.path).collect(),
-            gone: found.gone,
-        })
-    }
-}
-
-/// The [`WatchPlan`] of directory `under` of the workspace at `root`, with the ignore rules
-/// of every directory above it, read level by level; empty when `under` is not a tracked
-/// directory now. `store_dir` is the store, left out when it lies inside the tree.
+/// As [`watch_tree`], without watching anything.
 pub fn watch_plan(
     root: &Path,
     config: &Config,
     store_dir: Option<&Path>,
     under: &[u8],
 ) -> Result<WatchPlan, TreeError> {
-    let mut planner = WatchPlanner::new(root, config, store_dir);
-    let mut plan = WatchPlan::default();
-    let mut level = vec![under.to_vec()];
-    while !level.is_empty() {
-        let next = planner.subdirs(&level)?;
-        plan.gone.extend(next.gone.iter().cloned());
-        plan.dirs
-            .extend(level.into_iter().filter(|d| !next.gone.contains(d)));
-        plan.unreadable.extend(next.unreadable);
-        level = next.dirs;
-    }
-    Ok(plan)
+    watch_tree(root, config, store_dir, under, &|_, _| {})
 }

@@ -10,15 +10,16 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsStr;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
-use snap_tree::{Changes, Config, DirtyDir, Scope, WatchPlanner, WatchToken, flat};
+use snap_tree::{Changes, Config, DirtyDir, Scope, WatchToken, flat};
 
-/// What a workspace watch listens for.
+/// What a workspace watch listens for. Watches are added through `/proc/self/fd/N` of a
+/// directory opened with `O_NOFOLLOW`, so the link is followed on purpose (no `DONT_FOLLOW`).
 const DIR_EVENTS: WatchFlags = WatchFlags::CREATE
     .union(WatchFlags::DELETE)
     .union(WatchFlags::MODIFY)
@@ -29,7 +30,6 @@ const DIR_EVENTS: WatchFlags = WatchFlags::CREATE
     .union(WatchFlags::DELETE_SELF)
     .union(WatchFlags::MOVE_SELF)
     .union(WatchFlags::ONLYDIR)
-    .union(WatchFlags::DONT_FOLLOW)
     .union(WatchFlags::EXCL_UNLINK);
 
 /// The store directory's watch: cookies, and the store going away.
@@ -225,40 +225,40 @@ impl Watches {
         }
     }
 
-    /// Watches `under` and every directory the walk enters below it, a level at a time: each
-    /// directory is watched before it is listed, so a subdirectory made meanwhile is either
-    /// listed or reported by the watch.
+    /// Watches `under` and every directory the walk enters below it, each before the walk
+    /// reads it (through its open descriptor), so a subdirectory made meanwhile is either
+    /// read or reported by the watch.
     fn watch_under(&mut self, under: &[u8]) {
-        let (root, config, store_dir) = (
-            self.root.clone(),
-            self.config.clone(),
-            self.store_dir.clone(),
+        let added = std::sync::Mutex::new(Vec::new());
+        let on_dir = |rel: &[u8], dir: &OwnedFd| {
+            // The descriptor was opened without following links: its /proc name is that
+            // directory, whatever its path holds now.
+            let path = format!("/proc/self/fd/{}", dir.as_raw_fd());
+            let result = inotify::add_watch(&self.fd, path.as_str(), DIR_EVENTS);
+            added
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((rel.to_vec(), result));
+        };
+        let plan = snap_tree::watch_tree(
+            &self.root,
+            &self.config,
+            Some(&self.store_dir),
+            under,
+            &on_dir,
         );
-        let mut planner = WatchPlanner::new(&root, &config, Some(&store_dir));
-        let mut level = vec![under.to_vec()];
-        while !level.is_empty() && self.doubt.is_none() {
-            for dir in &level {
-                self.add(dir.clone());
-            }
-            let next = match planner.subdirs(&level) {
-                Ok(next) => next,
-                Err(e) => {
-                    self.doubt = Some(format!("cannot walk the tree to watch it: {e}"));
-                    return;
-                }
-            };
-            // Asked about, then not entered (ignored, or gone): no watch.
-            for gone in &next.gone {
-                self.forget_under(gone);
-            }
-            self.unwatched.extend(next.unreadable);
-            level = next.dirs;
+        for (rel, result) in added.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            self.record(rel, result);
+        }
+        match plan {
+            Ok(plan) => self.unwatched.extend(plan.unreadable),
+            Err(e) => self.doubt = Some(format!("cannot walk the tree to watch it: {e}")),
         }
     }
 
-    fn add(&mut self, rel: Vec<u8>) {
-        let path = snap_abs(&self.root, &rel);
-        match inotify::add_watch(&self.fd, &path, DIR_EVENTS) {
+    /// Records what adding the watch of `rel` gave.
+    fn record(&mut self, rel: Vec<u8>, added: rustix::io::Result<i32>) {
+        match added {
             Ok(wd) => {
                 // The same directory under a new name (moved): one watch, the new path.
                 if let Some(old) = self.by_wd.insert(wd, rel.clone()) {
@@ -281,7 +281,10 @@ impl Watches {
                     "the inotify watch limit is reached; raise it (sysctl fs.inotify.max_user_watches=N)".into(),
                 );
             }
-            Err(e) => self.doubt = Some(format!("cannot watch {}: {e}", path.display())),
+            Err(e) => {
+                let path = snap_abs(&self.root, &rel);
+                self.doubt = Some(format!("cannot watch {}: {e}", path.display()));
+            }
         }
     }
 

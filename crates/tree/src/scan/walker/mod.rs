@@ -32,7 +32,7 @@ mod seeded;
 mod share;
 
 use listed::visit_listed;
-pub use seeded::{SeedRules, walk_seeded, walk_seeded_with};
+pub use seeded::{walk_seeded, walk_watching};
 pub use share::dir_share;
 
 /// One directory waiting to be read.
@@ -65,6 +65,7 @@ struct Shared<'a> {
     queue: Mutex<Vec<Job>>,
     pending: AtomicUsize,
     descend: Descend,
+    on_dir: Option<OnDir<'a>>,
     found: Mutex<Walk>,
     failure: Mutex<Option<TreeError>>,
 }
@@ -94,6 +95,7 @@ pub fn walk(
     let start = WalkStart {
         jobs: vec![job],
         descend: Descend::Everything,
+        on_dir: None,
     };
     let mut found = walk_jobs(root, config, skip, cache, threads, start)?;
     drop_hollow(&mut found);
@@ -107,16 +109,21 @@ pub enum Descend {
     Everything,
     /// Nowhere: only the starting directories are read.
     Nothing,
-    /// Nowhere, finding only directories: regular files are neither stat-ed nor listed
-    /// (what a watcher lists, one level at a time, once a directory's watch is in place).
-    SubdirectoriesOnly,
+    /// Into every subdirectory, finding only directories: regular files are neither stat-ed
+    /// nor listed (what a watcher plans its watches from).
+    DirectoriesOnly,
 }
 
 /// The directories a walk starts from, and how far it goes below them.
-struct WalkStart {
+struct WalkStart<'a> {
     jobs: Vec<Job>,
     descend: Descend,
+    /// Called with each directory's path and open descriptor before it is read.
+    on_dir: Option<OnDir<'a>>,
 }
+
+/// What a walk calls with each directory before reading it (a watcher adds its watch).
+pub type OnDir<'a> = &'a (dyn Fn(&[u8], &OwnedFd) + Sync);
 
 /// Walks from `start` on `threads` threads, without the directory rule (the caller applies
 /// it over what it walked).
@@ -136,6 +143,7 @@ fn walk_jobs(
         pending: AtomicUsize::new(start.jobs.len()),
         queue: Mutex::new(start.jobs),
         descend: start.descend,
+        on_dir: start.on_dir,
         found: Mutex::new(Walk {
             newest_unlisted_ns: i64::MIN,
             ..Walk::default()
@@ -260,6 +268,9 @@ fn same_rule_file(old: Option<StatKey>, now: Option<StatKey>, written_ns: i64) -
 }
 
 fn visit_dir(shared: &Shared<'_>, job: Job) -> Result<(), TreeError> {
+    if let Some(on_dir) = shared.on_dir {
+        on_dir(&job.rel, &job.fd);
+    }
     let abs_dir = abs(shared.root, &job.rel);
     let record = job
         .rules_kept
@@ -279,10 +290,7 @@ fn visit_dir(shared: &Shared<'_>, job: Job) -> Result<(), TreeError> {
 }
 
 fn publish(shared: &Shared<'_>, rel: Vec<u8>, mut visited: Visited) {
-    if matches!(
-        shared.descend,
-        Descend::Nothing | Descend::SubdirectoriesOnly
-    ) {
+    if shared.descend == Descend::Nothing {
         visited.jobs.clear();
     }
     let tally = own_tally(&rel, &visited);
@@ -534,7 +542,7 @@ fn visit_entry(
     if shared.skip.is_some_and(|skip| skip == abs()) {
         return Ok(Some(Item::LeftOut));
     }
-    if d_type == FileType::RegularFile && shared.descend == Descend::SubdirectoriesOnly {
+    if d_type == FileType::RegularFile && shared.descend == Descend::DirectoriesOnly {
         return Ok(None);
     }
     // getdents' type is enough for everything but regular files, which need their stat key;

@@ -14,7 +14,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use snap_store::PathMap;
 
-use super::{DIR_FLAGS, Descend, DirCacheView, Job, WalkStart, stat_at, walk_jobs};
+use super::{DIR_FLAGS, Descend, DirCacheView, Job, OnDir, WalkStart, stat_at, walk_jobs};
 use crate::TreeError;
 use crate::config::Config;
 use crate::paths::{SNAPIGNORE, abs};
@@ -41,34 +41,52 @@ pub fn walk_seeded(
     dirs: &[Vec<u8>],
     descend: Descend,
 ) -> Result<Seeded, TreeError> {
-    walk_seeded_with(root, config, skip, dirs, descend, &mut SeedRules::default())
+    walk_from(
+        root,
+        config,
+        skip,
+        dirs,
+        WalkStartKind {
+            descend,
+            on_dir: None,
+        },
+    )
 }
 
-/// Each directory's own rules by path, read once and kept across walks from chosen
-/// directories (a watcher listing a new tree one level at a time). Rules read before an
-/// ignore file changed are stale: a holder starts afresh after such a change.
-#[derive(Default)]
-pub struct SeedRules(PathMap<Vec<u8>, Arc<Rules>>);
-
-impl std::fmt::Debug for SeedRules {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SeedRules({} directories)", self.0.len())
-    }
+/// Walks the directories under `under` (itself included) that the whole walk enters,
+/// calling `on_dir` with each before reading it; regular files are not looked at.
+pub fn walk_watching(
+    root: &Path,
+    config: &Config,
+    skip: Option<&Path>,
+    under: &[u8],
+    on_dir: OnDir<'_>,
+) -> Result<Seeded, TreeError> {
+    let how = WalkStartKind {
+        descend: Descend::DirectoriesOnly,
+        on_dir: Some(on_dir),
+    };
+    walk_from(root, config, skip, &[under.to_vec()], how)
 }
 
-/// As [`walk_seeded`], taking and keeping the rules of the directories on the way in `rules`.
-pub fn walk_seeded_with(
+/// How a walk from chosen directories goes.
+struct WalkStartKind<'a> {
+    descend: Descend,
+    on_dir: Option<OnDir<'a>>,
+}
+
+fn walk_from(
     root: &Path,
     config: &Config,
     skip: Option<&Path>,
     dirs: &[Vec<u8>],
-    descend: Descend,
-    rules: &mut SeedRules,
+    how: WalkStartKind<'_>,
 ) -> Result<Seeded, TreeError> {
+    let mut rules = PathMap::default();
     let mut jobs = Vec::with_capacity(dirs.len());
     let mut gone = Vec::new();
     for rel in dirs {
-        match seed_at(root, config, skip, rel, &mut rules.0)? {
+        match seed_at(root, config, skip, rel, &mut rules)? {
             Some(job) => jobs.push(job),
             None => gone.push(rel.clone()),
         }
@@ -79,12 +97,16 @@ pub fn walk_seeded_with(
         fs_now_ns: i64::MIN,
     };
     // Reading directories alone is one `getdents` each: threads pay off past a few.
-    let threads = match (descend, jobs.len()) {
-        (Descend::Everything, _) => 2,
-        (_, n) if n > 16 => 2,
-        _ => 1,
+    let threads = match (how.descend, jobs.len()) {
+        (Descend::Everything | Descend::DirectoriesOnly, _) => 2,
+        (Descend::Nothing, n) if n > 16 => 2,
+        (Descend::Nothing, _) => 1,
     };
-    let start = WalkStart { jobs, descend };
+    let start = WalkStart {
+        jobs,
+        descend: how.descend,
+        on_dir: how.on_dir,
+    };
     let walk = walk_jobs(root, config, skip, cache, threads, start)?;
     Ok(Seeded { walk, gone })
 }

@@ -59,6 +59,7 @@ pub fn dir_share(
         queue: Mutex::new(Vec::new()),
         pending: AtomicUsize::new(0),
         descend: super::Descend::Nothing,
+        on_dir: None,
         found: Mutex::new(Walk::default()),
         failure: Mutex::new(None),
     };

@@ -402,3 +402,19 @@ fn directories_made_in_a_burst_are_all_watched() {
     assert!(w.save());
     w.assert_head_is_the_walk("a file in each directory the burst made");
 }
+
+/// `--stop` returns once the watcher is gone, so a new one starts at once; `--status` and
+/// `--stop` with none running say so and succeed.
+#[test]
+fn a_stopped_watcher_can_be_started_again_at_once() {
+    let w = Watched::new();
+    for _ in 0..3 {
+        w.ok(&["watch", "--background"]);
+        assert_eq!(w.status()["running"], true);
+        w.ok(&["watch", "--stop"]);
+        assert_eq!(w.status()["running"], false);
+    }
+    let again: serde_json::Value =
+        serde_json::from_slice(&w.ok(&["--json", "watch", "--stop"]).stdout).unwrap();
+    assert_eq!(again["stopped"], false);
+}

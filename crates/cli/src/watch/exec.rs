@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use snap_tree::{SaveOptions, Workspace};
 
-use super::{Duties, Place, Started, background, stop};
+use super::{Duties, Place, Started, background, stop_child};
 use crate::Ctx;
 use crate::args::ExecArgs;
 
@@ -47,8 +47,8 @@ pub(crate) fn cmd_exec(ctx: &Ctx, args: ExecArgs) -> Result<()> {
     };
     let started = background(&quiet_ctx, &place, &duties)?;
     let status = run_forwarding_signals(&args, &ctx.start)?;
-    if started == Started::New {
-        stop(&quiet_ctx, &place)?;
+    if let Started::New(child) = started {
+        stop_child(&place, child)?;
     }
     let code = exit_code(status);
     save(ctx, &tags, &format!("after {}", tags.tool), Some(code))?;

@@ -133,6 +133,7 @@ pub(crate) fn cmd_watch(ctx: &Ctx, args: WatchArgs) -> Result<()> {
     }
     let duties = Duties::from_args(&args)?;
     if args.background {
+        // This process exits at once: the watcher, its child, is reparented.
         return background(ctx, &place, &duties).map(drop);
     }
     foreground(ctx, &place, &duties)
@@ -286,7 +287,7 @@ fn background(ctx: &Ctx, place: &Place, duties: &Duties) -> Result<Started> {
         // It listens only once its first scan and watches are done.
         if let Some(status) = ask_status(&client) {
             report_started(ctx, &status, "watching")?;
-            return Ok(Started::New);
+            return Ok(Started::New(child));
         }
         if let Some(code) = child.try_wait()? {
             let log =
@@ -311,9 +312,10 @@ fn background(ctx: &Ctx, place: &Place, duties: &Duties) -> Result<Started> {
 }
 
 /// Whether [`background`] started a watcher.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 enum Started {
-    New,
+    /// This process started it: its child, to wait for once stopped.
+    New(std::process::Child),
     Found,
 }
 
@@ -334,6 +336,18 @@ fn report_started(ctx: &Ctx, status: &Value, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Asks the watcher this process started to stop, and waits for it to exit.
+fn stop_child(place: &Place, mut child: std::process::Child) -> Result<()> {
+    let client = WatchClient {
+        socket: place.socket()?,
+    };
+    client
+        .ask(&Request::Stop)
+        .context("cannot reach the watcher to stop it")?;
+    child.wait().context("cannot wait for the watcher")?;
+    Ok(())
+}
+
 fn stop(ctx: &Ctx, place: &Place) -> Result<()> {
     let socket = place.socket()?;
     let client = WatchClient {
@@ -348,8 +362,15 @@ fn stop(ctx: &Ctx, place: &Place) -> Result<()> {
     client
         .ask(&Request::Stop)
         .context("cannot reach the watcher to stop it")?;
+    // Gone once its process is: until then it holds the lock a new watcher needs. (A
+    // watcher's child is not ours to wait for, so its pid is polled.)
+    let pid = status["pid"].as_i64().and_then(|p| i32::try_from(p).ok());
+    let pid = pid.and_then(rustix::process::Pid::from_raw);
+    let alive = |pid: Option<rustix::process::Pid>| {
+        pid.is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
+    };
     let asked = Instant::now();
-    while socket.exists() && asked.elapsed() < Duration::from_secs(10) {
+    while (socket.exists() || alive(pid)) && asked.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(10));
     }
     crate::emit_done(

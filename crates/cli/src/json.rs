@@ -203,6 +203,8 @@ pub struct DoctorDoc {
     pub set_aside_catalogs: Vec<String>,
     pub pending: Vec<String>,
     pub snap_on_path: Option<String>,
+    /// The running watcher's `snap watch --status`, or null.
+    pub watcher: Option<Value>,
 }
 
 /// Where one agent's hook is, or would go.

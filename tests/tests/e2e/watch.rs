@@ -418,3 +418,44 @@ fn a_stopped_watcher_can_be_started_again_at_once() {
         serde_json::from_slice(&w.ok(&["--json", "watch", "--stop"]).stdout).unwrap();
     assert_eq!(again["stopped"], false);
 }
+
+/// A watcher that stops hearing a directory (the test's stand-in for a filesystem that does
+/// not report every write) catches itself at its next check: a new epoch, so the next save
+/// walks everything and records the change it missed; `snap doctor` names it.
+#[test]
+fn a_silent_watcher_catches_itself_and_the_next_save_walks() {
+    let w = Watched::new();
+    w.ok(&["save"]);
+    let out = snap_cmd(&w.root, &["watch", "--background"])
+        .env("XDG_RUNTIME_DIR", w.runtime.path())
+        .env("SNAP_WATCH_DEAF", "src/m1")
+        .env("SNAP_WATCH_CHECK_MS", "200")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    w.save();
+    write(
+        &w.root,
+        "src/m1/sub/unheard.rs",
+        b"made where the watcher does not hear\n",
+    );
+    let waited = std::time::Instant::now();
+    while w.status()["silent_changes"] == 0 {
+        assert!(
+            waited.elapsed().as_secs() < 10,
+            "the check never ran: {}",
+            w.status()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(w.status()["epoch"].as_u64().unwrap() >= 2);
+    assert!(!w.save(), "a new epoch: the save walks");
+    w.assert_head_is_the_walk("after a change the watcher did not hear");
+    let doctor: serde_json::Value =
+        serde_json::from_slice(&w.ok(&["--json", "doctor"]).stdout).unwrap();
+    assert_eq!(doctor["watcher"]["last_silent_change"], "src/m1/sub");
+}

@@ -36,9 +36,34 @@ pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
         set_aside_catalogs: set_aside_catalogs(ws.store_dir()),
         pending,
         snap_on_path: on_path.as_ref().map(|p| p.display().to_string()),
+        watcher: crate::watch::status_of(ws.root()),
     };
     emit(ctx, json::value(&doc), || print_doctor(&doc, &hooks));
     Ok(())
+}
+
+/// The watcher's line: whether one runs, and whether it caught itself missing a change.
+fn print_watcher(status: Option<&serde_json::Value>) {
+    let Some(s) = status else {
+        println!(
+            "watcher: none running (snap watch --background makes saves read only what changed)"
+        );
+        return;
+    };
+    println!(
+        "watcher: pid {}, {} directories watched",
+        s["pid"], s["directories_watched"]
+    );
+    if let Some(doubt) = s["doubt"].as_str() {
+        println!("      every save walks the whole tree: {doubt}");
+    }
+    if let Some(path) = s["last_silent_change"].as_str() {
+        println!(
+            "      it missed a change in {path} ({} in all) and started a new epoch: its \
+             filesystem may not report every write",
+            s["silent_changes"]
+        );
+    }
 }
 
 /// `doctor` of a workspace whose catalog cannot be opened: everything doctor can say
@@ -69,6 +94,7 @@ fn doctor_unopened(ctx: &Ctx, e: anyhow::Error) -> Result<()> {
         set_aside_catalogs: set_aside_catalogs(&store),
         pending: Vec::new(),
         snap_on_path: snap_on_path().map(|p| p.display().to_string()),
+        watcher: crate::watch::status_of(&root),
     };
     emit(ctx, json::value(&doc), || print_doctor(&doc, &hooks));
     Ok(())
@@ -127,6 +153,7 @@ pub(crate) fn snap_on_path() -> Option<PathBuf> {
 
 fn print_doctor(doc: &json::DoctorDoc, hooks: &[HookPlace]) {
     println!("workspace {}", doc.root);
+    print_watcher(doc.watcher.as_ref());
     for h in hooks {
         if h.installed {
             println!("hook: {} installed ({})", h.agent, h.path.display());

@@ -14,11 +14,26 @@ use rustix::event::{PollFd, PollFlags};
 use serde_json::json;
 
 use super::autosave::Autosave;
-use super::watches::{COOKIE_PREFIX, Watches, everything};
+use super::watches::{COOKIE_PREFIX, Watches, check_silence, everything};
 use super::wire::{self, Request};
 
 /// How long a query waits for its cookie before the watcher doubts itself.
 const COOKIE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How often the watcher checks that no directory changed without an event.
+const CHECK_INTERVAL: Duration = Duration::from_secs(30);
+
+fn check_interval() -> Duration {
+    // The suites check sooner; a release build has no such switch.
+    #[cfg(feature = "testing")]
+    if let Some(ms) = std::env::var("SNAP_WATCH_CHECK_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return Duration::from_millis(ms);
+    }
+    CHECK_INTERVAL
+}
 
 /// How long a client may take to send its request.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -86,6 +101,8 @@ impl Daemon {
     fn serve_loop(&mut self) -> std::io::Result<Exit> {
         self.listener.set_nonblocking(true)?;
         let mut last_asked = Instant::now();
+        let mut last_check = Instant::now();
+        let check_every = check_interval();
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 return Ok(Exit::Stopped);
@@ -108,6 +125,12 @@ impl Daemon {
             let (events, client) = self.wait(next.min(Duration::from_millis(500)))?;
             if events {
                 self.watches.drain();
+            }
+            if last_check.elapsed() >= check_every {
+                last_check = Instant::now();
+                if self.sync().is_ok() {
+                    check_silence(&mut self.watches);
+                }
             }
             if client {
                 while let Ok((stream, _)) = self.listener.accept() {
@@ -215,6 +238,9 @@ impl Daemon {
             "uptime_s": self.started.elapsed().as_secs(),
             "idle_timeout_s": self.idle.map(|d| d.as_secs()),
             "autosaves": self.autosave.as_ref().map(|a| a.saves),
+            "checks": w.stamps.checks,
+            "silent_changes": w.stamps.mismatches,
+            "last_silent_change": w.stamps.last_mismatch,
         })
     }
 }

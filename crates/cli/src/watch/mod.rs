@@ -4,10 +4,11 @@
 //! token; the capture it serves lives in snap-tree (`ChangeSource`). It never opens the store.
 //!
 //! `watches.rs` owns the watches and the change log, `daemon.rs` the loop and its cookie
-//! round trip, `autosave.rs` the saves it makes by itself, `wire.rs` the socket's place and
+//! round trip, `check.rs` its check on its own silence, `autosave.rs` the saves it makes by itself, `wire.rs` the socket's place and
 //! frames, `client.rs` the asking side, `exec.rs` `snap exec`.
 
 mod autosave;
+mod check;
 mod client;
 mod daemon;
 pub(crate) mod exec;
@@ -148,6 +149,12 @@ pub(crate) fn attach(ws: &mut Workspace) {
     if socket.exists() {
         ws.set_change_source(Arc::new(WatchClient { socket }));
     }
+}
+
+/// The status of the workspace's watcher, when one answers.
+pub(crate) fn status_of(root: &Path) -> Option<Value> {
+    let socket = wire::socket_path(&wire::existing_socket_dir()?, root);
+    ask_status(&WatchClient { socket })
 }
 
 /// Starts a watcher in the background for a save under `[watch] auto`, when none runs.

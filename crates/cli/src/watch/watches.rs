@@ -18,6 +18,8 @@ use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
 use snap_tree::{Changes, Config, DirtyDir, Scope, WatchToken, flat};
 
+use super::check::{Stamp, Stamps};
+
 /// What a workspace watch listens for. Watches are added through `/proc/self/fd/N` of a
 /// directory opened with `O_NOFOLLOW`, so the link is followed on purpose (no `DONT_FOLLOW`).
 const DIR_EVENTS: WatchFlags = WatchFlags::CREATE
@@ -176,6 +178,8 @@ pub(crate) struct Watches {
     pub(crate) doubt: Option<String>,
     /// Set when the workspace root or the store went away: the watcher exits.
     pub(crate) gone: Option<String>,
+    /// Each watch's stamp, for the check on silence.
+    pub(crate) stamps: Stamps,
 }
 
 /// What reading the queue found besides changes.
@@ -204,6 +208,7 @@ impl Watches {
             events: 0,
             doubt: untrusted_filesystem(root),
             gone: None,
+            stamps: Stamps::default(),
         };
         watches.watch_under(b"");
         Ok(watches)
@@ -235,10 +240,12 @@ impl Watches {
             // directory, whatever its path holds now.
             let path = format!("/proc/self/fd/{}", dir.as_raw_fd());
             let result = inotify::add_watch(&self.fd, path.as_str(), DIR_EVENTS);
+            // Stamped once watched: a change after this is an event.
+            let stamp = rustix::fs::fstat(dir).ok().map(|st| Stamp::of(&st));
             added
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .push((rel.to_vec(), result));
+                .push((rel.to_vec(), result, stamp));
         };
         let plan = snap_tree::watch_tree(
             &self.root,
@@ -247,7 +254,10 @@ impl Watches {
             under,
             &on_dir,
         );
-        for (rel, result) in added.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        for (rel, result, stamp) in added.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            if let (Ok(wd), Some(stamp)) = (&result, stamp) {
+                self.stamps.set(*wd, stamp);
+            }
             self.record(rel, result);
         }
         match plan {
@@ -298,6 +308,7 @@ impl Watches {
             let _ = inotify::remove_watch(&self.fd, wd);
             self.by_path.remove(&path);
             self.by_wd.remove(&wd);
+            self.stamps.remove(wd);
         }
         self.unwatched.retain(|path| !flat::is_within(path, rel));
     }
@@ -345,6 +356,11 @@ impl Watches {
         let Some(dir) = self.by_wd.get(&wd).cloned() else {
             return;
         };
+        #[cfg(feature = "testing")]
+        if deaf_to(&dir) {
+            return;
+        }
+        self.stamps.touch(wd);
         match name {
             Some(name) => self.on_entry_event(&dir, &name, mask),
             None => self.on_self_event(wd, &dir, mask),
@@ -374,6 +390,7 @@ impl Watches {
             if mask.contains(ReadFlags::IGNORED) {
                 self.by_wd.remove(&wd);
                 self.by_path.remove(dir);
+                self.stamps.remove(wd);
             }
             self.log.mark(flat::split(dir).0, Scope::Dir);
             self.log.mark(dir, Scope::Dir);
@@ -406,8 +423,37 @@ impl Watches {
     }
 }
 
+/// Checks that no watched directory changed without an event; one that did starts a new
+/// epoch. Call after the queue was read up to a cookie; returns how many did.
+pub(crate) fn check_silence(watches: &mut Watches) -> usize {
+    let moved = watches.stamps.moved_silently(&watches.root, &watches.by_wd);
+    // An event may have come in since the cookie: read the queue, and forgive those.
+    watches.drain();
+    let silent: Vec<Vec<u8>> = (moved.into_iter())
+        .filter(|(wd, _)| !watches.stamps.was_touched(*wd))
+        .map(|(_, path)| path)
+        .collect();
+    if let Some(path) = silent.first() {
+        let shown = String::from_utf8_lossy(path).into_owned();
+        eprintln!("snap: watcher check: {shown:?} changed without an event; starting a new epoch");
+        watches.stamps.mismatches += silent.len() as u64;
+        watches.stamps.last_mismatch = Some(shown);
+        watches.log.new_epoch();
+        watches.stamps.forget_all();
+    }
+    silent.len()
+}
+
+/// A test's stand-in for a silent watcher: events in directories whose path holds
+/// `SNAP_WATCH_DEAF` are dropped (only with the `testing` feature).
+#[cfg(feature = "testing")]
+fn deaf_to(dir: &[u8]) -> bool {
+    std::env::var("SNAP_WATCH_DEAF")
+        .is_ok_and(|deaf| !deaf.is_empty() && dir.windows(deaf.len()).any(|w| w == deaf.as_bytes()))
+}
+
 /// The workspace-relative `rel` on disk.
-fn snap_abs(root: &Path, rel: &[u8]) -> PathBuf {
+pub(crate) fn snap_abs(root: &Path, rel: &[u8]) -> PathBuf {
     match rel.is_empty() {
         true => root.to_path_buf(),
         false => root.join(OsStr::from_bytes(rel)),

@@ -218,6 +218,17 @@ impl Config {
         *h.finalize().as_bytes()
     }
 
+    /// What the tree a capture finds depends on besides the tree itself: the walk fingerprint
+    /// and the file size limit. A watcher's token (FORMAT.md 6.6) is trusted only under the
+    /// one it was recorded with.
+    pub fn capture_fingerprint(&self, store_dir: Option<&Path>) -> [u8; 32] {
+        let mut h = blake3::Hasher::new();
+        h.update(b"snap capture 1\0");
+        h.update(&self.walk_fingerprint(store_dir));
+        h.update(&self.max_file_size.to_le_bytes());
+        *h.finalize().as_bytes()
+    }
+
     /// True if `rel` is one of the `exclude_paths` or lies under one.
     pub fn excludes_path(&self, rel: &[u8]) -> bool {
         self.exclude_paths.iter().any(|p| {

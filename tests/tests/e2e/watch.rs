@@ -80,6 +80,10 @@ impl Watched {
     /// Asserts that HEAD is what a fresh store's whole walk finds now.
     fn assert_head_is_the_walk(&self, what: &str) {
         let store = tempfile::tempdir().unwrap();
+        // Under the workspace's own config.
+        if let Ok(config) = std::fs::read(self.root.join(".snap/config.toml")) {
+            std::fs::write(store.path().join("config.toml"), config).unwrap();
+        }
         let fresh = Workspace::init(&self.root, Some(store.path()), true).unwrap();
         let opts = SaveOptions {
             allow_empty: true,
@@ -458,4 +462,70 @@ fn a_silent_watcher_catches_itself_and_the_next_save_walks() {
     let doctor: serde_json::Value =
         serde_json::from_slice(&w.ok(&["--json", "doctor"]).stdout).unwrap();
     assert_eq!(doctor["watcher"]["last_silent_change"], "src/m1/sub");
+}
+
+/// A config change while the watcher runs (a directory excluded by default made tracked)
+/// starts a new epoch and watches what is tracked now; a config that cannot be read puts it
+/// in doubt until it can.
+#[test]
+fn the_watcher_follows_the_config() {
+    let w = Watched::new();
+    write(&w.root, "build/out/a.o", b"built\n");
+    w.ok(&["save"]);
+    w.ok(&["watch", "--background"]);
+    w.save();
+    std::fs::write(w.root.join(".snap/config.toml"), "exclude_dirs = []\n").unwrap();
+    assert!(!w.save(), "another config: the save walks");
+    w.assert_head_is_the_walk("build/ tracked now");
+    write(&w.root, "build/out/b.o", b"built later\n");
+    assert!(w.save());
+    w.assert_head_is_the_walk("a file in build/, watched since the config changed");
+    std::fs::write(w.root.join(".snap/config.toml"), "exclude_dirs = 3\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(w.status()["doubt"].as_str().unwrap().contains("config"));
+    std::fs::write(w.root.join(".snap/config.toml"), "exclude_dirs = []\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(w.status()["doubt"], serde_json::Value::Null);
+}
+
+/// Past its watch budget the watcher answers everything (and says how to raise the limit);
+/// the workspace moved away from under it, it exits.
+#[test]
+fn a_watcher_past_its_budget_doubts_and_one_whose_root_moves_exits() {
+    let w = Watched::new();
+    w.ok(&["save"]);
+    let out = snap_cmd(&w.root, &["watch", "--background"])
+        .env("XDG_RUNTIME_DIR", w.runtime.path())
+        .env("SNAP_WATCH_BUDGET", "5")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doubt = w.status()["doubt"].as_str().unwrap().to_string();
+    assert!(doubt.contains("max_user_watches"), "{doubt}");
+    write(&w.root, "src/m0/sub/f0.rs", b"changed\n");
+    assert!(!w.save());
+    w.assert_head_is_the_walk("past the budget");
+    let socket_dir = w.runtime.path().join("snap");
+    let moved = w.root.with_file_name(format!(
+        "{}-moved",
+        w.root.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::rename(&w.root, &moved).unwrap();
+    let gone = std::time::Instant::now();
+    while std::fs::read_dir(&socket_dir)
+        .unwrap()
+        .flatten()
+        .any(|e| e.path().extension().is_some_and(|x| x == "sock"))
+    {
+        assert!(
+            gone.elapsed().as_secs() < 10,
+            "the watcher outlived its workspace's move"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::rename(&moved, &w.root).unwrap();
 }

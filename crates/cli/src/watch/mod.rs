@@ -44,7 +44,6 @@ const START_TIMEOUT: Duration = Duration::from_secs(300);
 struct Place {
     root: PathBuf,
     store_dir: PathBuf,
-    config: Config,
 }
 
 impl Place {
@@ -72,12 +71,7 @@ impl Place {
                 (root, store_dir)
             }
         };
-        let config = Config::load(&store_dir)?;
-        Ok(Place {
-            root,
-            store_dir,
-            config,
-        })
+        Ok(Place { root, store_dir })
     }
 
     fn socket(&self) -> Result<PathBuf> {
@@ -171,6 +165,7 @@ pub(crate) fn autostart(ws: &Workspace, store: Option<&Path>) {
 }
 
 fn foreground(ctx: &Ctx, place: &Place, duties: &Duties) -> Result<()> {
+    let config = Config::load(&place.store_dir)?;
     let socket = place.socket()?;
     let _lock = take_lock(&socket, &place.root)?;
     // We hold the lock: a socket left there is a dead watcher's.
@@ -184,7 +179,7 @@ fn foreground(ctx: &Ctx, place: &Place, duties: &Duties) -> Result<()> {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .context("cannot watch for signals")?;
     }
-    let watches = Watches::start(&place.root, &place.store_dir, place.config.clone())
+    let watches = Watches::start(&place.root, &place.store_dir, config.clone())
         .with_context(|| format!("cannot watch {}", place.root.display()))?;
     let listener = UnixListener::bind(&socket)
         .with_context(|| format!("cannot listen on {}", socket.display()))?;
@@ -197,7 +192,7 @@ fn foreground(ctx: &Ctx, place: &Place, duties: &Duties) -> Result<()> {
             watches.watched()
         );
     }
-    let idle = idle_timeout(&place.config)?;
+    let idle = idle_timeout(&config)?;
     let mut daemon = Daemon::new(
         watches,
         listener,

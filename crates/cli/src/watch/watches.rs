@@ -34,11 +34,16 @@ const DIR_EVENTS: WatchFlags = WatchFlags::CREATE
     .union(WatchFlags::ONLYDIR)
     .union(WatchFlags::EXCL_UNLINK);
 
-/// The store directory's watch: cookies, and the store going away.
+/// The store directory's watch: cookies, the config changing, and the store going away.
 const STORE_EVENTS: WatchFlags = WatchFlags::CREATE
+    .union(WatchFlags::CLOSE_WRITE)
+    .union(WatchFlags::MOVED_TO)
     .union(WatchFlags::DELETE_SELF)
     .union(WatchFlags::MOVE_SELF)
     .union(WatchFlags::ONLYDIR);
+
+/// What the watcher's doubt says while the config cannot be read.
+const CONFIG_DOUBT: &str = "cannot read the config";
 
 /// Cookie files in the store directory start with this.
 pub(crate) const COOKIE_PREFIX: &str = "watch-cookie-";
@@ -372,10 +377,38 @@ impl Watches {
             self.gone = Some("the store directory went away".into());
             return;
         }
-        if let Some(name) = name.and_then(|n| String::from_utf8(n).ok())
-            && name.starts_with(COOKIE_PREFIX)
-        {
+        let Some(name) = name.and_then(|n| String::from_utf8(n).ok()) else {
+            return;
+        };
+        if name.starts_with(COOKIE_PREFIX) && mask.contains(ReadFlags::CREATE) {
             drained.cookies.push(name);
+        } else if name == "config.toml"
+            && mask.intersects(ReadFlags::CLOSE_WRITE | ReadFlags::MOVED_TO)
+        {
+            self.reload_config();
+        }
+    }
+
+    /// Takes the config again after `config.toml` changed: under other exclusions or another
+    /// size limit, nothing from before can be vouched for, and other directories may be
+    /// tracked now.
+    fn reload_config(&mut self) {
+        match Config::load(&self.store_dir) {
+            Ok(config) => {
+                let store = Some(self.store_dir.as_path());
+                let mended = (self.doubt.as_deref()).is_some_and(|d| d.starts_with(CONFIG_DOUBT));
+                if mended {
+                    self.doubt = None;
+                }
+                if mended
+                    || config.capture_fingerprint(store) != self.config.capture_fingerprint(store)
+                {
+                    self.config = config;
+                    self.log.new_epoch();
+                    self.watch_under(b"");
+                }
+            }
+            Err(e) => self.doubt = Some(format!("{CONFIG_DOUBT}: {e}")),
         }
     }
 
@@ -462,6 +495,14 @@ pub(crate) fn snap_abs(root: &Path, rel: &[u8]) -> PathBuf {
 
 /// How many watches this watcher may hold: [`BUDGET_PERCENT`] of the system's limit.
 fn watch_budget() -> usize {
+    // The suites force the limit; a release build has no such switch.
+    #[cfg(feature = "testing")]
+    if let Some(n) = std::env::var("SNAP_WATCH_BUDGET")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return n;
+    }
     let limit = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
         .ok()
         .and_then(|s| s.trim().parse::<usize>().ok())

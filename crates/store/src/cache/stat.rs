@@ -338,7 +338,8 @@ pub struct WatchMemo {
     pub root: ObjectId,
     /// The filesystem clock at the start of that capture.
     pub written_ns: i64,
-    /// The walk fingerprint (exclusions, store path) the capture walked under.
+    /// The fingerprint of the config the capture walked under (exclusions, store path, file
+    /// size limit).
     pub fingerprint: [u8; 32],
 }
 

@@ -323,7 +323,7 @@ impl Workspace {
         let Some(source) = &self.source else {
             return Ok(None);
         };
-        let fingerprint = self.config.walk_fingerprint(Some(self.store.dir()));
+        let fingerprint = self.config.capture_fingerprint(Some(self.store.dir()));
         let memo = (self.store.watch_memo()?).filter(|m| m.fingerprint == fingerprint);
         let since = memo.map(|m| WatchToken {
             instance: m.instance,

@@ -529,3 +529,56 @@ fn a_watcher_past_its_budget_doubts_and_one_whose_root_moves_exits() {
     }
     std::fs::rename(&moved, &w.root).unwrap();
 }
+
+/// Writes racing saves (a writer making files and directories while saves run) are never
+/// lost to later saves: once the writer stops, the next save records what a walk records.
+/// The watcher killed with -9 at random moments of a save, and started again, loses nothing
+/// either.
+#[test]
+fn writes_racing_saves_and_a_watcher_killed_mid_save_lose_nothing() {
+    let w = Watched::new();
+    w.ok(&["save"]);
+    w.ok(&["watch", "--background"]);
+    w.save();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n += 1;
+                let dir = w.root.join(format!("race/d{}/e{}", n % 7, n % 3));
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join(format!("f{}", n % 11)), format!("{n}\n")).unwrap();
+                if n % 5 == 0 {
+                    let _ = std::fs::remove_file(dir.join(format!("f{}", (n + 3) % 11)));
+                }
+            }
+        });
+        for _ in 0..12 {
+            w.ok(&["save"]);
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    w.save();
+    w.assert_head_is_the_walk("after the writer stopped");
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    for round in 0..6 {
+        write(
+            &w.root,
+            &format!("race/kill{round}"),
+            b"made before the kill\n",
+        );
+        let pid = w.status()["pid"].as_i64().unwrap() as i32;
+        let pid = rustix::process::Pid::from_raw(pid).unwrap();
+        let save = snap_cmd(&w.root, &["save", "-q"])
+            .env("XDG_RUNTIME_DIR", w.runtime.path())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(rng.below(4000)));
+        rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+        assert!(save.wait_with_output().unwrap().status.success());
+        w.ok(&["watch", "--background"]);
+        w.save();
+        w.assert_head_is_the_walk(&format!("after kill {round}"));
+    }
+}

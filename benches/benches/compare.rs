@@ -12,7 +12,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion};
-use snap_benches::{dir_size, floor_walk, generate, installed, run};
+use snap_benches::{
+    dir_size, floor_walk, generate, git_add_commit, git_shadow, installed, median, run,
+};
 use snap_tree::{SaveOptions, Workspace};
 
 struct Bench {
@@ -84,19 +86,7 @@ fn once(label: &str, f: impl FnOnce()) -> Duration {
 }
 
 fn git(b: &Bench, tree: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.env("GIT_DIR", b.peers.join("git"))
-        .env("GIT_WORK_TREE", tree)
-        .current_dir(tree);
-    cmd.args([
-        "-c",
-        "user.name=bench",
-        "-c",
-        "user.email=bench@example.invalid",
-        "-c",
-        "core.excludesFile=/dev/null",
-    ]);
-    cmd
+    git_shadow(&b.peers.join("git"), tree)
 }
 
 fn restic(b: &Bench) -> Command {
@@ -359,29 +349,12 @@ fn bench_per_call(c: &mut Criterion, b: &Bench) {
     }
     if installed("git") {
         let git_dir = b.peers.join("git-small");
-        let git = || {
-            let mut cmd = Command::new("git");
-            cmd.env("GIT_DIR", &git_dir)
-                .env("GIT_WORK_TREE", &b.small)
-                .current_dir(&b.small);
-            cmd.args([
-                "-c",
-                "user.name=bench",
-                "-c",
-                "user.email=bench@example.invalid",
-            ]);
-            cmd
-        };
-        run(git().args(["init", "-q"]));
-        run(git().args(["add", "-A"]));
-        run(git().args(["commit", "-q", "-m", "first"]));
+        run(git_shadow(&git_dir, &b.small).args(["init", "-q"]));
+        git_add_commit(&git_dir, &b.small, "first");
         g.bench_function("git-per-call-add-commit", |bch| {
             bch.iter_batched(
                 || touch_files(&b.small, 1, &mut round),
-                |()| {
-                    run(git().args(["add", "-A"]));
-                    run(git().args(["commit", "-q", "-m", "call"]));
-                },
+                |()| git_add_commit(&git_dir, &b.small, "call"),
                 BatchSize::PerIteration,
             )
         });
@@ -614,23 +587,6 @@ fn touched(tree: &Path, n: u64, round: u64) -> Vec<PathBuf> {
                 .join(format!("f{i}.rs"))
         })
         .collect()
-}
-
-/// Median of a case from criterion's saved estimates, if it ran.
-fn median(group: &str, case: &str) -> Option<f64> {
-    let dir = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
-        PathBuf::from,
-    );
-    let text = std::fs::read_to_string(
-        dir.join("criterion")
-            .join(group)
-            .join(case)
-            .join("new/estimates.json"),
-    )
-    .ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v["median"]["point_estimate"].as_f64()
 }
 
 fn print_ratios(b: &Bench, first: &[(String, Duration)]) {

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion};
-use snap_benches::{Shape, floor_walk, installed, run};
+use snap_benches::{Shape, floor_walk, git_add_commit, git_shadow, installed, median, run};
 
 struct Bench {
     tree: PathBuf,
@@ -226,44 +226,17 @@ fn bench_per_call(c: &mut Criterion, b: &Bench) {
     b.stop(&b.small);
     if installed("git") {
         let git_dir = b.small.with_file_name("git");
-        let git = || {
-            let mut cmd = Command::new("git");
-            cmd.env("GIT_DIR", &git_dir)
-                .env("GIT_WORK_TREE", &b.small)
-                .current_dir(&b.small)
-                .args([
-                    "-c",
-                    "user.name=bench",
-                    "-c",
-                    "user.email=bench@example.invalid",
-                ]);
-            cmd
-        };
-        run(git().args(["init", "-q"]));
-        run(git().args(["add", "-A"]));
-        run(git().args(["commit", "-q", "-m", "first"]));
+        run(git_shadow(&git_dir, &b.small).args(["init", "-q"]));
+        git_add_commit(&git_dir, &b.small, "first");
         g.bench_function("git-per-call-add-commit", |bch| {
             bch.iter_batched(
                 || touch(&targets, &mut round),
-                |()| {
-                    run(git().args(["add", "-A"]));
-                    run(git().args(["commit", "-q", "-m", "call"]));
-                },
+                |()| git_add_commit(&git_dir, &b.small, "call"),
                 BatchSize::PerIteration,
             )
         });
     }
     g.finish();
-}
-
-fn median(group: &str, case: &str) -> Option<f64> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/criterion")
-        .join(group)
-        .join(case)
-        .join("new/estimates.json");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    v["median"]["point_estimate"].as_f64()
 }
 
 fn print_ratios(b: &Bench, notes: &[String]) {

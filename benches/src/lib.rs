@@ -231,6 +231,46 @@ pub fn installed(program: &str) -> bool {
     })
 }
 
+/// `git` over `work_tree` with its repository in `git_dir` (a shadow `GIT_DIR`, so the tree
+/// holds no `.git`), with a fixed identity and no global excludes file.
+pub fn git_shadow(git_dir: &Path, work_tree: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.env("GIT_DIR", git_dir)
+        .env("GIT_WORK_TREE", work_tree)
+        .current_dir(work_tree);
+    cmd.args([
+        "-c",
+        "user.name=bench",
+        "-c",
+        "user.email=bench@example.invalid",
+        "-c",
+        "core.excludesFile=/dev/null",
+    ]);
+    cmd
+}
+
+/// `git add -A && git commit`, what a per-call peer pays for each tool call.
+pub fn git_add_commit(git_dir: &Path, work_tree: &Path, message: &str) {
+    run(git_shadow(git_dir, work_tree).args(["add", "-A"]));
+    run(git_shadow(git_dir, work_tree).args(["commit", "-q", "-m", message]));
+}
+
+/// A criterion case's median time in nanoseconds, this run's, from `target/criterion`
+/// (`CARGO_TARGET_DIR`'s when set).
+pub fn median(group: &str, case: &str) -> Option<f64> {
+    let dir = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
+        std::path::PathBuf::from,
+    );
+    let path = dir
+        .join("criterion")
+        .join(group)
+        .join(case)
+        .join("new/estimates.json");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    v["median"]["point_estimate"].as_f64()
+}
+
 /// Runs a command, panicking with its stderr if it fails (a bench cannot go on without it).
 pub fn run(cmd: &mut Command) {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));

@@ -67,6 +67,21 @@ impl Watched {
         String::from_utf8_lossy(&out.stderr).contains("changed directories read")
     }
 
+    /// Starts a watcher in the background with `env` set (the testing-only switches).
+    fn start_with(&self, env: &[(&str, &str)]) {
+        let mut cmd = snap_cmd(&self.root, &["watch", "--background"]);
+        cmd.env("XDG_RUNTIME_DIR", self.runtime.path());
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     fn status(&self) -> serde_json::Value {
         serde_json::from_slice(&self.ok(&["--json", "watch", "--status"]).stdout).unwrap()
     }
@@ -269,16 +284,7 @@ fn a_watcher_killed_stale_or_overflowed_never_misrecords_a_change() {
 fn a_watcher_on_a_filesystem_it_cannot_trust_answers_everything() {
     let w = Watched::new();
     w.ok(&["save"]);
-    let out = snap_cmd(&w.root, &["watch", "--background"])
-        .env("XDG_RUNTIME_DIR", w.runtime.path())
-        .env("SNAP_WATCH_ASSUME_NETWORK_FS", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    w.start_with(&[("SNAP_WATCH_ASSUME_NETWORK_FS", "1")]);
     assert!(w.status()["doubt"].as_str().unwrap().contains("network"));
     for n in 0..3 {
         write(&w.root, "src/m0/sub/f0.rs", format!("{n}\n").as_bytes());
@@ -430,17 +436,10 @@ fn a_stopped_watcher_can_be_started_again_at_once() {
 fn a_silent_watcher_catches_itself_and_the_next_save_walks() {
     let w = Watched::new();
     w.ok(&["save"]);
-    let out = snap_cmd(&w.root, &["watch", "--background"])
-        .env("XDG_RUNTIME_DIR", w.runtime.path())
-        .env("SNAP_WATCH_DEAF", "src/m1")
-        .env("SNAP_WATCH_CHECK_MS", "200")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    w.start_with(&[
+        ("SNAP_WATCH_DEAF", "src/m1"),
+        ("SNAP_WATCH_CHECK_MS", "200"),
+    ]);
     w.save();
     write(
         &w.root,
@@ -494,16 +493,7 @@ fn the_watcher_follows_the_config() {
 fn a_watcher_past_its_budget_doubts_and_one_whose_root_moves_exits() {
     let w = Watched::new();
     w.ok(&["save"]);
-    let out = snap_cmd(&w.root, &["watch", "--background"])
-        .env("XDG_RUNTIME_DIR", w.runtime.path())
-        .env("SNAP_WATCH_BUDGET", "5")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    w.start_with(&[("SNAP_WATCH_BUDGET", "5")]);
     let doubt = w.status()["doubt"].as_str().unwrap().to_string();
     assert!(doubt.contains("max_user_watches"), "{doubt}");
     write(&w.root, "src/m0/sub/f0.rs", b"changed\n");

@@ -36,6 +36,9 @@ use daemon::{Daemon, Exit};
 use watches::Watches;
 use wire::Request;
 
+/// How long a new watcher waits for the lock of one that is exiting.
+const LOCK_PATIENCE: Duration = Duration::from_secs(2);
+
 /// How long `--background` waits for the watcher's first scan.
 const START_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -234,12 +237,19 @@ fn take_lock(socket: &Path, root: &Path) -> Result<std::fs::File> {
         .mode(0o600)
         .open(&path)
         .with_context(|| format!("cannot open {}", path.display()))?;
-    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-        Ok(()) => Ok(file),
-        Err(rustix::io::Errno::WOULDBLOCK) => {
-            bail!("a watcher already runs for {}", root.display())
+    // A watcher killed a moment ago may still hold it while the kernel tears it down.
+    let asked = Instant::now();
+    loop {
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(file),
+            Err(rustix::io::Errno::WOULDBLOCK) if asked.elapsed() < LOCK_PATIENCE => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                bail!("a watcher already runs for {}", root.display())
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot lock {}", path.display())),
         }
-        Err(e) => Err(e).with_context(|| format!("cannot lock {}", path.display())),
     }
 }
 

@@ -427,4 +427,10 @@ pub struct LogArgs {
     /// Also show the store's size and what gc would reclaim.
     #[arg(long)]
     pub stats: bool,
+    /// One short line a snapshot: short id, sequence, short session, message, tool.
+    #[arg(long)]
+    pub oneline: bool,
+    /// Only snapshots that changed these paths (files or directories: anything under them).
+    #[arg(last = true, value_name = "PATHS")]
+    pub paths: Vec<std::path::PathBuf>,
 }

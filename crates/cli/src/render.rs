@@ -120,7 +120,38 @@ pub fn snapshot_line(s: &Snapshot) -> String {
 }
 
 pub fn log_line(e: &LogEntry) -> String {
-    let tag = if e.is_head {
+    format!("{}{}", log_tag(e), snapshot_line(&e.snapshot))
+}
+
+/// `snap log --oneline`: tag, short id, sequence, the session's first 8 characters, the
+/// message (or the kind), and the `tool` meta when there is one.
+pub fn oneline(e: &LogEntry) -> String {
+    let r = &e.snapshot.record;
+    let session: String = r
+        .session
+        .as_deref()
+        .map_or("-".into(), |s| s.chars().take(8).collect());
+    let what = match r.message.is_empty() {
+        true => r.kind.as_str().to_string(),
+        false => r.message.clone(),
+    };
+    let mut line = format!(
+        "{}{} #{:<4} {:<8} {}",
+        log_tag(e),
+        &e.snapshot.id.to_hex()[..8],
+        r.seq,
+        text_shown(&session),
+        text_shown(&what)
+    );
+    if let Some((_, tool)) = r.meta.iter().find(|(k, _)| k == "tool") {
+        line.push_str(&format!(" [{}]", text_shown(tool)));
+    }
+    line
+}
+
+/// `HEAD `, `redo `, `gone ` or blanks: where a log row stands.
+fn log_tag(e: &LogEntry) -> &'static str {
+    if e.is_head {
         "HEAD "
     } else if e.redoable {
         "redo "
@@ -128,8 +159,7 @@ pub fn log_line(e: &LogEntry) -> String {
         "gone "
     } else {
         "     "
-    };
-    format!("{tag}{}", snapshot_line(&e.snapshot))
+    }
 }
 
 /// `finished an interrupted undo: HEAD is #N (M paths touched)`.

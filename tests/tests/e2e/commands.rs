@@ -899,3 +899,64 @@ fn export_writes_a_snapshot_elsewhere_and_touches_nothing() {
     );
     assert_eq!(everything(d), before);
 }
+
+/// `snap log -- PATHS` lists only the snapshots that changed them (a path given from a
+/// subdirectory is taken from there); `--oneline` is one short line each, with the `tool`
+/// meta; a path outside the workspace is one `error:` line.
+#[test]
+fn log_of_paths_and_oneline() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "src/a.rs", b"1\n");
+    write(d, "README.md", b"1\n");
+    ok(d, &["save", "-m", "first"]);
+    write(d, "src/a.rs", b"2\n");
+    ok(
+        d,
+        &[
+            "save",
+            "-m",
+            "edit a",
+            "--meta",
+            "tool=Edit",
+            "--session",
+            "sess-0123456789",
+        ],
+    );
+    write(d, "README.md", b"2\n");
+    ok(d, &["save", "-m", "readme"]);
+    let listed = |args: &[&str]| -> Vec<u64> {
+        let v = json(d, args);
+        (v["snapshots"].as_array().unwrap().iter())
+            .map(|s| s["seq"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(listed(&["log", "--", "src/a.rs"]), [2, 1]);
+    assert_eq!(listed(&["log", "--", "src"]), [2, 1]);
+    assert_eq!(listed(&["log", "--", "README.md"]), [3, 1]);
+    assert_eq!(listed(&["log", "-n", "1", "--", "src", "README.md"]), [3]);
+    let from_src = snap_cmd(&d.join("src"), &["--json", "log", "--", "a.rs"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&from_src.stdout).unwrap();
+    assert_eq!(v["snapshots"].as_array().unwrap().len(), 2, "{v}");
+    let oneline = ok(d, &["log", "--oneline"]);
+    let lines: Vec<&str> = oneline.lines().collect();
+    assert_eq!(lines.len(), 3, "{oneline}");
+    assert!(
+        lines[0].starts_with("HEAD ") && lines[0].contains("#3") && lines[0].contains("readme")
+    );
+    assert!(
+        lines[1].contains("sess-012 ") && lines[1].ends_with("edit a [Edit]"),
+        "{}",
+        lines[1]
+    );
+    assert!(!lines[1].contains("sess-0123456789"));
+    let outside = snap(d, &["log", "--", "/etc/passwd"]);
+    assert_eq!(outside.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&outside.stderr).starts_with("error: "));
+    assert_eq!(
+        ok(d, &["log", "--", "nowhere"]).trim(),
+        "no snapshot matches"
+    );
+}

@@ -1,6 +1,7 @@
-//! `snap log`: the history, newest first, with filters and `--stats`.
+//! `snap log`: the history, newest first, with filters (`-- PATHS` among them), `--oneline`
+//! and `--stats`.
 
-use super::{Ctx, LogArgs, Result, emit, json, lifecycle, log_line, open_reading};
+use super::{Ctx, LogArgs, Result, emit, json, lifecycle, log_line, oneline, open_reading};
 
 pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
     let ws = open_reading(ctx)?;
@@ -8,8 +9,11 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
     let now_ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64);
-    let entries: Vec<_> = ws
-        .log(f.all)?
+    let log = match f.paths.is_empty() {
+        true => ws.log(f.all)?,
+        false => ws.log_touching(f.all, &super::workspace_paths(&ws, &ctx.start, &f.paths)?)?,
+    };
+    let entries: Vec<_> = log
         .into_iter()
         .filter(|e| since_ns.is_none_or(|d| e.snapshot.record.time_ns >= now_ns - d))
         .filter(|e| f.step.is_none_or(|s| e.snapshot.record.step == Some(s)))
@@ -22,8 +26,11 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
         .collect();
     let head = ws.head()?.map(|h| h.id.to_hex());
     // Filters that select nothing are not an empty history.
-    let filtered =
-        f.since.is_some() || f.step.is_some() || f.session.is_some() || f.max_count.is_some();
+    let filtered = f.since.is_some()
+        || f.step.is_some()
+        || f.session.is_some()
+        || f.max_count.is_some()
+        || !f.paths.is_empty();
     let none_match =
         entries.is_empty() && filtered && (head.is_some() || !ws.log(true)?.is_empty());
     let stats = if f.stats { Some(ws.stats()?) } else { None };
@@ -42,7 +49,10 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
             _ => {}
         }
         for e in &entries {
-            println!("{}", log_line(e));
+            match f.oneline {
+                true => println!("{}", oneline(e)),
+                false => println!("{}", log_line(e)),
+            }
         }
     });
     Ok(())

@@ -134,4 +134,68 @@ impl Workspace {
         });
         Ok(entries.collect())
     }
+
+    /// The log (as [`Self::log`]) of only the snapshots that changed any of `paths`
+    /// (workspace-relative; a directory counts when anything under it changed, and `""` is
+    /// the whole tree): the entry a snapshot's tree holds at the path differs from its
+    /// parent's, in kind, content, size or mode. Only the trees along each path are read.
+    /// A first snapshot changed whatever it holds; one whose parent is gone from the store
+    /// counts as changing everything, since nothing says otherwise.
+    pub fn log_touching(&self, all: bool, paths: &[Vec<u8>]) -> Result<Vec<LogEntry>, TreeError> {
+        let roots: std::collections::HashMap<ObjectId, ObjectId> = (self.store.snapshots()?)
+            .into_iter()
+            .map(|(id, record)| (id, record.root))
+            .collect();
+        let mut out = Vec::new();
+        for entry in self.log(all)? {
+            let record = &entry.snapshot.record;
+            let parent = record.parent.map(|p| roots.get(&p).copied());
+            if self.changed_any(&record.root, parent, paths)? {
+                out.push(entry);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether the tree `root` holds, at any of `paths`, something else than its parent's
+    /// tree (`None`: no parent; `Some(None)`: a parent no longer in the store).
+    fn changed_any(
+        &self,
+        root: &ObjectId,
+        parent: Option<Option<ObjectId>>,
+        paths: &[Vec<u8>],
+    ) -> Result<bool, TreeError> {
+        let parent = match parent {
+            None => None,
+            Some(None) => return Ok(true),
+            Some(Some(parent)) => Some(parent),
+        };
+        for path in paths {
+            let now = self.entry_or_root(root, path)?;
+            let before = match parent {
+                Some(parent) => match self.entry_or_root(&parent, path) {
+                    Ok(before) => before,
+                    Err(_) => return Ok(true),
+                },
+                None => None,
+            };
+            if now != before {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// What tree `root` holds at `path`, the root itself for `""`.
+    fn entry_or_root(&self, root: &ObjectId, path: &[u8]) -> Result<Option<Node>, TreeError> {
+        if path.is_empty() {
+            return Ok(Some(Node {
+                kind: EntryKind::Dir,
+                size: 0,
+                id: *root,
+                mode: None,
+            }));
+        }
+        Ok(flat::entry_at(&self.store, root, path)?)
+    }
 }

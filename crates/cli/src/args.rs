@@ -112,6 +112,15 @@ pub enum Command {
         /// Path in the snapshot.
         path: PathBuf,
     },
+    /// Each line of a file with the snapshot, session, tool and agent that brought it
+    /// (`snap blame src/lib.rs`, `snap blame README.md @~3`).
+    Blame {
+        /// The file.
+        path: PathBuf,
+        /// The snapshot whose version is blamed: @, @~N, last, #SEQ, step:N or an id prefix.
+        #[arg(default_value = "@")]
+        reference: String,
+    },
     /// Line diffs between snapshots or against the working tree (`snap diff @~1`, `snap diff "#3" "#5" -- src`).
     Diff(DiffArgs),
     /// Print a shell completion script for snap-undo (and snap, run as that) (`snap-undo completions bash > /etc/bash_completion.d/snap-undo`).
@@ -177,6 +186,7 @@ impl Command {
                 | Command::Show { .. }
                 | Command::Ls { .. }
                 | Command::Cat { .. }
+                | Command::Blame { .. }
                 | Command::Diff(_)
                 | Command::Completions { .. }
                 | Command::Status { .. }

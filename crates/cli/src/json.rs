@@ -372,6 +372,55 @@ pub struct CatDoc {
     pub content: Option<String>,
 }
 
+/// `snap blame`.
+#[derive(Serialize)]
+pub struct BlameDoc {
+    pub path: String,
+    /// The snapshot whose version is blamed.
+    pub snapshot: String,
+    pub lines: Vec<BlameLineDoc>,
+}
+
+/// One line of `snap blame`, with the snapshot that brought it.
+#[derive(Serialize)]
+pub struct BlameLineDoc {
+    /// 1-based.
+    pub line: usize,
+    pub text: String,
+    pub id: String,
+    pub seq: u64,
+    pub kind: &'static str,
+    pub time: String,
+    pub session: Option<String>,
+    pub step: Option<u64>,
+    pub tool: Option<String>,
+    pub agent: Option<String>,
+}
+
+impl BlameLineDoc {
+    pub fn of(line: usize, l: &snap_tree::BlameLine) -> BlameLineDoc {
+        let r = &l.snapshot.record;
+        let meta = |key: &str| {
+            r.meta
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        BlameLineDoc {
+            line,
+            text: String::from_utf8_lossy(&l.text).into_owned(),
+            id: l.snapshot.id.to_hex(),
+            seq: r.seq,
+            kind: r.kind.as_str(),
+            time: crate::render::time_str(r.time_ns),
+            session: r.session.clone(),
+            step: r.step,
+            tool: meta("tool"),
+            agent: meta("agent"),
+        }
+    }
+}
+
 /// Any command that failed.
 #[derive(Serialize)]
 pub struct ErrorDoc<'a> {

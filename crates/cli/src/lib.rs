@@ -142,6 +142,7 @@ fn run(cli: Cli) -> Result<()> {
             cmd_ls(&ctx, reference.as_deref().unwrap_or("@"), &paths)
         }
         Command::Cat { reference, path } => cmd_cat(&ctx, &reference, &path),
+        Command::Blame { path, reference } => commands::cmd_blame(&ctx, &path, &reference),
         Command::Status { category } => cmd_status(&ctx, category),
         Command::Recover => cmd_recover(&ctx),
         Command::Diff(args) => commands::diff::run(&ctx, args),

@@ -98,6 +98,9 @@ pub enum TreeError {
     /// A path asked for is absent; carries the path (lossy UTF-8) and the snapshot (`#SEQ`).
     #[error("path {0} is not in snapshot {1}")]
     PathNotInSnapshot(String, String),
+    /// `blame` of a file that is not text.
+    #[error("{0} is a binary file: blame reads text")]
+    BinaryFile(String),
     /// A path given on the command line resolves outside the workspace root.
     #[error("{path} is outside the workspace {root}")]
     OutsideWorkspace {

@@ -66,6 +66,6 @@ pub use snap_store::{
     cap_lock_wait, on_lock_wait, stop_lock_wait_on,
 };
 pub use workspace::{
-    ExportOutcome, LogEntry, MoveOutcome, PROMPT_EVENT, PathChange, Recovered, Run, SaveOptions,
-    SaveOutcome, Snapshot, Status, Told, Workspace, find_root, repair,
+    BlameLine, ExportOutcome, LogEntry, MoveOutcome, PROMPT_EVENT, PathChange, Recovered, Run,
+    SaveOptions, SaveOutcome, Snapshot, Status, Told, Workspace, find_root, repair,
 };

@@ -46,3 +46,50 @@ fn only_the_snapshots_that_changed_a_path_are_listed() {
     ws.undo(1, snap_tree::Run::Apply).unwrap();
     assert_eq!(seqs(&ws, &["d.txt"]), [6]);
 }
+
+/// Each line is credited to the snapshot that brought it: lines kept across edits keep their
+/// first snapshot, an edited line its edit's, a mode-only change credits nothing, a restore
+/// brings lines back as its own; binary files and absent paths are refused.
+#[test]
+fn blame_credits_each_line_to_the_snapshot_that_brought_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let f = root.join("f.txt");
+    let ws = Workspace::init(root, None, false).unwrap();
+    let save = |text: &str| {
+        std::fs::write(&f, text).unwrap();
+        ws.save(&SaveOptions::default())
+            .unwrap()
+            .snapshot
+            .unwrap()
+            .record
+            .seq
+    };
+    let blamed = |ws: &Workspace| -> Vec<(String, u64)> {
+        let head = ws.head().unwrap().unwrap();
+        (ws.blame(&head, b"f.txt").unwrap().into_iter())
+            .map(|l| (String::from_utf8(l.text).unwrap(), l.snapshot.record.seq))
+            .collect()
+    };
+    assert_eq!(save("a\nb\nc\n"), 1);
+    assert_eq!(save("a\nB\nc\nd\n"), 2);
+    std::fs::write(root.join("other"), "x").unwrap();
+    ws.save(&SaveOptions::default()).unwrap(); // #3: f.txt untouched
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    ws.save(&SaveOptions::default()).unwrap(); // #4: its mode only
+    assert_eq!(save("z\na\nB\nc\nd"), 5);
+    let want = [("z", 5), ("a", 1), ("B", 2), ("c", 1), ("d", 5)];
+    let got = blamed(&ws);
+    assert_eq!(got, want.map(|(t, s)| (t.to_string(), s)));
+    // The first version, restored: the line it brings back is the restore's; the lines the
+    // version before it kept are still their first snapshot's.
+    ws.restore("#1", &[], snap_tree::Run::Apply).unwrap();
+    let restore_seq = ws.head().unwrap().unwrap().record.seq;
+    let want = [("a", 1), ("b", restore_seq), ("c", 1)];
+    assert_eq!(blamed(&ws), want.map(|(t, s)| (t.to_string(), s)));
+    std::fs::write(root.join("bin"), [0u8, 1, 2]).unwrap();
+    ws.save(&SaveOptions::default()).unwrap();
+    let head = ws.head().unwrap().unwrap();
+    assert!(ws.blame(&head, b"bin").is_err());
+    assert!(ws.blame(&head, b"nowhere").is_err());
+}

@@ -960,3 +960,50 @@ fn log_of_paths_and_oneline() {
         "no snapshot matches"
     );
 }
+
+/// `snap blame` names, for each line, the snapshot that brought it and its tool meta; an older
+/// version is blamed with a reference; a binary file or a path the snapshot lacks is one
+/// `error:` line.
+#[test]
+fn blame_names_the_snapshot_of_each_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "f.txt", b"one\ntwo\n");
+    ok(d, &["save", "-m", "first"]);
+    write(d, "f.txt", b"one\nTWO\nthree\n");
+    ok(
+        d,
+        &[
+            "save",
+            "-m",
+            "edit",
+            "--meta",
+            "tool=Edit",
+            "--meta",
+            "agent=claude",
+        ],
+    );
+    let v = json(d, &["blame", "f.txt"]);
+    let lines = v["lines"].as_array().unwrap();
+    let got: Vec<(&str, u64)> = lines
+        .iter()
+        .map(|l| (l["text"].as_str().unwrap(), l["seq"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(got, [("one", 1), ("TWO", 2), ("three", 2)]);
+    assert_eq!(lines[1]["tool"], "Edit");
+    assert_eq!(lines[1]["agent"], "claude");
+    let human = ok(d, &["blame", "f.txt"]);
+    assert!(
+        human.lines().nth(1).unwrap().contains("Edit") && human.contains("| TWO"),
+        "{human}"
+    );
+    let old = json(d, &["blame", "f.txt", "#1"]);
+    assert_eq!(old["lines"].as_array().unwrap().len(), 2);
+    write(d, "bin", &[0, 1, 2]);
+    ok(d, &["save"]);
+    for args in [&["blame", "bin"][..], &["blame", "nowhere"]] {
+        let out = snap(d, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "));
+    }
+}

@@ -1,6 +1,7 @@
 //! One file per command (as jj lays out its CLI); `diff` and the store-lifecycle commands
 //! too. Shared here: the imports every command uses and the path arguments' resolution.
 
+mod blame;
 mod cat;
 pub(crate) mod diff;
 pub(crate) mod doctor;
@@ -16,6 +17,7 @@ mod save;
 mod show;
 mod status;
 
+pub(crate) use blame::cmd_blame;
 pub(crate) use cat::cmd_cat;
 pub(crate) use doctor::cmd_doctor;
 pub(crate) use export::cmd_export;

@@ -3,6 +3,7 @@
 //! store's recorded identity, rolling an interrupted move forward) and the handle's
 //! accessors; each operation lives in a submodule.
 
+mod blame;
 mod capture;
 mod export;
 mod lifecycle;
@@ -40,6 +41,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use crate::snapshot::{LogEntry, PathChange, Recovered, Snapshot};
+pub use blame::BlameLine;
 use capture::{Capture, CaptureMode};
 pub use export::ExportOutcome;
 use memo::WalkBasis;

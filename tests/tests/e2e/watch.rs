@@ -572,3 +572,24 @@ fn writes_racing_saves_and_a_watcher_killed_mid_save_lose_nothing() {
         w.assert_head_is_the_walk(&format!("after kill {round}"));
     }
 }
+
+/// A watcher that is stopped (SIGSTOP) accepts a save's connection but never answers: the
+/// save gives up waiting, walks, and records what a walk records.
+#[test]
+fn a_save_does_not_wait_forever_for_a_stopped_watcher() {
+    let w = Watched::new();
+    w.ok(&["save"]);
+    w.ok(&["watch", "--background"]);
+    w.save();
+    let pid = w.status()["pid"].as_i64().unwrap() as i32;
+    let pid = rustix::process::Pid::from_raw(pid).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+    write(
+        &w.root,
+        "src/m3/sub/while-stopped.rs",
+        b"written while the watcher is stopped\n",
+    );
+    assert!(!w.save(), "no answer: the save walks");
+    w.assert_head_is_the_walk("with the watcher stopped");
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+}

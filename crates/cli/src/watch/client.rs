@@ -10,8 +10,9 @@ use snap_tree::{ChangeSource, Changes, WatchToken};
 
 use super::wire::{self, Request};
 
-/// How long a client waits for an answer (the watcher's cookie wait is shorter).
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a client waits for an answer: the watcher's cookie wait (2 s) and a margin, so
+/// that a stopped or stuck watcher costs a save at most this before it walks as usual.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The watcher listening on `socket`.
 #[derive(Debug)]

@@ -82,6 +82,26 @@ impl Watched {
         );
     }
 
+    /// The running watcher's pid.
+    fn pid(&self) -> rustix::process::Pid {
+        let pid = self.status()["pid"].as_i64().unwrap() as i32;
+        rustix::process::Pid::from_raw(pid).unwrap()
+    }
+
+    /// Waits (up to 10 s) for the watcher's socket to go, as it does when the watcher exits.
+    fn assert_socket_goes(&self, what: &str) {
+        let socket_dir = self.runtime.path().join("snap");
+        let gone = std::time::Instant::now();
+        while std::fs::read_dir(&socket_dir)
+            .unwrap()
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "sock"))
+        {
+            assert!(gone.elapsed().as_secs() < 10, "{what}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     fn status(&self) -> serde_json::Value {
         serde_json::from_slice(&self.ok(&["--json", "watch", "--status"]).stdout).unwrap()
     }
@@ -240,8 +260,7 @@ fn a_watcher_killed_stale_or_overflowed_never_misrecords_a_change() {
     w.save();
     write(&w.root, "src/m0/sub/f0.rs", b"before the kill\n");
     assert!(w.save());
-    let pid = w.status()["pid"].as_i64().unwrap() as i32;
-    let pid = rustix::process::Pid::from_raw(pid).unwrap();
+    let pid = w.pid();
     rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(100));
     // Its socket is left behind: saves cannot reach it and walk.
@@ -258,8 +277,7 @@ fn a_watcher_killed_stale_or_overflowed_never_misrecords_a_change() {
     let burst = w.root.join("src/burst");
     std::fs::create_dir_all(&burst).unwrap();
     w.save();
-    let pid = w.status()["pid"].as_i64().unwrap() as i32;
-    let pid = rustix::process::Pid::from_raw(pid).unwrap();
+    let pid = w.pid();
     rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
     for i in 0..6000 {
         std::fs::write(burst.join(format!("{i}")), b"x").unwrap();
@@ -316,20 +334,8 @@ fn one_watcher_per_workspace_and_it_exits_when_the_workspace_goes() {
         (a.join().unwrap(), b.join().unwrap())
     });
     assert!(a.status.success() && b.status.success());
-    let socket_dir = w.runtime.path().join("snap");
     std::fs::remove_dir_all(&w.root).unwrap();
-    let gone = std::time::Instant::now();
-    while std::fs::read_dir(&socket_dir)
-        .unwrap()
-        .flatten()
-        .any(|e| e.path().extension().is_some_and(|x| x == "sock"))
-    {
-        assert!(
-            gone.elapsed().as_secs() < 10,
-            "the watcher outlived its workspace"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    w.assert_socket_goes("the watcher outlived its workspace");
 }
 
 /// `snap exec` saves before and after the command, autosaves between its quiet moments (never
@@ -499,24 +505,12 @@ fn a_watcher_past_its_budget_doubts_and_one_whose_root_moves_exits() {
     write(&w.root, "src/m0/sub/f0.rs", b"changed\n");
     assert!(!w.save());
     w.assert_head_is_the_walk("past the budget");
-    let socket_dir = w.runtime.path().join("snap");
     let moved = w.root.with_file_name(format!(
         "{}-moved",
         w.root.file_name().unwrap().to_string_lossy()
     ));
     std::fs::rename(&w.root, &moved).unwrap();
-    let gone = std::time::Instant::now();
-    while std::fs::read_dir(&socket_dir)
-        .unwrap()
-        .flatten()
-        .any(|e| e.path().extension().is_some_and(|x| x == "sock"))
-    {
-        assert!(
-            gone.elapsed().as_secs() < 10,
-            "the watcher outlived its workspace's move"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    w.assert_socket_goes("the watcher outlived its workspace's move");
     std::fs::rename(&moved, &w.root).unwrap();
 }
 
@@ -558,8 +552,7 @@ fn writes_racing_saves_and_a_watcher_killed_mid_save_lose_nothing() {
             &format!("race/kill{round}"),
             b"made before the kill\n",
         );
-        let pid = w.status()["pid"].as_i64().unwrap() as i32;
-        let pid = rustix::process::Pid::from_raw(pid).unwrap();
+        let pid = w.pid();
         let save = snap_cmd(&w.root, &["save", "-q"])
             .env("XDG_RUNTIME_DIR", w.runtime.path())
             .spawn()
@@ -581,8 +574,7 @@ fn a_save_does_not_wait_forever_for_a_stopped_watcher() {
     w.ok(&["save"]);
     w.ok(&["watch", "--background"]);
     w.save();
-    let pid = w.status()["pid"].as_i64().unwrap() as i32;
-    let pid = rustix::process::Pid::from_raw(pid).unwrap();
+    let pid = w.pid();
     rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
     write(
         &w.root,

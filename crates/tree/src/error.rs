@@ -101,6 +101,15 @@ pub enum TreeError {
     /// `blame` of a file that is not text.
     #[error("{0} is a binary file: blame reads text")]
     BinaryFile(String),
+    /// `revert` of a snapshot whose parent is gone from the store (pruned), or of a first
+    /// snapshot: there is no earlier state to go back to; carries the snapshot (`#N`).
+    #[error(
+        "cannot revert {0}: the snapshot before it is not in the store (pruned, or it is a first snapshot); `snap restore` can go back to any snapshot there is"
+    )]
+    ParentPruned(String),
+    /// `revert` of a snapshot (or turn) that changed nothing; carries the snapshot (`#N`).
+    #[error("nothing to revert: {0} changed no file")]
+    NothingToRevert(String),
     /// A path given on the command line resolves outside the workspace root.
     #[error("{path} is outside the workspace {root}")]
     OutsideWorkspace {

@@ -29,6 +29,7 @@ mod config;
 pub mod diff;
 mod error;
 pub mod flat;
+pub mod history;
 mod inside;
 mod interrupt;
 mod marker;
@@ -50,6 +51,7 @@ pub use config::{
 pub use diff::{DiffEntry, FileDiff, Side, TreeDiff};
 pub use error::TreeError;
 pub use flat::{Change, FlatTree, Node};
+pub use history::{History, Item, Lines, PROMPT_EVENT, Standing};
 pub use interrupt::stop_moves_on;
 pub use marker::{Marker, Op};
 pub use observer::{Event, Observer, Phase};
@@ -66,6 +68,6 @@ pub use snap_store::{
     cap_lock_wait, on_lock_wait, stop_lock_wait_on,
 };
 pub use workspace::{
-    BlameLine, ExportOutcome, LogEntry, MoveOutcome, PROMPT_EVENT, PathChange, Recovered, Run,
-    SaveOptions, SaveOutcome, Snapshot, Status, Told, Workspace, find_root, repair,
+    BlameLine, ExportOutcome, LogEntry, MoveOutcome, PathChange, Recovered, Run, SaveOptions,
+    SaveOutcome, Snapshot, Status, Told, Workspace, find_root, repair,
 };

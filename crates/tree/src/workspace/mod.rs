@@ -48,7 +48,7 @@ use memo::WalkBasis;
 pub use moves::MoveOutcome;
 use record::{After, FoundFile, NewSnapshot, Unsaved, flat_totals, totals_after};
 pub use save::{SaveOptions, SaveOutcome, Status};
-pub use sessions::{PROMPT_EVENT, Told};
+pub use sessions::Told;
 
 /// A working tree with its store open (and locked).
 #[derive(Debug)]

@@ -1,9 +1,10 @@
 //! Reading history: snapshots by id or reference, their files and changes, the log.
 
 use super::{
-    EntryKind, FlatTree, HashSet, LogEntry, Node, ObjectId, PathChange, Snapshot, SnapshotRecord,
-    TreeError, Workspace, diff_files, flat, flatten,
+    EntryKind, FlatTree, LogEntry, Node, ObjectId, PathChange, Snapshot, TreeError, Workspace,
+    diff_files, flat, flatten,
 };
+use crate::history::Lines;
 
 impl Workspace {
     /// A snapshot by id.
@@ -110,29 +111,7 @@ impl Workspace {
 
     /// Snapshots newest first: HEAD's ancestry and the redo stack, or every one with `all`.
     pub fn log(&self, all: bool) -> Result<Vec<LogEntry>, TreeError> {
-        let history = self.store.history()?;
-        let snapshots = self.store.snapshots()?;
-        let by_id: std::collections::HashMap<ObjectId, &SnapshotRecord> =
-            snapshots.iter().map(|(id, r)| (*id, r)).collect();
-        let mut chain = HashSet::new();
-        let mut next = history.head;
-        while let Some(id) = next.filter(|id| chain.insert(*id)) {
-            next = by_id.get(&id).and_then(|r| r.parent);
-        }
-        let redo: HashSet<ObjectId> = history.redo.iter().copied().collect();
-        let entries = snapshots.iter().rev().filter_map(|(id, record)| {
-            let abandoned = !chain.contains(id) && !redo.contains(id);
-            (all || !abandoned).then(|| LogEntry {
-                snapshot: Snapshot {
-                    id: *id,
-                    record: record.clone(),
-                },
-                is_head: history.head == Some(*id),
-                redoable: redo.contains(id),
-                abandoned,
-            })
-        });
-        Ok(entries.collect())
+        Ok(self.history()?.log(Lines::all_if(all)))
     }
 
     /// The log (as [`Self::log`]) of only the snapshots that changed any of `paths`

@@ -32,7 +32,6 @@ impl Workspace {
     ) -> Result<MoveOutcome, TreeError> {
         let source = self.resolve(reference)?;
         let head = self.head()?;
-        let writer = self.writer(run);
         let whole = paths.is_empty() || paths.iter().any(|p| p.is_empty());
         // Planned as undo is, from HEAD's tree (or the unsaved changes', saved first) where
         // the walk memo or the tree cache vouches for it, unfolded where the restore needs.
@@ -40,43 +39,65 @@ impl Workspace {
             true => Unfold::Against(&source.record.root),
             false => Unfold::Along(paths),
         };
-        let start = match head.as_ref() {
-            Some(head) => self.capture_for_restore(writer, head, unfold)?,
-            None => {
-                let mode = CaptureMode::BeforeMove {
-                    head: None,
-                    prune: false,
-                };
-                let cap = self.capture_with(&writer, mode)?;
-                let first = SavedFirst {
-                    writer,
-                    saved: None,
-                };
-                RestoreStart { cap, first }
-            }
+        let start = self.restore_start(self.writer(run), head.as_ref(), unfold)?;
+        let target = if whole {
+            self.restore_whole(&start.cap.flat, &source)?
+        } else {
+            self.restore_paths(&start, head.as_ref(), &source, paths)?
         };
+        let message = match format!("#{}", source.record.seq) {
+            seq if seq == reference => format!("restore {seq}"),
+            seq => format!("restore {reference} ({seq})"),
+        };
+        let opts = SaveOptions {
+            message,
+            ..SaveOptions::default()
+        };
+        self.finish_restore(run, (head, start), target, source, &opts)
+    }
+
+    /// The capture a restore plans from, the dirty tree saved first (not in a dry run).
+    pub(in crate::workspace) fn restore_start<'s>(
+        &'s self,
+        writer: ObjectWriter<'s>,
+        head: Option<&Snapshot>,
+        unfold: Unfold<'_>,
+    ) -> Result<RestoreStart<'s>, TreeError> {
+        if let Some(head) = head {
+            return self.capture_for_restore(writer, head, unfold);
+        }
+        let mode = CaptureMode::BeforeMove {
+            head: None,
+            prune: false,
+        };
+        let cap = self.capture_with(&writer, mode)?;
+        let first = SavedFirst {
+            writer,
+            saved: None,
+        };
+        Ok(RestoreStart { cap, first })
+    }
+
+    /// Records and writes a planned restore: what the rules keep is left out, the unsaved
+    /// changes are saved (again, if the disk differs from what was saved first), and the
+    /// tree is moved to `target`, recorded as a `restore` snapshot with `opts`. `source` is
+    /// what the outcome names as restored from.
+    pub(in crate::workspace) fn finish_restore(
+        &self,
+        run: Run,
+        (head, start): (Option<Snapshot>, RestoreStart<'_>),
+        target: RestoreTarget,
+        source: Snapshot,
+        opts: &SaveOptions,
+    ) -> Result<MoveOutcome, TreeError> {
         let RestoreStart {
             cap,
             first: SavedFirst { writer, saved },
         } = start;
         let dirty = saved.is_some() || head.as_ref().is_none_or(|h| h.record.root != cap.root);
-        let target = if whole {
-            self.restore_whole(&cap.flat, &source)?
-        } else {
-            // The totals follow from those of the snapshot the capture's tree is, if any.
-            let known = (saved.as_ref().or(head.as_ref())).filter(|s| s.record.root == cap.root);
-            let current = (&cap.flat, known.map(|s| &s.record.stats));
-            self.restore_paths(&writer, current, &source, paths)?
-        };
         let target = self.without_ruled_out(&writer, target, &cap.flat)?;
-        let mut outcome = MoveOutcome::planned(
-            Op::Restore,
-            run,
-            dirty,
-            source.clone(),
-            Vec::new(),
-            target.changes,
-        );
+        let mut outcome =
+            MoveOutcome::planned(Op::Restore, run, dirty, source, Vec::new(), target.changes);
         if run == Run::DryRun {
             outcome.kept = self.keep_ruled_out(&mut target.plan.clone(), &cap.flat);
             return Ok(outcome);
@@ -105,20 +126,12 @@ impl Workspace {
             return Ok(outcome);
         }
         let parent = outcome.auto_saved.clone().or(head);
-        let message = match format!("#{}", source.record.seq) {
-            seq if seq == reference => format!("restore {seq}"),
-            seq => format!("restore {reference} ({seq})"),
-        };
-        let opts = SaveOptions {
-            message,
-            ..SaveOptions::default()
-        };
         let created = self.record_snapshot(
             self.store.writer(),
             StatCacheUpdate::default(),
             NewSnapshot {
                 kind: SnapshotKind::Restore,
-                opts: &opts,
+                opts,
                 root: target.root,
                 flat: &target.flat,
                 totals: target.totals,
@@ -165,16 +178,22 @@ impl Workspace {
         })
     }
 
-    /// What restoring `paths` of `source` moves the tree `current` to: those paths merged
-    /// into it. `current` is whole, or unfolded along `paths` (its other directories single
-    /// nodes whose trees are in the store) with the totals of the snapshot it is.
-    fn restore_paths(
+    /// What restoring `paths` of `source` moves the captured tree to: those paths merged
+    /// into it. The capture is whole, or unfolded along `paths` (its other directories single
+    /// nodes whose trees are in the store); its totals are those of the snapshot it is.
+    pub(in crate::workspace) fn restore_paths(
         &self,
-        writer: &ObjectWriter<'_>,
-        (current, totals): (&FlatTree, Option<&ChangeStats>),
+        start: &RestoreStart<'_>,
+        head: Option<&Snapshot>,
         source: &Snapshot,
         paths: &[Vec<u8>],
     ) -> Result<RestoreTarget, TreeError> {
+        let (current, writer) = (&start.cap.flat, &start.first.writer);
+        // The totals follow from those of the snapshot the capture's tree is, if any.
+        let known = (start.first.saved.as_ref().or(head))
+            .filter(|s| s.record.root == start.cap.root)
+            .map(|s| &s.record.stats);
+        let totals: Option<&ChangeStats> = known;
         let source_part = flat::unfold_along(&self.store, &source.record.root, paths)?;
         let mut merged = merge_paths(current, &source_part, paths, source.record.seq)?;
         // Every directory above a restored path is rebuilt (also where the path is only

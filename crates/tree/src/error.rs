@@ -151,7 +151,9 @@ impl TreeError {
     pub fn is_nothing_to_do(&self) -> bool {
         matches!(
             self,
-            TreeError::NothingToUndo(_) | TreeError::NothingToRedo(_)
+            TreeError::NothingToUndo(_)
+                | TreeError::NothingToRedo(_)
+                | TreeError::NothingToRevert(_)
         )
     }
 }

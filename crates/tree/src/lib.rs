@@ -68,6 +68,7 @@ pub use snap_store::{
     cap_lock_wait, on_lock_wait, stop_lock_wait_on,
 };
 pub use workspace::{
-    BlameLine, ExportOutcome, LogEntry, MoveOutcome, PathChange, Recovered, Run, SaveOptions,
-    SaveOutcome, Snapshot, Status, Told, Workspace, find_root, repair,
+    BlameLine, ExportOutcome, LogEntry, MoveOutcome, PathChange, Recovered, RevertOf,
+    RevertOutcome, Run, SaveOptions, SaveOutcome, Snapshot, Status, Told, Workspace, find_root,
+    repair,
 };

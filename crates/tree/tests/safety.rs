@@ -1,7 +1,7 @@
 //! The safety invariant of docs/SAFETY.md, checked by an oracle over everything on disk (ignored
 //! and oversize files included), not only over the tracked tree: random edits, ignore-file
 //! changes, oversize files, FIFOs, files named like a move's temporary files, read-only
-//! directories, saves, undos, redos and restores; after every move, each file
+//! directories, saves, undos, redos, restores and reverts; after every move, each file
 //! that existed before it is still at its path or readable from a listed snapshot, nothing
 //! the rules leave out was touched, and a save right after records nothing but the paths the
 //! move kept.
@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use proptest::prelude::*;
-use snap_tree::{MoveOutcome, SaveOptions, TreeError, Workspace};
+use snap_tree::{MoveOutcome, RevertOf, SaveOptions, TreeError, Workspace};
 
 /// Tracked names, names the rules may leave out (`*.log` when `.gitignore` says so, `ign/`
 /// always), and a directory that may end up holding only ignored files.
@@ -50,6 +50,8 @@ enum Op {
     Restore(usize),
     /// Undo back to the snapshot this many parents before HEAD (`Workspace::undo_to`).
     UndoTo(u64),
+    /// Revert what the `k`th snapshot of the log changed (`Workspace::revert`).
+    Revert(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -68,6 +70,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (1..3u64).prop_map(Op::Redo),
         1 => (0..6usize).prop_map(Op::Restore),
         1 => (0..3u64).prop_map(Op::UndoTo),
+        2 => (0..6usize).prop_map(Op::Revert),
     ]
 }
 
@@ -298,6 +301,15 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     .map(|e| ws.restore(&reference(e), &[], snap_tree::Run::Apply))
             }
             Op::UndoTo(k) => ancestor(&ws, *k).map(|id| ws.undo_to(&id, snap_tree::Run::Apply)),
+            Op::Revert(k) => {
+                let log = ws.log(true).unwrap();
+                let of = |e: &snap_tree::LogEntry| format!("#{}", e.snapshot.record.seq);
+                log.get(*k % log.len().max(1)).map(|e| {
+                    let reverted =
+                        ws.revert(RevertOf::Snapshot(&of(e)), &[], snap_tree::Run::Apply);
+                    reverted.map(|r| r.moved)
+                })
+            }
             edit_op => {
                 edit(root, edit_op);
                 None
@@ -309,7 +321,10 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 check_modes(&ws, &out, &what)?;
                 check_nothing_to_save(&ws, &out, &what)?;
             }
-            Some(Err(TreeError::NothingToUndo(_) | TreeError::NothingToRedo(_))) | None => {}
+            Some(Err(e)) if e.is_nothing_to_do() || matches!(e, TreeError::ParentPruned(_)) => {
+                check_conserved(&ws, &before, &fixed, &what)?;
+            }
+            None => {}
             Some(Err(e)) => {
                 check_conserved(&ws, &before, &fixed, &what)?;
                 prop_assert!(false, "{}: {}", what, e);

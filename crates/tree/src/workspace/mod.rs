@@ -45,7 +45,7 @@ pub use blame::BlameLine;
 use capture::{Capture, CaptureMode};
 pub use export::ExportOutcome;
 use memo::WalkBasis;
-pub use moves::MoveOutcome;
+pub use moves::{MoveOutcome, RevertOf, RevertOutcome};
 use record::{After, FoundFile, NewSnapshot, Unsaved, flat_totals, totals_after};
 pub use save::{SaveOptions, SaveOutcome, Status};
 pub use sessions::Told;

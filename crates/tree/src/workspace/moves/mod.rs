@@ -1,16 +1,19 @@
-//! Moves: undo, redo and restore, each planned from the working tree and written by one
-//! protocol (`move_to`: marker, guarded apply, HEAD, marker removed; docs/SAFETY.md).
+//! Moves: undo, redo, restore and revert, each planned from the working tree and written by
+//! one protocol (`move_to`: marker, guarded apply, HEAD, marker removed; docs/SAFETY.md).
 //!
 //! [`undo`] holds undo and redo and what every move shares before and after writing (the
 //! capture, saving unsaved changes first, finishing); [`restoring`] plans a restore of a
-//! snapshot or of some paths; [`apply`] writes a plan, saving what it displaces first, and
-//! rolls it back; [`kept`] decides what a move leaves alone. This file holds the types they
-//! share.
+//! snapshot or of some paths, [`revert`] a restore taking back one snapshot's or turn's
+//! change; [`apply`] writes a plan, saving what it displaces first, and rolls it back;
+//! [`kept`] decides what a move leaves alone. This file holds the types they share.
 
 mod apply;
 mod kept;
 mod restoring;
+mod revert;
 mod undo;
+
+pub use revert::{RevertOf, RevertOutcome};
 
 use crate::workspace::{
     After, Capture, Change, EntryKind, FlatTree, Node, ObjectId, ObjectWriter, Op, PathChange,

@@ -89,6 +89,21 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Take back what one snapshot changed, keeping what came after (`snap revert "#5"`).
+    Revert {
+        /// Snapshot: @, @~N, last, #SEQ, step:N or an id prefix (with --turn, default @).
+        #[arg(required_unless_present = "turn")]
+        reference: Option<String>,
+        /// Take back the whole agent turn holding the snapshot.
+        #[arg(long)]
+        turn: bool,
+        /// Only these paths.
+        #[arg(last = true)]
+        paths: Vec<PathBuf>,
+        /// Show what would be taken back and what conflicts, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// List snapshots, newest first (`snap log -n 10`).
     #[command(alias = "list")]
     Log(LogArgs),

@@ -122,7 +122,7 @@ fn first_line(e: &clap::Error) -> String {
 /// also has `save` and `restore`) gets told where it is.
 #[rustfmt::skip]
 const SNAPD_VERBS: &[&str] = &[
-    "install", "remove", "refresh", "revert", "find", "info", "list", "connections", "connect",
+    "install", "remove", "refresh", "find", "info", "list", "connections", "connect",
     "disconnect", "interfaces", "services", "start", "stop", "logs", "enable", "disable",
     "download", "ack", "known", "changes", "tasks", "abort", "snap", "run", "aliases", "alias",
     "unalias", "prefer", "switch", "saved", "forget", "check-snapshot", "login", "logout",

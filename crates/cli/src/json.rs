@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
-use snap_tree::{LogEntry, Marker, MoveOutcome, PathChange, Recovered, ScanReport, Snapshot};
+use snap_tree::{
+    LogEntry, Marker, MoveOutcome, PathChange, Recovered, RevertOutcome, ScanReport, Snapshot,
+};
 
 use crate::render::{path_str, time_str};
 
@@ -273,6 +275,30 @@ impl From<&MoveOutcome> for MoveDoc {
             passed_count: o.passed.len(),
             changes: changes(&o.changes),
             kept: o.kept.iter().map(|p| path_str(p)).collect(),
+        }
+    }
+}
+
+/// `snap revert`: the restore that took the change back (`op` is `revert`), the snapshot
+/// whose change it was and the state before it, and the files left alone as changed since.
+#[derive(Serialize)]
+pub struct RevertDoc {
+    #[serde(flatten)]
+    pub moved: MoveDoc,
+    pub reverted: SnapshotDoc,
+    pub before: SnapshotDoc,
+    pub conflicts: Vec<String>,
+}
+
+impl From<&RevertOutcome> for RevertDoc {
+    fn from(o: &RevertOutcome) -> RevertDoc {
+        let mut moved = MoveDoc::from(&o.moved);
+        moved.op = "revert";
+        RevertDoc {
+            moved,
+            reverted: SnapshotDoc::from(&o.reverted),
+            before: SnapshotDoc::from(&o.before),
+            conflicts: o.conflicts.iter().map(|p| path_str(p)).collect(),
         }
     }
 }

@@ -136,6 +136,20 @@ fn run(cli: Cli) -> Result<()> {
             paths,
             dry_run,
         } => cmd_restore(&ctx, &reference, &paths, dry_run),
+        Command::Revert {
+            reference,
+            turn,
+            paths,
+            dry_run,
+        } => commands::cmd_revert(
+            &ctx,
+            commands::RevertAsk {
+                reference: reference.as_deref(),
+                turn,
+                paths: &paths,
+                dry_run,
+            },
+        ),
         Command::Log(args) => cmd_log(&ctx, args),
         Command::Show { reference } => cmd_show(&ctx, &reference),
         Command::Ls { reference, paths } => {

@@ -107,8 +107,9 @@ pub enum TreeError {
         "cannot revert {0}: the snapshot before it is not in the store (pruned, or it is a first snapshot); `snap restore` can go back to any snapshot there is"
     )]
     ParentPruned(String),
-    /// `revert` of a snapshot (or turn) that changed nothing; carries the snapshot (`#N`).
-    #[error("nothing to revert: {0} changed no file")]
+    /// `revert` of a snapshot (or turn) that changed nothing, or of a turn where there is
+    /// none; carries why.
+    #[error("nothing to revert: {0}")]
     NothingToRevert(String),
     /// A path given on the command line resolves outside the workspace root.
     #[error("{path} is outside the workspace {root}")]

@@ -58,7 +58,7 @@ async fn an_mcp_client_lists_previews_and_undoes_through_snap_mcp() {
         assert_eq!(hint(read).0, Some(true), "{read}");
     }
     assert_eq!(hint("snap_save").1, Some(false));
-    for moving in ["snap_undo", "snap_redo", "snap_restore"] {
+    for moving in ["snap_undo", "snap_redo", "snap_restore", "snap_revert"] {
         assert_eq!(hint(moving).1, Some(true), "{moving}");
     }
     assert!(
@@ -107,6 +107,19 @@ async fn an_mcp_client_lists_previews_and_undoes_through_snap_mcp() {
     .await;
     assert_eq!(doc(&restored)["op"], "restore");
     assert_eq!(read(d, "a.txt"), "one\n");
+    // Reverting the restore (#3, on #2) previews, then takes a.txt back to two.
+    let preview = call(&client, "snap_revert", json!({"reference": "@"})).await;
+    assert_eq!(doc(&preview)["dry_run"], true);
+    assert_eq!(read(d, "a.txt"), "one\n");
+    let reverted = call(
+        &client,
+        "snap_revert",
+        json!({"reference": "@", "dry_run": false}),
+    )
+    .await;
+    assert_eq!(doc(&reverted)["op"], "revert");
+    assert_eq!(doc(&reverted)["conflicts"], json!([]));
+    assert_eq!(read(d, "a.txt"), "two\n");
 
     // Failures are tool errors with snap's message; the server goes on.
     let bad = call(&client, "snap_show", json!({"reference": "nope"})).await;
@@ -158,6 +171,11 @@ async fn unknown_or_ill_typed_arguments_are_refused_before_acting() {
             "ref",
         ),
         ("snap_save", json!({"msg": "typo"}), "msg"),
+        (
+            "snap_revert",
+            json!({"reference": "#2", "path": "a.txt", "dry_run": false}),
+            "path",
+        ),
     ];
     for (tool, args, named) in cases {
         let refused = call(&client, tool, args.clone()).await;

@@ -114,3 +114,19 @@ pub(crate) struct RestoreArgs {
     /// Preview only (the default). Pass false to change the files.
     pub(super) dry_run: Option<bool>,
 }
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RevertArgs {
+    /// The snapshot whose change to take back: @~N, #SEQ, step:N or an id prefix (with turn,
+    /// default @).
+    pub(super) reference: Option<String>,
+    /// Take back the whole agent turn holding the snapshot.
+    #[serde(default)]
+    pub(super) turn: bool,
+    /// Only these workspace-relative paths (default: all the change touched).
+    #[serde(default)]
+    pub(super) paths: Vec<String>,
+    /// Preview only (the default). Pass false to change the files.
+    pub(super) dry_run: Option<bool>,
+}

@@ -5,8 +5,9 @@
 //! a tool error carrying snap's message, never a crash of the server.
 //!
 //! Read-only tools are annotated so; `snap_save` is not destructive; `snap_undo`,
-//! `snap_redo` and `snap_restore` are, and preview by default (`dry_run` true), so a model
-//! looks first and passes `dry_run: false` to act. There is no prune, gc or delete here.
+//! `snap_redo`, `snap_restore` and `snap_revert` are, and preview by default (`dry_run`
+//! true), so a model looks first and passes `dry_run: false` to act. There is no prune, gc
+//! or delete here.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -23,7 +24,10 @@ use crate::Ctx;
 mod args;
 mod framing;
 
-use args::{CatArgs, Checked, DiffArgs, LogArgs, MoveArgs, NoArgs, RefArgs, RestoreArgs, SaveArgs};
+use args::{
+    CatArgs, Checked, DiffArgs, LogArgs, MoveArgs, NoArgs, RefArgs, RestoreArgs, RevertArgs,
+    SaveArgs,
+};
 
 /// The server: the workspace it is bound to and how to run snap on it.
 #[derive(Clone, Debug)]
@@ -183,6 +187,29 @@ impl SnapServer {
         })
         .await
     }
+
+    /// Take back what one snapshot (or with turn, one agent turn) changed, keeping what came
+    /// after; files changed since are conflicts, left alone and listed. Previews unless
+    /// dry_run is false.
+    #[tool(annotations(destructive_hint = true))]
+    async fn snap_revert(
+        &self,
+        Parameters(a): Parameters<Checked<RevertArgs>>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.checked("snap_revert", a, Effect::Moves, |a| {
+            let mut args = vec!["revert".to_string()];
+            args.extend(a.reference);
+            if a.turn {
+                args.push("--turn".into());
+            }
+            if a.dry_run.unwrap_or(true) {
+                args.push("--dry-run".into());
+            }
+            with_paths(&mut args, a.paths);
+            args
+        })
+        .await
+    }
 }
 
 #[tool_handler(router = self.tool_router)]
@@ -191,7 +218,7 @@ impl ServerHandler for SnapServer {
         let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_instructions(format!(
                 "Undo and redo for the files of {}. Every change snap makes can itself be \
-                 undone. snap_undo, snap_redo and snap_restore preview by default: look at the \
+                 undone. snap_undo, snap_redo, snap_restore and snap_revert preview by default: look at the \
                  preview, then pass dry_run: false to act.",
                 self.root.display()
             ));

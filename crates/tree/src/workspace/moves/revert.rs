@@ -107,7 +107,10 @@ impl Workspace {
             }
             RevertOf::Turn(reference) => {
                 let asked = self.resolve(reference)?;
-                let turn = history.turn_of(&asked.id)?;
+                let turn = history.turn_of(&asked.id).map_err(|e| match e {
+                    TreeError::NothingToUndo(why) => TreeError::NothingToRevert(why),
+                    e => e,
+                })?;
                 let (before, after) = (self.snapshot(turn.before)?, self.snapshot(turn.last)?);
                 let message = format!(
                     "revert turn {} of {} (#{}..#{})",
@@ -152,6 +155,7 @@ impl Workspace {
             if !paths.is_empty() {
                 what.push_str(" at the paths given");
             }
+            what.push_str(" changed no file");
             return Err(TreeError::NothingToRevert(what));
         }
         Ok(units)

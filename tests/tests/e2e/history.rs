@@ -1,0 +1,89 @@
+//! History a person reads and takes back: `snap revert` of one snapshot and of a turn, its
+//! conflicts, its preview and its refusals, and the undo of a revert.
+
+use snap_e2e::*;
+
+/// Three tool calls; the middle one is taken back and the other two stay.
+#[test]
+fn revert_takes_back_one_of_three_and_keeps_the_later_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "base.txt", b"base\n");
+    ok(d, &["save", "-m", "start"]);
+    for (n, name) in ["one", "two", "three"].iter().enumerate() {
+        write(d, &format!("{name}.txt"), format!("{name}\n").as_bytes());
+        write(d, "base.txt", format!("base\n{n}\n").as_bytes());
+        ok(d, &["save", "-m", name, "--meta", "tool=Write"]);
+    }
+    // #3 wrote two.txt and base.txt; base.txt changed again in #4, so it is a conflict.
+    let preview = json(d, &["revert", "#3", "--dry-run"]);
+    assert_eq!(preview["dry_run"], true);
+    assert_eq!(preview["conflicts"], serde_json::json!(["base.txt"]));
+    assert!(d.join("two.txt").exists(), "a preview writes nothing");
+    let out = conserving(d, &["revert", "#3"]);
+    assert_eq!(out.status.code(), Some(0));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        stdout.contains("took back #3") && stdout.contains("D two.txt"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("conflict: base.txt changed since #3"),
+        "{stderr}"
+    );
+    assert!(!d.join("two.txt").exists());
+    assert_eq!(read(d, "one.txt"), "one\n");
+    assert_eq!(read(d, "three.txt"), "three\n");
+    assert_eq!(read(d, "base.txt"), "base\n2\n");
+    let head = json(d, &["show", "@"]);
+    assert_eq!(head["kind"], "restore");
+    assert_eq!(head["message"], "revert #3");
+    assert_eq!(head["meta"]["revert"].as_str().unwrap().len(), 64);
+    // The revert is itself undone like any restore.
+    ok(d, &["undo"]);
+    assert_eq!(read(d, "two.txt"), "two\n");
+    ok(d, &["verify"]);
+}
+
+#[test]
+fn revert_of_a_turn_and_its_refusals() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a.txt", b"0\n");
+    ok(d, &["save", "-m", "start"]);
+    let turn = ["--session", "s1", "--step", "1"];
+    write(d, "a.txt", b"1\n");
+    ok(d, &[&["save", "-m", "edit a"][..], &turn].concat());
+    write(d, "b.txt", b"1\n");
+    ok(d, &[&["save", "-m", "write b"][..], &turn].concat());
+    write(d, "c.txt", b"later\n");
+    ok(d, &["save", "-m", "by hand"]);
+    // --turn names the turn by any of its snapshots.
+    let out = conserving(d, &["--json", "revert", "--turn", "#2"]);
+    let out: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out["op"], "revert");
+    assert_eq!(out["reverted"]["seq"], 3);
+    assert_eq!(out["before"]["seq"], 1);
+    assert_eq!(read(d, "a.txt"), "0\n");
+    assert!(!d.join("b.txt").exists());
+    assert_eq!(read(d, "c.txt"), "later\n");
+    for (args, code, says) in [
+        (&["revert", "#1"][..], 1, "the snapshot before it"),
+        (&["revert", "--turn"], 3, "nothing to revert"),
+        (&["revert", "#5", "--", "nowhere"], 3, "nothing to revert"),
+        (&["revert"], 2, "required"),
+    ] {
+        let out = conserving(d, args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains(says),
+            "{args:?}: {stderr}"
+        );
+    }
+    ok(d, &["verify"]);
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

@@ -39,7 +39,9 @@ pub(crate) fn cmd_revert(ctx: &Ctx, ask: RevertAsk<'_>) -> Result<()> {
 fn print_revert(o: &RevertOutcome, quiet: bool) {
     let what = format!("#{}", o.reverted.record.seq);
     let moved = &o.moved;
-    if moved.dry_run {
+    if moved.dry_run && moved.changes.is_empty() {
+        println!("revert would take back nothing: every path {what} changed has changed since");
+    } else if moved.dry_run {
         println!(
             "revert would take back {what} (back to #{} there)",
             o.before.record.seq

@@ -27,6 +27,7 @@
 
 mod config;
 pub mod diff;
+pub mod display;
 mod error;
 pub mod flat;
 pub mod history;

@@ -136,6 +136,9 @@ pub enum Command {
         #[arg(default_value = "@")]
         reference: String,
     },
+    /// Browse the history in the terminal: sessions, turns, tool calls and their diffs;
+    /// restore, revert, undo and redo from there (`snap ui`).
+    Ui,
     /// Line diffs between snapshots or against the working tree (`snap diff @~1`, `snap diff "#3" "#5" -- src`).
     Diff(DiffArgs),
     /// Print a shell completion script for snap-undo (and snap, run as that) (`snap-undo completions bash > /etc/bash_completion.d/snap-undo`).
@@ -202,6 +205,7 @@ impl Command {
                 | Command::Ls { .. }
                 | Command::Cat { .. }
                 | Command::Blame { .. }
+                | Command::Ui
                 | Command::Diff(_)
                 | Command::Completions { .. }
                 | Command::Status { .. }

@@ -157,6 +157,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Cat { reference, path } => cmd_cat(&ctx, &reference, &path),
         Command::Blame { path, reference } => commands::cmd_blame(&ctx, &path, &reference),
+        Command::Ui => commands::ui::cmd_ui(&ctx),
         Command::Status { category } => cmd_status(&ctx, category),
         Command::Recover => cmd_recover(&ctx),
         Command::Diff(args) => commands::diff::run(&ctx, args),

@@ -142,6 +142,24 @@ pub struct DiffEntry {
     pub new: Option<crate::Node>,
 }
 
+impl DiffEntry {
+    /// The entry for `path`, changed as `change`, between two flattened trees.
+    pub fn between(
+        old: &crate::FlatTree,
+        new: &crate::FlatTree,
+        path: Vec<u8>,
+        change: crate::Change,
+    ) -> DiffEntry {
+        let file = |n: &&crate::Node| n.kind != snap_store::EntryKind::Dir;
+        DiffEntry {
+            old: old.get(&path).filter(file).copied(),
+            new: new.get(&path).filter(file).copied(),
+            path,
+            change,
+        }
+    }
+}
+
 /// The changed files between two sides, in path order.
 #[derive(Clone, Debug)]
 pub struct TreeDiff {

@@ -17,6 +17,7 @@ mod revert;
 mod save;
 mod show;
 mod status;
+pub(crate) mod ui;
 
 pub(crate) use blame::cmd_blame;
 pub(crate) use cat::cmd_cat;

@@ -4,6 +4,7 @@ use super::{
     EntryKind, FlatTree, LogEntry, Node, ObjectId, PathChange, Snapshot, TreeError, Workspace,
     diff_files, flat, flatten,
 };
+use crate::diff::{DiffEntry, Side, TreeDiff};
 use crate::history::Lines;
 
 impl Workspace {
@@ -107,6 +108,24 @@ impl Workspace {
             None => (FlatTree::new(), self.files(snapshot)?),
         };
         Ok(diff_files(&old, &new))
+    }
+
+    /// What `snapshot` changed against its parent (against an empty tree when it has none
+    /// or the parent was pruned), as a diff whose entries [`Workspace::file_diff`] shows.
+    pub fn diff_of(&self, snapshot: &Snapshot) -> Result<TreeDiff, TreeError> {
+        let parent = self.parent_of(snapshot)?;
+        let (old, new) = match &parent {
+            Some(p) => flat::unfold_pair(&self.store, &p.record.root, &snapshot.record.root)?,
+            None => (FlatTree::new(), self.files(snapshot)?),
+        };
+        let entries = (diff_files(&old, &new).into_iter())
+            .map(|(path, change)| DiffEntry::between(&old, &new, path, change))
+            .collect();
+        Ok(TreeDiff {
+            from: Side::Snapshot(parent.map(Box::new)),
+            to: Side::Snapshot(Some(Box::new(snapshot.clone()))),
+            entries,
+        })
     }
 
     /// Snapshots newest first: HEAD's ancestry and the redo stack, or every one with `all`.

@@ -275,12 +275,7 @@ impl Workspace {
         let entries = changes
             .into_iter()
             .filter(|(p, _)| wanted(p))
-            .map(|(path, change)| DiffEntry {
-                old: old.get(&path).copied().filter(|n| n.kind != EntryKind::Dir),
-                new: new.get(&path).copied().filter(|n| n.kind != EntryKind::Dir),
-                path,
-                change,
-            })
+            .map(|(path, change)| DiffEntry::between(&old, &new, path, change))
             .collect();
         Ok(TreeDiff { from, to, entries })
     }

@@ -15,4 +15,5 @@ mod mcp;
 mod output;
 mod outside;
 mod safety;
+mod ui;
 mod watch;

@@ -3,10 +3,13 @@
 //! redo at once (they are the undo of each other), blame and search, which only read.
 
 use snap_tree::display::{path_shown, text_shown};
-use snap_tree::{Change, MoveOutcome, PathChange, RevertOf, Run, Snapshot};
+use snap_tree::{
+    Change, MoveOutcome, PathChange, RevertOf, RevertOutcome, Run, Snapshot, TreeError, Workspace,
+};
 
 use super::{Action, App, BlameView, Mode, Pending};
 use crate::UiError;
+use crate::timeline::RowKind;
 
 /// Preview lines shown before the list of changes is cut short.
 const PREVIEW_PATHS: usize = 12;
@@ -27,19 +30,29 @@ impl App {
         });
     }
 
+    /// `x`: on a turn's row the whole turn's change, else the selected snapshot's.
     pub(super) fn ask_revert(&mut self) {
         let Some(target) = self.selected_snapshot().cloned() else {
             return;
         };
-        let name = format!("#{}", target.record.seq);
-        let preview =
-            (self.source).write(|ws| Ok(ws.revert(RevertOf::Snapshot(&name), &[], Run::DryRun)?));
+        let turn = (self.timeline.rows().get(self.selected))
+            .is_some_and(|r| matches!(r.kind, RowKind::Turn { .. }));
+        let seq = target.record.seq;
+        let action = match turn {
+            true => Action::RevertTurn(seq),
+            false => Action::Revert(seq),
+        };
+        let preview = (self.source).write(|ws| Ok(revert(ws, action, Run::DryRun)?));
         self.confirm_or_say(preview, |out| Pending {
-            action: Action::Revert(target.record.seq),
-            title: format!(
-                "Take back what #{} changed, keeping what came after?",
-                target.record.seq
-            ),
+            action,
+            title: match turn {
+                true => format!(
+                    "Take back the turn of #{}..#{}, keeping what came after?",
+                    out.before.record.seq + 1,
+                    out.reverted.record.seq
+                ),
+                false => format!("Take back what #{seq} changed, keeping what came after?"),
+            },
             lines: preview_lines(&out.moved, &out.conflicts),
         });
     }
@@ -58,7 +71,7 @@ impl App {
     pub(super) fn apply(&mut self, action: Action) {
         let said = match action {
             Action::Restore(seq) => self.restore(seq),
-            Action::Revert(seq) => self.revert(seq),
+            Action::Revert(_) | Action::RevertTurn(_) => self.revert(action),
         };
         self.after(said);
     }
@@ -76,10 +89,8 @@ impl App {
         })
     }
 
-    fn revert(&self, seq: u64) -> Result<String, UiError> {
-        let name = format!("#{seq}");
-        let out = (self.source)
-            .write(|ws| Ok(ws.revert(RevertOf::Snapshot(&name), &[], Run::Apply)?))?;
+    fn revert(&self, action: Action) -> Result<String, UiError> {
+        let out = (self.source).write(|ws| Ok(revert(ws, action, Run::Apply)?))?;
         let conflicts = match out.conflicts.len() {
             0 => String::new(),
             n => format!("; {n} changed since, left as they are"),
@@ -197,6 +208,20 @@ impl App {
             Ok(None)
         })
     }
+}
+
+/// Runs (or previews) a revert action through the library.
+fn revert(ws: &Workspace, action: Action, run: Run) -> Result<RevertOutcome, TreeError> {
+    let (seq, turn) = match action {
+        Action::RevertTurn(seq) => (seq, true),
+        Action::Revert(seq) | Action::Restore(seq) => (seq, false),
+    };
+    let name = format!("#{seq}");
+    let of = match turn {
+        true => RevertOf::Turn(&name),
+        false => RevertOf::Snapshot(&name),
+    };
+    ws.revert(of, &[], run)
 }
 
 fn text_matches(s: &Snapshot, query: &str) -> bool {

@@ -60,6 +60,8 @@ pub enum Action {
     Restore(u64),
     /// Take back what this snapshot changed.
     Revert(u64),
+    /// Take back what the turn holding this snapshot changed.
+    RevertTurn(u64),
 }
 
 /// A file's lines with the snapshots that brought them.

@@ -253,3 +253,26 @@ fn the_store_is_free_while_the_ui_is_open() {
     f.write("x.txt", "x\n");
     f.save("while the ui is open");
 }
+
+#[test]
+fn x_on_a_turn_s_row_reverts_the_whole_turn() {
+    let f = Fixture::agent_history();
+    let mut app = open(&f);
+    // Row 7 is turn 1 of s-one: #2 and #3 (b.txt), #4 (c.txt).
+    app.selected = 7;
+    app.load_detail();
+    assert!(matches!(
+        app.timeline.rows()[7].kind,
+        crate::timeline::RowKind::Turn { .. }
+    ));
+    press(&mut app, KeyCode::Char('x'));
+    let Mode::Confirm(pending) = &app.mode else {
+        panic!("no confirmation: {:?}", app.status);
+    };
+    assert!(pending.title.contains("#2..#4"), "{}", pending.title);
+    press(&mut app, KeyCode::Char('y'));
+    assert_eq!(f.read("b.txt"), None);
+    assert_eq!(f.read("c.txt"), None);
+    assert_eq!(f.read("a.txt").unwrap(), "one\ntwo\n", "turn 2 stays");
+    assert_eq!(f.read("d.txt").unwrap(), "d\nd2\n", "s-two stays");
+}

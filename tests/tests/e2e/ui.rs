@@ -133,7 +133,7 @@ fn restore_from_the_ui_after_a_preview_then_undo_there() {
         return;
     };
     ui.wait_for("HEAD #3");
-    let screen = ui.press(&["G"], "#1 changed 1 files");
+    let screen = ui.press(&["G"], "#1 changed 1 file");
     assert!(screen.contains("session s1"), "{screen}");
     let screen = ui.press(&["Enter"], "Restore the working tree to #1?");
     assert!(
@@ -178,7 +178,7 @@ fn revert_one_snapshot_of_three_from_the_ui_and_the_later_two_stay() {
     };
     ui.wait_for("HEAD #4");
     // The saves made outside a session are one group: rows 0-1 are its headers.
-    ui.press(&["k", "k", "j", "j", "j", "j"], "#2 changed 1 files");
+    ui.press(&["k", "k", "j", "j", "j", "j"], "#2 changed 1 file");
     let screen = ui.press(&["x"], "Take back what #2 changed");
     assert!(screen.contains("D x.txt"), "{screen}");
     ui.press(&["y"], "reverted #2: now at #5");

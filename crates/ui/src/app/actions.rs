@@ -167,8 +167,6 @@ impl App {
         let from = (self.timeline.rows().get(self.selected)).map_or(0, |r| r.at + 1);
         match self.find(&query.to_lowercase(), from) {
             Ok(Some(item)) => {
-                self.timeline.reveal(&self.history, item);
-                self.timeline.rebuild(&self.history, self.lines);
                 let id = self.history.items()[item].snapshot.id;
                 self.select_snapshot(Some(id));
             }

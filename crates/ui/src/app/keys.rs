@@ -112,7 +112,7 @@ impl App {
         self.timeline.toggle(&self.history, self.selected);
         self.timeline.rebuild(&self.history, self.lines);
         let at = self.selected;
-        self.select_snapshot(id);
+        self.keep_selection(id);
         // A fold keeps its group's row selected, not the snapshot inside it.
         if self.timeline.rows().get(at).is_some_and(|r| r.is_group()) {
             self.selected = at;
@@ -126,7 +126,7 @@ impl App {
         };
         let id = self.selected_snapshot().map(|s| s.id);
         self.timeline.rebuild(&self.history, self.lines);
-        self.select_snapshot(id);
+        self.keep_selection(id);
     }
 
     fn toggle_mark(&mut self) {

@@ -158,8 +158,10 @@ impl App {
             last_search: None,
             theme,
         };
-        app.timeline.rebuild(&app.history, app.lines);
-        app.select_snapshot(app.history.head().map(|h| h.snapshot.id));
+        let head = app.history.head().map(|h| h.snapshot.id);
+        let at = head.and_then(|id| app.history.position(&id));
+        app.timeline.fold_turns_except(&app.history, at);
+        app.select_snapshot(head);
         Ok(app)
     }
 
@@ -195,14 +197,24 @@ impl App {
         self.history = history;
         self.stamp = stamp;
         self.timeline.rebuild(&self.history, self.lines);
-        self.select_snapshot(keep.or_else(|| self.history.head().map(|h| h.snapshot.id)));
+        self.keep_selection(keep.or_else(|| self.history.head().map(|h| h.snapshot.id)));
         self.detail.of = None;
         self.detail.diff_of = None;
         Ok(())
     }
 
-    /// Selects the row of snapshot `id` (the folded group holding it, or the first row).
+    /// Selects the row of snapshot `id`, unfolding the groups that hide it.
     pub fn select_snapshot(&mut self, id: Option<ObjectId>) {
+        if let Some(at) = id.and_then(|id| self.history.position(&id)) {
+            self.timeline.reveal(&self.history, at);
+        }
+        self.timeline.rebuild(&self.history, self.lines);
+        self.keep_selection(id);
+    }
+
+    /// Selects the row nearest to snapshot `id` as the rows are: its own, or the folded
+    /// group holding it, or the first row.
+    pub fn keep_selection(&mut self, id: Option<ObjectId>) {
         let item = id.and_then(|id| self.history.position(&id));
         self.selected = item
             .and_then(|at| self.timeline.nearest_row(at))

@@ -258,13 +258,16 @@ fn the_store_is_free_while_the_ui_is_open() {
 fn x_on_a_turn_s_row_reverts_the_whole_turn() {
     let f = Fixture::agent_history();
     let mut app = open(&f);
-    // Row 7 is turn 1 of s-one: #2 and #3 (b.txt), #4 (c.txt).
-    app.selected = 7;
+    // Turn 1 of s-one (folded, as every turn but HEAD's is on opening): #2 and #3 (b.txt),
+    // #4 (c.txt).
+    app.selected = (app.timeline.rows().iter())
+        .position(|r| {
+            matches!(r.kind, crate::timeline::RowKind::Turn { .. })
+                && app.history.items()[r.at].snapshot.record.seq == 4
+        })
+        .unwrap();
+    assert!(app.timeline.rows()[app.selected].folded);
     app.load_detail();
-    assert!(matches!(
-        app.timeline.rows()[7].kind,
-        crate::timeline::RowKind::Turn { .. }
-    ));
     press(&mut app, KeyCode::Char('x'));
     let Mode::Confirm(pending) = &app.mode else {
         panic!("no confirmation: {:?}", app.status);

@@ -29,5 +29,13 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     overlay::draw_overlay(frame, app, body);
 }
 
+/// `1 turn`, `3 turns`.
+fn plural(n: usize, what: &str) -> String {
+    match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -10,8 +10,8 @@ use ratatui::widgets::{Block, Paragraph};
 use snap_tree::Change;
 use snap_tree::display::{path_shown, text_shown};
 
-use super::Theme;
 use super::rows::scrolled;
+use super::{Theme, plural};
 use crate::app::{App, Focus, Mode};
 use crate::detail::DiffLineKind;
 
@@ -62,7 +62,11 @@ fn draw_files(frame: &mut Frame<'_>, app: &App, area: Rect) {
         lines = vec![Line::raw("no file changed")];
     }
     let title = match app.selected_snapshot() {
-        Some(s) => format!(" #{} changed {} files ", s.record.seq, detail.files.len()),
+        Some(s) => format!(
+            " #{} changed {} ",
+            s.record.seq,
+            plural(detail.files.len(), "file")
+        ),
         None => " no snapshots yet: snap save makes one ".to_string(),
     };
     let mut block = Block::bordered().title(title);

@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Paragraph};
 use snap_tree::display::{text_shown, time_str};
 use snap_tree::{History, Item, Lines, Standing};
 
-use super::Theme;
+use super::{Theme, plural};
 use crate::app::{App, Focus};
 use crate::timeline::{Row, RowKind};
 
@@ -155,12 +155,4 @@ fn line_count(row: &Row, theme: Theme) -> Vec<Span<'static>> {
 
 fn short(text: &str, n: usize) -> String {
     text_shown(&text.chars().take(n).collect::<String>())
-}
-
-/// `1 turn`, `3 turns`.
-fn plural(n: usize, what: &str) -> String {
-    match n {
-        1 => format!("1 {what}"),
-        n => format!("{n} {what}s"),
-    }
 }

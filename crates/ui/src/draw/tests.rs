@@ -52,7 +52,7 @@ fn the_main_screen_at_80_by_24() {
         "turn 1",
         "HEAD #7",
         "›    #6",
-        "#6 changed 1 files",
+        "#6 changed 1 file",
         "A d.txt",
         "d.txt against its parent",
         "+d",
@@ -118,7 +118,7 @@ fn a_long_history_draws_only_what_fits() {
     let f = Fixture::new();
     for n in 0..60 {
         f.write("a.txt", &format!("{n}\n"));
-        f.call("s", n / 5, "Edit", &format!("c{n}"));
+        f.call("s", 1, "Edit", &format!("c{n}"));
     }
     let mut app = open(&f, Theme::new(true));
     press(&mut app, KeyCode::Char('G'));

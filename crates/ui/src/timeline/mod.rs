@@ -105,6 +105,22 @@ impl Timeline {
         }
     }
 
+    /// Folds every turn but the one holding item `keep` (HEAD, when the UI opens), so a long
+    /// history reads as its turns at a glance.
+    pub fn fold_turns_except(&mut self, history: &History, keep: Option<usize>) {
+        for session in history.groups(Lines::All) {
+            for turn in &session.turns {
+                let Some(newest) = turn.items().next() else {
+                    continue;
+                };
+                if keep.is_none_or(|k| !turn.items().any(|i| i == k)) {
+                    let id = history.items()[newest].snapshot.id;
+                    self.folded.insert(FoldKey { depth: 1, id });
+                }
+            }
+        }
+    }
+
     /// Unfolds every group holding item `item`, so it has a row; rebuild afterwards.
     pub fn reveal(&mut self, history: &History, item: usize) {
         for session in history.groups(Lines::All) {

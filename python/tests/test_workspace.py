@@ -19,6 +19,16 @@ def test_find_bin_is_the_wheel_s_binary_and_python_m_runs_it(snap_bin):
     assert out.stdout.startswith("snap ")
 
 
+def test_the_wheel_ships_the_terminal_ui_beside_the_binary(snap_bin, workspace):
+    ui = os.path.join(os.path.dirname(snap_bin), "snap-undo-ui")
+    assert os.access(ui, os.X_OK), f"{ui} is missing from the wheel"
+    # Without a terminal it refuses in one line, as `snap-undo ui` (which runs it) does.
+    out = subprocess.run([snap_bin, "-C", str(workspace), "ui"], stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True)
+    assert out.returncode == 1
+    assert out.stderr.startswith("error: snap ui needs a terminal"), out.stderr
+
+
 def test_save_status_log_show_cat_diff_verify_are_typed(workspace):
     (workspace / "a.txt").write_text("one\n")
     ws = Workspace(workspace)

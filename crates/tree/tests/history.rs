@@ -1,5 +1,5 @@
-//! `Workspace::log_touching`: the log of only the snapshots that changed some paths, found by
-//! reading the trees along those paths, for files, directories, modes, deletions and the root.
+//! `Workspace::log_touching` (the log of only the snapshots that changed some paths, found by
+//! reading the trees along those paths) and `Workspace::blame`, checked against a replay.
 
 #![allow(clippy::unwrap_used)]
 
@@ -92,4 +92,66 @@ fn blame_credits_each_line_to_the_snapshot_that_brought_it() {
     let head = ws.head().unwrap().unwrap();
     assert!(ws.blame(&head, b"bin").is_err());
     assert!(ws.blame(&head, b"nowhere").is_err());
+}
+
+/// One edit of the replayed file: at a position (taken modulo the file's length).
+#[derive(Clone, Debug)]
+enum Edit {
+    Insert(usize),
+    Delete(usize),
+    Replace(usize),
+    /// Saves something else: the file is not in this snapshot's change.
+    Elsewhere,
+}
+
+fn edit() -> impl proptest::strategy::Strategy<Value = Vec<Edit>> {
+    use proptest::prelude::{Strategy, any, prop_oneof};
+    let one = prop_oneof![
+        3 => any::<usize>().prop_map(Edit::Insert),
+        1 => any::<usize>().prop_map(Edit::Delete),
+        2 => any::<usize>().prop_map(Edit::Replace),
+        1 => proptest::strategy::Just(Edit::Elsewhere),
+    ];
+    proptest::collection::vec(proptest::collection::vec(one, 1..4), 1..12)
+        .prop_map(|saves| saves.into_iter().flatten().collect())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+    /// Blame against a replay: every line is unique, and the replay remembers which save
+    /// wrote it, so its answer is exact; blame must give the same, line for line.
+    #[test]
+    fn blame_agrees_with_a_replay_of_the_history(edits in edit()) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let ws = Workspace::init(root, None, false).unwrap();
+        // The replay: the file's lines, each with the sequence number of the save that wrote it.
+        let mut lines: Vec<(String, u64)> = vec![("first".into(), 1)];
+        let mut fresh = 0u64;
+        let write = |lines: &[(String, u64)]| {
+            let text: String = lines.iter().map(|(t, _)| format!("{t}\n")).collect();
+            std::fs::write(root.join("f.txt"), text).unwrap();
+        };
+        write(&lines);
+        let mut seq = ws.save(&SaveOptions::default()).unwrap().snapshot.unwrap().record.seq;
+        for e in edits {
+            let next = seq + 1;
+            let mut name = || { fresh += 1; format!("line {fresh}") };
+            match e {
+                Edit::Insert(at) => lines.insert(at % (lines.len() + 1), (name(), next)),
+                Edit::Delete(at) if lines.len() > 1 => { lines.remove(at % lines.len()); }
+                Edit::Delete(_) => continue,
+                Edit::Replace(at) => { let at = at % lines.len(); lines[at] = (name(), next); }
+                Edit::Elsewhere => std::fs::write(root.join("other.txt"), name()).unwrap(),
+            }
+            write(&lines);
+            seq = ws.save(&SaveOptions::default()).unwrap().snapshot.unwrap().record.seq;
+            proptest::prop_assert_eq!(seq, next);
+        }
+        let head = ws.head().unwrap().unwrap();
+        let got: Vec<(String, u64)> = (ws.blame(&head, b"f.txt").unwrap().into_iter())
+            .map(|l| (String::from_utf8(l.text).unwrap(), l.snapshot.record.seq))
+            .collect();
+        proptest::prop_assert_eq!(got, lines);
+    }
 }

@@ -44,7 +44,8 @@ pub use cache::{
     WalkMemo, WatchMemo, encode_dir_record,
 };
 pub use catalog::{
-    CATALOG_VERSION, Commit, HistoryState, Location, decode_snapshot_row, encode_location,
+    CATALOG_VERSION, Commit, ExpungeRows, HistoryState, Location, PurgeRow, decode_snapshot_row,
+    encode_location,
 };
 pub use error::StoreError;
 pub use fs::lock::{
@@ -52,8 +53,8 @@ pub use fs::lock::{
 };
 pub use lifecycle::{
     AUTO_MERGE_BYTES, AUTO_MERGE_PACKS, BUDGET_KEEPS_UNDO, BUDGET_ROUNDS, BudgetReport, GcReport,
-    MERGE_MAX_OBJECTS, MERGE_MAX_PACK_OBJECTS, MergeReport, PruneReport, REPACK_LIVE_SHARE,
-    Retention, StoreStats,
+    MERGE_MAX_OBJECTS, MERGE_MAX_PACK_OBJECTS, MergeReport, PruneReport, PurgeReport,
+    REPACK_LIVE_SHARE, Retention, StoreStats,
 };
 pub use model::{
     ChangeStats, ChunkList, ChunkRef, EntryKind, ID_LEN, IDENTITY_FILE, ObjectId, ObjectKind,

@@ -111,6 +111,9 @@ pub enum TreeError {
     /// none; carries why.
     #[error("nothing to revert: {0}")]
     NothingToRevert(String),
+    /// `expunge` refused before it changed anything; carries why.
+    #[error("expunge refused: {0}")]
+    ExpungeRefused(String),
     /// A path given on the command line resolves outside the workspace root.
     #[error("{path} is outside the workspace {root}")]
     OutsideWorkspace {

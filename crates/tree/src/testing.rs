@@ -41,3 +41,6 @@ pub mod scan {
 pub mod restore {
     pub use crate::restore::{OpId, Plan, Sides, WorkTree, apply};
 }
+
+/// Searches a store's files, packs decompressed frame by frame, for bytes (the expunge suites).
+pub use snap_store::testing::store_holds;

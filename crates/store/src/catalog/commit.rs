@@ -32,6 +32,10 @@ pub struct Commit {
     pub remove_packs: Vec<ObjectId>,
     /// Stat cache changes.
     pub stat_cache: StatCacheUpdate,
+    /// An expunge's renamings (and the `told` rows dropped).
+    pub expunge: Option<super::ExpungeRows>,
+    /// The purge row to write (or, with `Done`, to remove).
+    pub purge: Option<super::PurgeRow>,
 }
 
 impl Catalog {
@@ -56,6 +60,12 @@ impl Catalog {
         }
         if !commit.stat_cache.is_empty() {
             self.write_stat_cache(&txn, &commit.stat_cache)?;
+        }
+        if let Some(rows) = &commit.expunge {
+            self.write_expunged(&txn, rows)?;
+        }
+        if let Some(row) = &commit.purge {
+            self.write_purge(&txn, row)?;
         }
         crate::failpoint!("before-commit");
         txn.commit().map_err(|e| self.err(e))?;

@@ -41,6 +41,7 @@ use crate::{ObjectId, SnapshotRecord, StoreError};
 
 mod caches;
 mod commit;
+mod expunged;
 pub(crate) mod file;
 mod locations;
 mod rows;
@@ -48,6 +49,7 @@ mod statdirs;
 mod turns;
 
 pub use commit::Commit;
+pub use expunged::{ExpungeRows, PurgeRow};
 pub(crate) use locations::Locations;
 pub use rows::{HistoryState, Location, decode_snapshot_row, encode_location};
 

@@ -69,6 +69,17 @@ impl Store {
         &self,
         locations: &Locations,
     ) -> Result<HashSet<ObjectId>, StoreError> {
+        let mut live = self.reachable_objects(locations)?;
+        self.mark_bases(locations, &mut live)?;
+        Ok(live)
+    }
+
+    /// The objects the catalog's snapshots reach (as [`Store::live_objects`], without the
+    /// bases they are stored against): what a purge keeps.
+    pub(crate) fn reachable_objects(
+        &self,
+        locations: &Locations,
+    ) -> Result<HashSet<ObjectId>, StoreError> {
         // At most every catalogued object (and the few missing ones a tree names), reserved
         // at once: grown by doubling, the set held its old and new tables together.
         let mut live = HashSet::with_capacity(locations.len());
@@ -93,7 +104,6 @@ impl Store {
                 }
             }
         }
-        self.mark_bases(locations, &mut live)?;
         Ok(live)
     }
 
@@ -158,7 +168,7 @@ impl Store {
     }
 
     /// The object `loc`'s delta or slice frame names as its base.
-    fn base_of(&self, loc: &Location) -> Result<ObjectId, StoreError> {
+    pub(super) fn base_of(&self, loc: &Location) -> Result<ObjectId, StoreError> {
         let payload = (self.reader(&loc.pack)?)
             .read_at(loc.frame.offset + FRAME_HEADER_LEN, DELTA_HEADER_LEN as u64)?;
         let header = DeltaHeader::parse(&payload).map_err(|why| StoreError::CorruptObject {
@@ -335,7 +345,7 @@ impl Store {
         report.held_back = plan.held_back;
         (report.orphan_packs_deleted, report.orphan_packs_kept) =
             self.delete_orphan_packs(plan.catalog_lost)?;
-        report.tmp_files_removed = sweep_dir(&self.dir().join("tmp"))?;
+        report.tmp_files_removed = sweep_tmp(self)?;
         crate::fs::io::sync_dir(&self.dir().join("packs"))?;
         report.bytes_after = self
             .catalog
@@ -406,6 +416,11 @@ impl Store {
         };
         Ok(self.orphan_packs()?.into_iter().partition(listed))
     }
+}
+
+/// Sweeps the store's `tmp/` (see [`sweep_dir`]).
+pub(super) fn sweep_tmp(store: &Store) -> Result<usize, StoreError> {
+    sweep_dir(&store.dir().join("tmp"))
 }
 
 /// Deletes the packs left half-written in `dir` (tmp/: no writer is active while the lock is

@@ -15,12 +15,14 @@ mod gc;
 mod merge;
 mod orphans;
 mod prune;
+mod purge;
 
 pub use budget::{BUDGET_KEEPS_UNDO, BUDGET_ROUNDS, BudgetReport};
 pub use merge::{
     AUTO_MERGE_BYTES, AUTO_MERGE_PACKS, MERGE_MAX_OBJECTS, MERGE_MAX_PACK_OBJECTS, MergeReport,
 };
 pub(crate) use orphans::Orphan;
+pub use purge::PurgeReport;
 
 use crate::catalog::{Commit, HistoryState};
 use crate::pack::pack_file_name;

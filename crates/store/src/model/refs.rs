@@ -70,9 +70,31 @@ impl Store {
                 .rev()
                 .find(|(_, r)| r.step == Some(step) && (session.is_none() || r.session == session))
         } else {
-            return resolve_prefix(reference, all);
+            return match resolve_prefix(reference, all) {
+                Err(StoreError::UnknownRef(_)) => self.resolve_renamed(reference),
+                found => found,
+            };
         };
         found.ok_or_else(|| StoreError::UnknownRef(reference.to_string()))
+    }
+
+    /// An id prefix of a snapshot an expunge rewrote: its new id's snapshot (a harness may
+    /// hold the old id of a checkpoint).
+    fn resolve_renamed(&self, reference: &str) -> Result<(ObjectId, SnapshotRecord), StoreError> {
+        let lower = reference.to_ascii_lowercase();
+        let mut found: Vec<ObjectId> = (self.catalog.renamed()?.into_iter())
+            .filter(|(old, _)| old.to_hex().starts_with(&lower))
+            .map(|(_, new)| new)
+            .collect();
+        found.dedup();
+        match found.as_slice() {
+            [new] => Ok((*new, self.snapshot(new)?)),
+            [] => Err(StoreError::UnknownRef(reference.to_string())),
+            _ => Err(StoreError::AmbiguousRef {
+                reference: reference.to_string(),
+                candidates: found.iter().map(ObjectId::short).collect(),
+            }),
+        }
     }
 
     fn head_record(&self) -> Option<Result<(ObjectId, SnapshotRecord), StoreError>> {

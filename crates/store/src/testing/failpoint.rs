@@ -22,6 +22,8 @@ pub const FAILPOINTS: &[&str] = &[
     "merge-after-commit",
     "repair-built",
     "repair-linked",
+    "expunge-after-rewrite",
+    "purge-after-commit",
 ];
 
 static HITS: AtomicU64 = AtomicU64::new(0);

@@ -16,6 +16,10 @@ pub mod fault;
 pub mod journal;
 #[cfg(feature = "testing")]
 pub use failpoint::{FAILPOINTS, failpoint};
+#[cfg(feature = "testing")]
+mod search;
+#[cfg(feature = "testing")]
+pub use search::store_holds;
 
 /// The pack layer's readers, for the fuzz targets that feed them arbitrary bytes.
 #[cfg(feature = "testing")]

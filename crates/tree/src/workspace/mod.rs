@@ -6,6 +6,7 @@
 mod blame;
 mod capture;
 mod export;
+mod expunge;
 mod lifecycle;
 mod memo;
 mod moves;
@@ -44,6 +45,7 @@ pub use crate::snapshot::{LogEntry, PathChange, Recovered, Snapshot};
 pub use blame::BlameLine;
 use capture::{Capture, CaptureMode};
 pub use export::ExportOutcome;
+pub use expunge::{ExpungeAsk, ExpungeOutcome, Renamed, Taken, Tracking};
 use memo::WalkBasis;
 pub use moves::{MoveOutcome, RevertOf, RevertOutcome};
 use record::{After, FoundFile, NewSnapshot, Unsaved, flat_totals, totals_after};

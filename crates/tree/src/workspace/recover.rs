@@ -51,6 +51,9 @@ impl Workspace {
                 saved_first: applied.saved_first,
             });
         }
+        // An expunge killed after its rewrite: the bytes it took out of history leave the
+        // packs now, before this command writes anything of its own.
+        self.store.finish_purge()?;
         Ok(())
     }
 

@@ -136,6 +136,9 @@ pub enum Command {
         #[arg(default_value = "@")]
         reference: String,
     },
+    /// Take paths out of every snapshot for good, their bytes gone from the store; a
+    /// deliberate loss of history (`snap expunge .env --dry-run`, `snap expunge --secrets`).
+    Expunge(ExpungeArgs),
     /// Browse the history in the terminal: sessions, turns, tool calls and their diffs;
     /// restore, revert, undo and redo from there (`snap ui`).
     Ui,
@@ -225,6 +228,31 @@ impl Command {
         }
         false
     }
+}
+
+/// `snap expunge`.
+#[derive(Debug, Args)]
+pub struct ExpungeArgs {
+    /// Files or directories to take out of history.
+    #[arg(required_unless_present = "secrets")]
+    pub paths: Vec<PathBuf>,
+    /// Only from this snapshot (repeatable); by default from every one.
+    #[arg(long = "snapshot", value_name = "REF")]
+    pub snapshots: Vec<String>,
+    /// Find secret-looking paths and contents in history and list them (with --yes, expunge
+    /// them too).
+    #[arg(long)]
+    pub secrets: bool,
+    /// Leave the config alone: by default each expunged path still on disk joins
+    /// exclude_paths, or the next save would record it again.
+    #[arg(long)]
+    pub keep_tracking: bool,
+    /// Expunge: history loses the paths for good.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub yes: bool,
+    /// Say which snapshots and bytes would go; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `snap watch`: in the foreground (for a service manager) unless a flag says otherwise.

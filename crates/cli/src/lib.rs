@@ -158,6 +158,23 @@ fn run(cli: Cli) -> Result<()> {
         Command::Cat { reference, path } => cmd_cat(&ctx, &reference, &path),
         Command::Blame { path, reference } => commands::cmd_blame(&ctx, &path, &reference),
         Command::Ui => commands::ui::cmd_ui(&ctx),
+        Command::Expunge(args) => commands::expunge::cmd_expunge(
+            &ctx,
+            commands::expunge::ExpungeCall {
+                paths: &args.paths,
+                snapshots: &args.snapshots,
+                secrets: args.secrets,
+                tracking: match args.keep_tracking {
+                    true => snap_tree::Tracking::Keep,
+                    false => snap_tree::Tracking::Exclude,
+                },
+                run: match (args.yes, args.dry_run) {
+                    (true, _) => Some(snap_tree::Run::Apply),
+                    (false, true) => Some(snap_tree::Run::DryRun),
+                    (false, false) => None,
+                },
+            },
+        ),
         Command::Status { category } => cmd_status(&ctx, category),
         Command::Recover => cmd_recover(&ctx),
         Command::Diff(args) => commands::diff::run(&ctx, args),

@@ -35,6 +35,9 @@ pub struct Config {
     pub retention: RetentionConfig,
     /// The resident watcher (`snap watch`).
     pub watch: WatchConfig,
+    /// File names (`*` globs) that look secret: `snap expunge --secrets` lists them, and
+    /// `log --stats` and `doctor` say when history holds one.
+    pub secret_paths: Vec<String>,
 }
 
 /// The `[watch]` table.
@@ -153,6 +156,20 @@ impl Default for Config {
             exclude_paths: Vec::new(),
             retention: RetentionConfig::default(),
             watch: WatchConfig::default(),
+            secret_paths: strings(&[
+                ".env",
+                ".env.*",
+                "*.pem",
+                "*.key",
+                "*.p12",
+                "*.pfx",
+                "id_rsa*",
+                "id_ed25519*",
+                "id_ecdsa*",
+                ".netrc",
+                ".pgpass",
+                "credentials.json",
+            ]),
         }
     }
 }
@@ -294,9 +311,9 @@ fn edit_exclude_paths(
     }
     let text = doc.to_string();
     toml::from_str::<Config>(&text).map_err(|e| bad(e.to_string().trim().to_string()))?;
-    let tmp = store_dir.join("config.toml.tmp");
-    std::fs::write(&tmp, text).map_err(|e| TreeError::io(&tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| TreeError::io(&path, e))?;
+    // Durable before what relies on it: an expunge takes a path out of history only after
+    // the path is excluded, or a power cut could leave it recorded again by the next save.
+    snap_store::fs::write_atomic(&path, text.as_bytes())?;
     Ok(true)
 }
 

@@ -38,6 +38,7 @@ mod observer;
 mod paths;
 mod restore;
 mod scan;
+pub mod secrets;
 mod snapshot;
 mod source;
 #[cfg(feature = "testing")]

@@ -127,6 +127,15 @@ fn crash_setup(d: &Path, op: &str) -> (Tree, Tree, Vec<&'static str>) {
             write(d, "newdir/added", b"B only");
             return (b.clone(), b, vec!["save"]);
         }
+        // A token saved in #3, taken out of history: killed anywhere, the store is before
+        // (the token still in #3) or after (gone from every file of the store).
+        "expunge" => {
+            ok(d, &["save"]);
+            write(d, "secret.env", EXPUNGED_TOKEN);
+            ok(d, &["save"]);
+            let now = tree_digest(d);
+            return (now.clone(), now, vec!["expunge", "secret.env", "--yes"]);
+        }
         other => panic!("no such op {other}"),
     };
     ok(d, &["save"]);
@@ -197,8 +206,22 @@ fn crash_and_check(op: &str, failpoint: Option<&str>, power_cut: Option<powerlos
         let packs = std::fs::read_dir(d.join(".snap/packs")).unwrap().count() as u64;
         assert!(packs < snap_store::AUTO_MERGE_PACKS, "{at}: {packs} packs");
     }
+    if op == "expunge" {
+        let still = snap(d, &["cat", "#3", "secret.env"]).status.success();
+        let holds = snap_store::testing::store_holds(&d.join(".snap"), EXPUNGED_TOKEN);
+        assert!(
+            still || holds.is_empty(),
+            "{at}: expunged, yet the store holds it: {holds:?}"
+        );
+        if failpoint.is_none() {
+            assert!(!still, "{at}: a finished expunge left the path in history");
+        }
+    }
     check_store(d, &at);
 }
+
+/// What the expunge crash case takes out of history.
+const EXPUNGED_TOKEN: &[u8] = b"AWS_SECRET=AKIAIOSFODNN7EXAMPLE-crash-case\n";
 
 /// Each command, and the failpoints it passes.
 const CRASH_CASES: &[(&str, &[&str])] = &[
@@ -252,6 +275,21 @@ const CRASH_CASES: &[(&str, &[&str])] = &[
         "merge",
         &["pack-renamed@2", "before-commit@2", "merge-after-commit"],
     ),
+    // The rewrite's pack and commit, then the purge's pack, commit and unlinking, then the
+    // commit that clears the purge row.
+    (
+        "expunge",
+        &[
+            "pack-renamed",
+            "before-commit",
+            "after-commit",
+            "expunge-after-rewrite",
+            "pack-renamed@2",
+            "before-commit@2",
+            "purge-after-commit",
+            "before-commit@3",
+        ],
+    ),
 ];
 
 thread_local! {
@@ -280,6 +318,17 @@ fn every_failpoint_is_driven() {
     for name in snap_store::testing::FAILPOINTS {
         assert!(covered.contains(name), "failpoint {name} is not driven");
     }
+}
+
+/// An expunge killed anywhere leaves the store before or after it; the next writing command
+/// finishes a purge the kill interrupted, and then the bytes are gone.
+#[test]
+fn a_crash_in_expunge_leaves_it_before_or_after() {
+    if !test_hooks() {
+        return;
+    }
+    crash_cases(&["expunge"], None);
+    crash_cases(&["expunge"], Some(powerloss::Cut::DropUnsynced));
 }
 
 #[test]

@@ -35,6 +35,9 @@ pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
             .collect(),
         set_aside_catalogs: set_aside_catalogs(ws.store_dir()),
         pending,
+        secret_paths: (ws.secrets(snap_tree::secrets::SecretScan::Paths)?.iter())
+            .map(|h| crate::render::path_str(&h.path))
+            .collect(),
         snap_on_path: on_path.as_ref().map(|p| p.display().to_string()),
         watcher: crate::watch::status_of(ws.root()),
     };
@@ -93,6 +96,7 @@ fn doctor_unopened(ctx: &Ctx, e: anyhow::Error) -> Result<()> {
         history_outside_catalog: Vec::new(),
         set_aside_catalogs: set_aside_catalogs(&store),
         pending: Vec::new(),
+        secret_paths: Vec::new(),
         snap_on_path: snap_on_path().map(|p| p.display().to_string()),
         watcher: crate::watch::status_of(&root),
     };
@@ -194,6 +198,12 @@ fn print_doctor(doc: &json::DoctorDoc, hooks: &[HookPlace]) {
     }
     if doc.store_ok {
         println!("store: ok");
+    }
+    if !doc.secret_paths.is_empty() {
+        println!(
+            "history holds secret-looking paths: {} (`snap expunge --secrets` lists them; they would leave with a push)",
+            doc.secret_paths.join(", ")
+        );
     }
     for problem in &doc.store_problems {
         println!("store: damaged: {problem} (snap verify, then snap repair)");

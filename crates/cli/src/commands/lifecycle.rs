@@ -2,10 +2,11 @@
 
 use anyhow::{Result, bail};
 use serde_json::Value;
+use snap_tree::secrets::SecretHit;
 use snap_tree::{GcReport, Retention, StoreStats};
 use snap_tree::{Workspace, parse_duration};
 
-use crate::render::{path_str, snapshot_line};
+use crate::render::{path_shown, path_str, snapshot_line};
 use crate::{Ctx, emit, emit_done, json, open};
 
 /// `1.2 MiB`-style sizes for people.
@@ -24,7 +25,7 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
-pub fn stats_json(s: &StoreStats) -> Value {
+pub fn stats_json(s: &StoreStats, secrets: &[SecretHit]) -> Value {
     json::value(&json::StoreStatsDoc {
         snapshots: s.snapshots,
         packs: s.packs,
@@ -32,10 +33,11 @@ pub fn stats_json(s: &StoreStats) -> Value {
         catalog_bytes: s.catalog_bytes,
         store_bytes: s.pack_bytes + s.catalog_bytes,
         reclaimable_bytes: s.reclaimable_bytes,
+        secret_paths: secrets.iter().map(|h| path_str(&h.path)).collect(),
     })
 }
 
-pub fn print_stats(s: &StoreStats) {
+pub fn print_stats(s: &StoreStats, secrets: &[SecretHit]) {
     println!(
         "store: {} in {} pack(s) + {} catalog, {} snapshot(s); gc would reclaim {}",
         human_bytes(s.pack_bytes),
@@ -43,6 +45,27 @@ pub fn print_stats(s: &StoreStats) {
         human_bytes(s.catalog_bytes),
         s.snapshots,
         human_bytes(s.reclaimable_bytes)
+    );
+    print_secrets(secrets);
+}
+
+/// One line naming the secret-looking paths history holds, when it holds any.
+pub fn print_secrets(secrets: &[SecretHit]) {
+    if secrets.is_empty() {
+        return;
+    }
+    let names: Vec<String> = secrets
+        .iter()
+        .take(5)
+        .map(|h| path_shown(&h.path))
+        .collect();
+    let more = match secrets.len() {
+        n if n > 5 => format!(" and {} more", n - 5),
+        _ => String::new(),
+    };
+    println!(
+        "history holds secret-looking paths: {}{more} (`snap expunge --secrets` lists them)",
+        names.join(", ")
     );
 }
 

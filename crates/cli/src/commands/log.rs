@@ -34,14 +34,19 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
     let none_match =
         entries.is_empty() && filtered && (head.is_some() || !ws.log(true)?.is_empty());
     let stats = if f.stats { Some(ws.stats()?) } else { None };
+    // Paths only, each distinct tree once: no file is read.
+    let secrets = match f.stats {
+        true => ws.secrets(snap_tree::secrets::SecretScan::Paths)?,
+        false => Vec::new(),
+    };
     let value = json::value(&json::LogDoc {
         head,
         snapshots: entries.iter().map(json::LogEntryDoc::from).collect(),
-        stats: stats.as_ref().map(lifecycle::stats_json),
+        stats: stats.as_ref().map(|s| lifecycle::stats_json(s, &secrets)),
     });
     emit(ctx, value, || {
         if let Some(s) = &stats {
-            lifecycle::print_stats(s);
+            lifecycle::print_stats(s, &secrets);
         }
         match (entries.is_empty(), none_match) {
             (true, true) => println!("no snapshot matches"),

@@ -6,6 +6,7 @@ mod cat;
 pub(crate) mod diff;
 pub(crate) mod doctor;
 mod export;
+pub(crate) mod expunge;
 mod init;
 pub(crate) mod lifecycle;
 mod log;

@@ -280,4 +280,3 @@ fn remap_meta(
         })
         .collect()
 }
-

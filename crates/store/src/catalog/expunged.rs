@@ -1,6 +1,6 @@
 //! What an expunge leaves in the catalog: the `expunged` table, old snapshot id -> the id its
 //! rewritten record has now (so a harness's saved checkpoint still resolves), and
-//! `meta["purge"]`, the pending purge an expunge commits with its rewrite (FORMAT.md 6.9):
+//! `meta["purge"]`, the pending purge an expunge commits with its rewrite (FORMAT.md 6.8):
 //! the next writing command finishes a purge a kill interrupted.
 
 use redb::{ReadableTable, TableDefinition, WriteTransaction};

@@ -13,6 +13,8 @@
 //! - `cache`: stat and directory cache rows;
 //! - `lifecycle`: prune, gc, orphan packs, the size budget, pack merging;
 //! - `verify` and `repair`: checking a store and rebuilding its catalog;
+//! - `transfer`: objects leaving for another store (frames copied verbatim into new packs)
+//!   and sealed packs arriving from one;
 //! - [`fs`]: durable writes, the store lock, path bytes, spill buffers;
 //! - `store`: [`Store`], the handle every layer above goes through.
 
@@ -29,6 +31,7 @@ mod store;
 /// internals the fuzz targets read; without it, inline no-ops only.
 #[doc(hidden)]
 pub mod testing;
+mod transfer;
 mod verify;
 mod writer;
 
@@ -64,5 +67,6 @@ pub use model::{
 pub use pack::PackFrames;
 pub use repair::RepairReport;
 pub use store::Store;
+pub use transfer::{Incoming, IncomingReport, Outgoing, SealedPack};
 pub use verify::{Problem, VerifyReport};
 pub use writer::ObjectWriter;

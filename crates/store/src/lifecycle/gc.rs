@@ -168,7 +168,7 @@ impl Store {
     }
 
     /// The object `loc`'s delta or slice frame names as its base.
-    pub(super) fn base_of(&self, loc: &Location) -> Result<ObjectId, StoreError> {
+    pub(crate) fn base_of(&self, loc: &Location) -> Result<ObjectId, StoreError> {
         let payload = (self.reader(&loc.pack)?)
             .read_at(loc.frame.offset + FRAME_HEADER_LEN, DELTA_HEADER_LEN as u64)?;
         let header = DeltaHeader::parse(&payload).map_err(|why| StoreError::CorruptObject {

@@ -1,0 +1,164 @@
+//! The `file://` remote: a directory, one file per key (`packs/<id>.pack` is that path under
+//! it). A create-only put writes a temporary file, syncs it, and hard-links it to its name,
+//! which fails if the name exists: of racing creates exactly one links, on a local
+//! filesystem as on NFS. The directory is synced after, so a put that returned is durable.
+
+use std::io::Write;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::{Listed, Put, Remote};
+use crate::RemoteError;
+
+/// Temporary files of puts in progress, under the remote's directory.
+const TMP_DIR: &str = ".tmp";
+
+/// A remote in a directory.
+#[derive(Debug)]
+pub struct FileRemote {
+    root: PathBuf,
+}
+
+impl FileRemote {
+    /// The remote in `root`, made if absent. The path must be absolute.
+    pub fn open(root: &Path) -> Result<FileRemote, RemoteError> {
+        if !root.is_absolute() {
+            return Err(RemoteError::BadUrl {
+                url: format!("file://{}", root.display()),
+                why: "a file:// URL needs an absolute path (file:///dir)".into(),
+            });
+        }
+        let tmp = root.join(TMP_DIR);
+        std::fs::create_dir_all(&tmp).map_err(|e| RemoteError::io(&tmp, e))?;
+        Ok(FileRemote {
+            root: root.to_path_buf(),
+        })
+    }
+
+    fn path(&self, key: &str) -> Result<PathBuf, RemoteError> {
+        let sound = !key.is_empty()
+            && !key.starts_with('/')
+            && key
+                .split('/')
+                .all(|p| !p.is_empty() && p != "." && p != "..");
+        if !sound {
+            return Err(RemoteError::BadKey(key.to_string()));
+        }
+        Ok(self.root.join(key))
+    }
+
+    fn write_tmp(&self, body: &[u8]) -> Result<tempfile::NamedTempFile, RemoteError> {
+        let dir = self.root.join(TMP_DIR);
+        let io = |e| RemoteError::io(&dir, e);
+        let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io)?;
+        tmp.write_all(body).map_err(io)?;
+        tmp.as_file().sync_all().map_err(io)?;
+        Ok(tmp)
+    }
+}
+
+impl Remote for FileRemote {
+    fn put_if_absent(&self, key: &str, body: &[u8]) -> Result<Put, RemoteError> {
+        let path = self.path(key)?;
+        let parent = path.parent().unwrap_or(&self.root);
+        std::fs::create_dir_all(parent).map_err(|e| RemoteError::io(parent, e))?;
+        let tmp = self.write_tmp(body)?;
+        let linked = std::fs::hard_link(tmp.path(), &path);
+        drop(tmp);
+        match linked {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(Put::Exists),
+            Err(e) => return Err(RemoteError::io(&path, e)),
+        }
+        sync_dir(parent)?;
+        Ok(Put::Created)
+    }
+
+    fn get(&self, key: &str, range: Option<Range<u64>>) -> Result<Option<Vec<u8>>, RemoteError> {
+        let path = self.path(key)?;
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(RemoteError::io(&path, e)),
+        };
+        let io = |e| RemoteError::io(&path, e);
+        let len = file.metadata().map_err(io)?.len();
+        let r = range.unwrap_or(0..len);
+        let (start, end) = (r.start.min(len), r.end.min(len));
+        let mut buf = vec![0u8; usize::try_from(end.saturating_sub(start)).unwrap_or(0)];
+        file.read_exact_at(&mut buf, start).map_err(io)?;
+        Ok(Some(buf))
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<Listed>, RemoteError> {
+        // Read from the deepest directory the prefix names whole, then filter by key.
+        let dir_part = prefix.rfind('/').map_or("", |i| &prefix[..i]);
+        let start = if dir_part.is_empty() {
+            self.root.clone()
+        } else {
+            self.path(dir_part)?
+        };
+        let mut out = Vec::new();
+        list_under(&self.root, &start, &mut out)?;
+        out.retain(|l| l.key.starts_with(prefix));
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(out)
+    }
+
+    fn delete(&self, key: &str) -> Result<(), RemoteError> {
+        let path = self.path(key)?;
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(RemoteError::io(&path, e)),
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!("file://{}", self.root.display())
+    }
+}
+
+/// Every file under `dir` (not the temporary directory), keyed relative to `root`.
+fn list_under(root: &Path, dir: &Path, out: &mut Vec<Listed>) -> Result<(), RemoteError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(RemoteError::io(dir, e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| RemoteError::io(dir, e))?;
+        let path = entry.path();
+        let meta = entry.metadata().map_err(|e| RemoteError::io(&path, e))?;
+        let Ok(rel) = path.strip_prefix(root) else {
+            continue;
+        };
+        let Some(key) = rel.to_str() else { continue };
+        if key == TMP_DIR {
+            continue;
+        }
+        if meta.is_dir() {
+            list_under(root, &path, out)?;
+        } else if meta.is_file() {
+            out.push(Listed {
+                key: key.to_string(),
+                size: meta.len(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn sync_dir(dir: &Path) -> Result<(), RemoteError> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| RemoteError::io(dir, e))
+}
+
+/// `range` of `bytes`, clamped to them.
+pub(crate) fn cut(bytes: &[u8], range: Range<u64>) -> Vec<u8> {
+    let len = bytes.len() as u64;
+    let (start, end) = (range.start.min(len), range.end.min(len));
+    bytes[start as usize..end.max(start) as usize].to_vec()
+}

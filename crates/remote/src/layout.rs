@@ -1,0 +1,158 @@
+//! The remote's layout (docs/FORMAT.md 9): which keys hold what, and the bytes of the two
+//! objects snap defines for it, the pack index and the ref.
+//!
+//! ```text
+//! snap-remote                    "snap-remote 1\n", written create-only by the first push
+//! packs/<pack id hex>.pack       a sealed pack (FORMAT.md 5) holding no snapshot record
+//! index/<pack id hex>.idx        that pack's object ids (below)
+//! snapshots/<snapshot id hex>    a snapshot record, its kind-4 bytes
+//! refs/<workspace hex>/<n:020>   the workspace's history at its n-th push (below)
+//! ```
+//! Every object is written once, create-only, in the order packs, index, records, ref: a
+//! push killed anywhere leaves only objects no ref reaches, and a reader sees a pack only
+//! once its index exists, a snapshot only once a ref names it.
+
+use serde::{Deserialize, Serialize};
+use snap_store::ObjectId;
+
+use crate::RemoteError;
+
+/// The key naming the layout's version.
+pub const VERSION_KEY: &str = "snap-remote";
+/// Its content.
+pub const VERSION_BODY: &[u8] = b"snap-remote 1\n";
+
+/// `packs/<id>.pack`.
+pub fn pack_key(id: &ObjectId) -> String {
+    format!("packs/{}.pack", id.to_hex())
+}
+
+/// `index/<id>.idx`.
+pub fn index_key(id: &ObjectId) -> String {
+    format!("index/{}.idx", id.to_hex())
+}
+
+/// `snapshots/<id>`.
+pub fn record_key(id: &ObjectId) -> String {
+    format!("snapshots/{}", id.to_hex())
+}
+
+/// `refs/<workspace>/`, the prefix of one workspace's refs.
+pub fn refs_prefix(workspace: &str) -> String {
+    format!("refs/{workspace}/")
+}
+
+/// `refs/<workspace>/<n>`, zero-padded so keys sort by `n`.
+pub fn ref_key(workspace: &str, n: u64) -> String {
+    format!("refs/{workspace}/{n:020}")
+}
+
+/// The pack id a `packs/` or `index/` key names.
+pub fn id_in_key(key: &str, dir: &str, ext: &str) -> Option<ObjectId> {
+    let hex = key.strip_prefix(dir)?.strip_suffix(ext)?;
+    ObjectId::from_hex(hex)
+}
+
+/// Magic of an index object.
+const INDEX_MAGIC: &[u8; 8] = b"SNAPRIDX";
+/// Its version.
+const INDEX_VERSION: u32 = 1;
+/// magic (8) | version u32 LE (4) | count u32 LE (4) | pack id (32).
+const INDEX_HEADER_LEN: usize = 48;
+
+/// Encodes a pack's index: header, `count` ids of 32 bytes, then the BLAKE3 of all before.
+pub fn encode_index(pack: &ObjectId, ids: &[ObjectId]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(INDEX_HEADER_LEN + 32 * ids.len() + 32);
+    out.extend_from_slice(INDEX_MAGIC);
+    out.extend_from_slice(&INDEX_VERSION.to_le_bytes());
+    out.extend_from_slice(&(ids.len() as u32).to_le_bytes());
+    out.extend_from_slice(&pack.0);
+    for id in ids {
+        out.extend_from_slice(&id.0);
+    }
+    let sum = blake3::hash(&out);
+    out.extend_from_slice(sum.as_bytes());
+    out
+}
+
+/// Decodes an index object, checking its sum and that it names `pack`.
+pub fn decode_index(
+    key: &str,
+    pack: &ObjectId,
+    bytes: &[u8],
+) -> Result<Vec<ObjectId>, RemoteError> {
+    let corrupt = |why: &str| RemoteError::Corrupt {
+        key: key.to_string(),
+        why: why.to_string(),
+    };
+    if bytes.len() < INDEX_HEADER_LEN + 32 || &bytes[..8] != INDEX_MAGIC {
+        return Err(corrupt("not a snap pack index"));
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - 32);
+    if blake3::hash(body).as_bytes() != sum {
+        return Err(corrupt("its checksum does not match"));
+    }
+    let word = |at: usize| u32::from_le_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]]);
+    if word(8) != INDEX_VERSION {
+        return Err(corrupt("an index version this snap does not read"));
+    }
+    let count = word(12) as usize;
+    if body.len() != INDEX_HEADER_LEN + 32 * count || &body[16..48] != pack.0.as_slice() {
+        return Err(corrupt("its length or pack id is wrong"));
+    }
+    Ok(body[INDEX_HEADER_LEN..]
+        .chunks_exact(32)
+        .filter_map(ObjectId::from_slice)
+        .collect())
+}
+
+/// A workspace's history as one push left it: `refs/<workspace>/<n>`, JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefDoc {
+    /// The layout version, 1.
+    pub format: u32,
+    /// The workspace id (32 hex digits).
+    pub workspace: String,
+    /// This ref's number: one more than the ref it follows.
+    pub n: u64,
+    /// HEAD's snapshot id, hex; absent in a workspace without snapshots.
+    pub head: Option<String>,
+    /// The redo stack, bottom first, hex ids.
+    pub redo: Vec<String>,
+    /// Every snapshot of the workspace at the push, hex ids, in sequence order.
+    pub snapshots: Vec<String>,
+    /// When the push was made, nanoseconds since the Unix epoch.
+    pub pushed_ns: i64,
+}
+
+impl RefDoc {
+    /// Parses a ref, checking each id.
+    pub fn decode(key: &str, bytes: &[u8]) -> Result<RefDoc, RemoteError> {
+        let corrupt = |why: String| RemoteError::Corrupt {
+            key: key.to_string(),
+            why,
+        };
+        let doc: RefDoc = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+        if doc.format != 1 {
+            return Err(corrupt(format!("ref format {} is not 1", doc.format)));
+        }
+        let ids = doc.head.iter().chain(&doc.redo).chain(&doc.snapshots);
+        if let Some(bad) = ids.into_iter().find(|h| ObjectId::from_hex(h).is_none()) {
+            return Err(corrupt(format!("{bad:?} is not a snapshot id")));
+        }
+        Ok(doc)
+    }
+
+    /// The ref's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).unwrap_or_default()
+    }
+
+    /// The ids of its snapshots.
+    pub fn snapshot_ids(&self) -> Vec<ObjectId> {
+        self.snapshots
+            .iter()
+            .filter_map(|h| ObjectId::from_hex(h))
+            .collect()
+    }
+}

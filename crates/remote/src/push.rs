@@ -1,0 +1,199 @@
+//! `push`: the snapshots the remote lacks, and the objects they reach that it lacks, packed
+//! anew and uploaded create-only, then the workspace's ref.
+//!
+//! Planned under the store's lock ([`plan_push`]), carried out after it is released
+//! ([`upload`]): the plan holds the pack files it reads open. Uploads go packs, then each
+//! pack's index, then records, then the ref, so a killed push leaves only objects nothing
+//! reaches, and the next push finds the packs it already sent (packs are built in a fixed
+//! order, so a pack sent whole before the kill has the same name again).
+
+use std::path::Path;
+
+use snap_store::{ObjectId, Outgoing, SealedPack, Store};
+
+use crate::backend::{Put, Remote};
+use crate::layout::{self, RefDoc};
+use crate::state::RemoteState;
+use crate::{RemoteError, retry};
+
+/// Remote packs are sealed once they pass this many bytes (so they are 24-32 MiB but the
+/// last): large enough that a push is few requests, small enough to retry one cheaply.
+pub const REMOTE_PACK_TARGET: u64 = 24 << 20;
+
+/// Times a push tries its ref again after another push of the workspace took the number.
+const REF_ATTEMPTS: u32 = 5;
+
+/// A push planned under the store's lock.
+#[derive(Debug)]
+pub struct PushPlan {
+    outgoing: Outgoing,
+    doc: RefDoc,
+    /// True when the remote's newest ref already says what this one would.
+    pub up_to_date: bool,
+}
+
+/// What a push sent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PushReport {
+    /// Packs uploaded (those a killed push had sent already are not counted).
+    pub packs: usize,
+    /// Objects in them.
+    pub objects: usize,
+    /// Bytes of packs and indexes uploaded.
+    pub bytes: u64,
+    /// Snapshot records uploaded.
+    pub records: usize,
+    /// The ref written (`None` when the remote was up to date).
+    pub ref_n: Option<u64>,
+}
+
+impl PushPlan {
+    /// Objects the push sends.
+    pub fn objects(&self) -> usize {
+        self.outgoing.objects()
+    }
+
+    /// Their bytes as stored locally.
+    pub fn frame_bytes(&self) -> u64 {
+        self.outgoing.frame_bytes()
+    }
+
+    /// Snapshot records the push sends.
+    pub fn records(&self) -> usize {
+        self.outgoing.records.len()
+    }
+}
+
+/// Plans pushing every snapshot of `store` (its whole history, HEAD and redo stack) as
+/// `workspace`, against what `state` says the remote holds.
+pub fn plan_push(
+    store: &Store,
+    state: &RemoteState,
+    workspace: &str,
+    newest: Option<&RefDoc>,
+) -> Result<PushPlan, RemoteError> {
+    let snapshots = store.snapshots()?;
+    let history = store.history()?;
+    let send: Vec<ObjectId> = (snapshots.iter())
+        .map(|(id, _)| *id)
+        .filter(|id| !state.records.contains(id))
+        .collect();
+    let outgoing = store.outgoing(&send, &|id| state.objects.contains(id))?;
+    let doc = RefDoc {
+        format: 1,
+        workspace: workspace.to_string(),
+        n: state.next_ref(workspace),
+        head: history.head.map(|id| id.to_hex()),
+        redo: history.redo.iter().map(ObjectId::to_hex).collect(),
+        snapshots: snapshots.iter().map(|(id, _)| id.to_hex()).collect(),
+        pushed_ns: now_ns(),
+    };
+    let up_to_date = send.is_empty()
+        && newest.is_some_and(|r| {
+            r.head == doc.head && r.redo == doc.redo && r.snapshots == doc.snapshots
+        });
+    Ok(PushPlan {
+        outgoing,
+        doc,
+        up_to_date,
+    })
+}
+
+/// Carries out `plan`: packs are written in `staging` (made, then emptied) and uploaded one
+/// by one as they are sealed; `progress` hears the bytes uploaded so far.
+pub fn upload(
+    remote: &dyn Remote,
+    plan: PushPlan,
+    state: &RemoteState,
+    staging: &Path,
+    progress: &dyn Fn(u64),
+) -> Result<PushReport, RemoteError> {
+    let mut report = PushReport::default();
+    if plan.up_to_date {
+        return Ok(report);
+    }
+    claim_layout(remote)?;
+    let mut on_sealed = |pack: SealedPack| -> Result<(), RemoteError> {
+        let sent = send_pack(remote, state, &pack);
+        let _ = std::fs::remove_file(&pack.path);
+        if sent? {
+            report.packs += 1;
+            report.objects += pack.objects.len();
+            report.bytes += pack.bytes;
+            progress(report.bytes);
+        }
+        Ok(())
+    };
+    let written = plan
+        .outgoing
+        .write_packs(staging, REMOTE_PACK_TARGET, &mut on_sealed);
+    let _ = std::fs::remove_dir_all(staging);
+    written?;
+    for (id, raw) in &plan.outgoing.records {
+        if retry(|| remote.put_if_absent(&layout::record_key(id), raw))? == Put::Created {
+            report.records += 1;
+        }
+    }
+    report.ref_n = Some(put_ref(remote, plan.doc)?);
+    Ok(report)
+}
+
+/// Uploads one pack, then its index; false when the remote had both already.
+fn send_pack(
+    remote: &dyn Remote,
+    state: &RemoteState,
+    pack: &SealedPack,
+) -> Result<bool, RemoteError> {
+    let index = layout::encode_index(&pack.id, &pack.objects);
+    let indexed = state.packs.contains_key(&pack.id);
+    if indexed {
+        return Ok(false);
+    }
+    if !state.pack_files.contains_key(&pack.id) {
+        let body = std::fs::read(&pack.path).map_err(|e| RemoteError::io(&pack.path, e))?;
+        retry(|| remote.put_if_absent(&layout::pack_key(&pack.id), &body))?;
+    }
+    retry(|| remote.put_if_absent(&layout::index_key(&pack.id), &index))?;
+    Ok(true)
+}
+
+/// Writes the layout's version object, or checks the one there.
+pub fn claim_layout(remote: &dyn Remote) -> Result<(), RemoteError> {
+    if retry(|| remote.put_if_absent(layout::VERSION_KEY, layout::VERSION_BODY))? == Put::Created {
+        return Ok(());
+    }
+    let found = retry(|| remote.get(layout::VERSION_KEY, None))?;
+    if found.as_deref() == Some(layout::VERSION_BODY) {
+        return Ok(());
+    }
+    Err(RemoteError::Corrupt {
+        key: layout::VERSION_KEY.into(),
+        why: "not a snap remote of a layout this snap reads".into(),
+    })
+}
+
+/// Writes the ref create-only under the next free number; returns the number.
+fn put_ref(remote: &dyn Remote, mut doc: RefDoc) -> Result<u64, RemoteError> {
+    for _ in 0..REF_ATTEMPTS {
+        let key = layout::ref_key(&doc.workspace, doc.n);
+        if retry(|| remote.put_if_absent(&key, &doc.encode()))? == Put::Created {
+            return Ok(doc.n);
+        }
+        // Another push of this workspace took the number (the same store pushed from two
+        // places): this ref is the store's whole history as of now, so it goes after theirs.
+        let listed = retry(|| remote.list(&layout::refs_prefix(&doc.workspace)))?;
+        let newest = (listed.iter())
+            .filter_map(|l| l.key.rsplit('/').next()?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0);
+        doc.n = newest + 1;
+    }
+    Err(RemoteError::Raced {
+        workspace: doc.workspace,
+    })
+}
+
+fn now_ns() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}

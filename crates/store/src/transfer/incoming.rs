@@ -1,0 +1,174 @@
+//! What arrives: sealed packs another store's objects were copied into, and the snapshot
+//! records a command chose to take, named in one commit.
+//!
+//! A pack is taken only whole and sound: its trailer reads, its body hashes to its name,
+//! every frame stored whole decodes to its id, and every delta or slice frame's base is in
+//! the store or in the packs taken with it. Packs are moved into `packs/` (directory synced)
+//! before the commit names them; a kill in between leaves packs no catalog names, which hold
+//! no snapshot record and which gc deletes (docs/FORMAT.md 7.4).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::catalog::{Commit, HistoryState};
+use crate::pack::delta::DeltaHeader;
+use crate::pack::slice::SliceRef;
+use crate::pack::{Compression, FrameInfo, PackReader, decode_payload, pack_file_name};
+use crate::{ObjectId, ObjectKind, SnapshotRecord, Store, StoreError};
+
+/// What a command takes into the store at once.
+#[derive(Debug, Default)]
+pub struct Incoming {
+    /// Sealed pack files, each named `<id>.pack`, on the store's filesystem (its `tmp/`).
+    pub packs: Vec<PathBuf>,
+    /// Snapshot records (kind 4 bytes as stored) to add; their ids are computed here.
+    pub records: Vec<Vec<u8>>,
+    /// HEAD and the redo stack to set with them; `None` leaves them.
+    pub history: Option<HistoryState>,
+}
+
+/// What [`Store::take_incoming`] added.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IncomingReport {
+    /// Packs named (packs the catalog already named are not counted).
+    pub packs: usize,
+    /// Frames in them.
+    pub objects: usize,
+    /// Snapshot records added.
+    pub snapshots: usize,
+}
+
+/// One pack checked and ready to be named.
+struct Checked {
+    id: ObjectId,
+    path: PathBuf,
+    frames: Vec<FrameInfo>,
+    bases: Vec<(ObjectId, ObjectId)>,
+}
+
+impl Store {
+    /// Checks `incoming`'s packs and records, moves the packs into `packs/` and commits them,
+    /// the records and the history in one transaction. Nothing is named unless everything
+    /// checks: a catalog must never name an object that cannot be read.
+    pub fn take_incoming(&self, incoming: Incoming) -> Result<IncomingReport, StoreError> {
+        let named: HashSet<ObjectId> = self.catalog.packs()?.into_iter().map(|p| p.0).collect();
+        let mut checked = Vec::new();
+        for path in &incoming.packs {
+            let pack = check_pack(path)?;
+            if named.contains(&pack.id) {
+                crate::fs::remove_if_present(path)?;
+            } else {
+                checked.push(pack);
+            }
+        }
+        self.check_bases(&checked)?;
+        let snapshots = decode_records(&incoming.records)?;
+        let report = IncomingReport {
+            packs: checked.len(),
+            objects: checked.iter().map(|p| p.frames.len()).sum(),
+            snapshots: snapshots.len(),
+        };
+        let mut commit = Commit {
+            packs: self.move_in(checked)?,
+            history: incoming.history,
+            ..Commit::default()
+        };
+        let writer = self.writer();
+        for raw in &incoming.records {
+            writer.put(ObjectKind::Snapshot, raw)?;
+        }
+        commit.packs.extend(writer.finish()?);
+        commit.snapshots = snapshots;
+        crate::failpoint!("incoming-before-commit");
+        self.commit(&commit)?;
+        Ok(report)
+    }
+
+    /// Every base a taken frame names must be in the store or among the frames taken.
+    fn check_bases(&self, packs: &[Checked]) -> Result<(), StoreError> {
+        let taken: HashSet<ObjectId> = packs
+            .iter()
+            .flat_map(|p| p.frames.iter().map(|f| f.id))
+            .collect();
+        for pack in packs {
+            for (id, base) in &pack.bases {
+                if !taken.contains(base) && !self.contains(base)? {
+                    return Err(StoreError::CorruptPack {
+                        path: pack.path.clone(),
+                        why: format!("{} is stored against {}, which is absent", id, base),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Renames each pack into `packs/` (one already there by that name is the same bytes),
+    /// then syncs the directory once.
+    fn move_in(&self, packs: Vec<Checked>) -> Result<Vec<(ObjectId, Vec<FrameInfo>)>, StoreError> {
+        let dir = self.dir().join("packs");
+        let mut out = Vec::with_capacity(packs.len());
+        for pack in packs {
+            let to = dir.join(pack_file_name(&pack.id));
+            std::fs::rename(&pack.path, &to).map_err(|e| StoreError::io(&to, e))?;
+            out.push((pack.id, pack.frames));
+        }
+        crate::fs::io::sync_dir(&dir)?;
+        Ok(out)
+    }
+}
+
+/// Checks one arrived pack whole (see the module's documentation).
+fn check_pack(path: &Path) -> Result<Checked, StoreError> {
+    let corrupt = |why: String| StoreError::CorruptPack {
+        path: path.to_path_buf(),
+        why,
+    };
+    let named = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(ObjectId::from_hex)
+        .ok_or_else(|| corrupt("name is not a pack id".into()))?;
+    let reader = PackReader::open(path)?;
+    let (_, body_hash, end) = reader.read_trailer()?;
+    if body_hash != named || reader.hash_body(end)? != named {
+        return Err(corrupt("its body does not hash to its name".into()));
+    }
+    let frames = reader.scan_frames(end)?;
+    let mut bases = Vec::new();
+    for info in &frames {
+        let (_, payload) = reader.read_frame(info.offset, info.id)?;
+        let base = match info.compression {
+            Compression::Delta => Some(DeltaHeader::parse(&payload).map(|h| h.base)),
+            Compression::Slice => Some(SliceRef::parse(&payload).map(|r| r.block)),
+            Compression::Raw | Compression::Zstd => None,
+        };
+        match base {
+            Some(Ok(base)) => bases.push((info.id, base)),
+            Some(Err(why)) => return Err(corrupt(why)),
+            None => {
+                let mut no_base = |_: &DeltaHeader| Err("no base".to_string());
+                decode_payload(info, payload, &mut no_base).map_err(corrupt)?;
+            }
+        }
+        if info.kind == ObjectKind::Snapshot {
+            return Err(corrupt("it holds a snapshot record".into()));
+        }
+    }
+    Ok(Checked {
+        id: named,
+        path: path.to_path_buf(),
+        frames,
+        bases,
+    })
+}
+
+fn decode_records(records: &[Vec<u8>]) -> Result<Vec<(ObjectId, SnapshotRecord)>, StoreError> {
+    records
+        .iter()
+        .map(|raw| {
+            let id = ObjectId::of(ObjectKind::Snapshot, raw);
+            SnapshotRecord::decode(id, raw).map(|r| (id, r))
+        })
+        .collect()
+}

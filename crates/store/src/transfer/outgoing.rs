@@ -1,0 +1,203 @@
+//! What leaves: the objects some snapshots reach that the other side lacks, with the bases
+//! their frames are stored against, copied frame by frame (never re-encoded) into new packs.
+//!
+//! Planning reads trees under the store's lock; the plan keeps the pack files it needs open,
+//! so the copying can run after the store is closed: an open descriptor outlives a gc that
+//! deletes the file, and hook saves need not wait for an upload.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::catalog::{Location, Locations};
+use crate::pack::{EncodedObject, PackReader, PackWriter};
+use crate::{ChunkList, EntryKind, ObjectId, ObjectKind, Store, StoreError};
+
+/// The objects to send and the open packs holding them.
+#[derive(Debug)]
+pub struct Outgoing {
+    /// Frames to copy, in pack and offset order (each pack read front to back).
+    frames: Vec<Location>,
+    readers: HashMap<ObjectId, Arc<PackReader>>,
+    /// The snapshot records to send, with their ids, as stored (kind 4 bytes).
+    pub records: Vec<(ObjectId, Vec<u8>)>,
+}
+
+/// One pack an [`Outgoing`] wrote.
+#[derive(Debug)]
+pub struct SealedPack {
+    /// The pack's id (the BLAKE3 of its body), also its file name.
+    pub id: ObjectId,
+    /// The sealed file.
+    pub path: PathBuf,
+    /// The objects in it, in frame order.
+    pub objects: Vec<ObjectId>,
+    /// The file's length.
+    pub bytes: u64,
+}
+
+impl Store {
+    /// Plans sending `snapshots`: their records, and every object they reach (with the bases
+    /// and blocks of the frames holding them, and theirs) for which `have` is false. A tree
+    /// `have` holds is not read: the other side holds what it reaches (a remote takes objects
+    /// only with their closures).
+    pub fn outgoing(
+        &self,
+        snapshots: &[ObjectId],
+        have: &dyn Fn(&ObjectId) -> bool,
+    ) -> Result<Outgoing, StoreError> {
+        let locations = self.catalog.locations()?;
+        let mut send = HashSet::new();
+        let mut trees = Vec::new();
+        let mut records = Vec::with_capacity(snapshots.len());
+        for id in snapshots {
+            let record = self.snapshot(id)?;
+            records.push((*id, self.read_kind(id, ObjectKind::Snapshot)?));
+            if !have(&record.root) && send.insert(record.root) {
+                trees.push(record.root);
+            }
+        }
+        while let Some(tree) = trees.pop() {
+            for entry in self.read_tree(&tree)?.entries {
+                if have(&entry.id) || !send.insert(entry.id) {
+                    continue;
+                }
+                match entry.kind {
+                    EntryKind::Dir => trees.push(entry.id),
+                    EntryKind::Symlink => {}
+                    EntryKind::File | EntryKind::Executable => {
+                        self.add_chunks(&entry.id, &locations, have, &mut send)?
+                    }
+                }
+            }
+        }
+        self.add_bases(&locations, have, &mut send)?;
+        self.open_outgoing(&locations, send, records)
+    }
+
+    /// Adds the chunks of a file stored as a chunk list.
+    fn add_chunks(
+        &self,
+        id: &ObjectId,
+        locations: &Locations,
+        have: &dyn Fn(&ObjectId) -> bool,
+        send: &mut HashSet<ObjectId>,
+    ) -> Result<(), StoreError> {
+        let loc = locations
+            .get(id)
+            .ok_or(StoreError::MissingObject { id: *id })?;
+        if loc.frame.kind == ObjectKind::ChunkList {
+            let list = ChunkList::decode(*id, &self.read_kind(id, ObjectKind::ChunkList)?)?;
+            send.extend(list.chunks.iter().map(|c| c.id).filter(|c| !have(c)));
+        }
+        Ok(())
+    }
+
+    /// Adds the base or block of every frame sent that is stored against one, down each chain:
+    /// a frame copied verbatim is readable only beside its base.
+    fn add_bases(
+        &self,
+        locations: &Locations,
+        have: &dyn Fn(&ObjectId) -> bool,
+        send: &mut HashSet<ObjectId>,
+    ) -> Result<(), StoreError> {
+        let mut pending: Vec<ObjectId> = send.iter().copied().collect();
+        while let Some(id) = pending.pop() {
+            let loc = locations.get(&id).ok_or(StoreError::MissingObject { id })?;
+            if !loc.frame.compression.has_base() {
+                continue;
+            }
+            let base = self.base_of(&loc)?;
+            if !have(&base) && send.insert(base) {
+                pending.push(base);
+            }
+        }
+        Ok(())
+    }
+
+    /// Locates every object of `send` and opens the packs holding them.
+    fn open_outgoing(
+        &self,
+        locations: &Locations,
+        send: HashSet<ObjectId>,
+        records: Vec<(ObjectId, Vec<u8>)>,
+    ) -> Result<Outgoing, StoreError> {
+        let mut frames = Vec::with_capacity(send.len());
+        let mut readers = HashMap::new();
+        for id in send {
+            let loc = locations.get(&id).ok_or(StoreError::MissingObject { id })?;
+            if let std::collections::hash_map::Entry::Vacant(v) = readers.entry(loc.pack) {
+                v.insert(self.reader(&loc.pack)?);
+            }
+            frames.push(loc);
+        }
+        frames.sort_by_key(|l| (l.pack, l.frame.offset));
+        Ok(Outgoing {
+            frames,
+            readers,
+            records,
+        })
+    }
+}
+
+impl Outgoing {
+    /// How many objects (frames) go.
+    pub fn objects(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Their bytes as stored (frame headers and payloads).
+    pub fn frame_bytes(&self) -> u64 {
+        let header = crate::pack::FRAME_HEADER_LEN;
+        self.frames
+            .iter()
+            .map(|l| header + u64::from(l.frame.stored_len))
+            .sum()
+    }
+
+    /// Copies the frames verbatim into packs in `dir` (created if absent), each sealed once it
+    /// passes `target` bytes, and hands each to `sealed` as soon as it is: a caller uploads
+    /// one pack while the next is written. The caller removes the files it was handed.
+    pub fn write_packs<E: From<StoreError>>(
+        &self,
+        dir: &Path,
+        target: u64,
+        sealed: &mut dyn FnMut(SealedPack) -> Result<(), E>,
+    ) -> Result<(), E> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+        let mut open: Option<(PackWriter, Vec<ObjectId>)> = None;
+        for loc in &self.frames {
+            let (writer, ids) = match &mut open {
+                Some(o) => o,
+                None => open.insert((PackWriter::create(dir)?, Vec::new())),
+            };
+            let reader = &self.readers[&loc.pack];
+            let (info, payload) = reader.read_frame(loc.frame.offset, loc.frame.id)?;
+            writer.add(&EncodedObject::stored(info, payload))?;
+            ids.push(loc.frame.id);
+            if writer.len() >= target
+                && let Some((writer, ids)) = open.take()
+            {
+                sealed(seal(writer, ids, dir)?)?;
+            }
+        }
+        if let Some((writer, ids)) = open.take() {
+            sealed(seal(writer, ids, dir)?)?;
+        }
+        Ok(())
+    }
+}
+
+fn seal(writer: PackWriter, objects: Vec<ObjectId>, dir: &Path) -> Result<SealedPack, StoreError> {
+    let (id, _) = writer.finish(dir)?;
+    let path = dir.join(crate::pack::pack_file_name(&id));
+    let bytes = std::fs::metadata(&path)
+        .map_err(|e| StoreError::io(&path, e))?
+        .len();
+    Ok(SealedPack {
+        id,
+        path,
+        objects,
+        bytes,
+    })
+}

@@ -176,6 +176,35 @@ pub enum Command {
         /// Also decompress and rehash every object.
         #[arg(long)]
         read_data: bool,
+        /// Check a remote instead (the default one, or the one named): refs, records, packs.
+        #[cfg(feature = "remote")]
+        #[arg(long, value_name = "REMOTE", num_args = 0..=1, default_missing_value = "")]
+        remote: Option<String>,
+    },
+    /// Name the remotes push and clone use (`snap remote add origin s3://bucket/prefix`).
+    #[cfg(feature = "remote")]
+    Remote {
+        #[command(subcommand)]
+        action: RemoteAction,
+    },
+    /// Send the history to a remote, only what it lacks (`snap push`, `snap push origin`).
+    #[cfg(feature = "remote")]
+    Push {
+        /// A remote's name or URL (default: the default remote).
+        remote: Option<String>,
+    },
+    /// Make a new directory from a workspace's history on a remote, HEAD checked out
+    /// (`snap clone s3://bucket/prefix dir`).
+    #[cfg(feature = "remote")]
+    Clone {
+        /// `s3://bucket/prefix` or `file:///path`.
+        url: String,
+        /// The new directory (absent or empty).
+        #[arg(value_name = "DIR")]
+        directory: PathBuf,
+        /// The workspace to take, when the remote holds several (a prefix of its id).
+        #[arg(long)]
+        workspace: Option<String>,
     },
     /// Rebuild a lost or damaged catalog from the pack files (`snap repair`).
     Repair,
@@ -217,6 +246,16 @@ impl Command {
                 | Command::Watch(_)
                 | Command::Exec(_)
         ) && !self.serves()
+            && !self.pushes()
+    }
+
+    /// `snap push` reads the store and writes only the remote.
+    fn pushes(&self) -> bool {
+        #[cfg(feature = "remote")]
+        if matches!(self, Command::Push { .. }) {
+            return true;
+        }
+        false
     }
 
     /// A long-running server, which stops on a signal like any program (each tool call is a
@@ -228,6 +267,26 @@ impl Command {
         }
         false
     }
+}
+
+/// `snap remote`'s actions.
+#[cfg(feature = "remote")]
+#[derive(Debug, Subcommand)]
+pub enum RemoteAction {
+    /// Name a remote, after checking that it honours create-only puts (the first is the default).
+    Add {
+        /// Letters, digits, - and _.
+        name: String,
+        /// `s3://bucket/prefix` or `file:///path`.
+        url: String,
+    },
+    /// Forget a remote's name; its objects stay.
+    Remove {
+        /// The remote's name.
+        name: String,
+    },
+    /// The remotes, the default marked.
+    List,
 }
 
 /// `snap expunge`.

@@ -188,7 +188,26 @@ fn run(cli: Cli) -> Result<()> {
             dry_run,
         } => commands::lifecycle::prune(&ctx, keep_last, keep_within, dry_run),
         Command::Gc => commands::lifecycle::gc(&ctx),
-        Command::Verify { read_data } => commands::lifecycle::verify(&ctx, read_data),
+        #[cfg(feature = "remote")]
+        Command::Verify {
+            read_data,
+            remote: Some(remote),
+        } => commands::remote::verify(&ctx, Some(&remote), read_data),
+        Command::Verify { read_data, .. } => commands::lifecycle::verify(&ctx, read_data),
+        #[cfg(feature = "remote")]
+        Command::Remote { action } => match action {
+            args::RemoteAction::Add { name, url } => commands::remote::add(&ctx, &name, &url),
+            args::RemoteAction::Remove { name } => commands::remote::remove(&ctx, &name),
+            args::RemoteAction::List => commands::remote::list(&ctx),
+        },
+        #[cfg(feature = "remote")]
+        Command::Push { remote } => commands::remote::push(&ctx, remote.as_deref()),
+        #[cfg(feature = "remote")]
+        Command::Clone {
+            url,
+            directory,
+            workspace,
+        } => commands::remote::clone(&ctx, &url, &directory, workspace.as_deref()),
         Command::Repair => commands::lifecycle::repair(&ctx),
         Command::Delete { all: _, yes } => commands::lifecycle::delete_all(&ctx, yes),
         Command::Watch(args) => watch::cmd_watch(&ctx, args),

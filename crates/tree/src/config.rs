@@ -38,6 +38,21 @@ pub struct Config {
     /// File names (`*` globs) that look secret: `snap expunge --secrets` lists them, and
     /// `log --stats` and `doctor` say when history holds one.
     pub secret_paths: Vec<String>,
+    /// Remotes by name (`[remote.NAME] url = "s3://bucket/prefix"`); URLs only, never
+    /// credentials. `snap remote add` writes them.
+    pub remote: std::collections::BTreeMap<String, RemoteConfig>,
+}
+
+/// One `[remote.NAME]` table.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteConfig {
+    /// `s3://bucket/prefix` or `file:///path`.
+    pub url: String,
+    /// The remote `push`, `pull` and `verify --remote` use when none is named (the first
+    /// one added).
+    #[serde(default)]
+    pub default: bool,
 }
 
 /// The `[watch]` table.
@@ -154,6 +169,7 @@ impl Default for Config {
                 ".sqlite3", ".db-wal", ".db-shm",
             ]),
             exclude_paths: Vec::new(),
+            remote: std::collections::BTreeMap::new(),
             retention: RetentionConfig::default(),
             watch: WatchConfig::default(),
             secret_paths: strings(&[
@@ -289,6 +305,97 @@ fn edit_exclude_paths(
     store_dir: &Path,
     edit: impl FnOnce(&mut toml_edit::Array) -> bool,
 ) -> Result<bool, TreeError> {
+    // Durable before what relies on it: an expunge takes a path out of history only after
+    // the path is excluded, or a power cut could leave it recorded again by the next save.
+    edit_config(store_dir, |doc, bad| {
+        let entry = doc
+            .entry("exclude_paths")
+            .or_insert_with(|| toml_edit::value(toml_edit::Array::new()));
+        let paths = entry
+            .as_array_mut()
+            .ok_or_else(|| bad("exclude_paths is not an array of strings".into()))?;
+        Ok(edit(paths))
+    })
+}
+
+impl Config {
+    /// The remote named `name`, or the default one (else the only one) when `None`.
+    pub fn remote_url(&self, name: Option<&str>) -> Option<(&str, &str)> {
+        let found = match name {
+            Some(name) => self.remote.get_key_value(name),
+            None => (self.remote.iter().find(|(_, r)| r.default))
+                .or_else(|| self.remote.iter().next().filter(|_| self.remote.len() == 1)),
+        };
+        found.map(|(n, r)| (n.as_str(), r.url.as_str()))
+    }
+}
+
+/// Adds `[remote.NAME] url = URL` to the store's `config.toml` (the first remote is made the
+/// default); refused when the name is taken.
+pub fn add_remote(store_dir: &Path, name: &str, url: &str) -> Result<(), TreeError> {
+    edit_config(store_dir, |doc, bad| {
+        let remotes = doc
+            .entry("remote")
+            .or_insert_with(|| toml_edit::Item::Table(implicit_table()))
+            .as_table_mut()
+            .ok_or_else(|| bad("remote is not a table".into()))?;
+        if remotes.contains_key(name) {
+            return Err(bad(format!("a remote named {name} exists already")));
+        }
+        let first = remotes.is_empty();
+        let mut table = toml_edit::Table::new();
+        table.insert("url", toml_edit::value(url));
+        if first {
+            table.insert("default", toml_edit::value(true));
+        }
+        remotes.insert(name, toml_edit::Item::Table(table));
+        Ok(true)
+    })
+    .map(drop)
+}
+
+/// Removes `[remote.NAME]`; the alphabetically first remaining remote becomes the default
+/// when the default went. Refused when there is no such remote.
+pub fn remove_remote(store_dir: &Path, name: &str) -> Result<(), TreeError> {
+    edit_config(store_dir, |doc, bad| {
+        let remotes = doc.get_mut("remote").and_then(|r| r.as_table_mut());
+        let Some(remotes) = remotes.filter(|r| r.contains_key(name)) else {
+            return Err(bad(format!("there is no remote named {name}")));
+        };
+        let was_default = remotes
+            .get(name)
+            .and_then(|r| r.get("default"))
+            .and_then(|d| d.as_bool())
+            .unwrap_or(false);
+        remotes.remove(name);
+        let next = remotes
+            .iter_mut()
+            .next()
+            .and_then(|(_, r)| r.as_table_mut());
+        if let Some(next) = next.filter(|_| was_default) {
+            next.insert("default", toml_edit::value(true));
+        }
+        Ok(true)
+    })
+    .map(drop)
+}
+
+fn implicit_table() -> toml_edit::Table {
+    let mut table = toml_edit::Table::new();
+    table.set_implicit(true);
+    table
+}
+
+/// Edits the store's `config.toml` keeping its comments and layout; when `edit` says it
+/// changed something, the result is checked as [`Config::load`] checks it, then written
+/// durably by rename. Returns what `edit` said.
+fn edit_config(
+    store_dir: &Path,
+    edit: impl FnOnce(
+        &mut toml_edit::DocumentMut,
+        &dyn Fn(String) -> TreeError,
+    ) -> Result<bool, TreeError>,
+) -> Result<bool, TreeError> {
     let path = store_dir.join("config.toml");
     let bad = |why: String| TreeError::Config {
         path: path.clone(),
@@ -300,19 +407,11 @@ fn edit_exclude_paths(
         Err(e) => return Err(TreeError::io(&path, e)),
     };
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| bad(format!("{e}")))?;
-    let entry = doc
-        .entry("exclude_paths")
-        .or_insert_with(|| toml_edit::value(toml_edit::Array::new()));
-    let paths = entry
-        .as_array_mut()
-        .ok_or_else(|| bad("exclude_paths is not an array of strings".into()))?;
-    if !edit(paths) {
+    if !edit(&mut doc, &bad)? {
         return Ok(false);
     }
     let text = doc.to_string();
     toml::from_str::<Config>(&text).map_err(|e| bad(e.to_string().trim().to_string()))?;
-    // Durable before what relies on it: an expunge takes a path out of history only after
-    // the path is excluded, or a power cut could leave it recorded again by the next save.
     snap_store::fs::write_atomic(&path, text.as_bytes())?;
     Ok(true)
 }

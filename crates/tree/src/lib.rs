@@ -47,8 +47,8 @@ mod testing_hooks;
 mod workspace;
 
 pub use config::{
-    Config, DEFAULT_MAX_FILE_SIZE, RetentionConfig, WatchConfig, add_exclude_path, parse_duration,
-    remove_exclude_path,
+    Config, DEFAULT_MAX_FILE_SIZE, RemoteConfig, RetentionConfig, WatchConfig, add_exclude_path,
+    add_remote, parse_duration, remove_exclude_path, remove_remote,
 };
 pub use diff::{DiffEntry, FileDiff, Side, TreeDiff};
 pub use error::TreeError;

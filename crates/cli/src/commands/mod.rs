@@ -13,6 +13,8 @@ mod log;
 mod ls;
 mod moves;
 mod recover;
+#[cfg(feature = "remote")]
+pub(crate) mod remote;
 mod restore;
 mod revert;
 mod save;

@@ -1,0 +1,256 @@
+//! `snap remote add|remove|list`, `snap push`, `snap clone` and `snap verify --remote`: the
+//! history on S3-compatible storage or in a directory (snap-remote; docs/FORMAT.md 9).
+//!
+//! The store's lock is held only while planning: a push reads the remote first, opens the
+//! store to plan, closes it (the plan keeps the pack files it reads open), then uploads, so
+//! hook saves never wait for the network. A clone builds its store in a staging directory
+//! beside the destination, checks HEAD out into the destination through the export engine,
+//! moves the store in, and saves once, which records nothing and seeds the caches.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+use snap_remote::fetch::{choose_workspace, fetch_workspace};
+use snap_remote::push::{plan_push, upload};
+use snap_remote::state::RemoteState;
+use snap_remote::{Remote, check};
+use snap_tree::secrets::SecretScan;
+use snap_tree::{SaveOptions, Workspace};
+
+use super::lifecycle::human_bytes;
+use crate::render::path_shown;
+use crate::{Ctx, emit, open, open_reading};
+
+/// The name `snap clone` gives the remote it cloned from.
+const CLONED_FROM: &str = "origin";
+
+/// `snap remote add NAME URL`: checks that the server honours create-only puts first.
+pub(crate) fn add(ctx: &Ctx, name: &str, url: &str) -> Result<()> {
+    let sound = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !sound || name.contains("://") {
+        bail!("remote names are letters, digits, - and _ (got {name:?})");
+    }
+    let ws = open(ctx)?;
+    let remote = snap_remote::open(url)?;
+    check::conditional_puts(remote.as_ref())?;
+    snap_tree::add_remote(ws.store_dir(), name, url)?;
+    emit(ctx, json!({ "name": name, "url": url }), || {
+        println!("remote {name}: {url} (conditional puts checked)")
+    });
+    Ok(())
+}
+
+/// `snap remote remove NAME`: forgets the name; the remote's objects stay.
+pub(crate) fn remove(ctx: &Ctx, name: &str) -> Result<()> {
+    let ws = open(ctx)?;
+    snap_tree::remove_remote(ws.store_dir(), name)?;
+    emit(ctx, json!({ "removed": name }), || {
+        println!("removed remote {name} (its objects stay on the server)")
+    });
+    Ok(())
+}
+
+/// `snap remote list`.
+pub(crate) fn list(ctx: &Ctx) -> Result<()> {
+    let ws = open_reading(ctx)?;
+    let remotes = &ws.config().remote;
+    let docs: Vec<_> = (remotes.iter())
+        .map(|(name, r)| json!({ "name": name, "url": r.url, "default": r.default }))
+        .collect();
+    emit(ctx, json!({ "remotes": docs }), || {
+        for (name, r) in remotes {
+            let mark = if r.default { " (default)" } else { "" };
+            println!("{name}\t{}{mark}", r.url);
+        }
+    });
+    Ok(())
+}
+
+/// The URL `given` names: a URL as it is, else a remote of the config (the default one
+/// when `None`).
+fn remote_url(ws: &Workspace, given: Option<&str>) -> Result<String> {
+    if let Some(url) = given.filter(|g| g.contains("://")) {
+        return Ok(url.to_string());
+    }
+    match ws.config().remote_url(given) {
+        Some((_, url)) => Ok(url.to_string()),
+        None => match given {
+            Some(name) => bail!("there is no remote named {name} (snap remote list)"),
+            None => bail!("no remote to use: name one, or add one with snap remote add NAME URL"),
+        },
+    }
+}
+
+/// `snap push [REMOTE|URL]`.
+pub(crate) fn push(ctx: &Ctx, given: Option<&str>) -> Result<()> {
+    let (url, workspace) = {
+        let ws = open_reading(ctx)?;
+        warn_secrets(ctx, &ws)?;
+        let id = ws
+            .workspace_id()?
+            .context("the store records no workspace id yet: save first")?;
+        (remote_url(&ws, given)?, id)
+    };
+    let remote = snap_remote::open(&url)?;
+    let state = RemoteState::read(remote.as_ref())?;
+    let newest = state.read_ref(remote.as_ref(), &workspace)?;
+    let (plan, staging) = {
+        let ws = open_reading(ctx)?;
+        let staging = ws
+            .store_dir()
+            .join("tmp")
+            .join(format!("push-{}", std::process::id()));
+        (
+            plan_push(ws.store(), &state, &workspace, newest.as_ref())?,
+            staging,
+        )
+    };
+    let (objects, records, local) = (plan.objects(), plan.records(), plan.frame_bytes());
+    let report = upload(remote.as_ref(), plan, &state, &staging, &|_| {})?;
+    let doc = json!({
+        "remote": url, "workspace": workspace, "up_to_date": report.ref_n.is_none(),
+        "objects": objects, "local_bytes": local, "packs": report.packs,
+        "bytes": report.bytes, "records": report.records, "ref": report.ref_n,
+    });
+    emit(ctx, doc, || match report.ref_n {
+        None => println!("{url} is up to date"),
+        Some(n) => println!(
+            "pushed to {url}: {} snapshot record(s), {objects} object(s) in {} pack(s), {} sent (ref {n})",
+            records,
+            report.packs,
+            human_bytes(report.bytes)
+        ),
+    });
+    Ok(())
+}
+
+/// Before anything leaves: names the secret-looking paths history holds (stderr).
+fn warn_secrets(ctx: &Ctx, ws: &Workspace) -> Result<()> {
+    let hits = ws.secrets(SecretScan::Paths)?;
+    if hits.is_empty() || ctx.quiet {
+        return Ok(());
+    }
+    let names: Vec<String> = hits.iter().take(5).map(|h| path_shown(&h.path)).collect();
+    eprintln!(
+        "warning: history holds {} secret-looking path(s), which this push sends: {}{} \
+         (snap expunge --secrets takes them out first)",
+        hits.len(),
+        names.join(", "),
+        if hits.len() > 5 { ", ..." } else { "" }
+    );
+    Ok(())
+}
+
+/// `snap verify --remote [REMOTE|URL]`.
+pub(crate) fn verify(ctx: &Ctx, given: Option<&str>, read_data: bool) -> Result<()> {
+    let url = remote_url(&open_reading(ctx)?, given.filter(|g| !g.is_empty()))?;
+    let remote = snap_remote::open(&url)?;
+    let found = check::verify(remote.as_ref(), read_data)?;
+    let doc = json!({
+        "ok": found.problems.is_empty(), "remote": url, "read_data": read_data,
+        "workspaces": found.workspaces, "snapshots": found.snapshots, "packs": found.packs,
+        "bytes_read": found.bytes, "problems": found.problems,
+    });
+    emit(ctx, doc, || {
+        println!(
+            "{url}: {} workspace(s), {} snapshot(s), {} pack(s){}",
+            found.workspaces,
+            found.snapshots,
+            found.packs,
+            if read_data { ", every pack read" } else { "" }
+        );
+        for p in &found.problems {
+            println!("problem: {p}");
+        }
+    });
+    if !found.problems.is_empty() {
+        bail!("{} problem(s) on {url}", found.problems.len());
+    }
+    Ok(())
+}
+
+/// `snap clone URL DIR [--workspace ID]`.
+pub(crate) fn clone(ctx: &Ctx, url: &str, dir: &Path, workspace: Option<&str>) -> Result<()> {
+    let dest = ctx.start.join(dir);
+    refuse_occupied(&dest)?;
+    let remote = snap_remote::open(url)?;
+    let state = RemoteState::read(remote.as_ref())?;
+    let id = choose_workspace(remote.as_ref(), &state, workspace)?;
+    let parent = dest
+        .parent()
+        .context("the destination has no parent directory")?;
+    std::fs::create_dir_all(parent).with_context(|| parent.display().to_string())?;
+    let name = dest.file_name().context("the destination has no name")?;
+    let staging = parent.join(format!(
+        ".{}.snap-clone-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::create_dir(&staging).with_context(|| staging.display().to_string())?;
+    let cloned = clone_through(remote.as_ref(), &state, &id, url, &staging, &dest);
+    let _ = std::fs::remove_dir_all(&staging);
+    let fetched = cloned?;
+    let ws = Workspace::discover(&dest, None)?;
+    let seeded = ws.save(&SaveOptions::default())?;
+    let doc = json!({
+        "dir": dest.display().to_string(), "remote": url, "workspace": id,
+        "snapshots": fetched.taken.snapshots, "packs": fetched.taken.packs,
+        "objects": fetched.taken.objects, "bytes": fetched.bytes,
+        "head": ws.head()?.map(|h| h.id.to_hex()),
+        "saved": seeded.snapshot.map(|s| s.id.to_hex()),
+    });
+    emit(ctx, doc, || {
+        println!(
+            "cloned workspace {} from {url} into {}: {} snapshot(s), {} downloaded",
+            &id[..8.min(id.len())],
+            dest.display(),
+            fetched.taken.snapshots,
+            human_bytes(fetched.bytes)
+        )
+    });
+    Ok(())
+}
+
+/// Fills a store in `staging`, checks HEAD out into `dest`, then moves the store there.
+fn clone_through(
+    remote: &dyn Remote,
+    state: &RemoteState,
+    id: &str,
+    url: &str,
+    staging: &Path,
+    dest: &Path,
+) -> Result<snap_remote::fetch::FetchReport> {
+    let ws = Workspace::init(staging, None, false)?;
+    let tmp: PathBuf = ws
+        .store_dir()
+        .join("tmp")
+        .join(format!("clone-{}", std::process::id()));
+    let fetched = fetch_workspace(remote, state, id, ws.store(), &tmp, &|_| {})?;
+    snap_tree::add_remote(ws.store_dir(), CLONED_FROM, url)?;
+    if ws.head()?.is_some() {
+        ws.export("@", &[], dest)?;
+    } else {
+        std::fs::create_dir_all(dest).with_context(|| dest.display().to_string())?;
+    }
+    let store = ws.store_dir().to_path_buf();
+    drop(ws);
+    let into = dest.join(snap_tree::STORE_DIR);
+    std::fs::rename(&store, &into).with_context(|| into.display().to_string())?;
+    Ok(fetched)
+}
+
+/// A clone writes only into an absent or empty directory.
+fn refuse_occupied(dest: &Path) -> Result<()> {
+    match std::fs::read_dir(dest) {
+        Ok(mut entries) => match entries.next() {
+            Some(_) => bail!("{} exists and is not empty", dest.display()),
+            None => Ok(()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| dest.display().to_string()),
+    }
+}

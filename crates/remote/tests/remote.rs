@@ -1,0 +1,395 @@
+//! snap-remote against the in-memory and `file://` backends: push, push again, clone,
+//! several workspaces, a push killed midway and resumed, damage found by verify, and the
+//! conditional-put check. Stores are real (temp dirs); the only stand-in is a remote that
+//! fails on purpose (a fault injector).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use snap_remote::backend::memory::MemoryRemote;
+use snap_remote::backend::{Listed, Put, Remote};
+use snap_remote::fetch::{choose_workspace, fetch_workspace};
+use snap_remote::push::{PushReport, plan_push, upload};
+use snap_remote::state::RemoteState;
+use snap_remote::{RemoteError, check};
+use snap_store::{
+    ChangeStats, Commit, EntryKind, HistoryState, ObjectId, ObjectKind, SnapshotKind,
+    SnapshotRecord, Store, Tree, TreeEntry,
+};
+
+/// A store and the files of its working tree as a model: `dir/name -> bytes`.
+struct Saver {
+    store: Store,
+    files: BTreeMap<String, Vec<u8>>,
+    seq: u64,
+    head: Option<ObjectId>,
+}
+
+impl Saver {
+    fn new(dir: &Path) -> Saver {
+        Saver {
+            store: Store::init(dir).unwrap(),
+            files: BTreeMap::new(),
+            seq: 0,
+            head: None,
+        }
+    }
+
+    /// Records the model as a snapshot: `src/` a subtree, small files in blocks, large
+    /// ones whole, each tree stored against the last version (a delta).
+    fn save(&mut self) -> ObjectId {
+        let writer = self.store.writer();
+        let mut dirs: BTreeMap<&str, Vec<TreeEntry>> = BTreeMap::new();
+        for (path, bytes) in &self.files {
+            let (dir, name) = path.split_once('/').unwrap_or(("", path));
+            let id = writer.put(ObjectKind::Chunk, bytes).unwrap();
+            dirs.entry(dir)
+                .or_default()
+                .push(entry(name, EntryKind::File, bytes.len(), id));
+        }
+        let last = self.head.map(|h| self.store.snapshot(&h).unwrap().root);
+        let mut root = dirs.remove("").unwrap_or_default();
+        for (dir, entries) in dirs {
+            let tree = Tree { entries }.encode();
+            let id = writer.put(ObjectKind::Tree, &tree).unwrap();
+            root.push(entry(dir, EntryKind::Dir, 0, id));
+        }
+        root.sort_by(|a, b| a.name.cmp(&b.name));
+        let root = writer.put_against(ObjectKind::Tree, &Tree { entries: root }.encode(), last);
+        self.seq += 1;
+        let record = SnapshotRecord {
+            seq: self.seq,
+            root: root.unwrap(),
+            parent: self.head,
+            time_ns: self.seq as i64,
+            kind: SnapshotKind::Save,
+            message: format!("save {}", self.seq),
+            step: None,
+            session: None,
+            meta: Vec::new(),
+            stats: ChangeStats::default(),
+        };
+        let id = writer.put(ObjectKind::Snapshot, &record.encode()).unwrap();
+        let packs = writer.finish().unwrap();
+        let history = HistoryState {
+            head: Some(id),
+            redo: Vec::new(),
+        };
+        let commit = Commit {
+            packs,
+            snapshots: vec![(id, record)],
+            history: Some(history),
+            ..Commit::default()
+        };
+        self.store.commit(&commit).unwrap();
+        self.head = Some(id);
+        id
+    }
+}
+
+fn entry(name: &str, kind: EntryKind, size: usize, id: ObjectId) -> TreeEntry {
+    TreeEntry {
+        name: name.as_bytes().to_vec(),
+        kind,
+        size: size as u64,
+        id,
+        mode: Some(0o644),
+    }
+}
+
+/// Bytes that compress badly, from a seed.
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn push(saver: &Saver, remote: &dyn Remote, workspace: &str) -> Result<PushReport, RemoteError> {
+    let state = RemoteState::read(remote)?;
+    let newest = state.read_ref(remote, workspace)?;
+    let plan = plan_push(&saver.store, &state, workspace, newest.as_ref())?;
+    let staging = saver.store.dir().join("tmp").join("push");
+    upload(remote, plan, &state, &staging, &|_| {})
+}
+
+fn clone(remote: &dyn Remote, workspace: Option<&str>, dir: &Path) -> Result<Store, RemoteError> {
+    let state = RemoteState::read(remote)?;
+    let id = choose_workspace(remote, &state, workspace)?;
+    let store = Store::init(dir).unwrap();
+    let staging = dir.join("tmp").join("clone");
+    fetch_workspace(remote, &state, &id, &store, &staging, &|_| {})?;
+    Ok(store)
+}
+
+/// Every snapshot, its record and every file it holds, read back.
+fn contents(store: &Store) -> Vec<(ObjectId, SnapshotRecord, Vec<(String, Vec<u8>)>)> {
+    let mut out = Vec::new();
+    for (id, record) in store.snapshots().unwrap() {
+        let mut files = Vec::new();
+        let mut trees = vec![(String::new(), record.root)];
+        while let Some((at, tree)) = trees.pop() {
+            for e in store.read_tree(&tree).unwrap().entries {
+                let path = format!("{at}{}", String::from_utf8_lossy(&e.name));
+                match e.kind {
+                    EntryKind::Dir => trees.push((format!("{path}/"), e.id)),
+                    _ => files.push((path, store.read_file(&e.id).unwrap())),
+                }
+            }
+        }
+        files.sort();
+        out.push((id, record, files));
+    }
+    out
+}
+
+fn assert_same_history(a: &Store, b: &Store) {
+    assert_eq!(contents(a), contents(b));
+    assert_eq!(a.history().unwrap(), b.history().unwrap());
+    let verified = b.verify(true).unwrap();
+    assert!(verified.problems.is_empty(), "{:?}", verified.problems);
+}
+
+fn edit(saver: &mut Saver, round: u64) {
+    for i in 0..6 {
+        let name = format!("src/f{}.rs", (round * 3 + i) % 11);
+        let text = format!("fn f{i}() {{ {round} }}\n").repeat(40 + i as usize);
+        saver.files.insert(name, text.into_bytes());
+    }
+    saver
+        .files
+        .insert(format!("data{}.bin", round % 3), noise(round, 40_000));
+    if round % 4 == 3 {
+        saver.files.remove("src/f1.rs");
+    }
+}
+
+#[test]
+fn push_then_clone_gives_the_same_history_byte_for_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = MemoryRemote::named("same-history");
+    let mut a = Saver::new(&tmp.path().join("a"));
+    for round in 0..12 {
+        edit(&mut a, round);
+        a.save();
+        if round % 4 == 3 {
+            push(&a, &remote, "aaaa").unwrap();
+        }
+    }
+    let b = clone(&remote, None, &tmp.path().join("b")).unwrap();
+    assert_same_history(&a.store, &b);
+    assert!(check::verify(&remote, true).unwrap().problems.is_empty());
+}
+
+#[test]
+fn a_second_push_sends_about_the_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = MemoryRemote::named("second-push");
+    let mut a = Saver::new(&tmp.path().join("a"));
+    for i in 0..40 {
+        a.files.insert(format!("src/m{i}.rs"), noise(i, 20_000));
+    }
+    a.save();
+    let first = push(&a, &remote, "aaaa").unwrap();
+    assert_eq!(
+        push(&a, &remote, "aaaa").unwrap().ref_n,
+        None,
+        "nothing new: no ref"
+    );
+    a.files.insert("src/m3.rs".into(), noise(1000, 20_000));
+    a.save();
+    let second = push(&a, &remote, "aaaa").unwrap();
+    assert_eq!((second.records, second.ref_n), (1, Some(2)));
+    assert!(second.objects <= 4, "{second:?}");
+    assert!(
+        second.bytes * 10 < first.bytes,
+        "{second:?} against {first:?}"
+    );
+}
+
+#[test]
+fn two_workspaces_push_to_one_remote_and_clone_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = MemoryRemote::named("two-writers");
+    let mut a = Saver::new(&tmp.path().join("a"));
+    let mut c = Saver::new(&tmp.path().join("c"));
+    a.files.insert("shared.txt".into(), noise(7, 30_000));
+    c.files.insert("shared.txt".into(), noise(7, 30_000));
+    c.files.insert("own.txt".into(), b"c's own\n".to_vec());
+    a.save();
+    c.save();
+    std::thread::scope(|s| {
+        s.spawn(|| push(&a, &remote, "aaaa").unwrap());
+        s.spawn(|| push(&c, &remote, "cccc").unwrap());
+    });
+    let which = clone(&remote, None, &tmp.path().join("x"));
+    assert!(
+        matches!(which, Err(RemoteError::WhichWorkspace { .. })),
+        "{which:?}"
+    );
+    let b = clone(&remote, Some("aa"), &tmp.path().join("b")).unwrap();
+    let d = clone(&remote, Some("cc"), &tmp.path().join("d")).unwrap();
+    assert_same_history(&a.store, &b);
+    assert_same_history(&c.store, &d);
+}
+
+/// Passes calls through until `puts_left` create-only puts have been made, then fails every
+/// call as a dropped connection would.
+#[derive(Debug)]
+struct Dying {
+    inner: MemoryRemote,
+    puts_left: AtomicUsize,
+}
+
+impl Remote for Dying {
+    fn put_if_absent(&self, key: &str, body: &[u8]) -> Result<Put, RemoteError> {
+        let left = self.puts_left.load(Ordering::SeqCst);
+        if left == 0 {
+            return Err(RemoteError::Corrupt {
+                key: key.into(),
+                why: "killed".into(),
+            });
+        }
+        self.puts_left.store(left - 1, Ordering::SeqCst);
+        self.inner.put_if_absent(key, body)
+    }
+    fn get(&self, key: &str, range: Option<Range<u64>>) -> Result<Option<Vec<u8>>, RemoteError> {
+        self.inner.get(key, range)
+    }
+    fn list(&self, prefix: &str) -> Result<Vec<Listed>, RemoteError> {
+        self.inner.list(prefix)
+    }
+    fn delete(&self, key: &str) -> Result<(), RemoteError> {
+        self.inner.delete(key)
+    }
+    fn describe(&self) -> String {
+        "dying".into()
+    }
+}
+
+#[test]
+fn a_push_killed_at_every_put_is_resumed_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = Saver::new(&tmp.path().join("a"));
+    for round in 0..3 {
+        edit(&mut a, round);
+        a.save();
+    }
+    for kill_after in 0..12 {
+        let name = format!("killed-{kill_after}");
+        let dying = Dying {
+            inner: MemoryRemote::named(&name),
+            puts_left: AtomicUsize::new(kill_after),
+        };
+        if push(&a, &dying, "aaaa").is_ok() {
+            continue;
+        }
+        let remote = MemoryRemote::named(&name);
+        let state = RemoteState::read(&remote).unwrap();
+        assert!(state.refs.is_empty(), "a killed push wrote no ref");
+        push(&a, &remote, "aaaa").unwrap();
+        let b = clone(&remote, None, &tmp.path().join(&name)).unwrap();
+        assert_same_history(&a.store, &b);
+    }
+}
+
+#[test]
+fn a_ref_number_taken_by_another_push_goes_to_the_next() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = MemoryRemote::named("ref-race");
+    let mut a = Saver::new(&tmp.path().join("a"));
+    edit(&mut a, 0);
+    a.save();
+    let state = RemoteState::read(&remote).unwrap();
+    let plan = plan_push(&a.store, &state, "aaaa", None).unwrap();
+    // Another push of the same workspace lands between the plan and its ref.
+    remote
+        .put_if_absent(&snap_remote::layout::ref_key("aaaa", 1), b"{}")
+        .unwrap();
+    let staging = tmp.path().join("staging");
+    let report = upload(&remote, plan, &state, &staging, &|_| {}).unwrap();
+    assert_eq!(report.ref_n, Some(2));
+    let b = clone(&remote, None, &tmp.path().join("b")).unwrap();
+    assert_same_history(&a.store, &b);
+}
+
+#[test]
+fn file_remote_holds_a_history_and_verify_finds_a_damaged_pack() {
+    let tmp = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", tmp.path().join("remote").display());
+    let remote = snap_remote::open(&url).unwrap();
+    let mut a = Saver::new(&tmp.path().join("a"));
+    for round in 0..4 {
+        edit(&mut a, round);
+        a.save();
+    }
+    push(&a, remote.as_ref(), "aaaa").unwrap();
+    let b = clone(remote.as_ref(), None, &tmp.path().join("b")).unwrap();
+    assert_same_history(&a.store, &b);
+    assert!(
+        check::verify(remote.as_ref(), true)
+            .unwrap()
+            .problems
+            .is_empty()
+    );
+    let packs = tmp.path().join("remote").join("packs");
+    let pack = std::fs::read_dir(&packs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(&pack).unwrap();
+    bytes[100] ^= 0x40;
+    std::fs::write(&pack, bytes).unwrap();
+    let found = check::verify(remote.as_ref(), true).unwrap();
+    assert_eq!(found.problems.len(), 1, "{:?}", found.problems);
+    // A clone refuses the damaged pack and names nothing it holds.
+    let refused = clone(remote.as_ref(), None, &tmp.path().join("c"));
+    assert!(matches!(refused, Err(RemoteError::Store(_))), "{refused:?}");
+    let c = Store::open(&tmp.path().join("c")).unwrap();
+    assert!(c.snapshots().unwrap().is_empty());
+}
+
+/// Overwrites on every put, as a server ignoring `If-None-Match` would.
+#[derive(Debug)]
+struct Overwriting(MemoryRemote);
+
+impl Remote for Overwriting {
+    fn put_if_absent(&self, key: &str, body: &[u8]) -> Result<Put, RemoteError> {
+        self.0.delete(key)?;
+        self.0.put_if_absent(key, body)
+    }
+    fn get(&self, key: &str, range: Option<Range<u64>>) -> Result<Option<Vec<u8>>, RemoteError> {
+        self.0.get(key, range)
+    }
+    fn list(&self, prefix: &str) -> Result<Vec<Listed>, RemoteError> {
+        self.0.list(prefix)
+    }
+    fn delete(&self, key: &str) -> Result<(), RemoteError> {
+        self.0.delete(key)
+    }
+    fn describe(&self) -> String {
+        "overwriting".into()
+    }
+}
+
+#[test]
+fn the_conditional_put_check_holds_and_refuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    check::conditional_puts(&MemoryRemote::named("check")).unwrap();
+    let file = snap_remote::open(&format!("file://{}", tmp.path().display())).unwrap();
+    check::conditional_puts(file.as_ref()).unwrap();
+    let refused = check::conditional_puts(&Overwriting(MemoryRemote::named("over")));
+    assert!(
+        matches!(refused, Err(RemoteError::NoConditionalPuts { .. })),
+        "{refused:?}"
+    );
+}

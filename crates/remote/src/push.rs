@@ -116,6 +116,7 @@ pub fn upload(
     let mut on_sealed = |pack: SealedPack| -> Result<(), RemoteError> {
         let sent = send_pack(remote, state, &pack);
         let _ = std::fs::remove_file(&pack.path);
+        snap_store::failpoint!("push-after-pack");
         if sent? {
             report.packs += 1;
             report.objects += pack.objects.len();
@@ -134,6 +135,7 @@ pub fn upload(
             report.records += 1;
         }
     }
+    snap_store::failpoint!("push-before-ref");
     report.ref_n = Some(put_ref(remote, plan.doc)?);
     Ok(report)
 }

@@ -3,6 +3,8 @@
 //! conditional-put check. Stores are real (temp dirs); the only stand-in is a remote that
 //! fails on purpose (a fault injector).
 
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
@@ -129,8 +131,11 @@ fn clone(remote: &dyn Remote, workspace: Option<&str>, dir: &Path) -> Result<Sto
     Ok(store)
 }
 
+/// One snapshot as read back: its id, record, and every file it holds (path, bytes).
+type ReadBack = (ObjectId, SnapshotRecord, Vec<(String, Vec<u8>)>);
+
 /// Every snapshot, its record and every file it holds, read back.
-fn contents(store: &Store) -> Vec<(ObjectId, SnapshotRecord, Vec<(String, Vec<u8>)>)> {
+fn contents(store: &Store) -> Vec<ReadBack> {
     let mut out = Vec::new();
     for (id, record) in store.snapshots().unwrap() {
         let mut files = Vec::new();

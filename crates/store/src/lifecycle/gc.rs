@@ -381,6 +381,22 @@ impl Store {
         &self,
         catalog_lost: bool,
     ) -> Result<(usize, Vec<PathBuf>), StoreError> {
+        let (gone, kept) = self.judge_orphans(catalog_lost)?;
+        for orphan in &gone {
+            remove_if_present(&orphan.path)?;
+        }
+        Ok((gone.len(), kept))
+    }
+
+    /// The pack files the catalog does not name that gc would keep (see
+    /// [`Store::delete_orphan_packs`]), deleting nothing: an expunge refuses while there are
+    /// any, since its purge could neither delete them nor vouch for what they hold.
+    pub fn unnamed_packs_kept(&self) -> Result<Vec<PathBuf>, StoreError> {
+        Ok(self.judge_orphans(false)?.1)
+    }
+
+    /// The orphans gc would delete, and the paths of those it would keep, sorted.
+    fn judge_orphans(&self, catalog_lost: bool) -> Result<(Vec<Orphan>, Vec<PathBuf>), StoreError> {
         let (mut gone, orphans) = self.orphans_by_drop()?;
         if self.history_may_be_outside(catalog_lost, &orphans)? {
             // The dropped packs too: the history may be a line that a repair took back and
@@ -388,7 +404,7 @@ impl Store {
             let mut kept: Vec<PathBuf> =
                 (gone.into_iter().chain(orphans)).map(|o| o.path).collect();
             kept.sort();
-            return Ok((0, kept));
+            return Ok((Vec::new(), kept));
         }
         let mut kept = Vec::new();
         for orphan in orphans {
@@ -398,11 +414,8 @@ impl Store {
                 gone.push(orphan);
             }
         }
-        for orphan in &gone {
-            remove_if_present(&orphan.path)?;
-        }
         kept.sort();
-        Ok((gone.len(), kept))
+        Ok((gone, kept))
     }
 
     /// The pack files the catalog does not name: those a commit dropped

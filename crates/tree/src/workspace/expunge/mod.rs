@@ -73,7 +73,10 @@ impl Workspace {
     /// Takes `ask.paths` out of history (see the module's documentation). Refused while
     /// pack files the catalog does not name may hold history: a purge would delete them.
     pub fn expunge(&self, ask: ExpungeAsk<'_>, run: Run) -> Result<ExpungeOutcome, TreeError> {
-        if let Some(path) = self.store.history_outside_catalog()?.first() {
+        // Every unnamed pack gc would keep, not only those holding a snapshot the catalog
+        // lacks: the purge's last step could delete none of them, and would stop there,
+        // leaving every writing command to fail on the pending purge until a repair.
+        if let Some(path) = self.store.unnamed_packs_kept()?.first() {
             return Err(TreeError::ExpungeRefused(format!(
                 "{} may hold history the catalog does not name: run `snap repair` first",
                 path.display()

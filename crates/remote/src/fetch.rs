@@ -1,10 +1,16 @@
-//! `clone` and `pull`: a workspace's history taken from a remote into a store: the packs
-//! holding objects the store lacks, downloaded whole and checked, and the records a ref
-//! names, committed at once ([`snap_store::Store::take_incoming`]).
+//! `clone` and `pull`: history taken from a remote into a store: the packs holding objects
+//! the store lacks, downloaded whole and checked, and the records the refs name, committed
+//! by [`snap_store::Store::take_incoming`]. A clone takes one workspace's history as its
+//! own (HEAD and redo too); a pull takes the other workspaces' snapshots apart, as pulled
+//! ones (`REMOTE#N`), and never moves HEAD.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use snap_store::{HistoryState, Incoming, IncomingReport, ObjectId, Store};
+use snap_store::{
+    HistoryState, Incoming, IncomingReport, ObjectId, ObjectKind, Pulled, SnapshotRecord, Store,
+    WORKSPACE_ID_LEN,
+};
 
 use crate::backend::Remote;
 use crate::layout::{self, RefDoc};
@@ -68,76 +74,147 @@ pub fn fetch_workspace(
             url: remote.describe(),
             id: workspace.to_string(),
         })?;
-    let history = history_of(&doc);
     let mut report = FetchReport {
         workspace: workspace.to_string(),
         ref_n: doc.n,
         ..FetchReport::default()
     };
-    std::fs::create_dir_all(staging).map_err(|e| RemoteError::io(staging, e))?;
-    let fetched = download(
-        remote,
-        state,
-        &doc,
-        store,
-        staging,
-        &mut report.bytes,
-        progress,
-    );
-    let taken = fetched.and_then(|incoming| {
-        Ok(store.take_incoming(Incoming {
-            history: Some(history),
-            ..incoming
-        })?)
-    });
+    let packs = packs_lacking(store, state)?;
+    let fetched = (|| {
+        let mut incoming = Incoming {
+            packs: download_packs(remote, &packs, staging, &mut report.bytes, progress)?,
+            history: Some(history_of(&doc)),
+            ..Incoming::default()
+        };
+        for id in doc.snapshot_ids() {
+            incoming
+                .records
+                .push(download_record(remote, &id, &mut report.bytes)?);
+        }
+        Ok::<_, RemoteError>(incoming)
+    })();
+    let taken = fetched.and_then(|incoming| Ok(store.take_incoming(incoming)?));
     let _ = std::fs::remove_dir_all(staging);
     report.taken = taken?;
     Ok(report)
 }
 
-/// Downloads the packs holding objects the store lacks, and the ref's records.
-fn download(
+/// What a pull will take, planned while the store is open.
+#[derive(Clone, Debug, Default)]
+pub struct PullPlan {
+    /// Packs holding an object the store lacks.
+    pub packs: Vec<ObjectId>,
+    /// The snapshots to take, each with the workspace (hex) whose ref names it.
+    pub snapshots: Vec<(String, ObjectId)>,
+}
+
+/// Plans pulling every snapshot of the remote's other workspaces (all but `own`) that the
+/// store has neither made nor pulled.
+pub fn plan_pull(
     remote: &dyn Remote,
     state: &RemoteState,
-    doc: &RefDoc,
     store: &Store,
+    own: &str,
+) -> Result<PullPlan, RemoteError> {
+    let mut have: HashSet<ObjectId> = store.snapshots()?.into_iter().map(|(id, _)| id).collect();
+    have.extend(store.pulled()?.into_iter().map(|p| p.id));
+    let mut plan = PullPlan::default();
+    for workspace in state.refs.keys().filter(|w| w.as_str() != own) {
+        let Some(doc) = state.read_ref(remote, workspace)? else {
+            continue;
+        };
+        for id in doc.snapshot_ids().into_iter().filter(|id| have.insert(*id)) {
+            plan.snapshots.push((workspace.clone(), id));
+        }
+    }
+    if !plan.snapshots.is_empty() {
+        plan.packs = packs_lacking(store, state)?;
+    }
+    Ok(plan)
+}
+
+/// Downloads what `plan` names, into `staging`, as snapshots pulled from `name`; the store
+/// takes it with [`Store::take_incoming`] (no store is open meanwhile).
+pub fn download_pull(
+    remote: &dyn Remote,
+    plan: &PullPlan,
+    name: &str,
     staging: &Path,
     bytes: &mut u64,
     progress: &dyn Fn(u64),
 ) -> Result<Incoming, RemoteError> {
-    let mut incoming = Incoming::default();
-    for (pack, ids) in &state.packs {
-        if !lacks_any(store, ids)? {
-            continue;
-        }
-        let key = layout::pack_key(pack);
-        let body = retry(|| remote.get(&key, None))?.ok_or_else(|| missing(&key))?;
-        *bytes += body.len() as u64;
-        incoming.packs.push(write_staged(staging, pack, &body)?);
-        progress(*bytes);
-    }
-    for id in doc.snapshot_ids() {
-        let key = layout::record_key(&id);
-        let raw = retry(|| remote.get(&key, None))?.ok_or_else(|| missing(&key))?;
-        if ObjectId::of(snap_store::ObjectKind::Snapshot, &raw) != id {
-            return Err(RemoteError::Corrupt {
-                key,
-                why: "its bytes do not hash to its id".into(),
-            });
-        }
-        *bytes += raw.len() as u64;
-        incoming.records.push(raw);
+    let mut incoming = Incoming {
+        packs: download_packs(remote, &plan.packs, staging, bytes, progress)?,
+        ..Incoming::default()
+    };
+    for (workspace, id) in &plan.snapshots {
+        let raw = download_record(remote, id, bytes)?;
+        let key = layout::record_key(id);
+        let corrupt = |why: String| RemoteError::Corrupt {
+            key: key.clone(),
+            why,
+        };
+        let record = SnapshotRecord::decode(*id, &raw).map_err(|e| corrupt(e.to_string()))?;
+        incoming.pulled.push(Pulled {
+            id: *id,
+            remote: name.to_string(),
+            workspace: workspace_bytes(workspace)
+                .ok_or_else(|| corrupt("bad workspace id".into()))?,
+            record,
+        });
     }
     Ok(incoming)
 }
 
-fn lacks_any(store: &Store, ids: &[ObjectId]) -> Result<bool, RemoteError> {
-    for id in ids {
-        if !store.contains(id)? {
-            return Ok(true);
+/// The indexed packs holding an object the store lacks.
+fn packs_lacking(store: &Store, state: &RemoteState) -> Result<Vec<ObjectId>, RemoteError> {
+    let mut out = Vec::new();
+    for (pack, ids) in &state.packs {
+        for id in ids {
+            if !store.contains(id)? {
+                out.push(*pack);
+                break;
+            }
         }
     }
-    Ok(false)
+    Ok(out)
+}
+
+fn download_packs(
+    remote: &dyn Remote,
+    packs: &[ObjectId],
+    staging: &Path,
+    bytes: &mut u64,
+    progress: &dyn Fn(u64),
+) -> Result<Vec<PathBuf>, RemoteError> {
+    std::fs::create_dir_all(staging).map_err(|e| RemoteError::io(staging, e))?;
+    let mut out = Vec::with_capacity(packs.len());
+    for pack in packs {
+        let key = layout::pack_key(pack);
+        let body = retry(|| remote.get(&key, None))?.ok_or_else(|| missing(&key))?;
+        *bytes += body.len() as u64;
+        out.push(write_staged(staging, pack, &body)?);
+        progress(*bytes);
+    }
+    Ok(out)
+}
+
+/// A record, checked against its id.
+fn download_record(
+    remote: &dyn Remote,
+    id: &ObjectId,
+    bytes: &mut u64,
+) -> Result<Vec<u8>, RemoteError> {
+    let key = layout::record_key(id);
+    let raw = retry(|| remote.get(&key, None))?.ok_or_else(|| missing(&key))?;
+    if ObjectId::of(ObjectKind::Snapshot, &raw) != *id {
+        return Err(RemoteError::Corrupt {
+            key,
+            why: "its bytes do not hash to its id".into(),
+        });
+    }
+    *bytes += raw.len() as u64;
+    Ok(raw)
 }
 
 fn write_staged(staging: &Path, pack: &ObjectId, body: &[u8]) -> Result<PathBuf, RemoteError> {
@@ -154,6 +231,18 @@ fn missing(key: &str) -> RemoteError {
         key: key.to_string(),
         why: "a ref or index names it, and it is absent".into(),
     }
+}
+
+/// 32 hex digits as the 16 bytes of a workspace id.
+fn workspace_bytes(hex: &str) -> Option<[u8; WORKSPACE_ID_LEN]> {
+    let mut out = [0u8; WORKSPACE_ID_LEN];
+    if hex.len() != 2 * WORKSPACE_ID_LEN {
+        return None;
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
 }
 
 /// HEAD and the redo stack a ref names.

@@ -398,3 +398,117 @@ fn the_conditional_put_check_holds_and_refuses() {
         "{refused:?}"
     );
 }
+
+/// Pulls every other workspace of `remote` into `saver`'s store as `name`.
+fn pull(saver: &Saver, remote: &dyn Remote, own: &str, name: &str) -> Result<usize, RemoteError> {
+    let state = RemoteState::read(remote)?;
+    let plan = snap_remote::fetch::plan_pull(remote, &state, &saver.store, own)?;
+    let staging = saver.store.dir().join("tmp").join("pull");
+    let mut bytes = 0;
+    let incoming =
+        snap_remote::fetch::download_pull(remote, &plan, name, &staging, &mut bytes, &|_| {})?;
+    let taken = saver.store.take_incoming(incoming)?;
+    Ok(taken.pulled)
+}
+
+#[test]
+fn a_pull_keeps_other_workspaces_apart_and_gc_keeps_what_they_reach() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = MemoryRemote::named("pull");
+    let mut a = Saver::new(&tmp.path().join("a"));
+    let mut c = Saver::new(&tmp.path().join("c"));
+    for round in 0..5 {
+        edit(&mut a, round);
+        a.save();
+    }
+    c.files.insert("mine.txt".into(), b"c's own\n".to_vec());
+    c.save();
+    push(&a, &remote, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").unwrap();
+    push(&c, &remote, "cccccccccccccccccccccccccccccccc").unwrap();
+    let own_before = (c.store.snapshots().unwrap(), c.store.history().unwrap());
+    assert_eq!(
+        pull(&c, &remote, "cccccccccccccccccccccccccccccccc", "origin").unwrap(),
+        5
+    );
+    assert_eq!(
+        (c.store.snapshots().unwrap(), c.store.history().unwrap()),
+        own_before,
+        "a pull leaves the store's own history and HEAD as they were"
+    );
+    assert_eq!(
+        pull(&c, &remote, "cccccccccccccccccccccccccccccccc", "origin").unwrap(),
+        0
+    );
+    c.store.gc().unwrap();
+    let (id, record) = c.store.resolve("origin#3").unwrap();
+    assert_eq!(
+        (id, record.clone()),
+        (a.store.snapshots().unwrap()[2].clone())
+    );
+    let pulled_files = |store: &Store| {
+        let mut trees = vec![record.root];
+        let mut files = Vec::new();
+        while let Some(t) = trees.pop() {
+            for e in store.read_tree(&t).unwrap().entries {
+                match e.kind {
+                    EntryKind::Dir => trees.push(e.id),
+                    _ => files.push(store.read_file(&e.id).unwrap()),
+                }
+            }
+        }
+        files
+    };
+    assert_eq!(
+        pulled_files(&c.store),
+        pulled_files(&a.store),
+        "gc kept what it reaches"
+    );
+    assert!(c.store.verify(true).unwrap().problems.is_empty());
+    assert!(matches!(
+        c.store.resolve("origin#9"),
+        Err(snap_store::StoreError::UnknownRef(_))
+    ));
+}
+
+#[test]
+fn a_record_whose_tree_the_remote_lacks_is_not_taken() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = MemoryRemote::named("no-tree");
+    let mut c = Saver::new(&tmp.path().join("c"));
+    c.files.insert("mine.txt".into(), b"c\n".to_vec());
+    c.save();
+    let record = SnapshotRecord {
+        seq: 1,
+        root: ObjectId::of(ObjectKind::Tree, b"a tree nobody uploaded"),
+        parent: None,
+        time_ns: 1,
+        kind: SnapshotKind::Save,
+        message: String::new(),
+        step: None,
+        session: None,
+        meta: Vec::new(),
+        stats: ChangeStats::default(),
+    };
+    let raw = record.encode();
+    let id = ObjectId::of(ObjectKind::Snapshot, &raw);
+    remote
+        .put_if_absent(&snap_remote::layout::record_key(&id), &raw)
+        .unwrap();
+    let doc = snap_remote::layout::RefDoc {
+        format: 1,
+        workspace: "dddddddddddddddddddddddddddddddd".into(),
+        n: 1,
+        head: Some(id.to_hex()),
+        redo: Vec::new(),
+        snapshots: vec![id.to_hex()],
+        pushed_ns: 0,
+    };
+    let key = snap_remote::layout::ref_key(&doc.workspace, 1);
+    remote.put_if_absent(&key, &doc.encode()).unwrap();
+    let refused = pull(&c, &remote, "cccc", "origin");
+    assert!(matches!(refused, Err(RemoteError::Store(_))), "{refused:?}");
+    assert!(c.store.pulled().unwrap().is_empty());
+    c.store.gc().unwrap();
+    let cloned = clone(&remote, Some("dddd"), &tmp.path().join("d"));
+    assert!(matches!(cloned, Err(RemoteError::Store(_))), "{cloned:?}");
+}

@@ -47,8 +47,8 @@ pub use cache::{
     WalkMemo, WatchMemo, encode_dir_record,
 };
 pub use catalog::{
-    CATALOG_VERSION, Commit, ExpungeRows, HistoryState, Location, PurgeRow, decode_snapshot_row,
-    encode_location,
+    CATALOG_VERSION, Commit, ExpungeRows, HistoryState, Location, Pulled, PulledChange, PurgeRow,
+    decode_snapshot_row, encode_location,
 };
 pub use error::StoreError;
 pub use fs::lock::{

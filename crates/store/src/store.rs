@@ -181,11 +181,21 @@ impl Store {
         self.catalog.snapshots()
     }
 
-    /// One snapshot record; a missing one is an error naming it.
+    /// One snapshot record, of the store's own history or pulled from a remote; a missing
+    /// one is an error naming it.
     pub fn snapshot(&self, id: &ObjectId) -> Result<SnapshotRecord, StoreError> {
-        self.catalog
-            .snapshot(id)?
+        if let Some(record) = self.catalog.snapshot(id)? {
+            return Ok(record);
+        }
+        let pulled = self.catalog.pulled()?.into_iter().find(|p| p.id == *id);
+        pulled
+            .map(|p| p.record)
             .ok_or(StoreError::MissingObject { id: *id })
+    }
+
+    /// The snapshots pulled from remotes (never part of the store's own history).
+    pub fn pulled(&self) -> Result<Vec<crate::Pulled>, StoreError> {
+        self.catalog.pulled()
     }
 
     /// The stat cache: path -> the stat and id it had when last hashed, in path byte order.

@@ -36,6 +36,8 @@ pub struct Commit {
     pub expunge: Option<super::ExpungeRows>,
     /// The purge row to write (or, with `Done`, to remove).
     pub purge: Option<super::PurgeRow>,
+    /// Snapshots pulled from a remote, added or forgotten.
+    pub pulled: super::PulledChange,
 }
 
 impl Catalog {
@@ -67,6 +69,7 @@ impl Catalog {
         if let Some(row) = &commit.purge {
             self.write_purge(&txn, row)?;
         }
+        self.write_pulled(&txn, &commit.pulled)?;
         crate::failpoint!("before-commit");
         txn.commit().map_err(|e| self.err(e))?;
         if upgrade {

@@ -44,6 +44,7 @@ mod commit;
 mod expunged;
 pub(crate) mod file;
 mod locations;
+mod pulled;
 mod rows;
 mod statdirs;
 mod turns;
@@ -51,6 +52,7 @@ mod turns;
 pub use commit::Commit;
 pub use expunged::{ExpungeRows, PurgeRow};
 pub(crate) use locations::Locations;
+pub use pulled::{Pulled, PulledChange};
 pub use rows::{HistoryState, Location, decode_snapshot_row, encode_location};
 
 /// Catalog format version stored under `meta["format"]`. Version 2 stores may hold delta

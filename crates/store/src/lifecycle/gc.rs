@@ -90,6 +90,12 @@ impl Store {
                 trees.push(record.root);
             }
         }
+        // Pulled snapshots' records are in no pack; what they reach stays.
+        for pulled in self.pulled()? {
+            if live.insert(pulled.record.root) {
+                trees.push(pulled.record.root);
+            }
+        }
         while let Some(tree) = trees.pop() {
             for entry in self.read_tree(&tree)?.entries {
                 if !live.insert(entry.id) {

@@ -111,6 +111,7 @@ impl Store {
         self.commit(&Commit {
             remove_snapshots,
             history: Some(HistoryState::default()),
+            pulled: crate::PulledChange::Forget,
             ..Commit::default()
         })?;
         Ok((all.len(), self.gc()?))

@@ -64,8 +64,10 @@ impl Store {
 
     /// Commits an expunge's rewrite: its new snapshots, renamings and history, with the purge
     /// row pending, so that a kill from here on leaves the purge to the next writing command.
+    /// Pulled snapshots are forgotten with it: their trees may hold what it takes out.
     pub fn commit_expunge(&self, mut commit: Commit) -> Result<(), StoreError> {
         commit.purge = Some(PurgeRow::Pending);
+        commit.pulled = crate::PulledChange::Forget;
         self.commit(&commit)?;
         crate::failpoint!("expunge-after-rewrite");
         Ok(())

@@ -26,6 +26,9 @@ impl Store {
             let n: u64 = n.parse().map_err(|_| bad("expected @~N with N a number"))?;
             return self.ancestor(reference, n);
         }
+        if let Some((remote, seq)) = reference.split_once('#').filter(|(r, _)| !r.is_empty()) {
+            return self.resolve_pulled(reference, remote, seq);
+        }
         let all = self.snapshots()?;
         let found = if reference == "last" {
             all.last().cloned()
@@ -71,7 +74,13 @@ impl Store {
                 .find(|(_, r)| r.step == Some(step) && (session.is_none() || r.session == session))
         } else {
             return match resolve_prefix(reference, all) {
-                Err(StoreError::UnknownRef(_)) => self.resolve_renamed(reference),
+                Err(StoreError::UnknownRef(_)) => match self.resolve_renamed(reference) {
+                    Err(StoreError::UnknownRef(_)) => {
+                        let pulled = self.pulled()?.into_iter().map(|p| (p.id, p.record));
+                        resolve_prefix(reference, pulled.collect())
+                    }
+                    found => found,
+                },
                 found => found,
             };
         };
@@ -93,6 +102,34 @@ impl Store {
             _ => Err(StoreError::AmbiguousRef {
                 reference: reference.to_string(),
                 candidates: found.iter().map(ObjectId::short).collect(),
+            }),
+        }
+    }
+
+    /// `REMOTE#N`: the snapshot pulled from that remote that its workspace numbered N.
+    fn resolve_pulled(
+        &self,
+        reference: &str,
+        remote: &str,
+        seq: &str,
+    ) -> Result<(ObjectId, SnapshotRecord), StoreError> {
+        let seq: u64 = seq.parse().map_err(|_| StoreError::BadRef {
+            reference: reference.to_string(),
+            why: "expected REMOTE#N with N a number".into(),
+        })?;
+        let mut found: Vec<_> = (self.pulled()?.into_iter())
+            .filter(|p| p.remote == remote && p.record.seq == seq)
+            .collect();
+        match found.len() {
+            0 => Err(StoreError::UnknownRef(reference.to_string())),
+            1 => {
+                let pulled = found.remove(0);
+                Ok((pulled.id, pulled.record))
+            }
+            // Two workspaces of one remote both made a snapshot N: name it by id.
+            _ => Err(StoreError::AmbiguousRef {
+                reference: reference.to_string(),
+                candidates: found.iter().map(|p| p.id.short()).collect(),
             }),
         }
     }

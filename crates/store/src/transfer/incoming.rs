@@ -1,28 +1,35 @@
 //! What arrives: sealed packs another store's objects were copied into, and the snapshot
-//! records a command chose to take, named in one commit.
+//! records a command chose to take, named in two commits.
 //!
 //! A pack is taken only whole and sound: its trailer reads, its body hashes to its name,
 //! every frame stored whole decodes to its id, and every delta or slice frame's base is in
 //! the store or in the packs taken with it. Packs are moved into `packs/` (directory synced)
-//! before the commit names them; a kill in between leaves packs no catalog names, which hold
-//! no snapshot record and which gc deletes (docs/FORMAT.md 7.4).
+//! and named by a first commit; then every object the incoming records reach is checked to
+//! be located (a gc refuses to run on a mark it cannot finish, so a record naming a missing
+//! tree would stop every gc), and only then does a second commit name the records and move
+//! HEAD. A kill before the first commit leaves packs no catalog names, which hold no
+//! snapshot record and which gc deletes (docs/FORMAT.md 7.4); a kill or a missing object
+//! between the two leaves named objects no snapshot reaches, which gc drops.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::catalog::{Commit, HistoryState};
+use crate::catalog::{Commit, HistoryState, Pulled, PulledChange};
 use crate::pack::delta::DeltaHeader;
 use crate::pack::slice::SliceRef;
 use crate::pack::{Compression, FrameInfo, PackReader, decode_payload, pack_file_name};
-use crate::{ObjectId, ObjectKind, SnapshotRecord, Store, StoreError};
+use crate::{EntryKind, ObjectId, ObjectKind, SnapshotRecord, Store, StoreError};
 
 /// What a command takes into the store at once.
 #[derive(Debug, Default)]
 pub struct Incoming {
     /// Sealed pack files, each named `<id>.pack`, on the store's filesystem (its `tmp/`).
     pub packs: Vec<PathBuf>,
-    /// Snapshot records (kind 4 bytes as stored) to add; their ids are computed here.
+    /// Snapshot records (kind 4 bytes as stored) to add to the store's own history; their
+    /// ids are computed here.
     pub records: Vec<Vec<u8>>,
+    /// Snapshots to keep apart, as pulled from a remote.
+    pub pulled: Vec<Pulled>,
     /// HEAD and the redo stack to set with them; `None` leaves them.
     pub history: Option<HistoryState>,
 }
@@ -34,8 +41,10 @@ pub struct IncomingReport {
     pub packs: usize,
     /// Frames in them.
     pub objects: usize,
-    /// Snapshot records added.
+    /// Snapshot records added to the store's own history.
     pub snapshots: usize,
+    /// Pulled snapshots added.
+    pub pulled: usize,
 }
 
 /// One pack checked and ready to be named.
@@ -47,9 +56,9 @@ struct Checked {
 }
 
 impl Store {
-    /// Checks `incoming`'s packs and records, moves the packs into `packs/` and commits them,
-    /// the records and the history in one transaction. Nothing is named unless everything
-    /// checks: a catalog must never name an object that cannot be read.
+    /// Checks `incoming`'s packs, names them, checks that every object its records reach is
+    /// in the store, then names the records (and pulled snapshots) and sets the history (see
+    /// the module's documentation). Nothing is named that cannot be read.
     pub fn take_incoming(&self, incoming: Incoming) -> Result<IncomingReport, StoreError> {
         let named: HashSet<ObjectId> = self.catalog.packs()?.into_iter().map(|p| p.0).collect();
         let mut checked = Vec::new();
@@ -63,24 +72,38 @@ impl Store {
         }
         self.check_bases(&checked)?;
         let snapshots = decode_records(&incoming.records)?;
+        let mut new = HashSet::new();
+        for frame in checked.iter().flat_map(|p| &p.frames) {
+            if !self.contains(&frame.id)? {
+                new.insert(frame.id);
+            }
+        }
         let report = IncomingReport {
             packs: checked.len(),
             objects: checked.iter().map(|p| p.frames.len()).sum(),
             snapshots: snapshots.len(),
+            pulled: incoming.pulled.len(),
         };
-        let mut commit = Commit {
+        self.commit(&Commit {
             packs: self.move_in(checked)?,
-            history: incoming.history,
             ..Commit::default()
-        };
+        })?;
+        let roots = (snapshots.iter().map(|(_, r)| r.root))
+            .chain(incoming.pulled.iter().map(|p| p.record.root));
+        self.check_reach(&roots.collect::<Vec<_>>(), &new)?;
         let writer = self.writer();
         for raw in &incoming.records {
             writer.put(ObjectKind::Snapshot, raw)?;
         }
-        commit.packs.extend(writer.finish()?);
-        commit.snapshots = snapshots;
+        let packs = writer.finish()?;
         crate::failpoint!("incoming-before-commit");
-        self.commit(&commit)?;
+        self.commit(&Commit {
+            packs,
+            snapshots,
+            history: incoming.history,
+            pulled: PulledChange::Add(incoming.pulled),
+            ..Commit::default()
+        })?;
         Ok(report)
     }
 
@@ -95,12 +118,52 @@ impl Store {
                 if !taken.contains(base) && !self.contains(base)? {
                     return Err(StoreError::CorruptPack {
                         path: pack.path.clone(),
-                        why: format!("{} is stored against {}, which is absent", id, base),
+                        why: format!("{id} is stored against {base}, which is absent"),
                     });
                 }
             }
         }
         Ok(())
+    }
+
+    /// Every object the trees `roots` reach is located. Objects not in `new` were in the
+    /// store before, and a stored tree's closure is whole (gc keeps it so), so they are not
+    /// read again.
+    fn check_reach(&self, roots: &[ObjectId], new: &HashSet<ObjectId>) -> Result<(), StoreError> {
+        let mut seen = HashSet::new();
+        let mut trees = Vec::new();
+        for root in roots {
+            self.located(root)?;
+            if new.contains(root) && seen.insert(*root) {
+                trees.push(*root);
+            }
+        }
+        while let Some(tree) = trees.pop() {
+            for entry in self.read_tree(&tree)?.entries {
+                let kind = self.located(&entry.id)?;
+                if !new.contains(&entry.id) || !seen.insert(entry.id) {
+                    continue;
+                }
+                match entry.kind {
+                    EntryKind::Dir => trees.push(entry.id),
+                    EntryKind::File | EntryKind::Executable if kind == ObjectKind::ChunkList => {
+                        let raw = self.read_kind(&entry.id, ObjectKind::ChunkList)?;
+                        for chunk in crate::ChunkList::decode(entry.id, &raw)?.chunks {
+                            self.located(&chunk.id)?;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The kind of a located object; an error naming it when the catalog lacks it.
+    fn located(&self, id: &ObjectId) -> Result<ObjectKind, StoreError> {
+        let loc = self.catalog.locate(id)?;
+        loc.map(|l| l.frame.kind)
+            .ok_or(StoreError::MissingObject { id: *id })
     }
 
     /// Renames each pack into `packs/` (one already there by that name is the same bytes),
@@ -137,6 +200,9 @@ fn check_pack(path: &Path) -> Result<Checked, StoreError> {
     let frames = reader.scan_frames(end)?;
     let mut bases = Vec::new();
     for info in &frames {
+        if info.kind == ObjectKind::Snapshot {
+            return Err(corrupt("it holds a snapshot record".into()));
+        }
         let (_, payload) = reader.read_frame(info.offset, info.id)?;
         let base = match info.compression {
             Compression::Delta => Some(DeltaHeader::parse(&payload).map(|h| h.base)),
@@ -150,9 +216,6 @@ fn check_pack(path: &Path) -> Result<Checked, StoreError> {
                 let mut no_base = |_: &DeltaHeader| Err("no base".to_string());
                 decode_payload(info, payload, &mut no_base).map_err(corrupt)?;
             }
-        }
-        if info.kind == ObjectKind::Snapshot {
-            return Err(corrupt("it holds a snapshot record".into()));
         }
     }
     Ok(Checked {

@@ -193,6 +193,13 @@ pub enum Command {
         /// A remote's name or URL (default: the default remote).
         remote: Option<String>,
     },
+    /// Take the other workspaces' snapshots from a remote, kept apart as REMOTE#N; never
+    /// moves HEAD or the working tree (`snap pull`, then `snap log --all`).
+    #[cfg(feature = "remote")]
+    Pull {
+        /// A remote's name or URL (default: the default remote).
+        remote: Option<String>,
+    },
     /// Make a new directory from a workspace's history on a remote, HEAD checked out
     /// (`snap clone s3://bucket/prefix dir`).
     #[cfg(feature = "remote")]

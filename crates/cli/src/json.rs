@@ -427,6 +427,33 @@ pub struct LogDoc {
     pub snapshots: Vec<LogEntryDoc>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stats: Option<Value>,
+    /// With `--all`: the snapshots pulled from remotes, named `REMOTE#N`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pulled: Vec<PulledDoc>,
+}
+
+/// One pulled snapshot in `snap log --all`.
+#[derive(Serialize)]
+pub struct PulledDoc {
+    pub name: String,
+    pub remote: String,
+    pub workspace: String,
+    pub snapshot: SnapshotDoc,
+}
+
+impl PulledDoc {
+    pub fn new(p: &snap_tree::Pulled) -> PulledDoc {
+        let snapshot = Snapshot {
+            id: p.id,
+            record: p.record.clone(),
+        };
+        PulledDoc {
+            name: format!("{}#{}", p.remote, p.record.seq),
+            remote: p.remote.clone(),
+            workspace: p.workspace.iter().map(|b| format!("{b:02x}")).collect(),
+            snapshot: SnapshotDoc::from(&snapshot),
+        }
+    }
 }
 
 /// `snap recover`.

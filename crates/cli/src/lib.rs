@@ -203,6 +203,8 @@ fn run(cli: Cli) -> Result<()> {
         #[cfg(feature = "remote")]
         Command::Push { remote } => commands::remote::push(&ctx, remote.as_deref()),
         #[cfg(feature = "remote")]
+        Command::Pull { remote } => commands::remote::pull(&ctx, remote.as_deref()),
+        #[cfg(feature = "remote")]
         Command::Clone {
             url,
             directory,

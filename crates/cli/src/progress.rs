@@ -94,3 +94,41 @@ fn new_bar(phase: Phase, total: u64) -> ProgressBar {
     bar.set_prefix(label(phase));
     bar
 }
+
+/// A byte bar for an upload or download (`snap push`, `pull`, `clone`), when bars are
+/// wanted; cleared when dropped.
+#[cfg(feature = "remote")]
+#[derive(Debug)]
+pub struct Transfer(Option<ProgressBar>);
+
+#[cfg(feature = "remote")]
+impl Transfer {
+    /// A bar labelled `label` for `total` bytes (a guess is fine: it only draws).
+    pub fn new(ctx: &crate::Ctx, label: &'static str, total: u64) -> Transfer {
+        let bar = ctx.progress.then(|| {
+            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            let style = ProgressStyle::with_template("{msg} {bytes}/{total_bytes} {wide_bar}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar.set_message(label);
+            bar
+        });
+        Transfer(bar)
+    }
+
+    /// `done` bytes have gone.
+    pub fn update(&self, done: u64) {
+        if let Some(bar) = &self.0 {
+            bar.set_position(done);
+        }
+    }
+}
+
+#[cfg(feature = "remote")]
+impl Drop for Transfer {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
+}

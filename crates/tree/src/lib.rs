@@ -66,7 +66,7 @@ pub use source::{
 // The store's types that the layers above name (the CLI, the Python crate, benches): named
 // here, so the CLI depends on the tree alone and never reaches into the store.
 pub use snap_store::{
-    EntryKind, GcReport, ObjectId, PurgeReport, Retention, SnapshotKind, SnapshotRecord,
+    EntryKind, GcReport, ObjectId, Pulled, PurgeReport, Retention, SnapshotKind, SnapshotRecord,
     StoreError, StoreStats, cap_lock_wait, on_lock_wait, stop_lock_wait_on,
 };
 pub use workspace::{

@@ -102,6 +102,34 @@ fn round_trip(url: &str, env: &[(&str, String)]) {
     run(&b, &["redo"]);
     assert_eq!(on_disk(&a, true), on_disk(&b, true));
     assert_eq!(run_json(&b, &["verify", "--read-data"])["ok"], true);
+
+    // The clone saves and pushes back (its own workspace); the first pulls it apart.
+    write(&b, "from-b.txt", b"written in the clone\n");
+    run(&b, &["save", "-m", "in b"]);
+    run(&b, &["push"]);
+    let head_a = json(&a, &["log", "-n", "1"])["head"].clone();
+    let pulled = run_json(&a, &["pull"]);
+    assert_eq!(
+        pulled["snapshots"], 1,
+        "only b's own new snapshot: {pulled}"
+    );
+    assert_eq!(run_json(&a, &["pull"])["snapshots"], 0);
+    assert_eq!(
+        json(&a, &["log", "-n", "1"])["head"],
+        head_a,
+        "a pull never moves HEAD"
+    );
+    let listed = run_json(&a, &["log", "--all"]);
+    assert_eq!(listed["pulled"][0]["name"], "origin#4");
+    assert!(run(&a, &["log", "--all"]).contains("pulled origin#4"));
+    assert!(run(&a, &["diff", "@", "origin#4", "--name-status"]).contains("from-b.txt"));
+    let before = everything(&a);
+    run(&a, &["restore", "origin#4"]);
+    assert_conserved(&a, &before, "restore of a pulled snapshot");
+    assert_eq!(on_disk(&a, true), on_disk(&b, true));
+    run(&a, &["gc"]);
+    assert_eq!(run_json(&a, &["verify", "--read-data"])["ok"], true);
+
     let again = snap_cmd(top.path(), &["clone", url, "b"])
         .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
@@ -173,7 +201,9 @@ impl Seaweed {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("s3.json");
         std::fs::write(&config, r#"{"identities":[{"name":"snap","credentials":[{"accessKey":"snaptest","secretKey":"snaptestsecret"}],"actions":["Admin","Read","Write","List","Tagging"]}]}"#).unwrap();
-        let port = 30_000 + (std::process::id() % 4000) as u16 * 5;
+        // Five ports from `port`, and their gRPC ports 10000 above, all below the kernel's
+        // ephemeral range (32768 on), where SeaweedFS may find a port taken and move it.
+        let port = 11_000 + (std::process::id() % 1100) as u16 * 10;
         let p = |n: u16| (port + n).to_string();
         let data = dir.path().join("data");
         std::fs::create_dir(&data).unwrap();

@@ -39,10 +39,15 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
         true => ws.secrets(snap_tree::secrets::SecretScan::Paths)?,
         false => Vec::new(),
     };
+    let pulled = match f.all && f.paths.is_empty() {
+        true => ws.pulled()?,
+        false => Vec::new(),
+    };
     let value = json::value(&json::LogDoc {
         head,
         snapshots: entries.iter().map(json::LogEntryDoc::from).collect(),
         stats: stats.as_ref().map(|s| lifecycle::stats_json(s, &secrets)),
+        pulled: pulled.iter().map(json::PulledDoc::new).collect(),
     });
     emit(ctx, value, || {
         if let Some(s) = &stats {
@@ -59,6 +64,22 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
                 false => println!("{}", log_line(e)),
             }
         }
+        print_pulled(&pulled);
     });
     Ok(())
+}
+
+/// The pulled snapshots, by remote (`log --all`): `REMOTE#N` and the snapshot's line.
+fn print_pulled(pulled: &[snap_tree::Pulled]) {
+    for p in pulled {
+        let name = format!("{}#{}", p.remote, p.record.seq);
+        let snapshot = snap_tree::Snapshot {
+            id: p.id,
+            record: p.record.clone(),
+        };
+        println!(
+            "pulled {name:<12} {}",
+            crate::render::snapshot_line(&snapshot)
+        );
+    }
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use snap_remote::fetch::{choose_workspace, fetch_workspace};
+use snap_remote::fetch::{choose_workspace, download_pull, fetch_workspace, plan_pull};
 use snap_remote::push::{plan_push, upload};
 use snap_remote::state::RemoteState;
 use snap_remote::{Remote, check};
@@ -24,6 +24,9 @@ use crate::{Ctx, emit, open, open_reading};
 
 /// The name `snap clone` gives the remote it cloned from.
 const CLONED_FROM: &str = "origin";
+
+/// The name pulled snapshots take when pulled from a URL no configured remote has.
+const UNNAMED: &str = "pulled";
 
 /// `snap remote add NAME URL`: checks that the server honours create-only puts first.
 pub(crate) fn add(ctx: &Ctx, name: &str, url: &str) -> Result<()> {
@@ -73,11 +76,22 @@ pub(crate) fn list(ctx: &Ctx) -> Result<()> {
 /// The URL `given` names: a URL as it is, else a remote of the config (the default one
 /// when `None`).
 fn remote_url(ws: &Workspace, given: Option<&str>) -> Result<String> {
+    remote_named(ws, given).map(|(_, url)| url)
+}
+
+/// The name and URL `given` names. A bare URL takes the name of the configured remote with
+/// that URL, else [`UNNAMED`].
+fn remote_named(ws: &Workspace, given: Option<&str>) -> Result<(String, String)> {
     if let Some(url) = given.filter(|g| g.contains("://")) {
-        return Ok(url.to_string());
+        let remotes = &ws.config().remote;
+        let named = remotes
+            .iter()
+            .find(|(_, r)| r.url == url)
+            .map(|(n, _)| n.as_str());
+        return Ok((named.unwrap_or(UNNAMED).to_string(), url.to_string()));
     }
     match ws.config().remote_url(given) {
-        Some((_, url)) => Ok(url.to_string()),
+        Some((name, url)) => Ok((name.to_string(), url.to_string())),
         None => match given {
             Some(name) => bail!("there is no remote named {name} (snap remote list)"),
             None => bail!("no remote to use: name one, or add one with snap remote add NAME URL"),
@@ -110,7 +124,11 @@ pub(crate) fn push(ctx: &Ctx, given: Option<&str>) -> Result<()> {
         )
     };
     let (objects, records, local) = (plan.objects(), plan.records(), plan.frame_bytes());
-    let report = upload(remote.as_ref(), plan, &state, &staging, &|_| {})?;
+    let bar = crate::progress::Transfer::new(ctx, "pushing", local);
+    let report = upload(remote.as_ref(), plan, &state, &staging, &|done| {
+        bar.update(done)
+    })?;
+    drop(bar);
     let doc = json!({
         "remote": url, "workspace": workspace, "up_to_date": report.ref_n.is_none(),
         "objects": objects, "local_bytes": local, "packs": report.packs,
@@ -123,6 +141,72 @@ pub(crate) fn push(ctx: &Ctx, given: Option<&str>) -> Result<()> {
             records,
             report.packs,
             human_bytes(report.bytes)
+        ),
+    });
+    Ok(())
+}
+
+/// `snap pull [REMOTE|URL]`: the other workspaces' snapshots, kept apart as `REMOTE#N`;
+/// never HEAD, never the working tree. The store is open to plan and to commit, not while
+/// downloading.
+pub(crate) fn pull(ctx: &Ctx, given: Option<&str>) -> Result<()> {
+    let ((name, url), own) = {
+        let ws = open_reading(ctx)?;
+        (
+            remote_named(&ws, given)?,
+            ws.workspace_id()?.unwrap_or_default(),
+        )
+    };
+    let remote = snap_remote::open(&url)?;
+    let state = RemoteState::read(remote.as_ref())?;
+    let (plan, staging) = {
+        let ws = open_reading(ctx)?;
+        let staging = ws
+            .store_dir()
+            .join("tmp")
+            .join(format!("pull-{}", std::process::id()));
+        (
+            plan_pull(remote.as_ref(), &state, ws.store(), &own)?,
+            staging,
+        )
+    };
+    let mut bytes = 0;
+    let taken = match plan.snapshots.is_empty() {
+        true => None,
+        false => {
+            let total = plan
+                .packs
+                .iter()
+                .filter_map(|p| state.pack_files.get(p))
+                .sum();
+            let bar = crate::progress::Transfer::new(ctx, "pulling", total);
+            let progress = |done| bar.update(done);
+            let fetched = download_pull(
+                remote.as_ref(),
+                &plan,
+                &name,
+                &staging,
+                &mut bytes,
+                &progress,
+            );
+            drop(bar);
+            let taken = fetched
+                .map_err(anyhow::Error::from)
+                .and_then(|incoming| Ok(open(ctx)?.store().take_incoming(incoming)?));
+            let _ = std::fs::remove_dir_all(&staging);
+            Some(taken?)
+        }
+    };
+    let pulled = taken.as_ref().map_or(0, |t| t.pulled);
+    let doc = json!({
+        "remote": url, "name": name, "snapshots": pulled, "bytes": bytes,
+        "packs": taken.as_ref().map_or(0, |t| t.packs),
+    });
+    emit(ctx, doc, || match pulled {
+        0 => println!("{url}: nothing new to pull"),
+        n => println!(
+            "pulled {n} snapshot(s) from {url} as {name}#N ({}); snap log --all lists them",
+            human_bytes(bytes)
         ),
     });
     Ok(())
@@ -191,7 +275,9 @@ pub(crate) fn clone(ctx: &Ctx, url: &str, dir: &Path, workspace: Option<&str>) -
         std::process::id()
     ));
     std::fs::create_dir(&staging).with_context(|| staging.display().to_string())?;
-    let cloned = clone_through(remote.as_ref(), &state, &id, url, &staging, &dest);
+    let bar = crate::progress::Transfer::new(ctx, "cloning", state.pack_files.values().sum());
+    let cloned = clone_through(remote.as_ref(), &state, &id, url, &staging, &dest, &bar);
+    drop(bar);
     let _ = std::fs::remove_dir_all(&staging);
     let fetched = cloned?;
     let ws = Workspace::discover(&dest, None)?;
@@ -223,13 +309,16 @@ fn clone_through(
     url: &str,
     staging: &Path,
     dest: &Path,
+    bar: &crate::progress::Transfer,
 ) -> Result<snap_remote::fetch::FetchReport> {
     let ws = Workspace::init(staging, None, false)?;
     let tmp: PathBuf = ws
         .store_dir()
         .join("tmp")
         .join(format!("clone-{}", std::process::id()));
-    let fetched = fetch_workspace(remote, state, id, ws.store(), &tmp, &|_| {})?;
+    let fetched = fetch_workspace(remote, state, id, ws.store(), &tmp, &|done| {
+        bar.update(done)
+    })?;
     snap_tree::add_remote(ws.store_dir(), CLONED_FROM, url)?;
     if ws.head()?.is_some() {
         ws.export("@", &[], dest)?;

@@ -128,6 +128,15 @@ impl Workspace {
         })
     }
 
+    /// The snapshots pulled from remotes (`snap pull`), by remote and origin number: never
+    /// part of this workspace's history, named `REMOTE#N`.
+    pub fn pulled(&self) -> Result<Vec<snap_store::Pulled>, TreeError> {
+        let mut pulled = self.store.pulled()?;
+        pulled
+            .sort_by(|a, b| (&a.remote, a.record.seq, a.id).cmp(&(&b.remote, b.record.seq, b.id)));
+        Ok(pulled)
+    }
+
     /// Snapshots newest first: HEAD's ancestry and the redo stack, or every one with `all`.
     pub fn log(&self, all: bool) -> Result<Vec<LogEntry>, TreeError> {
         Ok(self.history()?.log(Lines::all_if(all)))

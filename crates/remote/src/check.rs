@@ -78,6 +78,8 @@ pub fn verify(remote: &dyn Remote, read_data: bool) -> Result<RemoteCheck, Remot
         check.packs += 1;
         check_pack(remote, &state, pack, read_data, &mut check)?;
     }
+    // Every indexed object, marked packs' too (state.objects leaves those out for pushes).
+    let indexed: HashSet<ObjectId> = state.packs.values().flatten().map(|o| o.id).collect();
     let mut seen = HashSet::new();
     for workspace in state.refs.keys() {
         check.workspaces += 1;
@@ -87,7 +89,7 @@ pub fn verify(remote: &dyn Remote, read_data: bool) -> Result<RemoteCheck, Remot
         for id in doc.snapshot_ids() {
             if seen.insert(id) {
                 check.snapshots += 1;
-                check_record(remote, &state, &id, &mut check)?;
+                check_record(remote, &indexed, &id, &mut check)?;
             }
         }
     }
@@ -140,7 +142,7 @@ fn pack_body_matches(pack: &ObjectId, body: &[u8]) -> bool {
 
 fn check_record(
     remote: &dyn Remote,
-    state: &RemoteState,
+    indexed: &HashSet<ObjectId>,
     id: &ObjectId,
     check: &mut RemoteCheck,
 ) -> Result<(), RemoteError> {
@@ -159,7 +161,7 @@ fn check_record(
         return Ok(());
     }
     match SnapshotRecord::decode(*id, &raw) {
-        Ok(record) if !state.objects.contains(&record.root) => check.problems.push(format!(
+        Ok(record) if !indexed.contains(&record.root) => check.problems.push(format!(
             "{key}: its tree {} is in no indexed pack",
             record.root
         )),

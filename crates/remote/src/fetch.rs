@@ -169,9 +169,9 @@ pub fn download_pull(
 /// The indexed packs holding an object the store lacks.
 fn packs_lacking(store: &Store, state: &RemoteState) -> Result<Vec<ObjectId>, RemoteError> {
     let mut out = Vec::new();
-    for (pack, ids) in &state.packs {
-        for id in ids {
-            if !store.contains(id)? {
+    for (pack, objects) in &state.packs {
+        for object in objects {
+            if !store.contains(&object.id)? {
                 out.push(*pack);
                 break;
             }

@@ -60,27 +60,41 @@ const INDEX_VERSION: u32 = 1;
 /// magic (8) | version u32 LE (4) | count u32 LE (4) | pack id (32).
 const INDEX_HEADER_LEN: usize = 48;
 
-/// Encodes a pack's index: header, `count` ids of 32 bytes, then the BLAKE3 of all before.
-pub fn encode_index(pack: &ObjectId, ids: &[ObjectId]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(INDEX_HEADER_LEN + 32 * ids.len() + 32);
+/// One object of a remote pack, as its index gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Indexed {
+    /// The object's id.
+    pub id: ObjectId,
+    /// The base (a delta's) or block (a slice's) its frame is stored against, if any: what
+    /// must stay on the remote while this copy does, whatever the local store now holds.
+    pub base: Option<ObjectId>,
+}
+
+/// Encodes a pack's index: header, then per object its id, a flag byte (1: a base follows)
+/// and the base, then the BLAKE3 of all before.
+pub fn encode_index(pack: &ObjectId, objects: &[Indexed]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(INDEX_HEADER_LEN + 33 * objects.len() + 32);
     out.extend_from_slice(INDEX_MAGIC);
     out.extend_from_slice(&INDEX_VERSION.to_le_bytes());
-    out.extend_from_slice(&(ids.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(objects.len() as u32).to_le_bytes());
     out.extend_from_slice(&pack.0);
-    for id in ids {
-        out.extend_from_slice(&id.0);
+    for object in objects {
+        out.extend_from_slice(&object.id.0);
+        match object.base {
+            Some(base) => {
+                out.push(1);
+                out.extend_from_slice(&base.0);
+            }
+            None => out.push(0),
+        }
     }
     let sum = blake3::hash(&out);
     out.extend_from_slice(sum.as_bytes());
     out
 }
 
-/// Decodes an index object, checking its sum and that it names `pack`.
-pub fn decode_index(
-    key: &str,
-    pack: &ObjectId,
-    bytes: &[u8],
-) -> Result<Vec<ObjectId>, RemoteError> {
+/// Decodes an index object, checking its sum, its length and that it names `pack`.
+pub fn decode_index(key: &str, pack: &ObjectId, bytes: &[u8]) -> Result<Vec<Indexed>, RemoteError> {
     let corrupt = |why: &str| RemoteError::Corrupt {
         key: key.to_string(),
         why: why.to_string(),
@@ -96,14 +110,30 @@ pub fn decode_index(
     if word(8) != INDEX_VERSION {
         return Err(corrupt("an index version this snap does not read"));
     }
-    let count = word(12) as usize;
-    if body.len() != INDEX_HEADER_LEN + 32 * count || &body[16..48] != pack.0.as_slice() {
-        return Err(corrupt("its length or pack id is wrong"));
+    if &body[16..48] != pack.0.as_slice() {
+        return Err(corrupt("it names another pack"));
     }
-    Ok(body[INDEX_HEADER_LEN..]
-        .chunks_exact(32)
-        .filter_map(ObjectId::from_slice)
-        .collect())
+    let count = word(12) as usize;
+    let mut objects = Vec::with_capacity(count.min(1 << 20));
+    let mut rest = &body[INDEX_HEADER_LEN..];
+    for _ in 0..count {
+        if rest.len() < 33 {
+            return Err(corrupt("it ends inside an entry"));
+        }
+        let (id, flag, tail) = (&rest[..32], rest[32], &rest[33..]);
+        let (base, tail) = match flag {
+            0 => (None, tail),
+            1 if tail.len() >= 32 => (ObjectId::from_slice(&tail[..32]), &tail[32..]),
+            _ => return Err(corrupt("an entry's base flag is wrong")),
+        };
+        let id = ObjectId::from_slice(id).ok_or_else(|| corrupt("an id is cut"))?;
+        objects.push(Indexed { id, base });
+        rest = tail;
+    }
+    if !rest.is_empty() {
+        return Err(corrupt("bytes follow its last entry"));
+    }
+    Ok(objects)
 }
 
 /// A workspace's history as one push left it: `refs/<workspace>/<n>`, JSON.

@@ -12,7 +12,7 @@ use std::path::Path;
 use snap_store::{ObjectId, Outgoing, SealedPack, Store};
 
 use crate::backend::{Put, Remote};
-use crate::layout::{self, RefDoc};
+use crate::layout::{self, Indexed, RefDoc};
 use crate::state::RemoteState;
 use crate::{RemoteError, retry};
 
@@ -135,6 +135,13 @@ pub fn upload(
             report.records += 1;
         }
     }
+    // Records the ref names that a remote gc marked (a snapshot a repair brought back): kept.
+    for id in plan.doc.snapshot_ids() {
+        let key = layout::record_key(&id);
+        if state.marked.contains(&key) {
+            retry(|| remote.delete(&crate::gc::trash_key(&key)))?;
+        }
+    }
     snap_store::failpoint!("push-before-ref");
     report.ref_n = Some(put_ref(remote, plan.doc)?);
     Ok(report)
@@ -146,14 +153,22 @@ fn send_pack(
     state: &RemoteState,
     pack: &SealedPack,
 ) -> Result<bool, RemoteError> {
-    let index = layout::encode_index(&pack.id, &pack.objects);
-    let indexed = state.packs.contains_key(&pack.id);
-    if indexed {
+    let objects: Vec<Indexed> = (pack.objects.iter())
+        .map(|&(id, base)| Indexed { id, base })
+        .collect();
+    let index = layout::encode_index(&pack.id, &objects);
+    let key = layout::pack_key(&pack.id);
+    if state.packs.contains_key(&pack.id) {
+        // The same objects in the same order made a pack a remote gc has marked: this push
+        // relies on it now, so the mark goes (the gc looks at it again before it deletes).
+        if state.marked.contains(&key) {
+            retry(|| remote.delete(&crate::gc::trash_key(&key)))?;
+        }
         return Ok(false);
     }
     if !state.pack_files.contains_key(&pack.id) {
         let body = std::fs::read(&pack.path).map_err(|e| RemoteError::io(&pack.path, e))?;
-        retry(|| remote.put_if_absent(&layout::pack_key(&pack.id), &body))?;
+        retry(|| remote.put_if_absent(&key, &body))?;
     }
     retry(|| remote.put_if_absent(&layout::index_key(&pack.id), &index))?;
     Ok(true)

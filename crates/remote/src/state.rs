@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use snap_store::ObjectId;
 
 use crate::backend::Remote;
-use crate::layout::{self, RefDoc};
+use crate::layout::{self, Indexed, RefDoc};
 use crate::{RemoteError, retry};
 
 /// A remote's contents, as listed once.
@@ -14,7 +14,7 @@ use crate::{RemoteError, retry};
 pub struct RemoteState {
     /// Each indexed pack with its objects. A pack without its index is not counted: its push
     /// was killed before the index, and nothing reaches its objects.
-    pub packs: BTreeMap<ObjectId, Vec<ObjectId>>,
+    pub packs: BTreeMap<ObjectId, Vec<Indexed>>,
     /// Pack files present, with their sizes (indexed or not).
     pub pack_files: HashMap<ObjectId, u64>,
     /// Every object some indexed pack holds.
@@ -23,6 +23,9 @@ pub struct RemoteState {
     pub records: HashSet<ObjectId>,
     /// Each workspace's newest ref key and number.
     pub refs: BTreeMap<String, (String, u64)>,
+    /// The keys a remote gc has marked for deletion (`trash/<key>`, crate::gc): the objects
+    /// of a marked pack are not in [`RemoteState::objects`], so no push relies on them.
+    pub marked: HashSet<String>,
 }
 
 impl RemoteState {
@@ -34,15 +37,25 @@ impl RemoteState {
                 state.pack_files.insert(id, listed.size);
             }
         }
+        for listed in retry(|| remote.list(crate::gc::TRASH))? {
+            state.marked.extend(
+                listed
+                    .key
+                    .strip_prefix(crate::gc::TRASH)
+                    .map(str::to_string),
+            );
+        }
         for listed in retry(|| remote.list("index/"))? {
             let Some(pack) = layout::id_in_key(&listed.key, "index/", ".idx") else {
                 continue;
             };
             let bytes =
                 retry(|| remote.get(&listed.key, None))?.ok_or_else(|| gone(&listed.key))?;
-            let ids = layout::decode_index(&listed.key, &pack, &bytes)?;
-            state.objects.extend(ids.iter().copied());
-            state.packs.insert(pack, ids);
+            let objects = layout::decode_index(&listed.key, &pack, &bytes)?;
+            if !state.marked.contains(&layout::pack_key(&pack)) {
+                state.objects.extend(objects.iter().map(|o| o.id));
+            }
+            state.packs.insert(pack, objects);
         }
         for listed in retry(|| remote.list("snapshots/"))? {
             let hex = listed.key.trim_start_matches("snapshots/");
@@ -63,6 +76,24 @@ impl RemoteState {
         };
         let bytes = retry(|| remote.get(key, None))?.ok_or_else(|| gone(key))?;
         RefDoc::decode(key, &bytes).map(Some)
+    }
+
+    /// A snapshot record on the remote, checked against its id.
+    pub fn read_record(
+        &self,
+        remote: &dyn Remote,
+        id: &ObjectId,
+    ) -> Result<snap_store::SnapshotRecord, RemoteError> {
+        let key = layout::record_key(id);
+        let raw = retry(|| remote.get(&key, None))?.ok_or_else(|| gone(&key))?;
+        let corrupt = |why: String| RemoteError::Corrupt {
+            key: key.clone(),
+            why,
+        };
+        if ObjectId::of(snap_store::ObjectKind::Snapshot, &raw) != *id {
+            return Err(corrupt("its bytes do not hash to its id".into()));
+        }
+        snap_store::SnapshotRecord::decode(*id, &raw).map_err(|e| corrupt(e.to_string()))
     }
 
     /// The number the next ref of `workspace` takes.

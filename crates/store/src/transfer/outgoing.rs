@@ -18,6 +18,8 @@ use crate::{ChunkList, EntryKind, ObjectId, ObjectKind, Store, StoreError};
 pub struct Outgoing {
     /// Frames to copy, in pack and offset order (each pack read front to back).
     frames: Vec<Location>,
+    /// Objects encoded anew, whole: their frames' bases are not sent (see `open_outgoing`).
+    whole: Vec<EncodedObject>,
     readers: HashMap<ObjectId, Arc<PackReader>>,
     /// The snapshot records to send, with their ids, as stored (kind 4 bytes).
     pub records: Vec<(ObjectId, Vec<u8>)>,
@@ -30,8 +32,9 @@ pub struct SealedPack {
     pub id: ObjectId,
     /// The sealed file.
     pub path: PathBuf,
-    /// The objects in it, in frame order.
-    pub objects: Vec<ObjectId>,
+    /// The objects in it, in frame order, each with the base or block its frame is stored
+    /// against (`None`: stored whole).
+    pub objects: Vec<PackedObject>,
     /// The file's length.
     pub bytes: u64,
 }
@@ -47,16 +50,34 @@ impl Store {
         have: &dyn Fn(&ObjectId) -> bool,
     ) -> Result<Outgoing, StoreError> {
         let locations = self.catalog.locations()?;
-        let mut send = HashSet::new();
-        let mut trees = Vec::new();
         let mut records = Vec::with_capacity(snapshots.len());
+        let mut roots = Vec::with_capacity(snapshots.len());
         for id in snapshots {
-            let record = self.snapshot(id)?;
+            roots.push(self.snapshot(id)?.root);
             records.push((*id, self.read_kind(id, ObjectKind::Snapshot)?));
-            if !have(&record.root) && send.insert(record.root) {
-                trees.push(record.root);
-            }
         }
+        let send = self.closure_within(&locations, &roots, have)?;
+        self.open_outgoing(&locations, send, records)
+    }
+
+    /// Every object the trees `roots` reach, with the bases and blocks of the frames holding
+    /// them and theirs: what another store needs to read those trees whole (a remote's gc
+    /// keeps exactly this of its packs).
+    pub fn closure(&self, roots: &[ObjectId]) -> Result<HashSet<ObjectId>, StoreError> {
+        self.closure_within(&self.catalog.locations()?, roots, &|_| false)
+    }
+
+    /// As [`Store::closure`], leaving out what `have` holds, and not reading a tree it holds.
+    fn closure_within(
+        &self,
+        locations: &Locations,
+        roots: &[ObjectId],
+        have: &dyn Fn(&ObjectId) -> bool,
+    ) -> Result<HashSet<ObjectId>, StoreError> {
+        let mut send = HashSet::new();
+        let mut trees: Vec<ObjectId> = (roots.iter().copied())
+            .filter(|root| !have(root) && send.insert(*root))
+            .collect();
         while let Some(tree) = trees.pop() {
             for entry in self.read_tree(&tree)?.entries {
                 if have(&entry.id) || !send.insert(entry.id) {
@@ -66,13 +87,13 @@ impl Store {
                     EntryKind::Dir => trees.push(entry.id),
                     EntryKind::Symlink => {}
                     EntryKind::File | EntryKind::Executable => {
-                        self.add_chunks(&entry.id, &locations, have, &mut send)?
+                        self.add_chunks(&entry.id, locations, have, &mut send)?
                     }
                 }
             }
         }
-        self.add_bases(&locations, have, &mut send)?;
-        self.open_outgoing(&locations, send, records)
+        self.add_bases(locations, have, &mut send)?;
+        Ok(send)
     }
 
     /// Adds the chunks of a file stored as a chunk list.
@@ -116,6 +137,11 @@ impl Store {
     }
 
     /// Locates every object of `send` and opens the packs holding them.
+    /// Locates every object of `send` and opens the packs holding them. A frame stored
+    /// against a base that is not sent (the other side has it) is encoded whole instead:
+    /// the objects one push sends then depend only on one another, so a remote gc can free a
+    /// push's packs once nothing reaches their objects, instead of keeping an old pack for a
+    /// tree a later push's delta was stored against.
     fn open_outgoing(
         &self,
         locations: &Locations,
@@ -123,17 +149,27 @@ impl Store {
         records: Vec<(ObjectId, Vec<u8>)>,
     ) -> Result<Outgoing, StoreError> {
         let mut frames = Vec::with_capacity(send.len());
+        let mut whole = Vec::new();
         let mut readers = HashMap::new();
-        for id in send {
-            let loc = locations.get(&id).ok_or(StoreError::MissingObject { id })?;
+        for id in &send {
+            let loc = locations
+                .get(id)
+                .ok_or(StoreError::MissingObject { id: *id })?;
+            if loc.frame.compression.has_base() && !send.contains(&self.base_of(&loc)?) {
+                let (kind, raw) = self.read(id)?;
+                whole.push(EncodedObject::encode(kind, &raw)?);
+                continue;
+            }
             if let std::collections::hash_map::Entry::Vacant(v) = readers.entry(loc.pack) {
                 v.insert(self.reader(&loc.pack)?);
             }
             frames.push(loc);
         }
         frames.sort_by_key(|l| (l.pack, l.frame.offset));
+        whole.sort_by_key(|o| o.id);
         Ok(Outgoing {
             frames,
+            whole,
             readers,
             records,
         })
@@ -143,16 +179,19 @@ impl Store {
 impl Outgoing {
     /// How many objects (frames) go.
     pub fn objects(&self) -> usize {
-        self.frames.len()
+        self.frames.len() + self.whole.len()
     }
 
     /// Their bytes as stored (frame headers and payloads).
     pub fn frame_bytes(&self) -> u64 {
         let header = crate::pack::FRAME_HEADER_LEN;
-        self.frames
-            .iter()
+        let copied: u64 = (self.frames.iter())
             .map(|l| header + u64::from(l.frame.stored_len))
-            .sum()
+            .sum();
+        let whole: u64 = (self.whole.iter())
+            .map(|o| header + o.payload.len() as u64)
+            .sum();
+        copied + whole
     }
 
     /// Copies the frames verbatim into packs in `dir` (created if absent), each sealed once it
@@ -165,21 +204,28 @@ impl Outgoing {
         sealed: &mut dyn FnMut(SealedPack) -> Result<(), E>,
     ) -> Result<(), E> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-        let mut open: Option<(PackWriter, Vec<ObjectId>)> = None;
-        for loc in &self.frames {
+        let mut open: Option<(PackWriter, Vec<PackedObject>)> = None;
+        let mut add = |object: &EncodedObject| -> Result<(), E> {
             let (writer, ids) = match &mut open {
                 Some(o) => o,
                 None => open.insert((PackWriter::create(dir)?, Vec::new())),
             };
-            let reader = &self.readers[&loc.pack];
-            let (info, payload) = reader.read_frame(loc.frame.offset, loc.frame.id)?;
-            writer.add(&EncodedObject::stored(info, payload))?;
-            ids.push(loc.frame.id);
+            writer.add(object)?;
+            ids.push((object.id, base_named(object)?));
             if writer.len() >= target
                 && let Some((writer, ids)) = open.take()
             {
                 sealed(seal(writer, ids, dir)?)?;
             }
+            Ok(())
+        };
+        for loc in &self.frames {
+            let reader = &self.readers[&loc.pack];
+            let (info, payload) = reader.read_frame(loc.frame.offset, loc.frame.id)?;
+            add(&EncodedObject::stored(info, payload))?;
+        }
+        for object in &self.whole {
+            add(object)?;
         }
         if let Some((writer, ids)) = open.take() {
             sealed(seal(writer, ids, dir)?)?;
@@ -188,7 +234,26 @@ impl Outgoing {
     }
 }
 
-fn seal(writer: PackWriter, objects: Vec<ObjectId>, dir: &Path) -> Result<SealedPack, StoreError> {
+/// An object written into an outgoing pack, with the base its frame is stored against.
+type PackedObject = (ObjectId, Option<ObjectId>);
+
+/// The base a delta's or slice's payload names (both start with its id, FORMAT.md 5.2).
+fn base_named(object: &EncodedObject) -> Result<Option<ObjectId>, StoreError> {
+    if !object.compression.has_base() {
+        return Ok(None);
+    }
+    let base = object.payload.get(..32).and_then(ObjectId::from_slice);
+    base.map(Some).ok_or(StoreError::CorruptObject {
+        id: object.id,
+        why: "its payload is too short to name its base".into(),
+    })
+}
+
+fn seal(
+    writer: PackWriter,
+    objects: Vec<PackedObject>,
+    dir: &Path,
+) -> Result<SealedPack, StoreError> {
     let (id, _) = writer.finish(dir)?;
     let path = dir.join(crate::pack::pack_file_name(&id));
     let bytes = std::fs::metadata(&path)

@@ -169,8 +169,19 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Reclaim the space of objects no snapshot references (`snap gc`).
-    Gc,
+    /// Reclaim the space of objects no snapshot references (`snap gc`; `snap gc --remote`
+    /// for a remote: what no workspace's newest push reaches, after a grace period).
+    Gc {
+        /// Collect a remote instead (the default one, or the one named).
+        #[cfg(feature = "remote")]
+        #[arg(long, value_name = "REMOTE", num_args = 0..=1, default_missing_value = "")]
+        remote: Option<String>,
+        /// With --remote: how long an object stays marked before it is deleted (a push
+        /// running longer than this while a gc runs may lose what it relies on).
+        #[cfg(feature = "remote")]
+        #[arg(long, value_name = "DUR", default_value = "1h", requires = "remote")]
+        grace: String,
+    },
     /// Check the store and name what is damaged (`snap verify --read-data`).
     Verify {
         /// Also decompress and rehash every object.

@@ -187,7 +187,12 @@ fn run(cli: Cli) -> Result<()> {
             keep_within,
             dry_run,
         } => commands::lifecycle::prune(&ctx, keep_last, keep_within, dry_run),
-        Command::Gc => commands::lifecycle::gc(&ctx),
+        #[cfg(feature = "remote")]
+        Command::Gc {
+            remote: Some(remote),
+            grace,
+        } => commands::remote::gc(&ctx, Some(&remote), &grace),
+        Command::Gc { .. } => commands::lifecycle::gc(&ctx),
         #[cfg(feature = "remote")]
         Command::Verify {
             read_data,

@@ -11,12 +11,14 @@
 //! - [`state`]: what a remote holds, read without locks;
 //! - [`push`]: the snapshots and objects the remote lacks, packed anew and uploaded;
 //! - [`fetch`]: a workspace's history taken into a store (clone);
+//! - [`gc`]: `gc --remote`, what no newest ref reaches, marked, then deleted after a grace;
 //! - [`check`]: `verify --remote`, and the conditional-put check `remote add` runs.
 
 pub mod backend;
 pub mod check;
 mod error;
 pub mod fetch;
+pub mod gc;
 pub mod layout;
 pub mod push;
 pub mod state;

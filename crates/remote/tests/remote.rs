@@ -512,3 +512,159 @@ fn a_record_whose_tree_the_remote_lacks_is_not_taken() {
     let cloned = clone(&remote, Some("dddd"), &tmp.path().join("d"));
     assert!(matches!(cloned, Err(RemoteError::Store(_))), "{cloned:?}");
 }
+
+/// What the newest refs reach, as `snap gc --remote` computes it: each workspace's from the
+/// store that made it (`snap gc --remote` needs one store holding all, after a pull).
+fn live_of(stores: &[(&Store, &str)], remote: &dyn Remote) -> snap_remote::gc::Live {
+    let state = RemoteState::read(remote).unwrap();
+    let mut live = snap_remote::gc::Live::default();
+    for (store, workspace) in stores {
+        let Some(doc) = state.read_ref(remote, workspace).unwrap() else {
+            continue;
+        };
+        let ids = doc.snapshot_ids();
+        let roots: Vec<ObjectId> = ids
+            .iter()
+            .map(|id| store.snapshot(id).unwrap().root)
+            .collect();
+        live.objects.extend(store.closure(&roots).unwrap());
+        live.records.extend(ids);
+    }
+    live
+}
+
+fn collect(stores: &[(&Store, &str)], remote: &dyn Remote) -> snap_remote::gc::GcReport {
+    let live = live_of(stores, remote);
+    let state = RemoteState::read(remote).unwrap();
+    let grace = std::time::Duration::ZERO;
+    snap_remote::gc::collect(remote, &state, &live, grace, 1).unwrap()
+}
+
+fn remote_bytes(remote: &dyn Remote) -> u64 {
+    remote.list("packs/").unwrap().iter().map(|l| l.size).sum()
+}
+
+/// Drops the store's oldest `n` snapshots, as a prune would, then gc.
+fn drop_oldest(saver: &Saver, n: usize) {
+    let all = saver.store.snapshots().unwrap();
+    let remove_snapshots = all.iter().take(n).map(|(id, _)| *id).collect();
+    saver
+        .store
+        .commit(&Commit {
+            remove_snapshots,
+            ..Commit::default()
+        })
+        .unwrap();
+    saver.store.gc().unwrap();
+}
+
+#[test]
+fn a_remote_gc_marks_then_deletes_what_no_newest_ref_reaches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = MemoryRemote::named("remote-gc");
+    let mut a = Saver::new(&tmp.path().join("a"));
+    for round in 0..6 {
+        // Each snapshot holds only its own files; its trees are deltas of the last ones.
+        a.files.clear();
+        edit(&mut a, round + 100);
+        a.files.insert("big.bin".into(), noise(round + 77, 200_000));
+        a.save();
+        push(&a, &remote, "aaaa").unwrap();
+    }
+    drop_oldest(&a, 4);
+    push(&a, &remote, "aaaa").unwrap();
+    let stores = [(&a.store, "aaaa")];
+    let before = remote_bytes(&remote);
+    let first = collect(&stores, &remote);
+    assert_eq!(first.refs_deleted, 6, "{first:?}");
+    assert_eq!(
+        (first.marked, first.deleted),
+        (8, 0),
+        "4 packs, 4 records: {first:?}"
+    );
+    assert_eq!(remote_bytes(&remote), before, "marking deletes nothing");
+    let second = collect(&stores, &remote);
+    assert_eq!((second.deleted, second.rescued), (8, 0), "{second:?}");
+    assert!(
+        remote_bytes(&remote) * 2 < before,
+        "{} against {before}",
+        remote_bytes(&remote)
+    );
+    assert!(check::verify(&remote, true).unwrap().problems.is_empty());
+    let b = clone(&remote, None, &tmp.path().join("b")).unwrap();
+    assert_same_history(&a.store, &b);
+    assert_eq!(
+        collect(&stores, &remote),
+        snap_remote::gc::GcReport::default()
+    );
+}
+
+#[test]
+fn a_push_after_a_mark_does_not_rely_on_the_marked_packs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = MemoryRemote::named("remote-gc-race");
+    let mut a = Saver::new(&tmp.path().join("a"));
+    a.files.insert("shared.bin".into(), noise(5, 300_000));
+    a.save();
+    push(&a, &remote, "aaaa").unwrap();
+    // a moves on and drops that snapshot; its pack is no longer reached.
+    a.files.clear();
+    a.files.insert("other.txt".into(), b"other\n".to_vec());
+    a.save();
+    drop_oldest(&a, 1);
+    push(&a, &remote, "aaaa").unwrap();
+    let marked = collect(&[(&a.store, "aaaa")], &remote);
+    assert_eq!(marked.marked, 2, "the pack and the record: {marked:?}");
+    let doomed: Vec<String> = (remote.list(snap_remote::gc::TRASH).unwrap().iter())
+        .filter_map(|l| l.key.strip_prefix("trash/packs/").map(str::to_string))
+        .collect();
+    assert_eq!(doomed.len(), 1);
+
+    // Another workspace pushes the same file beside its own after the mark: it sends the
+    // file again rather than count on the marked pack.
+    let mut c = Saver::new(&tmp.path().join("c"));
+    c.files.insert("shared.bin".into(), noise(5, 300_000));
+    c.files.insert("own.txt".into(), b"c\n".to_vec());
+    c.save();
+    let sent = push(&c, &remote, "cccc").unwrap();
+    assert_eq!(sent.objects, 3, "shared.bin, own.txt, the tree: {sent:?}");
+    // A collector that judged before that push deletes the marked pack now.
+    let pack = ObjectId::from_hex(doomed[0].trim_end_matches(".pack")).unwrap();
+    remote
+        .delete(&snap_remote::layout::index_key(&pack))
+        .unwrap();
+    remote
+        .delete(&snap_remote::layout::pack_key(&pack))
+        .unwrap();
+    let d = clone(&remote, Some("cccc"), &tmp.path().join("d")).unwrap();
+    assert_same_history(&c.store, &d);
+    assert!(check::verify(&remote, true).unwrap().problems.is_empty());
+}
+
+#[test]
+fn a_push_that_rebuilds_a_marked_pack_takes_its_mark_away() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = MemoryRemote::named("remote-gc-rescue");
+    let mut a = Saver::new(&tmp.path().join("a"));
+    a.files.insert("shared.bin".into(), noise(6, 300_000));
+    a.save();
+    push(&a, &remote, "aaaa").unwrap();
+    a.files.clear();
+    a.save();
+    drop_oldest(&a, 1);
+    push(&a, &remote, "aaaa").unwrap();
+    assert_eq!(collect(&[(&a.store, "aaaa")], &remote).marked, 2);
+    // The same content again, from another store: the same objects make the same pack.
+    let mut c = Saver::new(&tmp.path().join("c"));
+    c.files.insert("shared.bin".into(), noise(6, 300_000));
+    c.save();
+    push(&c, &remote, "cccc").unwrap();
+    assert!(
+        remote.list(snap_remote::gc::TRASH).unwrap().len() <= 1,
+        "the pack's mark went"
+    );
+    let after = collect(&[(&a.store, "aaaa"), (&c.store, "cccc")], &remote);
+    assert_eq!(after.deleted, 0, "{after:?}");
+    let d = clone(&remote, Some("cccc"), &tmp.path().join("d")).unwrap();
+    assert_same_history(&c.store, &d);
+}

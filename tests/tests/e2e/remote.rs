@@ -38,6 +38,13 @@ fn ids(d: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The workspace id a store records (`.snap/workspace`: magic and version, 8 bytes, then
+/// the id, 16; FORMAT.md 4.9), as hex.
+fn workspace_of(d: &Path) -> String {
+    let ident = std::fs::read(d.join(".snap/workspace")).unwrap();
+    ident[8..24].iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Saves, pushes, pushes a change, clones and undoes in the clone, against `url`; `env`
 /// is added to every call (credentials, endpoint).
 fn round_trip(url: &str, env: &[(&str, String)]) {
@@ -129,6 +136,38 @@ fn round_trip(url: &str, env: &[(&str, String)]) {
     assert_eq!(on_disk(&a, true), on_disk(&b, true));
     run(&a, &["gc"]);
     assert_eq!(run_json(&a, &["verify", "--read-data"])["ok"], true);
+
+    // a drops its oldest snapshot, pushes, and collects the remote in two rounds.
+    run(&a, &["prune", "--keep-last", "1"]);
+    run(&a, &["gc"]);
+    run(&a, &["push"]);
+    // b's ref still names the snapshots a dropped: a cannot judge their reach until a pull.
+    let mut lacking = snap_cmd(&a, &["gc", "--remote", "--grace", "0"]);
+    let lacking = lacking
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&lacking).contains("snap pull"),
+        "{}",
+        stderr(&lacking)
+    );
+    run(&a, &["pull"]);
+    let marked = run_json(&a, &["gc", "--remote", "--grace", "0"]);
+    assert_eq!(marked["deleted"], 0, "{marked}");
+    assert!(marked["refs_deleted"].as_u64().unwrap() >= 2, "{marked}");
+    let deleted = run_json(&a, &["gc", "--remote", "--grace", "0"]);
+    assert_eq!(deleted["deleted"], marked["marked"], "{deleted}");
+    assert_eq!(
+        run_json(&a, &["verify", "--remote", "--read-data"])["ok"],
+        true
+    );
+    let c = top.path().join("c");
+    run(
+        top.path(),
+        &["clone", url, "c", "--workspace", &workspace_of(&a)[..8]],
+    );
+    assert_eq!(on_disk(&a, true), on_disk(&c, true));
 
     let again = snap_cmd(top.path(), &["clone", url, "b"])
         .envs(env.iter().map(|(k, v)| (k, v)))
@@ -314,9 +353,7 @@ fn s3_round_trip_two_writers_and_a_killed_push_on_seaweedfs() {
     let which = snap_env(top.path(), &env, &["clone", url, "x"]);
     assert!(stderr(&which).contains("workspaces"), "{}", stderr(&which));
     for (i, d) in dirs.iter().enumerate() {
-        // .snap/workspace: magic and version (8 bytes), then the id (16; FORMAT.md 4.9).
-        let ident = std::fs::read(d.join(".snap/workspace")).unwrap();
-        let id: String = ident[8..24].iter().map(|b| format!("{b:02x}")).collect();
+        let id = workspace_of(d);
         let into = format!("c{i}");
         let out = snap_env(
             top.path(),

@@ -212,6 +212,68 @@ pub(crate) fn pull(ctx: &Ctx, given: Option<&str>) -> Result<()> {
     Ok(())
 }
 
+/// `snap gc --remote [REMOTE|URL] [--grace DUR]`: the reach of every workspace's newest
+/// ref is computed from this store, which must hold all their trees (after a push and a
+/// pull); what it does not reach is marked, and deleted by a later gc past the grace period.
+pub(crate) fn gc(ctx: &Ctx, given: Option<&str>, grace: &str) -> Result<()> {
+    let grace_ns = snap_tree::parse_duration(grace)
+        .map_err(|e| anyhow::anyhow!("--grace {grace}: {e}"))?
+        .unwrap_or(0);
+    let url = remote_url(&open_reading(ctx)?, given.filter(|g| !g.is_empty()))?;
+    let remote = snap_remote::open(&url)?;
+    let state = RemoteState::read(remote.as_ref())?;
+    let mut records = std::collections::HashSet::new();
+    for workspace in state.refs.keys() {
+        let newest = state.read_ref(remote.as_ref(), workspace)?;
+        records.extend(newest.iter().flat_map(|doc| doc.snapshot_ids()));
+    }
+    let objects = {
+        let ws = open_reading(ctx)?;
+        let store = ws.store();
+        let mut roots = Vec::with_capacity(records.len());
+        for id in &records {
+            match store.snapshot(id) {
+                Ok(record) => roots.push(record.root),
+                Err(_) => roots.push(state.read_record(remote.as_ref(), id)?.root),
+            }
+        }
+        let lacking = roots
+            .iter()
+            .filter(|r| !store.contains(r).unwrap_or(false))
+            .count();
+        if lacking > 0 {
+            bail!(
+                "the remote's refs name {lacking} snapshot(s) whose trees this store lacks: \
+                 run `snap push` and `snap pull` first"
+            );
+        }
+        store.closure(&roots)?
+    };
+    let live = snap_remote::gc::Live { objects, records };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    let now_ns = now.map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    let grace = std::time::Duration::from_nanos(u64::try_from(grace_ns).unwrap_or(0));
+    let report = snap_remote::gc::collect(remote.as_ref(), &state, &live, grace, now_ns)?;
+    let doc = json!({
+        "remote": url, "refs_deleted": report.refs_deleted, "marked": report.marked,
+        "deleted": report.deleted, "bytes_deleted": report.bytes_deleted,
+        "rescued": report.rescued, "waiting": report.waiting,
+    });
+    emit(ctx, doc, || {
+        println!(
+            "{url}: {} old ref(s) deleted; {} pack(s) and record(s) marked, {} deleted ({}), \
+             {} waiting out the grace period, {} reached again",
+            report.refs_deleted,
+            report.marked,
+            report.deleted,
+            human_bytes(report.bytes_deleted),
+            report.waiting,
+            report.rescued
+        )
+    });
+    Ok(())
+}
+
 /// Before anything leaves: names the secret-looking paths history holds (stderr).
 fn warn_secrets(ctx: &Ctx, ws: &Workspace) -> Result<()> {
     let hits = ws.secrets(SecretScan::Paths)?;

@@ -1,0 +1,203 @@
+//! `snap gc --remote`: what no workspace's newest ref reaches leaves the remote, in two
+//! phases with a grace period, never under a lock.
+//!
+//! Kept: each workspace's newest ref; the records those refs name; every indexed pack
+//! holding an object their trees reach, or a base or block the remote copy of such an object
+//! is stored against (the index names them, so the remote's own frames decide, not how the
+//! local store holds the object now). The reach is computed by the caller from a store that
+//! holds every such tree (so after a push and a pull).
+//!
+//! Everything else is first *marked*: `trash/<key>` is written (create-only) with the time.
+//! A later collection deletes a marked object whose mark is older than the grace period and
+//! that is still unreached (a pack's index first, so no reader counts it, then the pack),
+//! then the mark; a marked object reached again loses its mark. Pushes treat the objects of
+//! marked packs as absent, so no push that starts after a mark relies on them; the grace
+//! period is what a push that planned before the mark has to finish. Older refs of a
+//! workspace go at once: nothing reads them (a push numbers its ref after the newest).
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use snap_store::ObjectId;
+
+use crate::backend::Remote;
+use crate::layout;
+use crate::state::RemoteState;
+use crate::{RemoteError, retry};
+
+/// The prefix of marks.
+pub const TRASH: &str = "trash/";
+
+/// The mark of `key`.
+pub fn trash_key(key: &str) -> String {
+    format!("{TRASH}{key}")
+}
+
+/// What stays: the objects the newest refs' trees reach (without bases: those come from the
+/// remote's indexes), and the records those refs name.
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Objects reached.
+    pub objects: HashSet<ObjectId>,
+    /// Snapshot records named.
+    pub records: HashSet<ObjectId>,
+}
+
+/// What a collection did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// Older refs deleted.
+    pub refs_deleted: usize,
+    /// Packs and records marked now.
+    pub marked: usize,
+    /// Packs and records deleted (their marks past the grace period).
+    pub deleted: usize,
+    /// Bytes deleted.
+    pub bytes_deleted: u64,
+    /// Marked ones reached again, their marks removed.
+    pub rescued: usize,
+    /// Marked ones still within the grace period.
+    pub waiting: usize,
+}
+
+/// One collection (see the module's documentation); `now_ns` is the time marks are given.
+pub fn collect(
+    remote: &dyn Remote,
+    state: &RemoteState,
+    live: &Live,
+    grace: Duration,
+    now_ns: i64,
+) -> Result<GcReport, RemoteError> {
+    let mut report = GcReport::default();
+    delete_old_refs(remote, state, &mut report)?;
+    let marks = read_marks(remote)?;
+    let mut judge = Judge {
+        remote,
+        marks: &marks,
+        grace_ns: i64::try_from(grace.as_nanos()).unwrap_or(i64::MAX),
+        now_ns,
+        report: &mut report,
+    };
+    let kept = packs_reached(state, live);
+    for (pack, size) in &state.pack_files {
+        let key = layout::pack_key(pack);
+        let index = layout::index_key(pack);
+        judge.judge(&key, !kept.contains(pack), &[&index, &key], *size)?;
+    }
+    for record in &state.records {
+        let key = layout::record_key(record);
+        judge.judge(&key, !live.records.contains(record), &[&key], 0)?;
+    }
+    // Marks whose object is gone already (a collection killed after its deletes).
+    let present: HashSet<String> = (state.pack_files.keys().map(layout::pack_key))
+        .chain(state.records.iter().map(layout::record_key))
+        .collect();
+    for key in marks.keys().filter(|k| !present.contains(*k)) {
+        retry(|| remote.delete(&trash_key(key)))?;
+    }
+    Ok(report)
+}
+
+/// The indexed packs to keep: those holding a reached object, or a base a kept copy of a
+/// reached object (or of a base, down each chain) is stored against.
+fn packs_reached(state: &RemoteState, live: &Live) -> HashSet<ObjectId> {
+    let mut bases: HashMap<ObjectId, Vec<ObjectId>> = HashMap::new();
+    for object in state.packs.values().flatten() {
+        if let Some(base) = object.base {
+            bases.entry(object.id).or_default().push(base);
+        }
+    }
+    let mut needed: HashSet<ObjectId> = live.objects.clone();
+    let mut pending: Vec<ObjectId> = needed.iter().copied().collect();
+    while let Some(id) = pending.pop() {
+        for base in bases.get(&id).into_iter().flatten() {
+            if needed.insert(*base) {
+                pending.push(*base);
+            }
+        }
+    }
+    (state.packs.iter())
+        .filter(|(_, objects)| objects.iter().any(|o| needed.contains(&o.id)))
+        .map(|(pack, _)| *pack)
+        .collect()
+}
+
+/// Deletes every ref of a workspace but its newest.
+fn delete_old_refs(
+    remote: &dyn Remote,
+    state: &RemoteState,
+    report: &mut GcReport,
+) -> Result<(), RemoteError> {
+    let newest: HashSet<&String> = state.refs.values().map(|(key, _)| key).collect();
+    for listed in retry(|| remote.list("refs/"))? {
+        if !newest.contains(&listed.key) {
+            retry(|| remote.delete(&listed.key))?;
+            report.refs_deleted += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Every mark: the key it marks -> when (ns since the epoch; 0 for an unreadable one, which
+/// is then past any grace period: a mark is only ever written by a collection).
+fn read_marks(remote: &dyn Remote) -> Result<HashMap<String, i64>, RemoteError> {
+    let mut out = HashMap::new();
+    for listed in retry(|| remote.list(TRASH))? {
+        let Some(key) = listed.key.strip_prefix(TRASH) else {
+            continue;
+        };
+        let body = retry(|| remote.get(&listed.key, None))?;
+        let when = body.and_then(|b| String::from_utf8(b).ok()?.trim().parse().ok());
+        out.insert(key.to_string(), when.unwrap_or(0));
+    }
+    Ok(out)
+}
+
+/// The two phases, for one object.
+struct Judge<'a> {
+    remote: &'a dyn Remote,
+    marks: &'a HashMap<String, i64>,
+    grace_ns: i64,
+    now_ns: i64,
+    report: &'a mut GcReport,
+}
+
+impl Judge<'_> {
+    /// Marks an unreached object, deletes one marked long enough (the keys in `deletes`, in
+    /// order, then its mark), or unmarks one reached again.
+    fn judge(
+        &mut self,
+        key: &str,
+        unreached: bool,
+        deletes: &[&str],
+        size: u64,
+    ) -> Result<(), RemoteError> {
+        let mark = trash_key(key);
+        match (unreached, self.marks.get(key)) {
+            (true, None) => {
+                let when = self.now_ns.to_string();
+                retry(|| self.remote.put_if_absent(&mark, when.as_bytes()))?;
+                self.report.marked += 1;
+            }
+            (true, Some(&at)) if self.now_ns.saturating_sub(at) >= self.grace_ns => {
+                // A push that rebuilt this very pack removed the mark to keep it: look again.
+                if retry(|| self.remote.get(&mark, Some(0..1)))?.is_none() {
+                    return Ok(());
+                }
+                for doomed in deletes {
+                    retry(|| self.remote.delete(doomed))?;
+                }
+                retry(|| self.remote.delete(&mark))?;
+                self.report.deleted += 1;
+                self.report.bytes_deleted += size;
+            }
+            (true, Some(_)) => self.report.waiting += 1,
+            (false, Some(_)) => {
+                retry(|| self.remote.delete(&mark))?;
+                self.report.rescued += 1;
+            }
+            (false, None) => {}
+        }
+        Ok(())
+    }
+}

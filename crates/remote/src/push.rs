@@ -74,9 +74,14 @@ pub fn plan_push(
 ) -> Result<PushPlan, RemoteError> {
     let snapshots = store.snapshots()?;
     let history = store.history()?;
+    // A record a remote gc marked counts as absent: its snapshot's objects are looked over
+    // again and sent where they are not readable there (see `upload_all` for the record).
+    let absent = |id: &ObjectId| {
+        !state.records.contains(id) || state.marked.contains(&layout::record_key(id))
+    };
     let send: Vec<ObjectId> = (snapshots.iter())
         .map(|(id, _)| *id)
-        .filter(|id| !state.records.contains(id))
+        .filter(|id| absent(id))
         .collect();
     let outgoing = store.outgoing(&send, &|id| state.objects.contains(id))?;
     let doc = RefDoc {
@@ -113,11 +118,34 @@ pub fn upload(
         return Ok(report);
     }
     claim_layout(remote)?;
+    let done = upload_all(remote, plan, state, staging, progress, &mut report);
+    let _ = std::fs::remove_dir_all(staging);
+    done?;
+    Ok(report)
+}
+
+fn upload_all(
+    remote: &dyn Remote,
+    plan: PushPlan,
+    state: &RemoteState,
+    staging: &Path,
+    progress: &dyn Fn(u64),
+    report: &mut PushReport,
+) -> Result<(), RemoteError> {
+    // Objects this push counts on that a remote gc had marked: their marks go before the
+    // ref, and once the ref is in, each is looked for and put again if a collection that
+    // read its mark before took it meanwhile.
+    let mut reused: Vec<(String, Vec<u8>)> = Vec::new();
     let mut on_sealed = |pack: SealedPack| -> Result<(), RemoteError> {
         let sent = send_pack(remote, state, &pack);
+        let reuses = matches!(sent, Ok(Sent::ReusedMarked));
+        if reuses {
+            let body = std::fs::read(&pack.path).map_err(|e| RemoteError::io(&pack.path, e))?;
+            reused.push((layout::pack_key(&pack.id), body));
+        }
         let _ = std::fs::remove_file(&pack.path);
         snap_store::failpoint!("push-after-pack");
-        if sent? {
+        if sent? == Sent::Uploaded {
             report.packs += 1;
             report.objects += pack.objects.len();
             report.bytes += pack.bytes;
@@ -125,53 +153,64 @@ pub fn upload(
         }
         Ok(())
     };
-    let written = plan
-        .outgoing
-        .write_packs(staging, REMOTE_PACK_TARGET, &mut on_sealed);
-    let _ = std::fs::remove_dir_all(staging);
-    written?;
+    plan.outgoing
+        .write_packs(staging, REMOTE_PACK_TARGET, &mut on_sealed)?;
     for (id, raw) in &plan.outgoing.records {
-        if retry(|| remote.put_if_absent(&layout::record_key(id), raw))? == Put::Created {
+        let key = layout::record_key(id);
+        if retry(|| remote.put_if_absent(&key, raw))? == Put::Created {
             report.records += 1;
-        }
-    }
-    // Records the ref names that a remote gc marked (a snapshot a repair brought back): kept.
-    for id in plan.doc.snapshot_ids() {
-        let key = layout::record_key(&id);
-        if state.marked.contains(&key) {
+        } else if state.marked.contains(&key) {
             retry(|| remote.delete(&crate::gc::trash_key(&key)))?;
+            reused.push((key, raw.clone()));
         }
     }
     snap_store::failpoint!("push-before-ref");
     report.ref_n = Some(put_ref(remote, plan.doc)?);
-    Ok(report)
+    for (key, body) in &reused {
+        if retry(|| remote.get(key, Some(0..1)))?.is_none() {
+            retry(|| remote.put_if_absent(key, body))?;
+        }
+    }
+    Ok(())
 }
 
-/// Uploads one pack, then its index; false when the remote had both already.
+/// What [`send_pack`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sent {
+    /// Uploaded the pack (its index too, or after).
+    Uploaded,
+    /// The pack was there already, byte for byte (a killed push's); only its index went.
+    Reused,
+    /// As `Reused`, and a remote gc had marked it: the mark was taken away.
+    ReusedMarked,
+}
+
+/// Uploads one pack unless a pack of that name (so of those bytes) is there, then its index
+/// unless it is indexed.
 fn send_pack(
     remote: &dyn Remote,
     state: &RemoteState,
     pack: &SealedPack,
-) -> Result<bool, RemoteError> {
-    let objects: Vec<Indexed> = (pack.objects.iter())
-        .map(|&(id, base)| Indexed { id, base })
-        .collect();
-    let index = layout::encode_index(&pack.id, &objects);
+) -> Result<Sent, RemoteError> {
     let key = layout::pack_key(&pack.id);
-    if state.packs.contains_key(&pack.id) {
-        // The same objects in the same order made a pack a remote gc has marked: this push
-        // relies on it now, so the mark goes (the gc looks at it again before it deletes).
-        if state.marked.contains(&key) {
-            retry(|| remote.delete(&crate::gc::trash_key(&key)))?;
-        }
-        return Ok(false);
-    }
-    if !state.pack_files.contains_key(&pack.id) {
+    let sent = if !state.pack_files.contains_key(&pack.id) {
         let body = std::fs::read(&pack.path).map_err(|e| RemoteError::io(&pack.path, e))?;
         retry(|| remote.put_if_absent(&key, &body))?;
+        Sent::Uploaded
+    } else if state.marked.contains(&key) {
+        retry(|| remote.delete(&crate::gc::trash_key(&key)))?;
+        Sent::ReusedMarked
+    } else {
+        Sent::Reused
+    };
+    if !state.packs.contains_key(&pack.id) {
+        let objects: Vec<Indexed> = (pack.objects.iter())
+            .map(|&(id, base)| Indexed { id, base })
+            .collect();
+        let index = layout::encode_index(&pack.id, &objects);
+        retry(|| remote.put_if_absent(&layout::index_key(&pack.id), &index))?;
     }
-    retry(|| remote.put_if_absent(&layout::index_key(&pack.id), &index))?;
-    Ok(true)
+    Ok(sent)
 }
 
 /// Writes the layout's version object, or checks the one there.

@@ -17,7 +17,8 @@ pub struct RemoteState {
     pub packs: BTreeMap<ObjectId, Vec<Indexed>>,
     /// Pack files present, with their sizes (indexed or not).
     pub pack_files: HashMap<ObjectId, u64>,
-    /// Every object some indexed pack holds.
+    /// Every object a push may count on: one with a copy in an indexed, unmarked pack that
+    /// is there, whose base (and its base, down the chain) has such a copy too.
     pub objects: HashSet<ObjectId>,
     /// Snapshot records present.
     pub records: HashSet<ObjectId>,
@@ -52,9 +53,6 @@ impl RemoteState {
             let bytes =
                 retry(|| remote.get(&listed.key, None))?.ok_or_else(|| gone(&listed.key))?;
             let objects = layout::decode_index(&listed.key, &pack, &bytes)?;
-            if !state.marked.contains(&layout::pack_key(&pack)) {
-                state.objects.extend(objects.iter().map(|o| o.id));
-            }
             state.packs.insert(pack, objects);
         }
         for listed in retry(|| remote.list("snapshots/"))? {
@@ -62,6 +60,7 @@ impl RemoteState {
             state.records.extend(ObjectId::from_hex(hex));
         }
         state.refs = newest_refs(&retry(|| remote.list("refs/"))?);
+        state.objects = state.readable();
         Ok(state)
     }
 
@@ -76,6 +75,31 @@ impl RemoteState {
         };
         let bytes = retry(|| remote.get(key, None))?.ok_or_else(|| gone(key))?;
         RefDoc::decode(key, &bytes).map(Some)
+    }
+
+    /// The objects [`RemoteState::objects`] holds: copies stored whole first, then those
+    /// whose base is already in, until none is added (a chain is at most 17 frames long).
+    fn readable(&self) -> HashSet<ObjectId> {
+        let copies: Vec<&Indexed> = (self.packs.iter())
+            .filter(|(pack, _)| self.pack_files.contains_key(pack))
+            .filter(|(pack, _)| !self.marked.contains(&layout::pack_key(pack)))
+            .flat_map(|(_, objects)| objects)
+            .collect();
+        let mut readable: HashSet<ObjectId> = (copies.iter())
+            .filter(|o| o.base.is_none())
+            .map(|o| o.id)
+            .collect();
+        loop {
+            let before = readable.len();
+            for copy in &copies {
+                if copy.base.is_some_and(|b| readable.contains(&b)) {
+                    readable.insert(copy.id);
+                }
+            }
+            if readable.len() == before {
+                return readable;
+            }
+        }
     }
 
     /// A snapshot record on the remote, checked against its id.

@@ -41,9 +41,9 @@ pub struct SealedPack {
 
 impl Store {
     /// Plans sending `snapshots`: their records, and every object they reach (with the bases
-    /// and blocks of the frames holding them, and theirs) for which `have` is false. A tree
-    /// `have` holds is not read: the other side holds what it reaches (a remote takes objects
-    /// only with their closures).
+    /// and blocks of the frames holding them, and theirs) for which `have` is false: `have`
+    /// says the other side holds a readable copy of the object itself (not of what it
+    /// reaches).
     pub fn outgoing(
         &self,
         snapshots: &[ObjectId],
@@ -67,20 +67,34 @@ impl Store {
         self.closure_within(&self.catalog.locations()?, roots, &|_| false)
     }
 
-    /// As [`Store::closure`], leaving out what `have` holds, and not reading a tree it holds.
+    /// As [`Store::closure`], leaving out what `have` holds. Every tree is read, those `have`
+    /// holds too: the other side may hold a tree without all it reaches (a push killed
+    /// between two of its packs, a remote gc that kept a pack for another object), and what
+    /// is missing under it must go.
     fn closure_within(
         &self,
         locations: &Locations,
         roots: &[ObjectId],
         have: &dyn Fn(&ObjectId) -> bool,
     ) -> Result<HashSet<ObjectId>, StoreError> {
+        let mut seen = HashSet::new();
         let mut send = HashSet::new();
-        let mut trees: Vec<ObjectId> = (roots.iter().copied())
-            .filter(|root| !have(root) && send.insert(*root))
-            .collect();
+        let mut trees = Vec::new();
+        let mut reach = |id: ObjectId, send: &mut HashSet<ObjectId>| {
+            let first = seen.insert(id);
+            if first && !have(&id) {
+                send.insert(id);
+            }
+            first
+        };
+        for root in roots {
+            if reach(*root, &mut send) {
+                trees.push(*root);
+            }
+        }
         while let Some(tree) = trees.pop() {
             for entry in self.read_tree(&tree)?.entries {
-                if have(&entry.id) || !send.insert(entry.id) {
+                if !reach(entry.id, &mut send) {
                     continue;
                 }
                 match entry.kind {

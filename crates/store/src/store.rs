@@ -181,15 +181,11 @@ impl Store {
         self.catalog.snapshots()
     }
 
-    /// One snapshot record, of the store's own history or pulled from a remote; a missing
-    /// one is an error naming it.
+    /// One snapshot record of the store's own history (never a pulled one: an undo must not
+    /// walk into another workspace's); a missing one is an error naming it.
     pub fn snapshot(&self, id: &ObjectId) -> Result<SnapshotRecord, StoreError> {
-        if let Some(record) = self.catalog.snapshot(id)? {
-            return Ok(record);
-        }
-        let pulled = self.catalog.pulled()?.into_iter().find(|p| p.id == *id);
-        pulled
-            .map(|p| p.record)
+        self.catalog
+            .snapshot(id)?
             .ok_or(StoreError::MissingObject { id: *id })
     }
 

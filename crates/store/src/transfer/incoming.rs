@@ -72,12 +72,7 @@ impl Store {
         }
         self.check_bases(&checked)?;
         let snapshots = decode_records(&incoming.records)?;
-        let mut new = HashSet::new();
-        for frame in checked.iter().flat_map(|p| &p.frames) {
-            if !self.contains(&frame.id)? {
-                new.insert(frame.id);
-            }
-        }
+        check_history(&incoming.history, &snapshots)?;
         let report = IncomingReport {
             packs: checked.len(),
             objects: checked.iter().map(|p| p.frames.len()).sum(),
@@ -90,7 +85,7 @@ impl Store {
         })?;
         let roots = (snapshots.iter().map(|(_, r)| r.root))
             .chain(incoming.pulled.iter().map(|p| p.record.root));
-        self.check_reach(&roots.collect::<Vec<_>>(), &new)?;
+        self.check_reach(&roots.collect::<Vec<_>>())?;
         let writer = self.writer();
         for raw in &incoming.records {
             writer.put(ObjectKind::Snapshot, raw)?;
@@ -126,22 +121,22 @@ impl Store {
         Ok(())
     }
 
-    /// Every object the trees `roots` reach is located. Objects not in `new` were in the
-    /// store before, and a stored tree's closure is whole (gc keeps it so), so they are not
-    /// read again.
-    fn check_reach(&self, roots: &[ObjectId], new: &HashSet<ObjectId>) -> Result<(), StoreError> {
+    /// Every object the trees `roots` reach is located. Every tree is read, those the store
+    /// held before too: a tree can be there without all it reaches (a pull that failed here
+    /// after naming its packs; gc keeps dead frames in the packs it keeps).
+    fn check_reach(&self, roots: &[ObjectId]) -> Result<(), StoreError> {
         let mut seen = HashSet::new();
         let mut trees = Vec::new();
         for root in roots {
             self.located(root)?;
-            if new.contains(root) && seen.insert(*root) {
+            if seen.insert(*root) {
                 trees.push(*root);
             }
         }
         while let Some(tree) = trees.pop() {
             for entry in self.read_tree(&tree)?.entries {
                 let kind = self.located(&entry.id)?;
-                if !new.contains(&entry.id) || !seen.insert(entry.id) {
+                if !seen.insert(entry.id) {
                     continue;
                 }
                 match entry.kind {
@@ -224,6 +219,25 @@ fn check_pack(path: &Path) -> Result<Checked, StoreError> {
         frames,
         bases,
     })
+}
+
+/// HEAD and every redo entry a clone is to take must be among the records it takes: the
+/// history may name only snapshots the catalog holds.
+fn check_history(
+    history: &Option<HistoryState>,
+    snapshots: &[(ObjectId, SnapshotRecord)],
+) -> Result<(), StoreError> {
+    let Some(history) = history else {
+        return Ok(());
+    };
+    let named = history.head.iter().chain(&history.redo);
+    match named
+        .into_iter()
+        .find(|id| !snapshots.iter().any(|(s, _)| s == *id))
+    {
+        Some(id) => Err(StoreError::MissingObject { id: *id }),
+        None => Ok(()),
+    }
 }
 
 fn decode_records(records: &[Vec<u8>]) -> Result<Vec<(ObjectId, SnapshotRecord)>, StoreError> {

@@ -105,11 +105,12 @@ impl RemoteError {
         }
     }
 
-    /// True for errors a retry may cure (the network, a server's 5xx, throttling).
+    /// True for errors a retry may cure (the network, a server's 5xx, throttling, a
+    /// conditional put that raced one still in flight).
     pub fn is_transient(&self) -> bool {
         match self {
             RemoteError::Network { .. } => true,
-            RemoteError::Http { status, .. } => *status >= 500 || *status == 429,
+            RemoteError::Http { status, .. } => *status >= 500 || *status == 429 || *status == 409,
             _ => false,
         }
     }

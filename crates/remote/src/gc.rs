@@ -69,7 +69,7 @@ pub fn collect(
     now_ns: i64,
 ) -> Result<GcReport, RemoteError> {
     let mut report = GcReport::default();
-    delete_old_refs(remote, state, &mut report)?;
+    delete_old_refs(remote, &mut report)?;
     let marks = read_marks(remote)?;
     let mut judge = Judge {
         remote,
@@ -122,16 +122,24 @@ fn packs_reached(state: &RemoteState, live: &Live) -> HashSet<ObjectId> {
         .collect()
 }
 
-/// Deletes every ref of a workspace but its newest.
-fn delete_old_refs(
-    remote: &dyn Remote,
-    state: &RemoteState,
-    report: &mut GcReport,
-) -> Result<(), RemoteError> {
-    let newest: HashSet<&String> = state.refs.values().map(|(key, _)| key).collect();
-    for listed in retry(|| remote.list("refs/"))? {
-        if !newest.contains(&listed.key) {
-            retry(|| remote.delete(&listed.key))?;
+/// Deletes every ref of a workspace numbered below its newest, as a fresh listing shows it:
+/// a ref landed since the state was read is newer, never older, so it stays.
+fn delete_old_refs(remote: &dyn Remote, report: &mut GcReport) -> Result<(), RemoteError> {
+    let listed = retry(|| remote.list("refs/"))?;
+    let parsed: Vec<(&str, &str, u64)> = (listed.iter())
+        .filter_map(|l| {
+            let (workspace, n) = l.key.strip_prefix("refs/")?.split_once('/')?;
+            Some((l.key.as_str(), workspace, n.parse().ok()?))
+        })
+        .collect();
+    let mut newest: HashMap<&str, u64> = HashMap::new();
+    for &(_, workspace, n) in &parsed {
+        let top = newest.entry(workspace).or_insert(n);
+        *top = (*top).max(n);
+    }
+    for &(key, workspace, n) in &parsed {
+        if newest.get(workspace).is_some_and(|top| n < *top) {
+            retry(|| remote.delete(key))?;
             report.refs_deleted += 1;
         }
     }

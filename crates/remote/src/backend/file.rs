@@ -62,7 +62,11 @@ impl Remote for FileRemote {
     fn put_if_absent(&self, key: &str, body: &[u8]) -> Result<Put, RemoteError> {
         let path = self.path(key)?;
         let parent = path.parent().unwrap_or(&self.root);
-        std::fs::create_dir_all(parent).map_err(|e| RemoteError::io(parent, e))?;
+        if !parent.is_dir() {
+            std::fs::create_dir_all(parent).map_err(|e| RemoteError::io(parent, e))?;
+            // The new directory's own entry, so a put that returned survives a power cut.
+            sync_dir(parent.parent().unwrap_or(&self.root))?;
+        }
         let tmp = self.write_tmp(body)?;
         let linked = std::fs::hard_link(tmp.path(), &path);
         drop(tmp);
@@ -130,7 +134,12 @@ fn list_under(root: &Path, dir: &Path, out: &mut Vec<Listed>) -> Result<(), Remo
     for entry in entries {
         let entry = entry.map_err(|e| RemoteError::io(dir, e))?;
         let path = entry.path();
-        let meta = entry.metadata().map_err(|e| RemoteError::io(&path, e))?;
+        let meta = match entry.metadata() {
+            Ok(meta) => meta,
+            // Deleted since the directory was read (a remote gc): not there.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(RemoteError::io(&path, e)),
+        };
         let Ok(rel) = path.strip_prefix(root) else {
             continue;
         };

@@ -42,6 +42,13 @@ impl S3Remote {
         if name.is_empty() {
             return Err(bad("no bucket named"));
         }
+        // Keys are listed back URL-encoded; a prefix of these characters reads back as sent.
+        let plain = |c: char| c.is_ascii_alphanumeric() || "-_./".contains(c);
+        if !prefix.chars().all(plain) {
+            return Err(bad(
+                "the prefix may hold letters, digits, -, _, . and / only",
+            ));
+        }
         let region = env_or_file("AWS_REGION", "AWS_DEFAULT_REGION", "config", "region")
             .unwrap_or_else(|| "us-east-1".to_string());
         let (endpoint, style) = match endpoint_from_env() {
@@ -59,7 +66,7 @@ impl S3Remote {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(Duration::from_secs(10)))
-            .timeout_global(Some(Duration::from_secs(300)))
+            .timeout_global(Some(Duration::from_secs(30 * 60)))
             .build()
             .into();
         Ok(S3Remote {
@@ -148,8 +155,9 @@ impl Remote for S3Remote {
         let request = self.agent.put(url.as_str()).header("if-none-match", "*");
         match self.send(request.send(body), &what)? {
             (200, _) => Ok(Put::Created),
-            // 409: a create-only put raced another one still in flight (AWS answers so).
-            (412 | 409, _) => Ok(Put::Exists),
+            (412, _) => Ok(Put::Exists),
+            // 409 (AWS's ConditionalRequestConflict): a racing put of the key is still in
+            // flight and may yet fail, so this is no answer: an error, which is retried.
             (status, body) => Err(http_error(what, status, &body)),
         }
     }

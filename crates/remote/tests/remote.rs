@@ -668,3 +668,115 @@ fn a_push_that_rebuilds_a_marked_pack_takes_its_mark_away() {
     let d = clone(&remote, Some("cccc"), &tmp.path().join("d")).unwrap();
     assert_same_history(&c.store, &d);
 }
+
+/// Two saves, two local packs, the first snapshot dropped; the remote packs take their
+/// frames in local pack order, which the packs' hashes decide, so a killed push may leave a
+/// first remote pack holding the root tree while the subtree and files it names are in the
+/// second. Four histories, to meet both orders.
+#[test]
+fn a_push_of_several_packs_killed_between_them_is_resumed_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    for seed in 0..4u64 {
+        let mut a = Saver::new(&tmp.path().join(format!("a{seed}")));
+        for save in 0..2u64 {
+            for i in 0..14u64 {
+                let content = noise(seed * 1000 + save * 100 + i, 1 << 20);
+                a.files.insert(format!("s{save}/blob{i:02}.bin"), content);
+            }
+            a.save();
+        }
+        // Only the second snapshot stays: the first one's tree is reached through it alone.
+        drop_oldest(&a, 1);
+        let name = format!("several-{seed}");
+        let dying = Dying {
+            inner: MemoryRemote::named(&name),
+            // The layout key, the first pack and its index.
+            puts_left: AtomicUsize::new(3),
+        };
+        let killed = push(&a, &dying, "aaaa");
+        assert!(
+            matches!(&killed, Err(RemoteError::Corrupt { why, .. }) if why == "killed"),
+            "{seed}: {killed:?}"
+        );
+        let remote = MemoryRemote::named(&name);
+        let keys: Vec<String> = remote
+            .list("")
+            .unwrap()
+            .into_iter()
+            .map(|l| l.key)
+            .collect();
+        assert_eq!(remote.list("index/").unwrap().len(), 1, "{seed}: {keys:?}");
+        push(&a, &remote, "aaaa").unwrap();
+        let b = clone(&remote, None, &tmp.path().join(&name)).unwrap();
+        assert_same_history(&a.store, &b);
+        assert!(check::verify(&remote, true).unwrap().problems.is_empty());
+    }
+}
+
+#[test]
+fn a_ref_that_lands_while_a_remote_gc_runs_is_never_taken_for_an_old_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = MemoryRemote::named("gc-ref-race");
+    let mut a = Saver::new(&tmp.path().join("a"));
+    edit(&mut a, 0);
+    a.save();
+    push(&a, &remote, "aaaa").unwrap();
+    let stale = RemoteState::read(&remote).unwrap();
+    let live = live_of(&[(&a.store, "aaaa")], &remote);
+    // A push lands between the collector's reading and its deleting.
+    edit(&mut a, 1);
+    a.save();
+    push(&a, &remote, "aaaa").unwrap();
+    snap_remote::gc::collect(&remote, &stale, &live, std::time::Duration::ZERO, 1).unwrap();
+    let refs = remote.list("refs/aaaa/").unwrap();
+    assert_eq!(refs.len(), 1);
+    assert!(refs[0].key.ends_with("00000000000000000002"), "{refs:?}");
+    // Its snapshot is only marked (the stale state did not know it), never deleted: the
+    // next collection, which sees the new ref, takes the mark away.
+    let next = collect(&[(&a.store, "aaaa")], &remote);
+    assert_eq!(next.deleted, 0, "{next:?}");
+    let b = clone(&remote, None, &tmp.path().join("b")).unwrap();
+    assert_same_history(&a.store, &b);
+}
+
+#[test]
+fn a_pull_retried_after_a_missing_object_still_takes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = MemoryRemote::named("pull-retry");
+    let mut a = Saver::new(&tmp.path().join("a"));
+    a.files.insert("kept.bin".into(), noise(31, 50_000));
+    a.save();
+    push(&a, &remote, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").unwrap();
+    let first_packs: Vec<String> = remote
+        .list("packs/")
+        .unwrap()
+        .into_iter()
+        .map(|l| l.key)
+        .collect();
+    a.files.insert("new.bin".into(), noise(32, 50_000));
+    a.save();
+    push(&a, &remote, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").unwrap();
+    // The first push's pack is lost from the remote: the second snapshot's tree is there,
+    // the file it names is not.
+    for key in &first_packs {
+        let hex = key.trim_start_matches("packs/").trim_end_matches(".pack");
+        let pack = ObjectId::from_hex(hex).unwrap();
+        remote
+            .delete(&snap_remote::layout::index_key(&pack))
+            .unwrap();
+        remote.delete(key).unwrap();
+    }
+    let mut c = Saver::new(&tmp.path().join("c"));
+    c.files.insert("mine.txt".into(), b"c\n".to_vec());
+    c.save();
+    for attempt in 0..2 {
+        let refused = pull(&c, &remote, "cccc", "origin");
+        assert!(
+            matches!(refused, Err(RemoteError::Store(_))),
+            "{attempt}: {refused:?}"
+        );
+    }
+    assert!(c.store.pulled().unwrap().is_empty());
+    c.store.gc().unwrap();
+    assert!(c.store.verify(true).unwrap().problems.is_empty());
+}

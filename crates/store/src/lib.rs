@@ -20,6 +20,7 @@
 
 mod cache;
 mod catalog;
+mod content;
 mod error;
 pub mod fs;
 mod lifecycle;
@@ -43,13 +44,14 @@ pub type PathMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomS
 
 pub use cache::{
     DirCache, DirCacheUpdate, DirHeader, DirRecord, EncodedEntry, ListedKind, MAX_STAT_ENTRY_LEN,
-    STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey, StatRows, WATCH_MEMO_LEN,
-    WalkMemo, WatchMemo, encode_dir_record,
+    STAT_KEY_LEN, ScanMemo, StatCacheUpdate, StatEntry, StatKey, StatRows, UntrackedFile,
+    UntrackedWhy, WATCH_MEMO_LEN, WalkMemo, WatchMemo, encode_dir_record,
 };
 pub use catalog::{
     CATALOG_VERSION, Commit, ExpungeRows, HistoryState, Location, Pulled, PulledChange, PurgeRow,
     decode_snapshot_row, encode_location,
 };
+pub use content::FileChunks;
 pub use error::StoreError;
 pub use fs::lock::{
     DEFAULT_LOCK_TIMEOUT, cap_lock_wait, lock_timeout, on_lock_wait, stop_lock_wait_on,

@@ -10,7 +10,7 @@ use crate::fs::lock::{StoreLock, lock_timeout};
 use crate::fs::lock_poisoned;
 use crate::pack::delta::{DeltaHeader, MAX_DELTA_DEPTH};
 use crate::pack::{Compression, PackReader, pack_file_name};
-use crate::{ChunkList, ObjectId, ObjectKind, SnapshotRecord, StoreError, Tree};
+use crate::{ObjectId, ObjectKind, SnapshotRecord, StoreError, Tree};
 
 /// An open store. Holding one means holding the store lock.
 #[derive(Debug)]
@@ -240,6 +240,20 @@ impl Store {
         self.catalog.watch_memo()
     }
 
+    /// The files on disk the last save could not keep (FORMAT.md 6.10).
+    pub fn untracked(&self) -> Result<Vec<crate::UntrackedFile>, StoreError> {
+        self.catalog.untracked()
+    }
+
+    /// Bytes `id`'s frame takes in its pack (payload as stored); `None` when the catalog
+    /// does not know it.
+    pub fn stored_len(&self, id: &ObjectId) -> Result<Option<u64>, StoreError> {
+        Ok(self
+            .catalog
+            .locate(id)?
+            .map(|l| u64::from(l.frame.stored_len)))
+    }
+
     /// The memo of the last committed scan, if any.
     pub fn scan_memo(&self) -> Result<Option<crate::ScanMemo>, StoreError> {
         self.catalog.scan_memo()
@@ -408,54 +422,6 @@ impl Store {
     /// Reads and validates a tree.
     pub fn read_tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
         Tree::decode(*id, &self.read_kind(id, ObjectKind::Tree)?)
-    }
-
-    /// A file's whole content, whether stored as one chunk or a chunk list.
-    pub fn read_file(&self, id: &ObjectId) -> Result<Vec<u8>, StoreError> {
-        let (kind, bytes) = self.read(id)?;
-        match kind {
-            ObjectKind::Chunk => Ok(bytes),
-            ObjectKind::ChunkList => {
-                let list = ChunkList::decode(*id, &bytes)?;
-                // The lengths are only a hint: a damaged list must not make us reserve unbounded memory.
-                let hint = list
-                    .chunks
-                    .iter()
-                    .fold(0u64, |n, c| n.saturating_add(c.len))
-                    .min(64 << 20);
-                let mut out = Vec::with_capacity(hint as usize);
-                for chunk in &list.chunks {
-                    out.extend_from_slice(&self.read_kind(&chunk.id, ObjectKind::Chunk)?);
-                }
-                Ok(out)
-            }
-            found => Err(StoreError::WrongKind {
-                id: *id,
-                expected: ObjectKind::Chunk,
-                found,
-            }),
-        }
-    }
-
-    /// Checks that every byte of a file's content (a chunk, or a chunk list and each of its
-    /// chunks) reads back whole and matches its id, holding one chunk at a time. The catalog
-    /// naming an object does not say its frame is sound: a pack can rot after it was written.
-    pub fn check_file(&self, id: &ObjectId) -> Result<(), StoreError> {
-        let (kind, bytes) = self.read(id)?;
-        match kind {
-            ObjectKind::Chunk => Ok(()),
-            ObjectKind::ChunkList => {
-                for chunk in &ChunkList::decode(*id, &bytes)?.chunks {
-                    self.read_kind(&chunk.id, ObjectKind::Chunk)?;
-                }
-                Ok(())
-            }
-            found => Err(StoreError::WrongKind {
-                id: *id,
-                expected: ObjectKind::Chunk,
-                found,
-            }),
-        }
     }
 
     /// Drops cached pack readers (after gc deleted pack files).

@@ -395,6 +395,9 @@ pub struct StatCacheUpdate {
     pub dirs: crate::DirCacheUpdate,
     /// The change source's token this capture was taken at, when a watcher answered.
     pub watch: Option<WatchMemo>,
+    /// The files on disk this save could not keep, when the list changed (see
+    /// [`crate::cache::untracked`]).
+    pub untracked: Option<Vec<crate::UntrackedFile>>,
 }
 
 impl StatCacheUpdate {
@@ -407,6 +410,7 @@ impl StatCacheUpdate {
             && self.walk.is_none()
             && self.trees.is_empty()
             && self.dirs.is_empty()
+            && self.untracked.is_none()
             && self.watch.is_none()
     }
 }

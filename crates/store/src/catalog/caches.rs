@@ -11,6 +11,7 @@ use super::rows::{capacity_hint, seal, unseal};
 use super::{Catalog, DIR_CACHE, META, STAT_CACHE, TREE_CACHE};
 use crate::cache::dir::{DirCache, DirCacheUpdate};
 use crate::cache::stat::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo, WatchMemo};
+use crate::cache::untracked::{UntrackedFile, decode_untracked, encode_untracked};
 use crate::{ObjectId, PathMap, StoreError};
 
 /// `put` sorted by key. In key order, rows fill redb's leaves; in walk order (threads
@@ -41,6 +42,9 @@ impl Catalog {
         }
         if let Some(watch) = update.watch {
             self.set_meta(txn, "watch", &watch.encode())?;
+        }
+        if let Some(untracked) = &update.untracked {
+            self.set_meta(txn, "untracked", &encode_untracked(untracked))?;
         }
         self.write_stat_dirs(txn, &update.remove, &update.put)?;
         // Before the tree cache entries: a new config drops every directory's entries.
@@ -182,6 +186,13 @@ impl Catalog {
     /// read-only has none.
     pub fn tree_cache(&self) -> Result<PathMap<Vec<u8>, WalkMemo>, StoreError> {
         self.cache_rows(TREE_CACHE, WalkMemo::decode)
+    }
+
+    /// The files on disk the last save could not keep (malformed or never written: none).
+    pub fn untracked(&self) -> Result<Vec<UntrackedFile>, StoreError> {
+        Ok(self
+            .meta_value("untracked", decode_untracked)?
+            .unwrap_or_default())
     }
 
     /// The memo of the last exact walk, if any (malformed: none).

@@ -16,6 +16,7 @@ pub const FAILPOINTS: &[&str] = &[
     "after-commit",
     "marker-written",
     "restore-file",
+    "restore-chunk",
     "before-head-commit",
     "after-head-commit",
     "gc-after-commit",

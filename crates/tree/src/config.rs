@@ -7,8 +7,12 @@ use serde::Deserialize;
 
 use crate::TreeError;
 
-/// Files larger than this are skipped and reported, unless the config says otherwise.
-pub const DEFAULT_MAX_FILE_SIZE: u64 = 64 << 20;
+/// Files larger than this are skipped and reported, unless the config says otherwise (4 GiB:
+/// files are streamed, so size costs time and store space, not memory).
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 4 << 30;
+
+/// Files at least this large are named by the save that first takes them (`large_added`).
+pub const DEFAULT_LARGE_FILE_SIZE: u64 = 64 << 20;
 
 /// An ignore file larger than this is refused (1 MiB: the largest real ones are a few KiB).
 pub const DEFAULT_MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
@@ -19,6 +23,9 @@ pub const DEFAULT_MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
 pub struct Config {
     /// Files over this many bytes are not snapshotted (reported by save and status).
     pub max_file_size: u64,
+    /// Files of at least this many bytes are named, with their size, by the save that first
+    /// takes them, shown by `status` and counted by `log --stats`.
+    pub large_file_size: u64,
     /// A `.gitignore` or `.snapignore` over this many bytes is not compiled (a hostile one
     /// costs gigabytes per call: docs/PERFORMANCE.md): it is refused, named, and everything in its directory
     /// is left out (kept, never touched) until it shrinks.
@@ -155,6 +162,7 @@ impl Default for Config {
         let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
         Config {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
+            large_file_size: DEFAULT_LARGE_FILE_SIZE,
             max_ignore_file_bytes: DEFAULT_MAX_IGNORE_FILE_BYTES,
             exclude_dirs: strings(&[
                 ".venv",

@@ -98,6 +98,18 @@ pub enum TreeError {
     /// A path asked for is absent; carries the path (lossy UTF-8) and the snapshot (`#SEQ`).
     #[error("path {0} is not in snapshot {1}")]
     PathNotInSnapshot(String, String),
+    /// A file too large to hold in memory whole, asked for where only that would do.
+    #[error(
+        "{path} is {size} bytes, too large to read whole (over {limit}); `snap cat` streams it"
+    )]
+    TooLargeToRead {
+        /// The path (lossy UTF-8).
+        path: String,
+        /// Its size.
+        size: u64,
+        /// The limit it passed.
+        limit: u64,
+    },
     /// `blame` of a file that is not text.
     #[error("{0} is a binary file: blame reads text")]
     BinaryFile(String),

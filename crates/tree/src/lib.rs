@@ -66,11 +66,12 @@ pub use source::{
 // The store's types that the layers above name (the CLI, the Python crate, benches): named
 // here, so the CLI depends on the tree alone and never reaches into the store.
 pub use snap_store::{
-    EntryKind, GcReport, ObjectId, Pulled, PurgeReport, Retention, SnapshotKind, SnapshotRecord,
-    StoreError, StoreStats, cap_lock_wait, on_lock_wait, stop_lock_wait_on,
+    EntryKind, FileChunks, GcReport, ObjectId, Pulled, PurgeReport, Retention, SnapshotKind,
+    SnapshotRecord, StoreError, StoreStats, UntrackedFile, UntrackedWhy, cap_lock_wait,
+    on_lock_wait, stop_lock_wait_on,
 };
 pub use workspace::{
-    BlameLine, ExportOutcome, ExpungeAsk, ExpungeOutcome, LogEntry, MoveOutcome, PathChange,
-    Recovered, Renamed, RevertOf, RevertOutcome, Run, SaveOptions, SaveOutcome, Snapshot, Status,
-    Taken, Told, Tracking, Workspace, find_root, repair,
+    BlameLine, ExportOutcome, ExpungeAsk, ExpungeOutcome, LargeCost, LargeFile, LogEntry,
+    MoveOutcome, PathChange, Recovered, Renamed, RevertOf, RevertOutcome, Run, SaveOptions,
+    SaveOutcome, Snapshot, Status, Taken, Told, Tracking, Workspace, find_root, repair,
 };

@@ -30,6 +30,8 @@ pub(super) struct Guarded<'a> {
     pub(super) displaced: std::sync::Mutex<Vec<DisplacedFile>>,
     /// How what the plan writes is made durable.
     pub(super) durability: super::Durability,
+    /// Stat cache rows for large files written here (see [`super::write::Vouch`]).
+    pub(super) vouched: std::sync::Mutex<Vec<(Vec<u8>, snap_store::StatEntry)>>,
 }
 
 /// What a planned path holds now, against what the plan expects there.
@@ -50,6 +52,13 @@ impl Guarded<'_> {
         list.lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(path.to_vec());
+    }
+
+    /// Keeps the stat cache row `vouch` gives for the file just put at `path`.
+    pub(super) fn vouch(&self, path: &[u8], node: &Node, vouch: Option<super::write::Vouch>) {
+        if let Some(entry) = vouch.and_then(|v| v.row(node, &self.root_fd)) {
+            (self.vouched.lock().unwrap_or_else(|p| p.into_inner())).push((path.to_vec(), entry));
+        }
     }
 
     pub(super) fn keep(&self, path: &[u8]) {
@@ -246,9 +255,7 @@ impl Lazy<'_> {
                         .put(snap_store::ObjectKind::Chunk, t.as_bytes())
                         .ok()
                 }),
-            _ => read_at(self.dir, self.name)
-                .ok()
-                .and_then(|c| scan::store_content(self.hasher, &c).ok()),
+            _ => content_id_at(self.dir, self.name, self.hasher),
         })
     }
 }
@@ -300,21 +307,20 @@ pub(super) fn on_disk<'a>(
     Ok(OnDisk::Entry(kind, st.st_size as u64, mode, lazy))
 }
 
-/// The content of regular file `name` in `dir`, never through a symlink.
-pub(super) fn read_at(dir: &OwnedFd, name: &OsStr) -> Result<Vec<u8>, Errno> {
+/// The content id of regular file `name` in `dir`, never through a symlink: read whole or
+/// streamed by its size (see [`scan::store_reader`]), so a large file is hashed in the
+/// memory of a few chunks.
+fn content_id_at(dir: &OwnedFd, name: &OsStr, hasher: &ObjectWriter<'_>) -> Option<ObjectId> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let fd = rustix::fs::openat(dir, name, flags, Mode::empty())?;
-    if !rustix::fs::FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode).is_file() {
-        return Err(Errno::INVAL);
+    let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    if !rustix::fs::FileType::from_raw_mode(st.st_mode).is_file() {
+        return None;
     }
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        match rustix::io::read(&fd, &mut buf)? {
-            0 => return Ok(out),
-            n => out.extend_from_slice(&buf[..n]),
-        }
-    }
+    let file = std::fs::File::from(fd);
+    let at = std::path::Path::new(name);
+    let content = scan::store_reader(hasher, file, st.st_size as u64, at).ok()?;
+    Some(content.id)
 }
 
 /// What a step put at its path before settling what it displaced.

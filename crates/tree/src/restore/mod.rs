@@ -30,14 +30,16 @@ mod guard;
 mod lift;
 mod plan;
 mod swap;
+mod write;
 
-use durable::{Durability, sync_file, sync_restored};
+use durable::{Durability, sync_restored};
 use guard::{Found, Guarded, Wrote};
 pub use lift::{LiftedDir, lift, put_back, read_only_dirs};
 pub use plan::{Plan, check_unchanged, is_rule_file};
 pub use swap::OpId;
 #[cfg(feature = "testing")]
 pub(crate) use swap::{force_link_fallback, force_no_links};
+use write::{injected, write_entry};
 
 /// Prefix of the temporary names a move writes (`.snap-tmp-<op>-<pid>-<n>`, see [`OpId`]): a
 /// crash can leave one, and only the roll-forward of that same operation removes it.
@@ -117,6 +119,9 @@ pub struct Applied {
     /// Versions another process wrote between a path's guard and its step: the step is
     /// done, and the version it displaced waits under a temporary name to be stored.
     pub displaced: Vec<DisplacedFile>,
+    /// Stat cache rows for the large files written, in path order: each is vouched for
+    /// as the content it was written with (see `write::Vouch`).
+    pub vouched: Vec<(Vec<u8>, snap_store::StatEntry)>,
 }
 
 /// Carries out `plan` in the working tree, guarded path by path (docs/SAFETY.md): a path is
@@ -150,6 +155,7 @@ pub fn apply_with(
         differs: std::sync::Mutex::new(Vec::new()),
         displaced: std::sync::Mutex::new(Vec::new()),
         durability: Durability::for_plan(plan),
+        vouched: std::sync::Mutex::new(Vec::new()),
     };
     let touched = AtomicU64::new(0);
     let steps = take_steps(&g, plan, &touched, tick);
@@ -171,7 +177,10 @@ pub fn apply_with(
     kept.append(&mut g.named.into_inner().unwrap_or_else(|p| p.into_inner()));
     let mut displaced = g.displaced.into_inner().unwrap_or_else(|p| p.into_inner());
     displaced.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    let mut vouched = g.vouched.into_inner().unwrap_or_else(|p| p.into_inner());
+    vouched.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(Applied {
+        vouched,
         touched,
         kept: sorted(std::sync::Mutex::new(kept)),
         differs: sorted(g.differs),
@@ -375,88 +384,6 @@ fn remove(root: &Path, root_fd: &OwnedFd, path: &[u8], flags: AtFlags) -> Result
         Err(Errno::NOTEMPTY | Errno::EXIST) if flags.contains(AtFlags::REMOVEDIR) => Ok(false),
         Err(e) => Err(fail("remove", root, path, e)),
     }
-}
-
-/// Writes one file or symlink under a temporary name (a file fsynced as the plan's
-/// durability says) and puts it in place: exchanged with the version the plan expects
-/// there, or created where the plan found nothing (see [`swap`]). False when another
-/// process made a file at an empty path meanwhile: that path then differs.
-fn write_entry(
-    g: &Guarded<'_>,
-    path: &[u8],
-    node: &Node,
-    expected: Option<&Node>,
-) -> Result<bool, TreeError> {
-    let (root, root_fd) = (g.tree.root, &g.root_fd);
-    let (parent, name) = split(path);
-    let dir = open_dir(root, root_fd, parent)?;
-    let content = g.tree.store.read_file(&node.id)?;
-    let tmp = g.tree.op.temp_name();
-    let written = match node.kind {
-        EntryKind::Symlink => {
-            rustix::fs::symlinkat(OsStr::from_bytes(&content), &dir, tmp.as_str())
-        }
-        _ => write_file(&dir, &tmp, &content, node).and_then(|fd| sync_file(&fd, g.durability)),
-    };
-    let drop_tmp = || {
-        let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
-    };
-    if let Err(e) = written {
-        drop_tmp();
-        return Err(fail("write", root, path, e));
-    }
-    let name = OsStr::from_bytes(name);
-    match swap::put(&dir, &tmp, name, expected.is_some(), g.tree.op) {
-        Ok(swap::Displaced::Nothing) => Ok(true),
-        Ok(swap::Displaced::At { temp }) => {
-            g.settle(&dir, path, &temp, expected, Wrote::File(node))?;
-            Ok(true)
-        }
-        Ok(swap::Displaced::Aside { temp }) => {
-            drop_tmp();
-            g.settle(&dir, path, &temp, expected, Wrote::Nothing)?;
-            g.note(&g.differs, path);
-            Ok(false)
-        }
-        Err(swap::Refused::Occupied) => {
-            drop_tmp();
-            g.note(&g.differs, path);
-            Ok(false)
-        }
-        Err(swap::Refused::Failed(e)) => {
-            drop_tmp();
-            Err(fail("write", root, path, e))
-        }
-    }
-}
-
-/// Writes `content` to a new file `tmp` in `dir`; returns it, still open.
-fn write_file(dir: &OwnedFd, tmp: &str, content: &[u8], node: &Node) -> Result<OwnedFd, Errno> {
-    // Without a recorded mode (an old snapshot) the umask applies, as for git checkout.
-    let executable = node.kind == EntryKind::Executable;
-    let mode = Mode::from_raw_mode(if executable { 0o777 } else { 0o666 });
-    let fd = rustix::fs::openat(
-        dir,
-        tmp,
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        mode,
-    )?;
-    if let Some(bits) = node.mode {
-        // Exactly the recorded bits, whatever the umask (fchmod ignores it).
-        rustix::fs::fchmod(&fd, Mode::from_raw_mode(u32::from(bits)))?;
-    }
-    injected(snap_store::fault!("restore-write"))?;
-    let mut rest = content;
-    while !rest.is_empty() {
-        let n = rustix::io::write(&fd, rest)?;
-        rest = &rest[n..];
-    }
-    Ok(fd)
-}
-
-/// A fault a test injected (`snap_store::fault!`, `testing` builds only), as an errno.
-fn injected(fault: std::io::Result<()>) -> Result<(), Errno> {
-    fault.map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))
 }
 
 /// Unlinks the temporary files holding displaced versions, once the caller has stored them.

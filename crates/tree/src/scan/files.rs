@@ -9,11 +9,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use rayon::prelude::*;
-use snap_store::{
-    ChunkList, ChunkRef, EntryKind, ObjectId, ObjectKind, ObjectWriter, StatEntry, StatKey,
-    StatRows,
-};
+use snap_store::{EntryKind, ObjectId, ObjectKind, ObjectWriter, StatEntry, StatKey, StatRows};
 
+use super::content::{Content, STREAM_THRESHOLD, store_content_against, store_stream};
 use super::walk::{Unreadable, Walk, WalkEntry};
 use super::walker::DirCacheView;
 use crate::TreeError;
@@ -21,10 +19,6 @@ use crate::config::Config;
 use crate::flat::{FlatTree, Node, UNBUILT};
 use crate::paths::abs;
 
-/// Files up to this size are one chunk; larger ones are cut by FastCDC.
-pub const CHUNK_THRESHOLD: usize = 1 << 20;
-/// FastCDC minimum, average and maximum chunk sizes for large files.
-pub const CDC_SIZES: (usize, usize, usize) = (256 << 10, 1 << 20, 4 << 20);
 /// How often a file that keeps changing is re-read before the save gives up.
 const READ_ATTEMPTS: usize = 5;
 
@@ -456,12 +450,7 @@ fn store_entry(
     writer: &ObjectWriter<'_>,
     file: FileStore,
 ) -> Result<Option<StoredEntry>, TreeError> {
-    let FileStore {
-        root_fd,
-        max,
-        fs_now_ns,
-        base,
-    } = file;
+    let root_fd = file.root_fd;
     let path = abs(root, &rel);
     match kind {
         EntryKind::Dir => Ok(Some((
@@ -496,18 +485,17 @@ fn store_entry(
                 rel: &rel,
                 abs: &path,
             };
-            let Some((data, meta)) = read_stable(at, max, fs_now_ns)? else {
+            let Some((content, meta)) = read_stable(at, file, writer)? else {
                 return Ok(None);
             };
             let kind = file_kind(&meta);
-            let id = store_content_against(writer, &data, base)?;
-            let entry = StatEntry::hashed(stat_key(&meta), kind, id, fs_now_ns);
+            let entry = StatEntry::hashed(stat_key(&meta), kind, content.id, file.fs_now_ns);
             Ok(Some((
                 rel,
                 Node {
                     kind,
-                    size: data.len() as u64,
-                    id,
+                    size: content.len,
+                    id: content.id,
                     mode: Some(crate::flat::permission_bits(entry.key.mode)),
                 },
                 Some(entry),
@@ -543,37 +531,93 @@ struct InTree<'a> {
 
 fn read_stable(
     at: InTree<'_>,
-    max: u64,
-    fs_now_ns: i64,
-) -> Result<Option<(Vec<u8>, Metadata)>, TreeError> {
+    file: FileStore<'_>,
+    writer: &ObjectWriter<'_>,
+) -> Result<Option<(Content, Metadata)>, TreeError> {
     let path = at.abs;
     for _ in 0..READ_ATTEMPTS {
         // Beneath the root, following no link, never blocking: a file swapped for a FIFO
         // since the walk opens and is refused below as no longer a regular file.
-        let mut file = match crate::inside::open_file(at.root_fd, at.rel) {
+        let mut opened = match crate::inside::open_file(at.root_fd, at.rel) {
             Ok(f) => f,
             Err(e) if vanished(&e) => return Ok(None),
             Err(e) => return Err(TreeError::io(path, e)),
         };
-        let before = file.metadata().map_err(|e| TreeError::io(path, e))?;
-        if !before.is_file() || before.len() > max {
+        let before = opened.metadata().map_err(|e| TreeError::io(path, e))?;
+        if !before.is_file() || before.len() > file.max {
             return Ok(None);
         }
-        let data = read_all(&mut file, before.len(), path)?;
-        let after = file.metadata().map_err(|e| TreeError::io(path, e))?;
-        if !same_stat(&before, &after) || data.len() as u64 != after.len() {
-            continue;
-        }
-        let key = stat_key(&after);
-        if key.mtime_ns.max(key.ctime_ns) < fs_now_ns
-            || reads_again_the_same(&mut file, &data, &after, path)?
-        {
-            return Ok(Some((data, after)));
+        let once = Once {
+            file: &mut opened,
+            before: &before,
+            path,
+            writer,
+        };
+        let read = match before.len() > STREAM_THRESHOLD {
+            true => once.stream(file.fs_now_ns)?,
+            false => once.read(file)?,
+        };
+        if read.is_some() {
+            return Ok(read);
         }
     }
     Err(TreeError::Unstable {
         path: path.to_path_buf(),
     })
+}
+
+/// One attempt of [`read_stable`] on an open file and the stat it had when opened.
+struct Once<'a, 'w> {
+    file: &'a mut File,
+    before: &'a Metadata,
+    path: &'a Path,
+    writer: &'a ObjectWriter<'w>,
+}
+
+impl Once<'_, '_> {
+    /// Reads the file whole, and stores it once the read is known stable. `None`: it changed.
+    fn read(self, store: FileStore<'_>) -> Result<Option<(Content, Metadata)>, TreeError> {
+        let path = self.path;
+        let data = read_all(self.file, self.before.len(), path)?;
+        let after = self.file.metadata().map_err(|e| TreeError::io(path, e))?;
+        if !same_stat(self.before, &after) || data.len() as u64 != after.len() {
+            return Ok(None);
+        }
+        let key = stat_key(&after);
+        if key.mtime_ns.max(key.ctime_ns) >= store.fs_now_ns
+            && !reads_again_the_same(self.file, &data, &after, path)?
+        {
+            return Ok(None);
+        }
+        let id = store_content_against(self.writer, &data, store.base)?;
+        let len = data.len() as u64;
+        Ok(Some((Content { id, len }, after)))
+    }
+
+    /// Streams the file into the store chunk by chunk, then checks the read was stable (a
+    /// racy file is streamed twice, and kept when both give one id). An unstable read leaves
+    /// its chunks unnamed, for gc. `None`: it changed.
+    fn stream(self, fs_now_ns: i64) -> Result<Option<(Content, Metadata)>, TreeError> {
+        let path = self.path;
+        let io = |e| TreeError::io(path, e);
+        snap_store::fault!("scan-read").map_err(io)?;
+        let content = store_stream(self.writer, &mut *self.file, path)?;
+        let after = self.file.metadata().map_err(io)?;
+        if !same_stat(self.before, &after) || content.len != after.len() {
+            return Ok(None);
+        }
+        let key = stat_key(&after);
+        if key.mtime_ns.max(key.ctime_ns) >= fs_now_ns {
+            use std::io::Seek;
+            self.file.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
+            let again = store_stream(self.writer, &mut *self.file, path)?;
+            let later = self.file.metadata().map_err(io)?;
+            if again != content || !same_stat(&after, &later) {
+                return Ok(None);
+            }
+        }
+        Ok(Some((content, after)))
+    }
 }
 
 /// Reads `file` again from the start: true when it gives `data` and the same stat.
@@ -623,37 +667,4 @@ fn same_stat(a: &Metadata, b: &Metadata) -> bool {
         b.ctime_nsec(),
         b.ino(),
     )
-}
-
-/// Stores file content: one chunk up to [`CHUNK_THRESHOLD`], else FastCDC chunks and a list.
-pub fn store_content(writer: &ObjectWriter<'_>, data: &[u8]) -> Result<ObjectId, TreeError> {
-    store_content_against(writer, data, None)
-}
-
-/// Files under this size are never stored as deltas: a delta's header and frame would save
-/// a few dozen bytes at best, and reading the base costs more than compressing the file.
-pub const DELTA_MIN_FILE: usize = 1024;
-
-/// As [`store_content`], storing a one-chunk file as a delta against `base` (the content the
-/// same path had before) when that is much smaller (see [`ObjectWriter::put_against`]).
-/// Large files keep their content-defined chunks: an edit changes one or two of them.
-fn store_content_against(
-    writer: &ObjectWriter<'_>,
-    data: &[u8],
-    base: Option<ObjectId>,
-) -> Result<ObjectId, TreeError> {
-    if data.len() <= CHUNK_THRESHOLD {
-        let base = base.filter(|_| data.len() >= DELTA_MIN_FILE);
-        return Ok(writer.put_against(ObjectKind::Chunk, data, base)?);
-    }
-    let (min, avg, max) = CDC_SIZES;
-    let mut list = ChunkList::default();
-    for chunk in fastcdc::v2020::FastCDC::new(data, min, avg, max) {
-        let bytes = &data[chunk.offset..chunk.offset + chunk.length];
-        list.chunks.push(ChunkRef {
-            id: writer.put(ObjectKind::Chunk, bytes)?,
-            len: bytes.len() as u64,
-        });
-    }
-    Ok(writer.put(ObjectKind::ChunkList, &list.encode())?)
 }

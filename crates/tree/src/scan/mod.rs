@@ -8,18 +8,22 @@
 //!
 //! [`rules`] owns the ignore layers, [`walker`] the parallel directory walk (and the directory
 //! cache it trusts), [`walk`] what one walk hands over, and [`files`] the reading of tracked
-//! files into the store. The scanner reads the working tree and never writes it.
+//! files into the store, [`content`] how file bytes become objects. The scanner reads the working tree and never writes it.
 
+pub(crate) mod content;
 pub(crate) mod files;
 pub(crate) mod rules;
 pub(crate) mod walk;
 pub(crate) mod walker;
 
 pub(crate) use crate::paths::{SNAPIGNORE, STORE_DIR, abs};
+#[cfg(test)]
+pub(crate) use content::store_content;
+pub(crate) use content::store_reader;
 pub use files::ScanReport;
 pub(crate) use files::{
-    CacheView, Stored, cannot_read, file_paths, gone_dirs, prune_under, stat_key, store_content,
-    store_path, store_walk, take_file_stats, walk_excluding,
+    CacheView, Stored, cannot_read, file_paths, gone_dirs, prune_under, stat_key, store_path,
+    store_walk, take_file_stats, walk_excluding,
 };
 pub use walk::Unreadable;
 pub(crate) use walk::{Walk, WalkSum, subtree_sums};

@@ -518,6 +518,7 @@ impl Workspace {
                 trees,
                 dirs: start.dirs,
                 watch: None,
+                untracked: None,
             }
         };
         Ok(Capture {

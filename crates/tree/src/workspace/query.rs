@@ -7,6 +7,9 @@ use super::{
 use crate::diff::{DiffEntry, Side, TreeDiff};
 use crate::history::Lines;
 
+/// The largest file [`Workspace::read_file`] holds in memory whole (blame, `cat --json`).
+pub const MAX_READ_WHOLE: u64 = 64 << 20;
+
 impl Workspace {
     /// A snapshot by id.
     pub fn snapshot(&self, id: ObjectId) -> Result<Snapshot, TreeError> {
@@ -69,22 +72,44 @@ impl Workspace {
         snapshot.map_or_else(|| Ok(FlatTree::new()), |s| self.files(s))
     }
 
-    /// The content of `path` in a snapshot (a symlink's target for a link).
+    /// The content of `path` in a snapshot (a symlink's target for a link), whole: refused
+    /// over [`MAX_READ_WHOLE`] (see [`Workspace::file_chunks`]).
     pub fn read_file(&self, snapshot: &Snapshot, path: &[u8]) -> Result<Vec<u8>, TreeError> {
+        let node = self.file_node(snapshot, path)?;
+        if node.size > MAX_READ_WHOLE {
+            return Err(TreeError::TooLargeToRead {
+                path: String::from_utf8_lossy(path).into_owned(),
+                size: node.size,
+                limit: MAX_READ_WHOLE,
+            });
+        }
+        Ok(self.store.read_file(&node.id)?)
+    }
+
+    /// The content of `path` in a snapshot as its chunks, read one at a time, with its entry.
+    pub fn file_chunks(
+        &self,
+        snapshot: &Snapshot,
+        path: &[u8],
+    ) -> Result<(Node, snap_store::FileChunks<'_>), TreeError> {
+        let node = self.file_node(snapshot, path)?;
+        Ok((node, self.store.file_chunks(&node.id)?))
+    }
+
+    /// The entry of the file or symlink at `path` in a snapshot.
+    fn file_node(&self, snapshot: &Snapshot, path: &[u8]) -> Result<Node, TreeError> {
         let shown = || {
             (
                 String::from_utf8_lossy(path).into_owned(),
                 format!("#{}", snapshot.record.seq),
             )
         };
-        let node = self
-            .entry_of(snapshot, path)?
+        self.entry_of(snapshot, path)?
             .filter(|n| n.kind != EntryKind::Dir)
             .ok_or_else(|| {
                 let (p, s) = shown();
                 TreeError::PathNotInSnapshot(p, s)
-            })?;
-        Ok(self.store.read_file(&node.id)?)
+            })
     }
 
     /// The parent snapshot, unless this is a root or the parent was pruned.

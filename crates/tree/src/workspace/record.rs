@@ -209,7 +209,15 @@ impl Workspace {
                 .or_else(|| crate::inside::read_file(&self.root, path).ok())
         };
         let mut total = (0, 0);
+        // Over the line-diff limit counts as binary (no lines), and is never read whole.
+        let too_large = |flat: &FlatTree, path: &[u8]| {
+            flat.get(path)
+                .is_some_and(|n| n.size > diff::MAX_DIFF_BYTES as u64)
+        };
         for (path, _) in changes {
+            if too_large(old, path) || too_large(new, path) {
+                continue;
+            }
             let (a, r) =
                 diff::line_counts(content(old, path).as_deref(), content(new, path).as_deref());
             total = (total.0 + a, total.1 + r);

@@ -1,11 +1,13 @@
 //! `save`, `status` and `diff`: the working tree against HEAD, found as a save finds it.
 
+use super::large::{LargeFile, large_added};
 use super::{
     After, Capture, CaptureMode, DiffEntry, EntryKind, FileDiff, FlatTree, GcReport, HashSet,
     NewSnapshot, Node, ObjectId, ObjectWriter, PathChange, PruneReport, ScanReport, Side, Snapshot,
     SnapshotKind, TreeDiff, TreeError, Workspace, diff, diff_files, flat, flat_totals, scan,
     totals_after,
 };
+use snap_store::UntrackedFile;
 
 /// What `save` records besides the tree.
 #[derive(Clone, Debug, Default)]
@@ -36,6 +38,11 @@ pub struct SaveOutcome {
     /// The upkeep after the commit that failed (merging small packs), when it did: the
     /// snapshot is saved all the same, and the next save tries the upkeep again.
     pub upkeep_error: Option<String>,
+    /// Files of at least `large_file_size` bytes this save took for the first time.
+    pub large_added: Vec<LargeFile>,
+    /// Files no snapshot holds (over `max_file_size`, or excluded by path) that the last
+    /// save saw on disk and that are gone now: nothing can bring them back.
+    pub untracked_removed: Vec<UntrackedFile>,
 }
 
 /// The working tree against HEAD.
@@ -52,6 +59,8 @@ pub struct Status {
     pub report: ScanReport,
     /// Snapshots on the redo stack.
     pub redo_depth: usize,
+    /// Files of at least `large_file_size` bytes the next save would take for the first time.
+    pub large_added: Vec<LargeFile>,
 }
 
 /// The working tree against HEAD (see `Workspace::against_head`).
@@ -85,6 +94,8 @@ impl Workspace {
                 head: clean_root.filter(|_| !opts.allow_empty),
             },
         )?;
+        let untracked = self.untracked(&cap.report.too_large)?;
+        cap.cache.untracked = untracked.now;
         if head.as_ref().is_some_and(|h| h.record.root == cap.root) && !opts.allow_empty {
             self.commit_packs(writer, cap.cache)?;
             return Ok(SaveOutcome {
@@ -93,11 +104,14 @@ impl Workspace {
                 report: cap.report,
                 retention: None,
                 upkeep_error: None,
+                large_added: Vec::new(),
+                untracked_removed: untracked.removed,
             });
         }
         // `head_flat` holds just the old entries of the changed paths, which is all the line
         // counts need.
         let (changes, head_flat) = self.diff_from_head(&writer, head.as_ref(), &mut cap)?;
+        let large_added = large_added(&changes, &head_flat, &cap.flat, self.config.large_file_size);
         let totals = match (cap.pruned.is_empty(), &head) {
             (false, Some(h)) => totals_after(&h.record.stats, &changes, &head_flat, &cap.flat),
             _ => flat_totals(&cap.flat),
@@ -132,6 +146,8 @@ impl Workspace {
             report: cap.report,
             retention,
             upkeep_error,
+            large_added,
+            untracked_removed: untracked.removed,
         })
     }
 
@@ -149,7 +165,10 @@ impl Workspace {
                 &against.new,
             )?,
         };
+        let threshold = self.config.large_file_size;
+        let large_added = large_added(&against.changes, &against.old, &against.new, threshold);
         Ok(Status {
+            large_added,
             changes: against.changes,
             dirs,
             head,
@@ -313,6 +332,14 @@ impl Workspace {
 
     /// The line diff of one entry of `diff` (symlinks diff their targets).
     pub fn file_diff(&self, diff: &TreeDiff, entry: &DiffEntry) -> Result<FileDiff, TreeError> {
+        // Over the line-diff limit is binary by size: never read whole (files are streamed).
+        let too_large = |n: &Option<Node>| n.is_some_and(|n| n.size > diff::MAX_DIFF_BYTES as u64);
+        if too_large(&entry.old) || too_large(&entry.new) {
+            return Ok(FileDiff::Binary {
+                old_size: entry.old.map(|n| n.size),
+                new_size: entry.new.map(|n| n.size),
+            });
+        }
         let old = entry
             .old
             .map(|n| self.side_content(&diff.from, &entry.path, &n))

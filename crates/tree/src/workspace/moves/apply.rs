@@ -56,6 +56,8 @@ impl Workspace {
         applied.saved_first.sort_unstable();
         applied.saved_first.dedup();
         applied.touched += second.touched;
+        applied.vouched.extend(second.vouched);
+        applied.vouched.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         // Changed again between the save and the write: left as it is (nothing is lost).
         applied
             .kept
@@ -217,6 +219,7 @@ impl Workspace {
             }),
             stat_cache: StatCacheUpdate {
                 walk: memo,
+                put: vouched_rows(&applied.vouched),
                 ..StatCacheUpdate::default()
             },
             ..Commit::default()
@@ -236,4 +239,13 @@ impl Workspace {
         kept.dedup();
         Ok(kept)
     }
+}
+
+/// The stat cache rows a move vouches for: the large files it wrote (`restore::Applied`).
+fn vouched_rows(vouched: &[(Vec<u8>, snap_store::StatEntry)]) -> snap_store::StatRows {
+    let mut rows = snap_store::StatRows::default();
+    for (path, entry) in vouched {
+        rows.push(path, entry);
+    }
+    rows
 }

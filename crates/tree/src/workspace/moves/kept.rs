@@ -190,7 +190,8 @@ impl Workspace {
             .filter(|(p, _)| is_rule_file(p))
             .map(|(p, node)| {
                 // A symlinked ignore file is never read; one that does not read is no rules.
-                let bytes = (node.kind != EntryKind::Symlink)
+                let bytes = (node.kind != EntryKind::Symlink
+                    && node.size <= self.config.max_ignore_file_bytes)
                     .then(|| self.store.read_file(&node.id).ok())
                     .flatten();
                 (p.clone(), bytes)

@@ -1,0 +1,211 @@
+//! Large files, so that none is a surprise: the ones a save takes for the first time
+//! (`large_added`), the files on disk no snapshot can hold that went away since the last save
+//! (`untracked_removed`: over `max_file_size`, or excluded by path), and what large files
+//! cost the store (`log --stats`).
+
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
+
+use snap_store::{EntryKind, ObjectId, ObjectKind, UntrackedFile, UntrackedWhy};
+
+use super::Workspace;
+use crate::TreeError;
+use crate::flat::{Change, FlatTree};
+use crate::snapshot::PathChange;
+
+/// A file of at least `large_file_size` bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LargeFile {
+    /// Workspace-relative path.
+    pub path: Vec<u8>,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// What large files cost the store: each distinct content of at least `large_file_size`
+/// bytes that any snapshot holds, counted once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LargeCost {
+    /// Distinct large contents.
+    pub files: u64,
+    /// Their sizes, summed.
+    pub bytes: u64,
+    /// What their chunks take in packs, each chunk once.
+    pub stored_bytes: u64,
+}
+
+/// The untracked files on disk now, and those of the last save's list that are gone.
+pub(super) struct Untracked {
+    /// The list to keep for the next save; `None` when it is the one already kept.
+    pub(super) now: Option<Vec<UntrackedFile>>,
+    /// Files of the last list no longer on disk as regular files, in path order.
+    pub(super) removed: Vec<UntrackedFile>,
+}
+
+/// The files of at least `threshold` bytes that `changes` add to `new`, or grow past the
+/// threshold there: what `old` did not hold at that size.
+pub(super) fn large_added(
+    changes: &[PathChange],
+    old: &FlatTree,
+    new: &FlatTree,
+    threshold: u64,
+) -> Vec<LargeFile> {
+    let large = |flat: &FlatTree, path: &[u8]| {
+        flat.get(path)
+            .filter(|n| matches!(n.kind, EntryKind::File | EntryKind::Executable))
+            .filter(|n| n.size >= threshold)
+            .map(|n| n.size)
+    };
+    (changes.iter())
+        .filter(|(_, change)| *change != Change::Deleted)
+        .filter_map(|(path, _)| {
+            let size = large(new, path)?;
+            let before = large(old, path);
+            before.is_none().then(|| LargeFile {
+                path: path.clone(),
+                size,
+            })
+        })
+        .collect()
+}
+
+impl Workspace {
+    /// The files on disk a save with report `too_large` cannot keep, against the last
+    /// save's list: each file of that list is looked at again (a partial scan's report
+    /// names only what it walked), and each `exclude_paths` entry that is a file.
+    pub(super) fn untracked(&self, too_large: &[(Vec<u8>, u64)]) -> Result<Untracked, TreeError> {
+        let before = self.store.untracked()?;
+        let mut now: Vec<UntrackedFile> = (too_large.iter())
+            .map(|(path, size)| untracked(path, *size, UntrackedWhy::TooLarge))
+            .collect();
+        let mut removed = Vec::new();
+        for file in &before {
+            match self.regular_size(&file.path) {
+                None => removed.push(file.clone()),
+                Some(size) if file.why == UntrackedWhy::Excluded => {
+                    now.push(untracked(&file.path, size, file.why));
+                }
+                Some(size) if size > self.config.max_file_size => {
+                    now.push(untracked(&file.path, size, file.why));
+                }
+                Some(_) => {}
+            }
+        }
+        for path in &self.config.exclude_paths {
+            if let Some(size) = self.regular_size(path.as_bytes()) {
+                now.push(untracked(path.as_bytes(), size, UntrackedWhy::Excluded));
+            }
+        }
+        now.sort_unstable();
+        now.dedup_by(|a, b| a.path == b.path);
+        Ok(Untracked {
+            now: (now != before).then_some(now),
+            removed,
+        })
+    }
+
+    /// The size of the regular file at `rel`, never following a symlink; `None` when
+    /// there is none (gone, or something else now).
+    fn regular_size(&self, rel: &[u8]) -> Option<u64> {
+        let meta = std::fs::symlink_metadata(crate::scan::abs(&self.root, rel)).ok()?;
+        meta.file_type().is_file().then(|| meta.size())
+    }
+
+    /// What large files cost the store: each distinct tree of history read once, each
+    /// distinct large content and chunk counted once.
+    pub fn large_cost(&self) -> Result<LargeCost, TreeError> {
+        let threshold = self.config.large_file_size;
+        let mut cost = LargeCost::default();
+        let mut seen_trees: HashSet<ObjectId> = HashSet::new();
+        let mut seen_contents: HashSet<ObjectId> = HashSet::new();
+        let mut seen_chunks: HashSet<ObjectId> = HashSet::new();
+        let mut stack: Vec<ObjectId> = (self.store.snapshots()?.into_iter())
+            .map(|(_, r)| r.root)
+            .collect();
+        while let Some(tree) = stack.pop() {
+            if !seen_trees.insert(tree) {
+                continue;
+            }
+            for entry in self.store.read_tree(&tree)?.entries {
+                match entry.kind {
+                    EntryKind::Dir => stack.push(entry.id),
+                    EntryKind::Symlink => {}
+                    EntryKind::File | EntryKind::Executable => {
+                        if entry.size < threshold || !seen_contents.insert(entry.id) {
+                            continue;
+                        }
+                        cost.files += 1;
+                        cost.bytes += entry.size;
+                        cost.stored_bytes += self.content_stored(&entry.id, &mut seen_chunks)?;
+                    }
+                }
+            }
+        }
+        Ok(cost)
+    }
+
+    /// Bytes in packs of content `id` (its chunk list and chunks) not counted yet.
+    fn content_stored(
+        &self,
+        id: &ObjectId,
+        seen: &mut HashSet<ObjectId>,
+    ) -> Result<u64, TreeError> {
+        let mut bytes = self.store.stored_len(id)?.unwrap_or(0);
+        let (kind, raw) = self.store.read(id)?;
+        if kind == ObjectKind::ChunkList {
+            for chunk in snap_store::ChunkList::decode(*id, &raw)?.chunks {
+                if seen.insert(chunk.id) {
+                    bytes += self.store.stored_len(&chunk.id)?.unwrap_or(0);
+                }
+            }
+        }
+        Ok(bytes)
+    }
+}
+
+fn untracked(path: &[u8], size: u64, why: UntrackedWhy) -> UntrackedFile {
+    UntrackedFile {
+        path: path.to_vec(),
+        size,
+        why,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flat::Node;
+
+    fn file(size: u64) -> Node {
+        Node {
+            kind: EntryKind::File,
+            size,
+            id: ObjectId([size as u8; 32]),
+            mode: None,
+        }
+    }
+
+    #[test]
+    fn a_file_is_large_added_once_it_reaches_the_threshold() {
+        let old: FlatTree = [(b"grown".to_vec(), file(5)), (b"big".to_vec(), file(200))]
+            .into_iter()
+            .collect();
+        let new: FlatTree = [
+            (b"grown".to_vec(), file(100)),
+            (b"big".to_vec(), file(300)),
+            (b"new".to_vec(), file(100)),
+            (b"small".to_vec(), file(99)),
+        ]
+        .into_iter()
+        .collect();
+        let changes: Vec<PathChange> = vec![
+            (b"big".to_vec(), Change::Modified),
+            (b"grown".to_vec(), Change::Modified),
+            (b"new".to_vec(), Change::Added),
+            (b"small".to_vec(), Change::Added),
+        ];
+        let added = large_added(&changes, &old, &new, 100);
+        let names: Vec<&[u8]> = added.iter().map(|f| f.path.as_slice()).collect();
+        assert_eq!(names, [&b"grown"[..], b"new"]);
+    }
+}

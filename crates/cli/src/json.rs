@@ -121,6 +121,48 @@ pub struct TooLargeDoc {
     pub size: u64,
 }
 
+/// A file of at least `large_file_size` bytes a save takes for the first time.
+#[derive(Serialize)]
+pub struct LargeDoc {
+    pub path: String,
+    pub size: u64,
+}
+
+impl LargeDoc {
+    pub fn list(files: &[snap_tree::LargeFile]) -> Vec<LargeDoc> {
+        (files.iter())
+            .map(|f| LargeDoc {
+                path: path_str(&f.path),
+                size: f.size,
+            })
+            .collect()
+    }
+}
+
+/// A file no snapshot holds that was deleted since the last save.
+#[derive(Serialize)]
+pub struct UntrackedRemovedDoc {
+    pub path: String,
+    pub size: u64,
+    /// `too_large` (over `max_file_size`) or `excluded` (by `exclude_paths`).
+    pub reason: &'static str,
+}
+
+impl UntrackedRemovedDoc {
+    pub fn list(files: &[snap_tree::UntrackedFile]) -> Vec<UntrackedRemovedDoc> {
+        (files.iter())
+            .map(|f| UntrackedRemovedDoc {
+                path: path_str(&f.path),
+                size: f.size,
+                reason: match f.why {
+                    snap_tree::UntrackedWhy::TooLarge => "too_large",
+                    snap_tree::UntrackedWhy::Excluded => "excluded",
+                },
+            })
+            .collect()
+    }
+}
+
 impl From<&ScanReport> for SkippedDoc {
     fn from(report: &ScanReport) -> SkippedDoc {
         let too_large = report.too_large.iter().map(|(p, size)| TooLargeDoc {
@@ -168,6 +210,10 @@ pub struct SaveDoc {
     pub head: Option<String>,
     pub changes: Vec<ChangeDoc>,
     pub skipped: SkippedDoc,
+    /// Files of at least `large_file_size` bytes this save took for the first time.
+    pub large_added: Vec<LargeDoc>,
+    /// Files no snapshot holds, seen by the last save, gone now.
+    pub untracked_removed: Vec<UntrackedRemovedDoc>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<SnapshotDoc>,
 }
@@ -192,6 +238,8 @@ pub struct StatusDoc {
     pub workspace_id: Option<String>,
     pub hook_failure: Option<HookFailureDoc>,
     pub skipped: SkippedDoc,
+    /// Files of at least `large_file_size` bytes the next save would take for the first time.
+    pub large_added: Vec<LargeDoc>,
 }
 
 /// `snap doctor`.
@@ -634,6 +682,18 @@ pub struct StoreStatsDoc {
     pub reclaimable_bytes: u64,
     /// Secret-looking paths history holds (`snap expunge --secrets` takes them out).
     pub secret_paths: Vec<String>,
+    /// What files of at least `large_file_size` bytes cost: distinct contents, their
+    /// sizes, and what their chunks take in packs.
+    pub large_files: LargeCostDoc,
+}
+
+/// `log --stats`' `large_files`.
+#[derive(Serialize)]
+pub struct LargeCostDoc {
+    pub threshold: u64,
+    pub files: u64,
+    pub bytes: u64,
+    pub stored_bytes: u64,
 }
 
 /// `snap gc` (and the gc part of `delete --all`).

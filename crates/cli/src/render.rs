@@ -184,6 +184,37 @@ pub fn print_move(o: &MoveOutcome, quiet: bool) {
     print_kept(verb, &o.kept);
 }
 
+/// One line per file of at least `large_file_size` a save takes (or would take) for the
+/// first time, on stderr.
+pub fn print_large_added(files: &[snap_tree::LargeFile], verb: &str, quiet: bool) {
+    if quiet {
+        return;
+    }
+    for f in files {
+        eprintln!(
+            "large file {verb}: {} ({})",
+            path_shown(&f.path),
+            crate::commands::lifecycle::human_bytes(f.size)
+        );
+    }
+}
+
+/// One line per file no snapshot held that went away since the last save: even quiet, as
+/// nothing can bring it back and the person should learn it now.
+pub fn print_untracked_removed(files: &[snap_tree::UntrackedFile]) {
+    for f in files {
+        let why = match f.why {
+            snap_tree::UntrackedWhy::TooLarge => "it was over max_file_size",
+            snap_tree::UntrackedWhy::Excluded => "it is excluded by exclude_paths",
+        };
+        eprintln!(
+            "warning: {} ({}) is gone, and no snapshot holds it ({why}): snap cannot bring it back",
+            path_shown(&f.path),
+            crate::commands::lifecycle::human_bytes(f.size)
+        );
+    }
+}
+
 pub fn print_skipped(report: &snap_tree::ScanReport, quiet: bool) {
     if quiet {
         return;

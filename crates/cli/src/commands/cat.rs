@@ -10,7 +10,12 @@ pub(crate) fn cmd_cat(ctx: &Ctx, reference: &str, path: &Path) -> Result<()> {
     let ws = open_reading(ctx)?;
     let snap = ws.resolve(reference)?;
     let rel = workspace_paths(&ws, &ctx.start, &[path.to_path_buf()])?.remove(0);
-    let content = match ws.read_file(&snap, &rel) {
+    // Plain output streams the file chunk by chunk; only `--json` holds it whole.
+    let read = match ctx.json {
+        true => ws.read_file(&snap, &rel).map(Content::Whole),
+        false => ws.file_chunks(&snap, &rel).map(|(_, c)| Content::Chunks(c)),
+    };
+    let content = match read {
         Ok(content) => content,
         Err(e) => {
             // The root is no entry of its tree, and is a directory in every snapshot.
@@ -32,6 +37,10 @@ pub(crate) fn cmd_cat(ctx: &Ctx, reference: &str, path: &Path) -> Result<()> {
             return Err(e.into());
         }
     };
+    let content = match content {
+        Content::Chunks(chunks) => return write_chunks(chunks),
+        Content::Whole(content) => content,
+    };
     if ctx.json {
         let text = String::from_utf8(content.clone()).ok();
         let doc = json::CatDoc {
@@ -46,5 +55,20 @@ pub(crate) fn cmd_cat(ctx: &Ctx, reference: &str, path: &Path) -> Result<()> {
     std::io::stdout()
         .write_all(&content)
         .context("writing to stdout")?;
+    Ok(())
+}
+
+/// What `cat` reads: the whole file (for `--json`), or its chunks one at a time.
+enum Content<'s> {
+    Whole(Vec<u8>),
+    Chunks(snap_tree::FileChunks<'s>),
+}
+
+fn write_chunks(chunks: snap_tree::FileChunks<'_>) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    for chunk in chunks {
+        out.write_all(&chunk?).context("writing to stdout")?;
+    }
+    out.flush().context("writing to stdout")?;
     Ok(())
 }

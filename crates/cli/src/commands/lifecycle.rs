@@ -25,7 +25,17 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
-pub fn stats_json(s: &StoreStats, secrets: &[SecretHit]) -> Value {
+/// What `log --stats` shows: the store, what large files cost it, and secret-looking paths.
+pub struct StatsView<'a> {
+    pub store: &'a StoreStats,
+    pub large: snap_tree::LargeCost,
+    /// `large_file_size`.
+    pub large_threshold: u64,
+    pub secrets: &'a [SecretHit],
+}
+
+pub fn stats_json(v: &StatsView<'_>) -> Value {
+    let s = v.store;
     json::value(&json::StoreStatsDoc {
         snapshots: s.snapshots,
         packs: s.packs,
@@ -33,11 +43,18 @@ pub fn stats_json(s: &StoreStats, secrets: &[SecretHit]) -> Value {
         catalog_bytes: s.catalog_bytes,
         store_bytes: s.pack_bytes + s.catalog_bytes,
         reclaimable_bytes: s.reclaimable_bytes,
-        secret_paths: secrets.iter().map(|h| path_str(&h.path)).collect(),
+        secret_paths: v.secrets.iter().map(|h| path_str(&h.path)).collect(),
+        large_files: json::LargeCostDoc {
+            threshold: v.large_threshold,
+            files: v.large.files,
+            bytes: v.large.bytes,
+            stored_bytes: v.large.stored_bytes,
+        },
     })
 }
 
-pub fn print_stats(s: &StoreStats, secrets: &[SecretHit]) {
+pub fn print_stats(v: &StatsView<'_>) {
+    let s = v.store;
     println!(
         "store: {} in {} pack(s) + {} catalog, {} snapshot(s); gc would reclaim {}",
         human_bytes(s.pack_bytes),
@@ -46,7 +63,16 @@ pub fn print_stats(s: &StoreStats, secrets: &[SecretHit]) {
         s.snapshots,
         human_bytes(s.reclaimable_bytes)
     );
-    print_secrets(secrets);
+    if v.large.files > 0 {
+        println!(
+            "large files (at least {}): {} version(s), {} in all, {} in packs",
+            human_bytes(v.large_threshold),
+            v.large.files,
+            human_bytes(v.large.bytes),
+            human_bytes(v.large.stored_bytes)
+        );
+    }
+    print_secrets(v.secrets);
 }
 
 /// One line naming the secret-looking paths history holds, when it holds any.

@@ -39,6 +39,16 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
         true => ws.secrets(snap_tree::secrets::SecretScan::Paths)?,
         false => Vec::new(),
     };
+    let large = match f.stats {
+        true => ws.large_cost()?,
+        false => snap_tree::LargeCost::default(),
+    };
+    let view = stats.as_ref().map(|store| lifecycle::StatsView {
+        store,
+        large,
+        large_threshold: ws.config().large_file_size,
+        secrets: &secrets,
+    });
     let pulled = match f.all && f.paths.is_empty() {
         true => ws.pulled()?,
         false => Vec::new(),
@@ -46,12 +56,12 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
     let value = json::value(&json::LogDoc {
         head,
         snapshots: entries.iter().map(json::LogEntryDoc::from).collect(),
-        stats: stats.as_ref().map(|s| lifecycle::stats_json(s, &secrets)),
+        stats: view.as_ref().map(lifecycle::stats_json),
         pulled: pulled.iter().map(json::PulledDoc::new).collect(),
     });
     emit(ctx, value, || {
-        if let Some(s) = &stats {
-            lifecycle::print_stats(s, &secrets);
+        if let Some(v) = &view {
+            lifecycle::print_stats(v);
         }
         match (entries.is_empty(), none_match) {
             (true, true) => println!("no snapshot matches"),

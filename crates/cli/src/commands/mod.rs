@@ -46,7 +46,8 @@ use snap_tree::{Change, PathChange, Run, SaveOptions, TreeError, Workspace};
 use crate::args::{Category, LogArgs, MoveArgs, SaveArgs};
 use crate::render::{
     kind_str, log_line, oneline, path_shown, path_str, print_changes, print_dir_changes,
-    print_kept, print_move, print_skipped, recovered_line, snapshot_line, text_shown,
+    print_kept, print_large_added, print_move, print_skipped, print_untracked_removed,
+    recovered_line, snapshot_line, text_shown,
 };
 use crate::{Ctx, emit, emit_done, json, json_only, open, open_reading, progress};
 

@@ -2,7 +2,7 @@
 
 use super::{
     Ctx, Result, SaveArgs, SaveOptions, TreeError, Workspace, emit, emit_done, json, json_only,
-    open, print_skipped, progress,
+    open, print_large_added, print_skipped, print_untracked_removed, progress,
 };
 
 pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
@@ -53,6 +53,8 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
             head: head.as_ref().map(|h| h.id.to_hex()),
             changes: json::changes(&out.changes),
             skipped: json::SkippedDoc::from(&out.report),
+            large_added: json::LargeDoc::list(&out.large_added),
+            untracked_removed: json::UntrackedRemovedDoc::list(&out.untracked_removed),
             snapshot: out.snapshot.as_ref().map(json::SnapshotDoc::from),
         })
     });
@@ -72,6 +74,8 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
             ),
         }
         print_skipped(&out.report, ctx.quiet);
+        print_large_added(&out.large_added, "added", ctx.quiet);
+        print_untracked_removed(&out.untracked_removed);
     });
     Ok(())
 }

@@ -3,7 +3,7 @@
 
 use super::{
     Category, Change, Ctx, PathChange, Result, emit, json, json_only, open_reading, print_changes,
-    print_dir_changes, print_skipped, snapshot_line,
+    print_dir_changes, print_large_added, print_skipped, snapshot_line,
 };
 
 pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
@@ -44,6 +44,7 @@ pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
                     error: error.clone(),
                 }),
             skipped: json::SkippedDoc::from(&status.report),
+            large_added: json::LargeDoc::list(&status.large_added),
         })
     });
     emit(ctx, value, || {
@@ -66,6 +67,7 @@ pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
         print_changes(&changes);
         print_dir_changes(&dirs);
         print_skipped(&status.report, ctx.quiet);
+        print_large_added(&status.large_added, "to add", ctx.quiet);
     });
     Ok(())
 }

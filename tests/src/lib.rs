@@ -224,7 +224,14 @@ pub fn check_store(d: &Path, at: &str) {
             .iter()
             .filter(|e| e["kind"] == "file")
         {
-            ok(d, &["cat", &seq, e["path"].as_str().unwrap()]);
+            // Any bytes, not only text: `ok` would read them as UTF-8.
+            let path = e["path"].as_str().unwrap();
+            let out = snap(d, &["cat", &seq, path]);
+            assert!(
+                out.status.success(),
+                "{at}: cat {seq} {path}: {}",
+                stderr(&out)
+            );
         }
     }
     ok(d, &["gc"]);

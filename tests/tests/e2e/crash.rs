@@ -89,10 +89,19 @@ fn kill_9_during_undo_and_redo_ends_in_old_or_target_state() {
 /// Sets up `op` on a fresh workspace: returns the state before it, the state it moves to and
 /// its arguments. `two_states` leaves A saved as #1 and B in the tree.
 fn crash_setup(d: &Path, op: &str) -> (Tree, Tree, Vec<&'static str>) {
+    if op == "undo-large" {
+        // Over the streaming threshold, several chunks each.
+        write(d, "data/weights.bin", &noise(24 << 20, 3));
+        write(d, "data/train.log", &noise(20 << 20, 4));
+    }
     let (a, b) = two_states(d);
+    if op == "undo-large" {
+        std::fs::remove_file(d.join("data/weights.bin")).unwrap();
+        std::fs::File::create(d.join("data/train.log")).unwrap();
+    }
     let args = match op {
         "save" => return (b.clone(), b, vec!["save"]),
-        "undo" => vec!["undo"],
+        "undo" | "undo-large" => vec!["undo"],
         "redo" => {
             ok(d, &["save"]);
             ok(d, &["undo"]);
@@ -140,7 +149,7 @@ fn crash_setup(d: &Path, op: &str) -> (Tree, Tree, Vec<&'static str>) {
     };
     ok(d, &["save"]);
     match op {
-        "undo" | "restore" => (b, a, args),
+        "undo" | "undo-large" | "restore" => (b, a, args),
         _ => (b.clone(), b, args),
     }
 }
@@ -186,7 +195,7 @@ fn crash_and_check(op: &str, failpoint: Option<&str>, power_cut: Option<powerlos
     if failpoint.is_none() {
         assert!(now == target, "{at}: a finished {op} did not survive");
     }
-    if failpoint.is_none() || matches!(op, "undo" | "redo" | "restore") {
+    if failpoint.is_none() || matches!(op, "undo" | "undo-large" | "redo" | "restore") {
         assert_eq!(st["clean"], true, "{at}: the tree must match HEAD");
     }
     let after = seqs(d);
@@ -243,6 +252,17 @@ const CRASH_CASES: &[(&str, &[&str])] = &[
             "restore-file@20",
             "before-head-commit",
             "after-head-commit",
+        ],
+    ),
+    // Large files deleted and truncated, brought back: killed between the chunks of one.
+    (
+        "undo-large",
+        &[
+            "marker-written",
+            "restore-chunk",
+            "restore-chunk@9",
+            "restore-file",
+            "before-head-commit",
         ],
     ),
     (
@@ -355,7 +375,7 @@ fn a_crash_in_undo_redo_or_restore_loses_nothing() {
     if !test_hooks() {
         return;
     }
-    crash_cases(&["undo", "redo", "restore"], None);
+    crash_cases(&["undo", "undo-large", "redo", "restore"], None);
 }
 
 /// The same crashes followed by a power cut that drops every write no fsync covered: proves
@@ -377,7 +397,7 @@ fn a_power_cut_in_undo_redo_or_restore_loses_nothing() {
         return;
     }
     crash_cases(
-        &["undo", "redo", "restore"],
+        &["undo", "undo-large", "redo", "restore"],
         Some(powerloss::Cut::DropUnsynced),
     );
 }
@@ -405,7 +425,10 @@ fn a_power_cut_keeping_renames_but_not_their_data_loses_nothing() {
         return;
     }
     let cut = Some(powerloss::Cut::KeepNames);
-    crash_cases(&["save", "undo", "redo", "restore", "gc"], cut);
+    crash_cases(
+        &["save", "undo", "undo-large", "redo", "restore", "gc"],
+        cut,
+    );
 }
 
 /// Each command, and the I/O faults injected into it (`SNAP_FAULT`, see snap_store::testing::fault).

@@ -12,6 +12,7 @@ mod expunge;
 mod history;
 mod hooks;
 mod identity;
+mod large;
 mod mcp;
 mod output;
 mod outside;

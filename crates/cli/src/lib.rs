@@ -47,7 +47,12 @@ pub fn main() -> ExitCode {
         return exit::run_hook(&agent, || run(cli));
     }
     let json_mode = cli.json;
-    exit::run_command(json_mode, || run(cli))
+    let code = exit::run_command(json_mode, || run(cli));
+    if std::env::var_os("SNAP_TIMING").is_some() {
+        // The whole command's peak, restores included: the timing events come from scans.
+        eprintln!("snap timing: exit{}", progress::peak_memory());
+    }
+    code
 }
 
 /// The completion script for `snap-undo`, and for `snap` too when that is the name this

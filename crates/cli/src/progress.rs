@@ -46,7 +46,7 @@ pub fn observer(ctx: &crate::Ctx) -> Option<Observer> {
 }
 
 /// `, VmHWM: N kB`: the peak resident size so far, where the kernel reports it.
-fn peak_memory() -> String {
+pub(crate) fn peak_memory() -> String {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

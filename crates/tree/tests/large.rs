@@ -10,6 +10,7 @@ use std::io::Write;
 use std::path::Path;
 
 use proptest::prelude::*;
+use snap_store::testing::noise;
 use snap_tree::{Run, SaveOptions, Workspace};
 
 const PATHS: [&str; 3] = ["big.bin", "data/log.csv", "moved.bin"];
@@ -38,20 +39,6 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::Undo),
         1 => Just(Op::Redo),
     ]
-}
-
-/// Incompressible bytes, 8 a step.
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
 }
 
 type Files = BTreeMap<String, Vec<u8>>;

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use snap_e2e::powerloss;
 use snap_e2e::*;
+use snap_store::testing::noise;
 
 #[test]
 fn kill_9_during_undo_and_redo_ends_in_old_or_target_state() {
@@ -520,19 +521,6 @@ fn an_io_error_at_every_fault_point_fails_cleanly_and_loses_nothing() {
             fault_and_check(op, fault);
         }
     }
-}
-
-/// Bytes that zstd cannot shrink, so they fill a small filesystem as they are.
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
 }
 
 /// A small tmpfs, unmounted on drop. `None` where mounting is not allowed (not root).

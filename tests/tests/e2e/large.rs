@@ -6,19 +6,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use snap_e2e::*;
-
-/// Deterministic bytes zstd cannot shrink.
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
+use snap_store::testing::noise;
 
 /// BLAKE3 of a file, read in pieces.
 fn hash(path: &Path) -> blake3::Hash {

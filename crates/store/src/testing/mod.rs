@@ -1,6 +1,6 @@
 //! Hooks for snap's own test suites, gathered in one place: failpoints that make the process
 //! die (or receive SIGTERM) at a named step, injected I/O faults, and the durability journal
-//! the power-cut tests replay, and a limit the crash suites lower to drive the large-restore
+//! the power-cut tests replay, incompressible test content ([`noise`]), and a limit the crash suites lower to drive the large-restore
 //! path with small trees. Only a build with the `testing` feature has them (and reads their
 //! environment variables `SNAP_FAILPOINT`, `SNAP_FAULT`, `SNAP_DURABLE_LOG`,
 //! `SNAP_TEST_EACH_PATH_MAX`); the feature is turned on by the crates' dev-dependencies and the
@@ -20,6 +20,22 @@ pub use failpoint::{FAILPOINTS, failpoint};
 mod search;
 #[cfg(feature = "testing")]
 pub use search::store_holds;
+
+/// Deterministic bytes zstd cannot shrink, for suites that need content of a size: a
+/// xorshift stream from `seed`, eight bytes a step.
+#[cfg(feature = "testing")]
+pub fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
 
 /// The pack layer's readers, for the fuzz targets that feed them arbitrary bytes.
 #[cfg(feature = "testing")]

@@ -120,18 +120,7 @@ fn cdc_error(e: fastcdc::v2020::Error) -> std::io::Error {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    fn noise(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    }
+    use snap_store::testing::noise;
 
     fn both_ways(data: &[u8]) -> (ObjectId, Content) {
         let dir = tempfile::tempdir().unwrap();

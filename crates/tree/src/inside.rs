@@ -53,6 +53,18 @@ fn open_by_components(root: &OwnedFd, rel: &[u8], flags: OFlags) -> Result<Owned
     )
 }
 
+/// The stat of `rel` beneath `root`, following no symlink on the way or at the end.
+pub(crate) fn stat_beneath(root: &OwnedFd, rel: &[u8]) -> std::io::Result<rustix::fs::Stat> {
+    let (parent, name) = crate::flat::split(rel);
+    let dir = open_beneath(
+        root,
+        parent,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+    )?;
+    let flags = rustix::fs::AtFlags::SYMLINK_NOFOLLOW;
+    Ok(rustix::fs::statat(&dir, OsStr::from_bytes(name), flags)?)
+}
+
 /// Opens the file `rel` for reading: never through a symlink, never blocking on a FIFO.
 pub(crate) fn open_file(root: &OwnedFd, rel: &[u8]) -> std::io::Result<File> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
@@ -68,15 +80,16 @@ pub(crate) fn read_link(root: &OwnedFd, rel: &[u8]) -> std::io::Result<Vec<u8>> 
     Ok(target.into_bytes())
 }
 
-/// The bytes of regular file `rel` under `root`; an error for anything else.
-pub(crate) fn read_file(root: &Path, rel: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut file = open_file(&open_root(root)?, rel)?;
+/// The bytes of regular file `rel` under `root`, at most `limit` and one more (so a caller
+/// can tell a longer file); an error for anything else.
+pub(crate) fn read_file(root: &Path, rel: &[u8], limit: u64) -> std::io::Result<Vec<u8>> {
+    let file = open_file(&open_root(root)?, rel)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(std::io::Error::from(Errno::INVAL));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut bytes)?;
+    let mut bytes = Vec::with_capacity(meta.len().min(limit) as usize);
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
@@ -94,9 +107,14 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), root.path().join("swapped")).unwrap();
         std::os::unix::fs::symlink("target", root.path().join("d/link")).unwrap();
         let fd = open_root(root.path()).unwrap();
-        assert_eq!(read_file(root.path(), b"d/f").unwrap(), b"inside");
+        assert_eq!(read_file(root.path(), b"d/f", 1 << 20).unwrap(), b"inside");
+        assert_eq!(
+            read_file(root.path(), b"d/f", 2).unwrap(),
+            b"ins",
+            "one byte past"
+        );
         assert_eq!(read_link(&fd, b"d/link").unwrap(), b"target");
-        let err = read_file(root.path(), b"swapped/secret").unwrap_err();
+        let err = read_file(root.path(), b"swapped/secret", 1 << 20).unwrap_err();
         assert_eq!(
             err.raw_os_error(),
             Some(Errno::LOOP.raw_os_error()),

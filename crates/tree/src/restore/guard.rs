@@ -55,8 +55,14 @@ impl Guarded<'_> {
     }
 
     /// Keeps the stat cache row `vouch` gives for the file just put at `path`.
-    pub(super) fn vouch(&self, path: &[u8], node: &Node, vouch: Option<super::write::Vouch>) {
-        if let Some(entry) = vouch.and_then(|v| v.row(node, &self.root_fd)) {
+    pub(super) fn vouch(
+        &self,
+        path: &[u8],
+        node: &Node,
+        vouch: Option<super::write::Vouch>,
+        dir: &OwnedFd,
+    ) {
+        if let Some(entry) = vouch.and_then(|v| v.row(node, dir)) {
             (self.vouched.lock().unwrap_or_else(|p| p.into_inner())).push((path.to_vec(), entry));
         }
     }
@@ -309,18 +315,29 @@ pub(super) fn on_disk<'a>(
 
 /// The content id of regular file `name` in `dir`, never through a symlink: read whole or
 /// streamed by its size (see [`scan::store_reader`]), so a large file is hashed in the
-/// memory of a few chunks.
+/// memory of a few chunks. Another process may hold the file open and write it while it is
+/// read (a displaced version is judged by this id, and unlinked when it matches): `None`
+/// unless its stat is the same after the read, and, for a file changed in the clock's
+/// current tick, a second read gives the same id.
 fn content_id_at(dir: &OwnedFd, name: &OsStr, hasher: &ObjectWriter<'_>) -> Option<ObjectId> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).ok()?;
-    let st = rustix::fs::fstat(&fd).ok()?;
-    if !rustix::fs::FileType::from_raw_mode(st.st_mode).is_file() {
-        return None;
-    }
-    let file = std::fs::File::from(fd);
+    let before = super::clock::stat_of(&fd)?;
+    let racy = super::clock::fs_clock(dir).is_none_or(|at| !super::clock::settled(&before, at));
+    let mut file = std::fs::File::from(fd);
     let at = std::path::Path::new(name);
-    let content = scan::store_reader(hasher, file, st.st_size as u64, at).ok()?;
-    Some(content.id)
+    let id = scan::store_reader(hasher, &mut file, before.size, at)
+        .ok()?
+        .id;
+    if racy {
+        use std::io::Seek;
+        file.seek(std::io::SeekFrom::Start(0)).ok()?;
+        let again = scan::store_reader(hasher, &mut file, before.size, at)
+            .ok()?
+            .id;
+        (again == id).then_some(())?;
+    }
+    (super::clock::stat_of(&file)? == before).then_some(id)
 }
 
 /// What a step put at its path before settling what it displaced.

@@ -25,6 +25,7 @@ use crate::flat::{
 };
 use crate::{TreeError, scan};
 
+mod clock;
 mod durable;
 mod guard;
 mod lift;
@@ -45,11 +46,19 @@ use write::{injected, write_entry};
 /// crash can leave one, and only the roll-forward of that same operation removes it.
 pub const TEMP_PREFIX: &str = ".snap-tmp-";
 
-/// True for a name of the shape a move writes, `.snap-tmp-<op>-<pid>-<n>` (decimal), whatever
-/// the operation. Nothing is ever removed for this shape alone: see [`OpId::owns`].
+/// Prefix of the names a move writes a large file under until it is whole
+/// (`.snap-part-<op>-<pid>-<n>`): the roll-forward removes them without storing them, as
+/// they never hold anything but a part of what the plan writes.
+pub const PARTIAL_PREFIX: &str = ".snap-part-";
+
+/// True for a name of the shape a move writes, `.snap-tmp-<op>-<pid>-<n>` or
+/// `.snap-part-<op>-<pid>-<n>` (decimal), whatever the operation. Nothing is ever removed
+/// for this shape alone: see [`OpId::owns`].
 pub fn is_temp_name(name: &[u8]) -> bool {
     let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
-    let Some(rest) = name.strip_prefix(TEMP_PREFIX.as_bytes()) else {
+    let rest = (name.strip_prefix(TEMP_PREFIX.as_bytes()))
+        .or_else(|| name.strip_prefix(PARTIAL_PREFIX.as_bytes()));
+    let Some(rest) = rest else {
         return false;
     };
     let parts: Vec<&[u8]> = rest.split(|&b| b == b'-').collect();
@@ -442,6 +451,13 @@ pub fn sweep_own_temps<'a>(
         };
         for entry in entries.flatten() {
             let name = entry.file_name();
+            // Part of a file the plan writes, never anything of another process's.
+            if tree.op.owns_partial(name.as_bytes()) {
+                if rustix::fs::unlinkat(&fd, &name, AtFlags::empty()).is_ok() {
+                    out.removed += 1;
+                }
+                continue;
+            }
             if !tree.op.owns(name.as_bytes()) {
                 continue;
             }
@@ -495,6 +511,10 @@ mod tests {
         let (mine, theirs) = (op.temp_name(), op.temp_name());
         std::fs::write(dir.path().join(&mine), b"known").unwrap();
         std::fs::write(dir.path().join(&theirs), b"written meanwhile").unwrap();
+        // A large file killed half-written: removed, never stored as a found version.
+        let part = op.partial_name();
+        std::fs::write(dir.path().join(&part), b"half of a la").unwrap();
+        std::fs::write(dir.path().join(".snap-part-6-1-2"), b"another op's").unwrap();
         let tree = WorkTree {
             root: dir.path(),
             store: &store,
@@ -504,8 +524,10 @@ mod tests {
         };
         let known = std::collections::HashSet::from([known_id]);
         let left = sweep_own_temps(tree, std::iter::once(&b""[..]), &known).unwrap();
-        assert_eq!(left.removed, 1);
+        assert_eq!(left.removed, 2);
         assert!(!dir.path().join(&mine).exists());
+        assert!(!dir.path().join(&part).exists());
+        assert!(dir.path().join(".snap-part-6-1-2").exists());
         let unknown = vec![DisplacedFile {
             path: theirs.clone().into_bytes(),
             temp: theirs.clone().into_bytes(),
@@ -517,7 +539,7 @@ mod tests {
                 "{name} is not the roll-forward's"
             );
         }
-        assert!(is_temp_name(mine.as_bytes()));
+        assert!(is_temp_name(mine.as_bytes()) && is_temp_name(part.as_bytes()));
     }
     use crate::flat::build_trees;
     use proptest::prelude::*;

@@ -22,7 +22,7 @@ use rustix::fs::{AtFlags, RenameFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use super::TEMP_PREFIX;
+use super::{PARTIAL_PREFIX, TEMP_PREFIX};
 
 /// The id of one undo, redo, restore or export: its temporary names carry it, and its
 /// marker records it, so a roll-forward or cleanup removes only names it made itself.
@@ -52,23 +52,59 @@ impl OpId {
         format!("{TEMP_PREFIX}{}-", self.0)
     }
 
+    /// The prefix of the names this operation writes a large file under until it is whole:
+    /// `.snap-part-<op>-`.
+    pub fn partial_prefix(self) -> String {
+        format!("{PARTIAL_PREFIX}{}-", self.0)
+    }
+
     /// True for a name this operation made: `.snap-tmp-<op>-<pid>-<n>`, all decimal.
     pub fn owns(self, name: &[u8]) -> bool {
-        let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
-        name.strip_prefix(self.temp_prefix().as_bytes())
-            .and_then(|rest| {
-                let dash = rest.iter().position(|&b| b == b'-')?;
-                Some(digits(&rest[..dash]) && digits(&rest[dash + 1..]))
-            })
-            .unwrap_or(false)
+        owned(&self.temp_prefix(), name)
+    }
+
+    /// True for a name this operation wrote part of a file under: `.snap-part-<op>-<pid>-<n>`.
+    /// Only this operation's writes are ever there, never another process's version.
+    pub fn owns_partial(self, name: &[u8]) -> bool {
+        owned(&self.partial_prefix(), name)
     }
 
     /// A new temporary name of this operation, unique within the process.
     pub fn temp_name(self) -> String {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        format!("{}{}-{n}", self.temp_prefix(), std::process::id())
+        format!(
+            "{}{}-{}",
+            self.temp_prefix(),
+            std::process::id(),
+            next_number()
+        )
     }
+
+    /// A new name to write a large file under until it is whole (see [`OpId::owns_partial`]).
+    pub fn partial_name(self) -> String {
+        format!(
+            "{}{}-{}",
+            self.partial_prefix(),
+            std::process::id(),
+            next_number()
+        )
+    }
+}
+
+/// True for `prefix` followed by `<pid>-<n>`, both decimal.
+fn owned(prefix: &str, name: &[u8]) -> bool {
+    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    name.strip_prefix(prefix.as_bytes())
+        .and_then(|rest| {
+            let dash = rest.iter().position(|&b| b == b'-')?;
+            Some(digits(&rest[..dash]) && digits(&rest[dash + 1..]))
+        })
+        .unwrap_or(false)
+}
+
+/// A number unique within the process, for temporary names.
+fn next_number() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    COUNTER.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Default for OpId {

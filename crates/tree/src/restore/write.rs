@@ -13,7 +13,7 @@ use snap_store::{EntryKind, StatEntry, StatKey};
 
 use super::durable::sync_file;
 use super::guard::{Guarded, Wrote};
-use super::{fail, open_dir, swap};
+use super::{clock, fail, open_dir, swap};
 use crate::TreeError;
 use crate::flat::{Node, split};
 
@@ -38,43 +38,25 @@ pub(super) fn write_entry(
     let drop_tmp = || {
         let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
     };
-    let written = match node.kind {
-        EntryKind::Symlink => g.tree.store.read_file(&node.id).map(|target| {
-            rustix::fs::symlinkat(OsStr::from_bytes(&target), &dir, tmp.as_str())
-                .map(|()| None)
-                .map_err(Written::Io)
-        }),
-        _ => g.tree.store.file_chunks(&node.id).map(|chunks| {
-            let fd = write_file(&dir, &tmp, chunks, node)?;
-            sync_file(&fd, g.durability).map_err(Written::Io)?;
-            Ok(Some(fd))
-        }),
-    };
-    // A file's chunks are read as it is written: a chunk that fails to read fails the step
-    // as a missing object does, and the half-written temporary file goes with it.
-    let fd = match written {
-        Ok(Ok(fd)) => fd,
-        Ok(Err(Written::Io(e))) => {
-            drop_tmp();
-            return Err(fail("write", root, path, e));
-        }
-        Ok(Err(Written::Store(e))) | Err(e) => {
-            drop_tmp();
-            return Err(TreeError::from(e));
-        }
-    };
+    let fd = write_temp(g, &dir, &tmp, node).map_err(|e| match e {
+        Written::Io(e) => fail("write", root, path, e),
+        Written::Store(e) => TreeError::from(e),
+    })?;
     let vouch = fd
         .filter(|_| node.size >= VOUCH_MIN_BYTES)
-        .and_then(|fd| Vouch::before(fd, g));
+        .and_then(|fd| Vouch::before(fd, &dir));
     let name = OsStr::from_bytes(name);
     match swap::put(&dir, &tmp, name, expected.is_some(), g.tree.op) {
         Ok(swap::Displaced::Nothing) => {
-            g.vouch(path, node, vouch);
+            g.vouch(path, node, vouch, &dir);
             Ok(true)
         }
         Ok(swap::Displaced::At { temp }) => {
             g.settle(&dir, path, &temp, expected, Wrote::File(node))?;
-            g.vouch(path, node, vouch);
+            // Settling may have put the other version back (the path is then kept).
+            if !g.under_kept(path) {
+                g.vouch(path, node, vouch, &dir);
+            }
             Ok(true)
         }
         Ok(swap::Displaced::Aside { temp }) => {
@@ -93,6 +75,39 @@ pub(super) fn write_entry(
             Err(fail("write", root, path, e))
         }
     }
+}
+
+/// Writes `node` under the temporary name `tmp` in `dir`; a file is returned still open.
+/// A large file is written under a name of its own until whole, so a kill mid-file leaves a
+/// name the roll-forward removes, not a version it would have to store. On failure nothing
+/// is left: a file's chunks are read as it is written, and a chunk that fails to read
+/// fails the step as a missing object does.
+fn write_temp(
+    g: &Guarded<'_>,
+    dir: &OwnedFd,
+    tmp: &str,
+    node: &Node,
+) -> Result<Option<OwnedFd>, Written> {
+    if node.kind == EntryKind::Symlink {
+        let target = g.tree.store.read_file(&node.id).map_err(Written::Store)?;
+        rustix::fs::symlinkat(OsStr::from_bytes(&target), dir, tmp)?;
+        return Ok(None);
+    }
+    let partial = (node.size >= VOUCH_MIN_BYTES).then(|| g.tree.op.partial_name());
+    let first = partial.as_deref().unwrap_or(tmp);
+    let written = (g.tree.store.file_chunks(&node.id).map_err(Written::Store))
+        .and_then(|chunks| write_file(dir, first, chunks, node))
+        .and_then(|fd| {
+            sync_file(&fd, g.durability)?;
+            if first != tmp {
+                rustix::fs::renameat(dir, first, dir, tmp)?;
+            }
+            Ok(fd)
+        });
+    if written.is_err() {
+        let _ = rustix::fs::unlinkat(dir, first, AtFlags::empty());
+    }
+    written.map(Some)
 }
 
 /// Why [`write_file`] stopped: the file system, or the store reading a chunk.
@@ -150,12 +165,15 @@ pub(super) fn injected(fault: std::io::Result<()>) -> Result<(), Errno> {
 }
 
 /// A written file's stat under its temporary name, where no other process writes it,
-/// taken once the filesystem clock has passed its last write.
+/// taken once the clock of its filesystem has passed its last write.
 ///
-/// Once put in place, the file is vouched for when it still stats with that size, mtime
-/// and inode (its ctime moved with the rename): a write by anyone after the rename lands
-/// in a later clock tick than the last write here, so it shows in the mtime. The row is
-/// then judged by the racy rule ([`StatEntry::hashed`]) against the clock after the rename.
+/// Once put in place, the file is vouched for when it still stats with that size and mtime
+/// (its ctime moved with the rename): a write by anyone after the rename lands in a later
+/// clock tick than the last write here, so it shows in the mtime. The row is written only
+/// when the racy rule ([`StatEntry::hashed`]) settles the stat taken after the rename
+/// against a clock read before it. This assumes what the racy rule does: the clock of the
+/// file's own filesystem never goes back, and no one sets an mtime back to the very
+/// nanosecond of a write of ours.
 pub(super) struct Vouch {
     fd: OwnedFd,
     before: StatKey,
@@ -164,55 +182,35 @@ pub(super) struct Vouch {
 impl Vouch {
     /// `None` when the clock cannot be read or does not pass the file's last write within
     /// a few ticks (a large file takes far longer than that to write).
-    fn before(fd: OwnedFd, g: &Guarded<'_>) -> Option<Vouch> {
-        let before = stat_of(&fd)?;
-        for _ in 0..CLOCK_WAITS {
-            if before.mtime_ns < fs_clock(&g.root_fd)? {
+    fn before(fd: OwnedFd, dir: &OwnedFd) -> Option<Vouch> {
+        let before = clock::stat_of(&fd)?;
+        for _ in 0..clock::CLOCK_WAITS {
+            if before.mtime_ns < clock::fs_clock(dir)? {
                 return Some(Vouch { fd, before });
             }
-            std::thread::sleep(std::time::Duration::from_millis(2));
+            std::thread::sleep(clock::TICK_WAIT);
         }
         None
     }
 
-    /// The stat cache row for the file now at its path, if it is still the one written.
-    /// The row must be settled by the racy rule, so the clock is read until it passes the
-    /// rename's ctime too.
-    pub(super) fn row(self, node: &Node, root_fd: &OwnedFd) -> Option<StatEntry> {
-        let now = stat_of(&self.fd)?;
-        let before = self.before;
-        if (now.size, now.mtime_ns, now.ino) != (before.size, before.mtime_ns, before.ino) {
-            return None;
-        }
-        let kind = match now.mode & 0o100 {
-            0 => EntryKind::File,
-            _ => EntryKind::Executable,
-        };
-        for _ in 0..CLOCK_WAITS {
-            let entry = StatEntry::hashed(now, kind, node.id, fs_clock(root_fd)?);
-            if entry.settled {
-                return Some(entry);
+    /// The stat cache row for the file now at its path in `dir`, if it is still the one
+    /// written: the clock is read, then the file stat-ed, until the stat is settled.
+    pub(super) fn row(self, node: &Node, dir: &OwnedFd) -> Option<StatEntry> {
+        for _ in 0..clock::CLOCK_WAITS {
+            let at = clock::fs_clock(dir)?;
+            let now = clock::stat_of(&self.fd)?;
+            if (now.size, now.mtime_ns) != (self.before.size, self.before.mtime_ns) {
+                return None;
             }
-            std::thread::sleep(std::time::Duration::from_millis(2));
+            if clock::settled(&now, at) {
+                let kind = match now.mode & 0o100 {
+                    0 => EntryKind::File,
+                    _ => EntryKind::Executable,
+                };
+                return Some(StatEntry::hashed(now, kind, node.id, at));
+            }
+            std::thread::sleep(clock::TICK_WAIT);
         }
         None
     }
-}
-
-/// How many times [`Vouch::before`] reads the clock, 2 ms apart: a coarse clock ticks every
-/// 1-10 ms.
-const CLOCK_WAITS: usize = 8;
-
-fn stat_of(fd: &OwnedFd) -> Option<StatKey> {
-    let st = rustix::fs::fstat(fd).ok()?;
-    let is_file = rustix::fs::FileType::from_raw_mode(st.st_mode).is_file();
-    is_file.then(|| crate::scan::walker::stat_key(&st))
-}
-
-/// The filesystem's clock: the mtime of an unnamed file made now in the workspace.
-fn fs_clock(root_fd: &OwnedFd) -> Option<i64> {
-    let flags = OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC;
-    let fd = rustix::fs::openat(root_fd, ".", flags, Mode::RUSR).ok()?;
-    let st = rustix::fs::fstat(&fd).ok()?;
-    Some(crate::scan::walker::stat_key(&st).mtime_ns)
 }

@@ -202,17 +202,25 @@ pub fn print_large_added(files: &[snap_tree::LargeFile], verb: &str, quiet: bool
 /// One line per file no snapshot held that went away since the last save: even quiet, as
 /// nothing can bring it back and the person should learn it now.
 pub fn print_untracked_removed(files: &[snap_tree::UntrackedFile]) {
-    for f in files {
+    for line in untracked_removed_lines(files) {
+        eprintln!("{line}");
+    }
+}
+
+/// The lines [`print_untracked_removed`] prints.
+pub fn untracked_removed_lines(files: &[snap_tree::UntrackedFile]) -> Vec<String> {
+    let line = |f: &snap_tree::UntrackedFile| {
         let why = match f.why {
             snap_tree::UntrackedWhy::TooLarge => "it was over max_file_size",
             snap_tree::UntrackedWhy::Excluded => "it is excluded by exclude_paths",
         };
-        eprintln!(
+        format!(
             "warning: {} ({}) is gone, and no snapshot holds it ({why}): snap cannot bring it back",
             path_shown(&f.path),
             crate::commands::lifecycle::human_bytes(f.size)
-        );
-    }
+        )
+    };
+    files.iter().map(line).collect()
 }
 
 pub fn print_skipped(report: &snap_tree::ScanReport, quiet: bool) {

@@ -60,6 +60,12 @@ pub enum TreeError {
         /// The file.
         path: PathBuf,
     },
+    /// A streamed (large) file changed under every read: a save leaves it out and names it.
+    #[error("{path}: kept changing while it was read (is a job writing it?)")]
+    StillWriting {
+        /// The file.
+        path: PathBuf,
+    },
     /// Another process changed a path that an undo, redo or restore was about to replace or
     /// remove, after the scan that saved it; nothing was changed.
     #[error(

@@ -200,6 +200,21 @@ fn the_loss_of_a_file_no_snapshot_holds_is_named_by_the_next_save() {
         "named once"
     );
 
+    // A file that left `exclude_paths` is saved from then on: deleting it loses nothing.
+    write(d, "was.env", b"W=1");
+    let config = b"max_file_size = 1000\nexclude_paths = [\"./was.env/\"]\n";
+    write(d, ".snap/config.toml", config);
+    ok(d, &["save"]);
+    write(d, ".snap/config.toml", b"max_file_size = 1000\n");
+    ok(d, &["save"]);
+    std::fs::remove_file(d.join("was.env")).unwrap();
+    let saved = json(d, &["save"]);
+    assert_eq!(
+        saved["untracked_removed"],
+        serde_json::json!([]),
+        "it was saved"
+    );
+
     write(d, "huge.bin", &noise(5000, 4));
     ok(d, &["save"]);
     std::fs::remove_file(d.join("huge.bin")).unwrap();
@@ -233,4 +248,45 @@ fn status_log_stats_and_cat_show_large_files() {
     let cat = snap(d, &["cat", "@", "blob.bin"]);
     assert!(cat.status.success());
     assert_eq!(cat.stdout, noise(3 << 20, 5));
+}
+
+/// A large file a job keeps writing while a save reads it: the save still lands, holding
+/// either a version the file really had or nothing of it (named), never failing the rest.
+#[test]
+fn a_large_file_written_during_the_save_never_fails_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a.txt", b"a");
+    write(d, "run/ckpt.bin", &noise(24 << 20, 8));
+    ok(d, &["save"]);
+    write(d, "a.txt", b"b");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (path, stop) = (d.join("run/ckpt.bin"), stop.clone());
+        std::thread::spawn(move || {
+            let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                f.write_all(&[7; 4096]).unwrap();
+            }
+        })
+    };
+    let out = json(d, &["save"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert_eq!(out["created"], true, "a.txt's change is saved");
+    let named = (out["skipped"]["skipped_unreadable"]
+        .as_array()
+        .unwrap()
+        .iter())
+    .any(|u| u["path"] == "run/ckpt.bin");
+    let listed = snap(d, &["cat", "@", "run/ckpt.bin"]);
+    assert!(named != listed.status.success(), "named or saved: {out}");
+    if listed.status.success() {
+        // The writer only appends: every version the file had is a prefix of the last.
+        let last = std::fs::read(d.join("run/ckpt.bin")).unwrap();
+        assert!(
+            last.starts_with(&listed.stdout),
+            "a version the file never had"
+        );
+    }
 }

@@ -386,11 +386,19 @@ fn save(
             &format!("saved, but merging small packs failed: {e}"),
         );
     }
+    // No snapshot can bring these back: said on stderr, and to the agent with its context.
+    crate::render::print_untracked_removed(&out.untracked_removed);
+    let gone = crate::render::untracked_removed_lines(&out.untracked_removed);
     let saved = out.snapshot;
-    match &event.session {
-        Some(session) if wants_context => changed_under_agent(&ws, session, seen, saved.as_ref()),
-        _ => Ok(None),
-    }
+    let context = match &event.session {
+        Some(session) if wants_context => changed_under_agent(&ws, session, seen, saved.as_ref())?,
+        _ => None,
+    };
+    Ok(match (context, gone.is_empty() || !wants_context) {
+        (context, true) => context,
+        (Some(text), false) => Some(format!("{text}\n{}", gone.join("\n"))),
+        (None, false) => Some(gone.join("\n")),
+    })
 }
 
 /// The snapshot's message: what happened just before it.

@@ -86,6 +86,7 @@ fn save(ctx: &Ctx, tags: &Tags, message: &str, exit: Option<u8>) -> Result<()> {
         meta,
         ..SaveOptions::default()
     })?;
+    crate::render::print_untracked_removed(&out.untracked_removed);
     if let (Some(s), false) = (&out.snapshot, ctx.quiet) {
         eprintln!(
             "snap: saved #{} {} ({message})",

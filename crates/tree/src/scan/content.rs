@@ -58,19 +58,21 @@ pub(crate) fn store_content_against(
     Ok(writer.put(ObjectKind::ChunkList, &list.encode())?)
 }
 
-/// Stores what `reader` gives until its end, `len_hint` bytes expected: read whole when that
-/// is at most [`STREAM_THRESHOLD`], else streamed. `path` names the file in errors.
+/// Stores what `reader` gives, `len_hint` bytes expected: read whole (up to one byte past the
+/// hint) when that is at most [`STREAM_THRESHOLD`], else streamed to its end. `path` names the file in errors.
 pub(crate) fn store_reader(
     writer: &ObjectWriter<'_>,
-    mut reader: impl Read,
+    reader: impl Read,
     len_hint: u64,
     path: &Path,
 ) -> Result<Content, TreeError> {
     if len_hint > STREAM_THRESHOLD {
         return store_stream(writer, reader, path);
     }
+    // At most one byte past the hint: a file grown meanwhile is a different file, which the
+    // caller's stat check tells, and must not be read whole whatever its size now.
     let mut data = Vec::with_capacity(len_hint as usize + 1);
-    (reader.read_to_end(&mut data)).map_err(|e| TreeError::io(path, e))?;
+    (reader.take(len_hint + 1).read_to_end(&mut data)).map_err(|e| TreeError::io(path, e))?;
     let id = store_content(writer, &data)?;
     Ok(Content {
         id,

@@ -21,6 +21,8 @@ use crate::paths::abs;
 
 /// How often a file that keeps changing is re-read before the save gives up.
 const READ_ATTEMPTS: usize = 5;
+/// How often a streamed file is: each read stores what it read, and may take seconds.
+const STREAM_ATTEMPTS: usize = 2;
 
 /// What a scan reports beside the tree.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -283,11 +285,14 @@ pub fn store_walk(
         for item in stored {
             let item = match item {
                 Err(TreeError::Io { path, source }) if cannot_read(&source) => {
-                    let rel = path.strip_prefix(root).unwrap_or(&path);
-                    report.unreadable.push(Unreadable {
-                        path: rel.as_os_str().as_bytes().to_vec(),
-                        error: source.to_string(),
-                    });
+                    report
+                        .unreadable
+                        .push(unreadable(root, &path, source.to_string()));
+                    continue;
+                }
+                Err(TreeError::StillWriting { path }) => {
+                    let why = "it kept changing while it was read; a later save takes it";
+                    report.unreadable.push(unreadable(root, &path, why.into()));
                     continue;
                 }
                 item => item,
@@ -324,6 +329,15 @@ pub fn store_walk(
         stats,
         digest,
     })
+}
+
+/// A file the save leaves out, named by its path beneath `root`, and why.
+fn unreadable(root: &Path, path: &Path, error: String) -> Unreadable {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    Unreadable {
+        path: rel.as_os_str().as_bytes().to_vec(),
+        error,
+    }
 }
 
 /// Pairs each walked regular file with its stat cache entry by merging the two lists, both in
@@ -535,6 +549,7 @@ fn read_stable(
     writer: &ObjectWriter<'_>,
 ) -> Result<Option<(Content, Metadata)>, TreeError> {
     let path = at.abs;
+    let mut streamed = 0;
     for _ in 0..READ_ATTEMPTS {
         // Beneath the root, following no link, never blocking: a file swapped for a FIFO
         // since the walk opens and is refused below as no longer a regular file.
@@ -554,16 +569,32 @@ fn read_stable(
             writer,
         };
         let read = match before.len() > STREAM_THRESHOLD {
-            true => once.stream(file.fs_now_ns)?,
+            true if streamed == STREAM_ATTEMPTS => return Err(still_writing(path)),
+            true => {
+                streamed += 1;
+                once.stream(file.fs_now_ns)?
+            }
             false => once.read(file)?,
         };
         if read.is_some() {
             return Ok(read);
         }
     }
-    Err(TreeError::Unstable {
+    match streamed {
+        0 => Err(TreeError::Unstable {
+            path: path.to_path_buf(),
+        }),
+        _ => Err(still_writing(path)),
+    }
+}
+
+/// A large file that changed under each of [`STREAM_ATTEMPTS`] reads (a job writing it):
+/// left out of this save and named, as a file that cannot be read is, rather than failing
+/// every other change with it; a move keeps it as it is.
+fn still_writing(path: &Path) -> TreeError {
+    TreeError::StillWriting {
         path: path.to_path_buf(),
-    })
+    }
 }
 
 /// One attempt of [`read_stable`] on an open file and the stat it had when opened.
@@ -635,7 +666,7 @@ fn reads_again_the_same(
     Ok(again == data && same_stat(stat, &after))
 }
 
-/// Reads `file` to its end into a buffer sized from the caller's stat. Reading through
+/// Reads `file` into a buffer sized from the caller's stat, at most one byte past it. Reading through
 /// `take` spares the `statx` and `lseek` that `File::read_to_end` spends per call to guess a
 /// size we already know: two of the eight system calls a stored file costs.
 fn read_all(file: &mut File, len_hint: u64, path: &Path) -> Result<Vec<u8>, TreeError> {
@@ -644,10 +675,8 @@ fn read_all(file: &mut File, len_hint: u64, path: &Path) -> Result<Vec<u8>, Tree
     snap_store::fault!("scan-read")
         .and_then(|()| file.by_ref().take(len_hint + 1).read_to_end(&mut data))
         .map_err(io)?;
-    if data.len() as u64 > len_hint {
-        // The file grew since its stat: read the rest; the caller's stat check retries.
-        file.read_to_end(&mut data).map_err(io)?;
-    }
+    // A file grown since its stat gives one byte more than `len_hint`, never the rest (it
+    // may now be any size): the caller's stat check sees the change and reads it again.
     Ok(data)
 }
 

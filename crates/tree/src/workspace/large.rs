@@ -4,7 +4,6 @@
 //! cost the store (`log --stats`).
 
 use std::collections::HashSet;
-use std::os::unix::fs::MetadataExt;
 
 use snap_store::{EntryKind, ObjectId, ObjectKind, UntrackedFile, UntrackedWhy};
 
@@ -75,40 +74,50 @@ impl Workspace {
     /// names only what it walked), and each `exclude_paths` entry that is a file.
     pub(super) fn untracked(&self, too_large: &[(Vec<u8>, u64)]) -> Result<Untracked, TreeError> {
         let before = self.store.untracked()?;
+        let root_fd = crate::inside::open_root(&self.root).ok();
         let mut now: Vec<UntrackedFile> = (too_large.iter())
             .map(|(path, size)| untracked(path, *size, UntrackedWhy::TooLarge))
             .collect();
         let mut removed = Vec::new();
         for file in &before {
-            match self.regular_size(&file.path) {
-                None => removed.push(file.clone()),
-                Some(size) if file.why == UntrackedWhy::Excluded => {
+            // A file that left `exclude_paths` was saved since: its loss is no longer one.
+            let listed = match file.why {
+                UntrackedWhy::Excluded => self.config.excludes_path(&file.path),
+                UntrackedWhy::TooLarge => true,
+            };
+            match seen(root_fd.as_ref(), &file.path) {
+                Seen::Gone if listed => removed.push(file.clone()),
+                Seen::File(size) if listed && self.cannot_keep(file.why, size) => {
                     now.push(untracked(&file.path, size, file.why));
                 }
-                Some(size) if size > self.config.max_file_size => {
-                    now.push(untracked(&file.path, size, file.why));
-                }
-                Some(_) => {}
+                Seen::Unknown if listed => now.push(file.clone()),
+                _ => {}
             }
         }
         for path in &self.config.exclude_paths {
-            if let Some(size) = self.regular_size(path.as_bytes()) {
-                now.push(untracked(path.as_bytes(), size, UntrackedWhy::Excluded));
+            let rel = path
+                .trim_start_matches("./")
+                .trim_end_matches('/')
+                .as_bytes();
+            if let Seen::File(size) = seen(root_fd.as_ref(), rel) {
+                now.push(untracked(rel, size, UntrackedWhy::Excluded));
             }
         }
         now.sort_unstable();
         now.dedup_by(|a, b| a.path == b.path);
+        // Sizes alone changing (a growing log over the limit) do not rewrite the list.
+        let members = |list: &[UntrackedFile]| -> Vec<(Vec<u8>, UntrackedWhy)> {
+            list.iter().map(|f| (f.path.clone(), f.why)).collect()
+        };
         Ok(Untracked {
-            now: (now != before).then_some(now),
+            now: (members(&now) != members(&before)).then_some(now),
             removed,
         })
     }
 
-    /// The size of the regular file at `rel`, never following a symlink; `None` when
-    /// there is none (gone, or something else now).
-    fn regular_size(&self, rel: &[u8]) -> Option<u64> {
-        let meta = std::fs::symlink_metadata(crate::scan::abs(&self.root, rel)).ok()?;
-        meta.file_type().is_file().then(|| meta.size())
+    /// True when a file of `size`, listed for `why`, is still one no snapshot can hold.
+    fn cannot_keep(&self, why: UntrackedWhy, size: u64) -> bool {
+        why == UntrackedWhy::Excluded || size > self.config.max_file_size
     }
 
     /// What large files cost the store: each distinct tree of history read once, each
@@ -160,6 +169,40 @@ impl Workspace {
             }
         }
         Ok(bytes)
+    }
+}
+
+/// What a listed path holds now.
+enum Seen {
+    /// A regular file of this size.
+    File(u64),
+    /// Nothing, or no longer a regular file.
+    Gone,
+    /// Snap may not look (a directory on the way it cannot search): only what is known
+    /// gone is named.
+    Unknown,
+}
+
+/// What `rel` beneath the root holds, following no symlink on the way.
+fn seen(root_fd: Option<&std::os::fd::OwnedFd>, rel: &[u8]) -> Seen {
+    use rustix::io::Errno;
+    let Some(root_fd) = root_fd else {
+        return Seen::Unknown;
+    };
+    let gone = [Errno::NOENT, Errno::NOTDIR, Errno::LOOP];
+    match crate::inside::stat_beneath(root_fd, rel) {
+        Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_file() => {
+            Seen::File(st.st_size as u64)
+        }
+        Ok(_) => Seen::Gone,
+        Err(e)
+            if gone
+                .iter()
+                .any(|x| e.raw_os_error() == Some(x.raw_os_error())) =>
+        {
+            Seen::Gone
+        }
+        Err(_) => Seen::Unknown,
     }
 }
 

@@ -203,10 +203,9 @@ impl Workspace {
             let node = flat
                 .get(path)
                 .filter(|n| matches!(n.kind, EntryKind::File | EntryKind::Executable))?;
-            self.store
-                .read_file(&node.id)
-                .ok()
-                .or_else(|| crate::inside::read_file(&self.root, path).ok())
+            self.store.read_file(&node.id).ok().or_else(|| {
+                crate::inside::read_file(&self.root, path, diff::MAX_DIFF_BYTES as u64).ok()
+            })
         };
         let mut total = (0, 0);
         // Over the line-diff limit counts as binary (no lines), and is never read whole.

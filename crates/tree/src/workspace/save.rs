@@ -367,7 +367,8 @@ impl Workspace {
                 crate::inside::read_link(&root, path).map_err(|e| TreeError::io(&abs, e))
             }
             (Side::WorkingTree, _) => {
-                crate::inside::read_file(&self.root, path).map_err(|e| TreeError::io(&abs, e))
+                crate::inside::read_file(&self.root, path, diff::MAX_DIFF_BYTES as u64)
+                    .map_err(|e| TreeError::io(&abs, e))
             }
         }
     }

@@ -183,6 +183,7 @@ impl Default for Config {
             secret_paths: strings(&[
                 ".env",
                 ".env.*",
+                "*.env",
                 "*.pem",
                 "*.key",
                 "*.p12",

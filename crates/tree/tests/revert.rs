@@ -9,7 +9,10 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use snap_tree::{RevertOf, RevertOutcome, Run, SaveOptions, TreeError, Workspace};
+use snap_tree::{
+    ChangeSource, Changes, Event, RevertOf, RevertOutcome, Run, SaveOptions, TreeError, WatchToken,
+    Workspace,
+};
 
 type Disk = BTreeMap<String, Vec<u8>>;
 
@@ -270,4 +273,98 @@ fn a_turn_is_taken_back_whole() {
     assert_eq!(read(root, "c.txt").as_deref(), Some("2"));
     let message = ws.head().unwrap().unwrap().record.message;
     assert!(message.starts_with("revert turn 1 of s"), "{message}");
+}
+
+/// A change source that answers "nothing changed" whatever happened (a fault-injecting
+/// stand-in for a watcher that missed a write: one through a second hard link, say).
+#[derive(Debug, Default)]
+struct Deaf {
+    asked: std::sync::atomic::AtomicU64,
+}
+
+impl ChangeSource for Deaf {
+    fn changes_since(&self, _since: Option<&WatchToken>) -> Changes {
+        let seq = self
+            .asked
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Changes::Dirs {
+            now: WatchToken {
+                instance: [3; 16],
+                seq,
+            },
+            dirs: Vec::new(),
+        }
+    }
+}
+
+/// The revert after a write its change source did not report: the source says nothing
+/// changed (and a save trusting it records nothing), yet the revert names the file a
+/// conflict and leaves it, and the write is saved first. It fails when the revert plans
+/// from the source's answer (it wrote the earlier content over the later work).
+#[test]
+fn a_write_the_change_source_missed_is_a_conflict() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    std::fs::write(root.join("d/f.txt"), "1").unwrap();
+    std::fs::write(root.join("g.txt"), "1").unwrap();
+    let mut ws = Workspace::init(root, None, false).unwrap();
+    save(&ws, None, None);
+    ws.set_change_source(std::sync::Arc::new(Deaf::default()));
+    std::fs::write(root.join("d/f.txt"), "2").unwrap();
+    std::fs::write(root.join("g.txt"), "2").unwrap();
+    // The source's first answer has no token to go by: this save walks, and records one.
+    let changed = save(&ws, None, None);
+    std::fs::write(root.join("d/f.txt"), "later work, unseen").unwrap();
+    assert!(
+        ws.status().unwrap().changes.is_empty(),
+        "the source is deaf"
+    );
+    let out = revert(&ws, RevertOf::Snapshot(&format!("#{changed}")), &[]);
+    assert_eq!(names(&out.conflicts), ["d/f.txt"]);
+    assert_eq!(read(root, "d/f.txt").as_deref(), Some("later work, unseen"));
+    assert_eq!(read(root, "g.txt").as_deref(), Some("1"));
+    let saved = out
+        .moved
+        .auto_saved
+        .expect("the unseen write was saved first");
+    let kept = ws.read_file(&saved, b"d/f.txt").unwrap();
+    assert_eq!(kept, b"later work, unseen");
+}
+
+/// A file written after the revert's walk, before it plans: read again from the disk, it
+/// is a conflict, left as it is, while the rest is taken back. Decided from the walk alone,
+/// the revert was refused whole (the file changed during the move).
+#[test]
+fn a_file_written_after_the_walk_is_a_conflict() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    std::fs::write(root.join("f.txt"), "1").unwrap();
+    std::fs::write(root.join("g.txt"), "1").unwrap();
+    let mut ws = Workspace::init(&root, None, false).unwrap();
+    save(&ws, None, None);
+    std::fs::write(root.join("f.txt"), "2").unwrap();
+    std::fs::write(root.join("g.txt"), "2").unwrap();
+    let changed = save(&ws, None, None);
+    let armed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let fire = std::sync::Arc::clone(&armed);
+    let at = root.clone();
+    ws.set_observer(Box::new(move |e| {
+        let walked = matches!(e, Event::Timing { step, .. } if step.starts_with("tree walked"));
+        if walked && fire.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            std::fs::write(at.join("f.txt"), "written after the walk").unwrap();
+        }
+    }));
+    armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let out = revert(&ws, RevertOf::Snapshot(&format!("#{changed}")), &[]);
+    assert!(
+        !armed.load(std::sync::atomic::Ordering::SeqCst),
+        "the write ran"
+    );
+    assert_eq!(names(&out.conflicts), ["f.txt"]);
+    assert_eq!(
+        read(&root, "f.txt").as_deref(),
+        Some("written after the walk")
+    );
+    assert_eq!(read(&root, "g.txt").as_deref(), Some("1"));
 }

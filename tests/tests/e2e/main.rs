@@ -17,6 +17,7 @@ mod mcp;
 mod output;
 mod outside;
 mod remote;
+mod random_kill;
 mod safety;
 mod ui;
 mod watch;

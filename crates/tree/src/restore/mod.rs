@@ -25,6 +25,7 @@ use crate::flat::{
 };
 use crate::{TreeError, scan};
 
+mod check;
 mod clock;
 mod durable;
 mod guard;
@@ -33,6 +34,7 @@ mod plan;
 mod swap;
 mod write;
 
+pub use check::{differing, unfinished};
 use durable::{Durability, sync_restored};
 use guard::{Found, Guarded, Wrote};
 pub use lift::{LiftedDir, lift, put_back, read_only_dirs};

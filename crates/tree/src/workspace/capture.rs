@@ -48,9 +48,23 @@ pub(super) enum CaptureMode {
         /// a save of it costs: the flat tree then lists only the changed directories
         /// ([`Capture::pruned`] names the others), and the stats still cover every file.
         prune: bool,
+        /// Whether the change source may say which directories to read.
+        source: Heed,
     },
     /// The whole tree, as it is.
     Whole,
+}
+
+/// Whether a move's capture may take the change source's answer for which directories
+/// changed, or walks and stats every path itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Heed {
+    /// Ask the source: an undo, redo or restore, whose guard reads each file it replaces
+    /// again and saves first what differs.
+    Source,
+    /// Walk it all: a revert decides from the capture which paths are unchanged since the
+    /// change it takes back, and a source's silence is no proof of that.
+    Walk,
 }
 
 /// A change source's answer, with what a capture records from it.
@@ -287,6 +301,7 @@ impl Workspace {
             | CaptureMode::BeforeMove {
                 head: Some(_),
                 prune: true,
+                source: Heed::Source,
             } => self.ask_source()?,
             _ => None,
         };
@@ -367,7 +382,7 @@ impl Workspace {
         // memo answer for the whole tree.
         let (keep_stats, clean_root, memo_root, prune) = match mode {
             CaptureMode::Save { head } => (false, head, head, head.is_some()),
-            CaptureMode::BeforeMove { head, prune } => (true, None, head, prune),
+            CaptureMode::BeforeMove { head, prune, .. } => (true, None, head, prune),
             CaptureMode::Whole => (false, None, None, false),
         };
         let (dir_cache, mut dirs) = self.dir_cache()?;

@@ -10,7 +10,8 @@ impl Workspace {
     /// Finishes each interrupted operation by replaying its recorded plan, guarded: only the
     /// paths between the tree it started from and its target are touched, each only while it
     /// holds one of those two states; a file holding anything else is saved first
-    /// (docs/SAFETY.md). Then HEAD and the redo stack are committed and the marker removed.
+    /// (docs/SAFETY.md). Every step is checked done, directories included, before HEAD and
+    /// the redo stack are committed and the marker removed.
     pub(super) fn recover(&mut self) -> Result<(), TreeError> {
         for marker in Marker::find(self.store.dir())? {
             let head = self.snapshot(marker.head)?;
@@ -30,9 +31,13 @@ impl Workspace {
                 after: &after,
             };
             restore::lift(&self.root, &marker.lifted)?;
-            let applied = self.apply_saving_first(&marker, &plan, sides, (Some(&head), &after))?;
-            restore::put_back(&self.root, &marker.lifted, &plan)?;
+            // Its own temporary files first: a kill can leave one in a directory the plan
+            // removes, which would then stay, emptied only by the sweep.
             let swept = self.sweep_leftovers(&marker, &plan, sides, (Some(&head), &after))?;
+            let parent = (Some(&head), &after);
+            let mut applied = self.apply_saving_first(&marker, &plan, sides, parent)?;
+            self.complete(&marker, &plan, sides, parent, &mut applied)?;
+            restore::put_back(&self.root, &marker.lifted, &plan)?;
             self.store.set_history(HistoryState {
                 head: Some(marker.head),
                 redo: marker.redo.clone(),

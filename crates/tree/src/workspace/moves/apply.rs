@@ -66,6 +66,43 @@ impl Workspace {
         Ok(applied)
     }
 
+    /// Checks what `plan` left against what each of its steps was to leave
+    /// ([`restore::unfinished`]), before the move says it finished: a step found undone
+    /// (after a kill, a directory the plan removes may still hold the operation's own
+    /// temporary file) is taken once more, guarded, and what is still not as the plan
+    /// leaves it is named as kept. `applied` gathers both passes.
+    pub(in crate::workspace) fn complete(
+        &self,
+        marker: &Marker,
+        plan: &Plan,
+        sides: restore::Sides<'_>,
+        parent: (Option<&Snapshot>, &FlatTree),
+        applied: &mut restore::Applied,
+    ) -> Result<(), TreeError> {
+        let named: Vec<Vec<u8>> = (applied.kept.iter().chain(&marker.kept).cloned()).collect();
+        let undone = restore::unfinished(&self.root, plan, &named)?;
+        if undone.is_empty() {
+            return Ok(());
+        }
+        let mut rest = plan.clone();
+        rest.keep_only(&undone);
+        let again = self.apply_saving_first(marker, &rest, sides, parent)?;
+        applied.touched += again.touched;
+        applied.vouched.extend(again.vouched);
+        applied.vouched.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        applied.saved_first.extend(again.saved_first);
+        applied.saved_first.sort_unstable();
+        applied.saved_first.dedup();
+        applied.kept.extend(again.kept);
+        let named: Vec<Vec<u8>> = (applied.kept.iter().chain(&marker.kept).cloned()).collect();
+        applied
+            .kept
+            .extend(restore::unfinished(&self.root, &rest, &named)?);
+        applied.kept.sort_unstable();
+        applied.kept.dedup();
+        Ok(())
+    }
+
     /// Reads back, before anything is touched, the saved copy of every file and symlink
     /// `plan` replaces or removes (docs/SAFETY.md): the catalog naming an object does not make it
     /// readable, as a pack can rot after it was written. A copy that cannot be read is
@@ -141,6 +178,33 @@ impl Workspace {
         Ok(())
     }
 
+    /// After a step of `plan` failed with `e`: the operation's own temporary names are
+    /// swept first (a version another process wrote that a step displaced waits under one,
+    /// and is stored; none is left holding a directory the way back removes), then the
+    /// touched paths are put back and the lifted modes given back. The marker goes only when
+    /// all of that succeeded; otherwise the next writing command rolls the move forward.
+    /// Returns `e`, or the marker's own error.
+    fn abandon(
+        &self,
+        marker: &Marker,
+        plan: &Plan,
+        sides: restore::Sides<'_>,
+        parent: (Option<&Snapshot>, &FlatTree),
+        e: TreeError,
+    ) -> TreeError {
+        let swept = self.sweep_leftovers(marker, plan, sides, parent).is_ok();
+        let back = self.roll_back(marker.op_id(), plan, sides).is_ok();
+        let modes = restore::put_back(&self.root, &marker.lifted, &Plan::default()).is_ok();
+        if swept
+            && back
+            && modes
+            && let Err(removed) = marker.remove(self.store.dir())
+        {
+            return removed;
+        }
+        e
+    }
+
     /// The §7 protocol: marker, working tree, HEAD, marker removed, guarded by §14: new
     /// paths the ignore rules leave out are kept before anything is touched, each path is
     /// changed only while it holds what the scan saw, and a file found changed anyway is
@@ -179,33 +243,17 @@ impl Workspace {
             before: scanned.flat,
             after: target_flat,
         };
-        let applied =
-            match self.apply_saving_first(&marker, &plan, sides, (scanned.parent, scanned.flat)) {
-                Ok(applied) => applied,
-                // Asked to stop: the marker stays, and the next writing command finishes.
-                Err(TreeError::Interrupted) => return Err(TreeError::Interrupted),
-                Err(e) => {
-                    // If even the way back fails, the marker stays: the next writing command
-                    // rolls the move forward instead.
-                    // A version another process wrote that a step displaced before the
-                    // failure waits under the operation's own name: stored by the sweep.
-                    let back = self.roll_back(marker.op_id(), &plan, sides);
-                    let modes = restore::put_back(&self.root, &marker.lifted, &Plan::default());
-                    let swept = back.is_ok()
-                        && modes.is_ok()
-                        && (self.sweep_leftovers(
-                            &marker,
-                            &plan,
-                            sides,
-                            (scanned.parent, scanned.flat),
-                        ))
-                        .is_ok();
-                    if swept {
-                        marker.remove(self.store.dir())?;
-                    }
-                    return Err(e);
-                }
-            };
+        let parent = (scanned.parent, scanned.flat);
+        let applied = (self.apply_saving_first(&marker, &plan, sides, parent)).and_then(|mut a| {
+            self.complete(&marker, &plan, sides, parent, &mut a)
+                .map(|()| a)
+        });
+        let applied = match applied {
+            Ok(applied) => applied,
+            // Asked to stop: the marker stays, and the next writing command finishes.
+            Err(TreeError::Interrupted) => return Err(TreeError::Interrupted),
+            Err(e) => return Err(self.abandon(&marker, &plan, sides, parent, e)),
+        };
         restore::put_back(&self.root, &marker.lifted, &plan)?;
         // Only a move that left every planned path as the target has it leaves a memo.
         let memo = (scanned.basis)

@@ -6,6 +6,7 @@ use super::{
     AutoSave, MoveOutcome, RestoreStart, RestoreTarget, SavedFirst, Scanned, Unfold, merge_paths,
     totals_under,
 };
+use crate::workspace::capture::Heed;
 use crate::workspace::{
     After, CaptureMode, ChangeStats, FlatTree, NewSnapshot, ObjectWriter, Op, Plan, Run,
     SaveOptions, Snapshot, SnapshotKind, StatCacheUpdate, TreeError, Unsaved, Workspace,
@@ -39,7 +40,7 @@ impl Workspace {
             true => Unfold::Against(&source.record.root),
             false => Unfold::Along(paths),
         };
-        let start = self.restore_start(self.writer(run), head.as_ref(), unfold)?;
+        let start = self.restore_start(self.writer(run), head.as_ref(), (unfold, Heed::Source))?;
         let target = if whole {
             self.restore_whole(&start.cap.flat, &source)?
         } else {
@@ -56,19 +57,21 @@ impl Workspace {
         self.finish_restore(run, (head, start), target, source, &opts)
     }
 
-    /// The capture a restore plans from, the dirty tree saved first (not in a dry run).
+    /// The capture a restore plans from, the dirty tree saved first (not in a dry run);
+    /// `source` says whether the change source may name what to read.
     pub(in crate::workspace) fn restore_start<'s>(
         &'s self,
         writer: ObjectWriter<'s>,
         head: Option<&Snapshot>,
-        unfold: Unfold<'_>,
+        (unfold, source): (Unfold<'_>, Heed),
     ) -> Result<RestoreStart<'s>, TreeError> {
         if let Some(head) = head {
-            return self.capture_for_restore(writer, head, unfold);
+            return self.capture_for_restore(writer, head, (unfold, source));
         }
         let mode = CaptureMode::BeforeMove {
             head: None,
             prune: false,
+            source: Heed::Walk,
         };
         let cap = self.capture_with(&writer, mode)?;
         let first = SavedFirst {

@@ -5,10 +5,14 @@
 //! The paths it changed are found between the two stored trees; each is taken back only if
 //! the working tree still holds there what the snapshot left (docs/SAFETY.md: a path changed
 //! since is a conflict, left alone). That check runs after the dirty tree is saved first,
-//! under the same store lock as the move.
+//! under the same store lock as the move, on a capture that walked the whole tree (never
+//! from a change source's answer), and each path it would take back is then read again
+//! from the disk.
 
 use super::{MoveOutcome, Unfold};
 use crate::history::History;
+use crate::restore;
+use crate::workspace::capture::Heed;
 use crate::workspace::{
     EntryKind, FlatTree, Node, Run, SaveOptions, Snapshot, TreeError, UNBUILT, Workspace, flat,
 };
@@ -71,8 +75,12 @@ impl Workspace {
         let span = self.revert_span(of)?;
         let units = self.changed_units(&span, paths)?;
         let head = self.head()?;
-        let start = self.restore_start(self.writer(run), head.as_ref(), Unfold::Along(&units))?;
-        let sorted = sort_units(&units, &start.cap.flat, &self.unfold_units(&span, &units)?);
+        // Walked whole, never read from a change source's answer: which paths are unchanged
+        // since the change is what this move decides.
+        let unfold = (Unfold::Along(&units), Heed::Walk);
+        let start = self.restore_start(self.writer(run), head.as_ref(), unfold)?;
+        let after = self.unfold_units(&span, &units)?;
+        let sorted = self.sort_on_disk(&units, &start.cap.flat, &after)?;
         let target = self.restore_paths(&start, head.as_ref(), &span.before, &sorted.revert)?;
         let opts = SaveOptions {
             message: span.message.clone(),
@@ -123,6 +131,33 @@ impl Workspace {
                 })
             }
         }
+    }
+
+    /// [`sort_units`], then each path it would take back read again from the disk, byte by
+    /// byte as the guard reads it: one that no longer holds what the change left there
+    /// (written since in a way the capture did not see) is a conflict, left as it is, and a
+    /// directory holding one is taken back through what is inside it.
+    fn sort_on_disk(
+        &self,
+        units: &[Vec<u8>],
+        current: &FlatTree,
+        after: &FlatTree,
+    ) -> Result<Sorted, TreeError> {
+        let sorted = sort_units(units, current, after);
+        let wanted = (sorted.revert.iter()).flat_map(|unit| {
+            let within = flat::within(after, unit).map(|(p, n)| (p.as_slice(), Some(n)));
+            let gone = (!after.contains_key(unit)).then_some((unit.as_slice(), None));
+            within.chain(gone)
+        });
+        let differ = restore::differing(&self.root, &self.store, wanted)?;
+        if differ.is_empty() {
+            return Ok(sorted);
+        }
+        let mut seen = current.clone();
+        for path in &differ {
+            mark_changed(&mut seen, path, &sorted.revert);
+        }
+        Ok(sort_units(units, &seen, after))
     }
 
     /// Both sides of the change, listed along `units`.
@@ -212,6 +247,32 @@ fn sort_units(units: &[Vec<u8>], current: &FlatTree, after: &FlatTree) -> Sorted
         }
     }
     sorted
+}
+
+/// Marks `path` in `seen` as holding something other than what any snapshot holds, and
+/// each directory above it, up to the unit of `units` holding it, as changed below.
+fn mark_changed(seen: &mut FlatTree, path: &[u8], units: &[Vec<u8>]) {
+    let changed = |kind| Node {
+        kind,
+        size: 0,
+        id: UNBUILT,
+        mode: None,
+    };
+    let kind = (seen.get(path)).map_or(EntryKind::File, |n| match n.kind {
+        EntryKind::Dir => EntryKind::File,
+        kind => kind,
+    });
+    seen.insert(path.to_vec(), changed(kind));
+    let Some(unit) = units.iter().find(|u| flat::is_within(path, u)) else {
+        return;
+    };
+    let mut up = flat::split(path).0;
+    while flat::is_within(up, unit) && !up.is_empty() {
+        if seen.get(up).is_some_and(|n| n.kind == EntryKind::Dir) {
+            seen.insert(up.to_vec(), changed(EntryKind::Dir));
+        }
+        up = flat::split(up).0;
+    }
 }
 
 /// Whether something other than a directory now stands above `path`.

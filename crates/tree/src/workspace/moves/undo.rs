@@ -2,6 +2,7 @@
 //! working tree, the unsaved changes saved first, the plan, and the finish that moves HEAD.
 
 use super::{AutoSave, MoveOutcome, RestoreStart, SavedFirst, Scanned, Unfold, saved_root_is};
+use crate::workspace::capture::Heed;
 use crate::workspace::{
     Capture, CaptureMode, FlatTree, ObjectId, ObjectWriter, Op, Plan, Run, Snapshot, TreeError,
     Unsaved, Workspace, flat,
@@ -166,7 +167,7 @@ impl Workspace {
         choose: impl FnOnce(bool) -> Result<(Vec<Snapshot>, Snapshot), TreeError>,
     ) -> Result<PreparedMove<'_>, TreeError> {
         let writer = self.writer(run);
-        let (mut cap, diff) = self.capture_before_move(&writer, head)?;
+        let (mut cap, diff) = self.capture_before_move(&writer, head, Heed::Source)?;
         // A tree that differs from HEAD only where no save can record what is on disk is
         // HEAD's as far as history can say: not saved first, not a step (see `kept`).
         let dirty = cap.root != head.record.root
@@ -201,14 +202,17 @@ impl Workspace {
     /// leaves out what the tree cache vouches for, and returns the changes
     /// from HEAD that saving it first then records; when those would have to look under what
     /// it left out, it reads the tree whole instead. A dry run saves nothing, so needs none.
+    /// `source` says whether the change source may name what to read.
     fn capture_before_move(
         &self,
         writer: &ObjectWriter<'_>,
         head: &Snapshot,
+        source: Heed,
     ) -> Result<(Capture, Option<flat::StoredDiff>), TreeError> {
         let mode = |prune| CaptureMode::BeforeMove {
             head: Some(head.record.root),
             prune,
+            source,
         };
         let cap = self.capture_with(writer, mode(true))?;
         if cap.pruned.is_empty() || writer.is_dry_run() {
@@ -232,16 +236,17 @@ impl Workspace {
         &'s self,
         writer: ObjectWriter<'s>,
         head: &Snapshot,
-        unfold: Unfold<'_>,
+        (unfold, source): (Unfold<'_>, Heed),
     ) -> Result<RestoreStart<'s>, TreeError> {
         let whole_disk = |writer: &ObjectWriter<'_>| {
             let mode = CaptureMode::BeforeMove {
                 head: None,
                 prune: false,
+                source: Heed::Walk,
             };
             self.capture_with(writer, mode)
         };
-        let (mut cap, diff) = match self.capture_before_move(&writer, head) {
+        let (mut cap, diff) = match self.capture_before_move(&writer, head, source) {
             Err(TreeError::Store(_)) => {
                 let cap = whole_disk(&writer)?;
                 let first = SavedFirst {

@@ -5,9 +5,10 @@ over its ``--json`` documents (docs/JSON.md)::
 
     from snap_undo import Workspace
 
-    ws = Workspace.init("/path/to/project")   # or Workspace(path) for an existing store
+    ws = Workspace.init("/path/to/project")   # a new store saves a baseline first
+    # ... edit files ...
     ws.save("after edit", step=3, session="chat-1")
-    result = ws.undo()            # a MoveResult, or NothingToDo (exit code 3)
+    result = ws.undo()            # back to the baseline: a MoveResult (NothingToDo: exit code 3)
 
 ``AsyncWorkspace`` has the same methods as coroutines. ``snap_undo.checkpoints`` is a drop-in
 for ``praisonaiagents.checkpoints``. ``python -m snap_undo ARGS`` runs the binary.

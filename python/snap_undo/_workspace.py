@@ -36,6 +36,14 @@ class NothingToDo:
     reason: str
 
 
+#: The message of the snapshot ``init`` saves in a new store.
+BASELINE_MESSAGE = "baseline"
+
+
+def _init_args(force: bool) -> List[str]:
+    return ["init", *(["--force"] if force else [])]
+
+
 def _save_args(message: str, step: Optional[int], session: Optional[str],
                meta: Optional[Dict[str, str]], allow_empty: bool) -> List[str]:
     args = ["save", "-m", message]
@@ -128,11 +136,17 @@ class Workspace(_Base):
 
     @classmethod
     def init(cls, path: Union[str, "os.PathLike[str]"], store: Optional[str] = None,
-             binary: Optional[str] = None, *, force: bool = False) -> "Workspace":
-        """Creates the store of ``path`` (nothing to do if it has one) and returns the
-        workspace; ``force`` allows ``/`` and the home directory."""
+             binary: Optional[str] = None, *, force: bool = False,
+             baseline: bool = True) -> "Workspace":
+        """Creates the store of ``path`` and saves the directory as it is (a snapshot
+        named "baseline", which a first ``undo`` returns to), then returns the workspace.
+        A store that exists is opened as it is, nothing saved. ``baseline=False`` only
+        creates the store (as ``snap init``); ``force`` allows ``/`` and the home
+        directory."""
         ws = cls(path, store=store, binary=binary)
-        ws._run(["init", *(["--force"] if force else [])])
+        created = ws._run(_init_args(force)).get("created")
+        if baseline and created:
+            ws._run(_save_args(BASELINE_MESSAGE, None, None, None, False))
         return ws
 
     def _run(self, args: Sequence[str], moves: bool = False) -> Any:
@@ -208,11 +222,17 @@ class AsyncWorkspace(_Base):
 
     @classmethod
     async def init(cls, path: Union[str, "os.PathLike[str]"], store: Optional[str] = None,
-                   binary: Optional[str] = None, *, force: bool = False) -> "AsyncWorkspace":
-        """Creates the store of ``path`` (nothing to do if it has one) and returns the
-        workspace; ``force`` allows ``/`` and the home directory."""
+                   binary: Optional[str] = None, *, force: bool = False,
+                   baseline: bool = True) -> "AsyncWorkspace":
+        """Creates the store of ``path`` and saves the directory as it is (a snapshot
+        named "baseline", which a first ``undo`` returns to), then returns the workspace.
+        A store that exists is opened as it is, nothing saved. ``baseline=False`` only
+        creates the store (as ``snap init``); ``force`` allows ``/`` and the home
+        directory."""
         ws = cls(path, store=store, binary=binary)
-        await ws._run(["init", *(["--force"] if force else [])])
+        created = (await ws._run(_init_args(force))).get("created")
+        if baseline and created:
+            await ws._run(_save_args(BASELINE_MESSAGE, None, None, None, False))
         return ws
 
     async def _run(self, args: Sequence[str], moves: bool = False) -> Any:

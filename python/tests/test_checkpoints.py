@@ -95,22 +95,60 @@ def test_protected_paths_are_refused_exactly_not_their_subdirectories(tmp_path, 
     assert not run(CheckpointService(str(home / "code"), enabled=False).initialize())
 
 
-def test_initialize_records_the_initial_checkpoint_once(workspace, tmp_path):
-    """PraisonAI's ``initialize()`` commits "Initial checkpoint": a save right after it with
-    nothing changed has no changes; opening the store again records no second one."""
+def test_initialize_records_an_empty_initial_checkpoint_once(workspace, tmp_path):
+    """PraisonAI's ``initialize()`` commits an empty "Initial checkpoint" (``git commit
+    --allow-empty`` before anything is added): the first save records the files already
+    there, as its example relies on; opening the store again records no second one."""
     (workspace / "already.txt").write_text("there before\n")
     store = str(tmp_path / "s")
 
     async def flow():
         service = CheckpointService(str(workspace), storage_dir=store)
         assert await service.initialize()
+        (initial,) = await service.list_checkpoints()
+        assert initial.message == "Initial checkpoint" and initial.files_changed == 0
+        first = await service.save("Initial state")
+        assert first.success and first.checkpoint.files_changed == 1, first.error
         assert (await service.save("nothing new")).error == "No changes to checkpoint"
         again = CheckpointService(str(workspace), storage_dir=store)
         assert await again.initialize()
         return await again.list_checkpoints()
 
     listed = run(flow())
-    assert [c.message for c in listed] == ["Initial checkpoint"]
+    assert [c.message for c in listed] == ["Initial state", "Initial checkpoint"]
+    assert (workspace / "already.txt").read_text() == "there before\n"
+
+
+def test_restoring_the_empty_initial_checkpoint_loses_nothing(service, workspace):
+    """Restoring to the empty initial checkpoint empties the directory, as PraisonAI's reset
+    does; here it is an undo that saved the unsaved edit first, so snap brings all back."""
+    f = workspace / "main.py"
+    f.write_text("saved\n")
+
+    async def flow():
+        await service.initialize()
+        saved = await service.save("Initial state")
+        f.write_text("unsaved\n")
+        initial = (await service.list_checkpoints())[-1]
+        back = await service.restore(initial.id)
+        assert back.success and back.checkpoint.message == "Initial checkpoint", back.error
+        assert not f.exists() and sorted(os.listdir(workspace)) == []
+        assert [c.id for c in await service.list_checkpoints()] == [initial.id]
+        return saved
+
+    saved = run(flow())
+    ws = snap_undo.Workspace(workspace, store=service.checkpoint_dir)
+    assert ws.redo(2).target.message.startswith("unsaved changes")
+    assert f.read_text() == "unsaved\n"
+    assert ws.cat(saved.checkpoint.id, "main.py").content == "saved\n"
+
+
+def test_checkpoint_from_git_commit_as_praisonai_s():
+    cp = Checkpoint.from_git_commit("abc123def456789", "Test message", "2024-01-01T00:00:00Z")
+    assert (cp.id, cp.short_id, cp.message) == ("abc123def456789", "abc123de", "Test message")
+    assert cp.timestamp.isoformat() == "2024-01-01T00:00:00+00:00" and cp.step is None
+    naive = Checkpoint.from_git_commit("ab", "m", "2024-01-01T00:00:00")
+    assert naive.timestamp.year == 2024
 
 
 def test_max_checkpoints_caps_no_history(workspace, tmp_path):
@@ -176,7 +214,7 @@ def test_rewind_walks_back_one_call_after_another(service, workspace):
             assert rewound.checkpoint.id == expected
             assert (await service.list_checkpoints())[0].id == expected
         assert (workspace / "f").read_text() == "0"
-        # Then to the initial checkpoint: the workspace as initialize() found it (empty).
+        # Then to the initial checkpoint, empty as PraisonAI's.
         initial = await service.rewind(1)
         assert initial.success and initial.checkpoint.message == "Initial checkpoint"
         assert not (workspace / "f").exists()

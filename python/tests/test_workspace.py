@@ -16,7 +16,7 @@ def test_find_bin_is_the_wheel_s_binary_and_python_m_runs_it(snap_bin):
     assert os.path.basename(snap_bin) == "snap-undo"
     out = subprocess.run([sys.executable, "-m", "snap_undo", "--version"],
                          capture_output=True, text=True, check=True)
-    assert out.stdout.startswith("snap ")
+    assert out.stdout.startswith("snap-undo ")
 
 
 def test_the_wheel_ships_the_terminal_ui_beside_the_binary(snap_bin, workspace):
@@ -112,27 +112,58 @@ def test_a_store_elsewhere(workspace, tmp_path):
     assert snap_undo.Workspace(workspace, store=str(store)).show().message == "elsewhere"
 
 
-def test_the_readme_one_liner_works_in_a_fresh_directory(workspace, monkeypatch):
-    """python/README.md's first example, run in a directory with no store."""
-    from snap_undo import NothingToDo, Workspace
+def _readme_python_block():
+    """The first ```python block of python/README.md."""
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+    with open(readme, encoding="utf-8") as f:
+        text = f.read()
+    return text.split("```python\n", 1)[1].split("```", 1)[0]
 
+
+def test_the_readme_example_undoes_in_a_fresh_directory(workspace, monkeypatch, capsys):
+    """python/README.md's first example, run as it is in a directory with no store: init
+    saves a baseline, so the undo after a save takes the edit back (and redo returns it)."""
     monkeypatch.chdir(workspace)
+    block = _readme_python_block()
+    assert "ws.undo()" in block and "Workspace.init" in block
+    exec(compile(block, "python/README.md", "exec"), {"__name__": "__readme__"})
+    printed = capsys.readouterr().out
+    assert printed.startswith("MoveResult(") and "NothingToDo" not in printed, printed
+    assert (workspace / "notes.txt").read_text() == "draft\n"
+    log = Workspace(workspace).log()
+    assert [s.message for s in log.snapshots] == ["after edit", "baseline"]
+
+
+def test_init_saves_a_baseline_only_in_a_new_store(workspace):
     (workspace / "a.txt").write_text("one\n")
-    ws = Workspace.init(".")
-    assert ws.save("after edit", step=3).created
-    assert isinstance(ws.undo(), NothingToDo)
-    assert os.path.isdir(workspace / ".snap")
+    ws = Workspace.init(workspace)
+    baseline = ws.show()
+    assert baseline.message == "baseline" and baseline.stats.files == 1
+    (workspace / "a.txt").write_text("two\n")
+    assert Workspace.init(workspace).status().changes[0].path == "a.txt"  # nothing saved
+    assert [s.message for s in ws.log(all=True).snapshots] == ["baseline"]
+    ws.save("edit")
+    assert ws.undo().target.id == baseline.id and (workspace / "a.txt").read_text() == "one\n"
+    bare = workspace.parent / "bare"
+    bare.mkdir()
+    assert Workspace.init(bare, baseline=False).status().head is None
 
 
-def test_async_init_creates_the_store(workspace):
+def test_async_init_creates_the_store_with_a_baseline(workspace):
     from snap_undo import AsyncWorkspace
 
     async def flow():
         ws = await AsyncWorkspace.init(workspace)
-        return await ws.status()
+        again = await AsyncWorkspace.init(workspace)
+        bare = workspace.parent / "bare"
+        bare.mkdir()
+        plain = await AsyncWorkspace.init(bare, baseline=False)
+        return await ws.status(), await again.log(all=True), await plain.status()
 
-    status = asyncio.run(flow())
-    assert status.head is None and status.changes == [] and os.path.isdir(workspace / ".snap")
+    status, log, plain = asyncio.run(flow())
+    assert status.head is not None and status.head == log.snapshots[0].id
+    assert log.snapshots[0].message == "baseline" and len(log.snapshots) == 1
+    assert status.changes == [] and os.path.isdir(workspace / ".snap") and plain.head is None
 
 
 def test_the_top_readme_one_liner_works_in_a_fresh_directory(workspace, monkeypatch):

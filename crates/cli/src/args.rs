@@ -397,6 +397,11 @@ pub struct DiffArgs {
     /// To this snapshot (default: the working tree).
     pub to: Option<String>,
     /// Only these paths.
+    /// Start a new store's history from a snapshot of an empty tree, reading and touching no
+    /// file (as a first `git commit --allow-empty`): the files are then unsaved changes, and
+    /// going back to it saves them first. Refused once the store has a snapshot.
+    #[arg(long, conflicts_with = "allow_empty")]
+    pub empty_tree: bool,
     #[arg(last = true)]
     pub paths: Vec<PathBuf>,
     /// One line per file with lines added and removed.

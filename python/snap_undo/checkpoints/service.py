@@ -5,9 +5,11 @@ Where PraisonAI's behaviour can lose data, snap's wins: its restore runs ``git r
 --hard`` (a file over its size cap, or one its excludes hide, is lost); here a restore is an
 undo back to the checkpoint when it is on the current line (redo can return), else snap's
 restore (recorded as a new snapshot); both save unsaved work first and never touch ignored
-or oversize files. As in PraisonAI, ``initialize()`` records an "Initial checkpoint" in
-a new store (here of the workspace as it is, not an empty tree, so rewinding to it never
-empties the directory), and ``max_checkpoints`` deletes nothing: PraisonAI trims only its
+or oversize files. As in PraisonAI, ``initialize()`` records an empty "Initial
+checkpoint" in a new store (``snap save --empty-tree``, touching no file, as PraisonAI's
+``git commit --allow-empty``), so the first ``save()`` records the workspace; restoring to
+it empties the directory as PraisonAI's does, but as an undo that saved the files first
+(``redo`` brings them back). ``max_checkpoints`` deletes nothing: PraisonAI trims only its
 in-memory list while git keeps every commit, so a rewind past it still works. snap's own
 retention (``.snap/config.toml``) is what keeps the store bounded.
 """
@@ -50,7 +52,8 @@ PROTECTED_PATHS = [
 
 NO_CHANGES = "No changes to checkpoint"
 
-#: The message of the checkpoint ``initialize()`` records in a new store, as PraisonAI's.
+#: The message of the empty checkpoint ``initialize()`` records in a new store, as
+#: PraisonAI's.
 INITIAL_MESSAGE = "Initial checkpoint"
 
 #: Log entries read beyond ``limit``, for the redo stack above HEAD that the list leaves out.
@@ -128,10 +131,10 @@ class CheckpointService:
         return self._op_lock
 
     async def initialize(self) -> bool:
-        """Creates (or opens) the workspace's store and, in a new one, records the
-        "Initial checkpoint" (so a ``save()`` right after with nothing changed fails with
-        "No changes to checkpoint", as PraisonAI's does). False when disabled, protected or
-        missing."""
+        """Creates (or opens) the workspace's store and, in a new one, records the empty
+        "Initial checkpoint", as PraisonAI's ``git commit --allow-empty`` does: no file is
+        read or touched, and the first ``save()`` records what the workspace holds. False
+        when disabled, protected or missing."""
         if not self.config.enabled:
             return False
         real = os.path.realpath(self.config.workspace_dir)
@@ -146,7 +149,7 @@ class CheckpointService:
         try:
             await snap._run(["init"])
             if not (await snap.log(limit=1, all=True)).snapshots:
-                await snap.save(INITIAL_MESSAGE, allow_empty=True)
+                await snap._run(["save", "--empty-tree", "-m", INITIAL_MESSAGE])
         except SnapError as e:
             self._emit(CheckpointEvent.ERROR, {"error": e.message})
             return False

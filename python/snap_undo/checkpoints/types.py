@@ -8,7 +8,14 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
+
+
+def _parse_iso_timestamp(timestamp: str) -> datetime:
+    """An ISO 8601 time, a trailing ``Z`` read as UTC (as PraisonAI parses git's ``%aI``)."""
+    if timestamp.endswith("Z"):
+        timestamp = timestamp[:-1] + "+00:00"
+    return datetime.fromisoformat(timestamp)
 
 
 def default_storage_dir() -> str:
@@ -91,6 +98,21 @@ class Checkpoint:
             insertions=stats.lines_added,
             deletions=stats.lines_removed,
             step=snapshot.step,
+        )
+
+    @classmethod
+    def from_git_commit(
+        cls, commit_hash: str, message: str, timestamp: Union[str, datetime]
+    ) -> "Checkpoint":
+        """Kept for compatibility with PraisonAI's: a checkpoint from an id (here a
+        snapshot id), a message and an ISO 8601 time (or a ``datetime``)."""
+        return cls(
+            id=commit_hash,
+            short_id=commit_hash[:8],
+            message=message,
+            timestamp=(
+                _parse_iso_timestamp(timestamp) if isinstance(timestamp, str) else timestamp
+            ),
         )
 
     def to_dict(self) -> Dict[str, Any]:

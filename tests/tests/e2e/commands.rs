@@ -59,6 +59,35 @@ fn save_reports_ids_and_nothing_changed() {
     assert_eq!(empty["seq"], 2);
 }
 
+/// `save --empty-tree`: a new store's first snapshot holds nothing and touches no file (the
+/// empty "Initial checkpoint" PraisonAI's checkpoint service starts from); the files are then
+/// unsaved, and going back to it is an undo that redo takes back.
+#[test]
+fn save_empty_tree_starts_a_new_history_from_nothing_touching_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a.txt", b"one");
+    let v = json(d, &["save", "--empty-tree", "-m", "Initial checkpoint"]);
+    assert_eq!(v["created"], true);
+    assert_eq!(v["seq"], 1);
+    assert_eq!(v["snapshot"]["stats"]["files"], 0);
+    assert_eq!(read(d, "a.txt"), "one");
+    let first = json(d, &["save", "-m", "first"]);
+    assert_eq!(first["changes"][0]["path"], "a.txt");
+    assert_eq!(first["changes"][0]["status"], "added");
+    ok(d, &["undo"]);
+    assert!(!d.join("a.txt").exists());
+    ok(d, &["redo"]);
+    assert_eq!(read(d, "a.txt"), "one");
+    let out = snap(d, &["save", "--empty-tree"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("--empty-tree starts a new store's history"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn save_refuses_home_without_force_and_honours_snap_disable() {
     let dir = tempfile::tempdir().unwrap();

@@ -38,7 +38,17 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
         meta: args.meta,
         allow_empty: args.allow_empty,
     };
-    let out = ws.save(&opts)?;
+    let out = if args.empty_tree {
+        if let Some(head) = ws.head()? {
+            anyhow::bail!(
+                "--empty-tree starts a new store's history, and this one has snapshots (HEAD is #{})",
+                head.record.seq
+            );
+        }
+        ws.save_empty_tree(&opts)?
+    } else {
+        ws.save(&opts)?
+    };
     crate::watch::autostart(&ws, ctx.store.as_deref());
     if let Some(e) = &out.upkeep_error {
         eprintln!("warning: saved, but merging small packs failed (the next save retries): {e}");

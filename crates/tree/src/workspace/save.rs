@@ -4,8 +4,8 @@ use super::large::{LargeFile, large_added};
 use super::{
     After, Capture, CaptureMode, DiffEntry, EntryKind, FileDiff, FlatTree, GcReport, HashSet,
     NewSnapshot, Node, ObjectId, ObjectWriter, PathChange, PruneReport, ScanReport, Side, Snapshot,
-    SnapshotKind, TreeDiff, TreeError, Workspace, diff, diff_files, flat, flat_totals, scan,
-    totals_after,
+    SnapshotKind, StatCacheUpdate, TreeDiff, TreeError, Workspace, diff, diff_files, flat,
+    flat_totals, scan, totals_after,
 };
 use snap_store::UntrackedFile;
 
@@ -148,6 +148,45 @@ impl Workspace {
             upkeep_error,
             large_added,
             untracked_removed: untracked.removed,
+        })
+    }
+
+    /// Records a snapshot of an empty tree as HEAD's child, reading and touching no file:
+    /// the empty baseline a new store can start from (as `git commit --allow-empty` on an
+    /// empty index). The files on disk are then unsaved changes against it: the next save
+    /// records them, and a move back to it saves them first, so nothing is lost.
+    pub fn save_empty_tree(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
+        let head = self.head()?;
+        let writer = self.store.writer();
+        let mut empty = FlatTree::new();
+        let root = flat::build_trees_reusing(&writer, &mut empty, &|_| None)?;
+        let (changes, head_flat) = match &head {
+            Some(h) => flat::diff_stored(&self.store, &h.record.root, &empty)?,
+            None => (Vec::new(), FlatTree::new()),
+        };
+        let snapshot = self.record_snapshot(
+            writer,
+            StatCacheUpdate::default(),
+            NewSnapshot {
+                kind: SnapshotKind::Save,
+                opts,
+                root,
+                flat: &empty,
+                totals: (0, 0),
+                parent: head.as_ref(),
+                parent_flat: &head_flat,
+                changes: &changes,
+                after: After::Advance,
+            },
+        )?;
+        Ok(SaveOutcome {
+            snapshot: Some(snapshot),
+            changes,
+            report: ScanReport::default(),
+            retention: None,
+            upkeep_error: None,
+            large_added: Vec::new(),
+            untracked_removed: Vec::new(),
         })
     }
 

@@ -95,6 +95,12 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
     }
     let _ = e.print();
+    if e.kind() == ErrorKind::MissingRequiredArgument && e.to_string().contains("<REFERENCE>") {
+        eprintln!(
+            "hint: an unquoted # starts a shell comment, so `snap restore #4` reaches snap as \
+             `snap restore`: quote it, as in snap restore '#4'"
+        );
+    }
     if wants_json() {
         let message = first_line(e);
         println!("{}", json::value(&json::ErrorDoc { error: &message }));

@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::Parser;
 use serde_json::{Value, json};
 use snap_tree::Workspace;
 
@@ -33,7 +32,7 @@ use crate::render::{print_kept, recovered_line};
 /// Runs one command from the process's arguments; the whole of both binaries.
 pub fn main() -> ExitCode {
     exit::restore_sigpipe();
-    let cli = match Cli::try_parse() {
+    let cli = match parse_args() {
         Ok(cli) => cli,
         Err(e) => return exit::refused(&e),
     };
@@ -55,15 +54,32 @@ pub fn main() -> ExitCode {
     code
 }
 
+/// The process's arguments, under the name this program runs as, so `--version` and usage
+/// lines name the binary the user typed (`snap` or `snap-undo`).
+fn parse_args() -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let name = match invoked_name().as_deref() {
+        Some("snap-undo") => "snap-undo",
+        _ => "snap",
+    };
+    let matches = Cli::command().name(name).bin_name(name).try_get_matches()?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// The file name this program was started under.
+fn invoked_name() -> Option<String> {
+    std::env::args_os().next().and_then(|a| {
+        Path::new(&a)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+    })
+}
+
 /// The completion script for `snap-undo`, and for `snap` too when that is the name this
 /// program runs as (never otherwise: snapd's `snap` keeps its own completions). zsh reads one
 /// `#compdef` line per file, so there both names share one script.
 fn print_completions(shell: clap_complete::Shell) {
-    let invoked = std::env::args_os().next().and_then(|a| {
-        Path::new(&a)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-    });
+    let invoked = invoked_name();
     let mut names = vec!["snap-undo"];
     if invoked.as_deref() == Some("snap") {
         names.push("snap");

@@ -811,7 +811,7 @@ fn snap_undo_is_the_same_program_under_a_second_name() {
         .arg("--version")
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&version.stdout).starts_with("snap "));
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("snap-undo "));
 }
 
 /// An export that fails part way (here a damaged pack holds half the snapshot's files)

@@ -81,7 +81,28 @@ fn revert_of_a_turn_and_its_refusals() {
             "{args:?}: {stderr}"
         );
     }
+    // A missing reference hints at the shell's `#` comment.
+    let said = text(&snap(d, &["restore"]).stderr);
+    assert!(said.contains("hint: an unquoted # starts a shell comment"), "{said}");
     ok(d, &["verify"]);
+}
+
+/// `revert --turn` names the whole turn it took back, not only its newest snapshot.
+#[test]
+fn revert_of_a_turn_names_the_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a.txt", b"0\n");
+    ok(d, &["save", "-m", "start"]);
+    let turn = ["--session", "s1", "--step", "1"];
+    write(d, "a.txt", b"1\n");
+    ok(d, &[&["save", "-m", "edit a"][..], &turn].concat());
+    write(d, "b.txt", b"1\n");
+    ok(d, &[&["save", "-m", "write b"][..], &turn].concat());
+    let said = ok(d, &["revert", "--turn"]);
+    assert!(said.contains("took back the turn after #1 through #3"), "{said}");
+    let said = ok(d, &["revert", "#4"]);
+    assert!(said.contains("took back #4,"), "{said}");
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -30,14 +30,25 @@ pub(crate) fn cmd_revert(ctx: &Ctx, ask: RevertAsk<'_>) -> Result<()> {
     emit(
         ctx,
         json_only(ctx, || json::value(&json::RevertDoc::from(&out))),
-        || print_revert(&out, ctx.quiet),
+        || print_revert(&out, &named(&out, ask.turn), ctx.quiet),
     );
     Ok(())
 }
 
+/// How the output names what is taken back: one snapshot, or a turn by where it starts and
+/// ends (its snapshots may not be numbered one after another).
+fn named(o: &RevertOutcome, turn: bool) -> String {
+    match turn {
+        true => format!(
+            "the turn after #{} through #{}",
+            o.before.record.seq, o.reverted.record.seq
+        ),
+        false => format!("#{}", o.reverted.record.seq),
+    }
+}
+
 /// What was taken back, what is now HEAD, and each conflict (never silent, even with `-q`).
-fn print_revert(o: &RevertOutcome, quiet: bool) {
-    let what = format!("#{}", o.reverted.record.seq);
+fn print_revert(o: &RevertOutcome, what: &str, quiet: bool) {
     let moved = &o.moved;
     if moved.dry_run && moved.changes.is_empty() {
         println!("revert would take back nothing: every path {what} changed has changed since");

@@ -285,7 +285,7 @@ fn after_install(ctx: &Ctx, agent: &str, target: &Target, command: &str) -> Resu
     match agent {
         "codex" => say(
             ctx,
-            "Codex skips a new hook until you trust it: run /hooks in Codex and trust snap-undo's",
+            "Codex skips a new hook until you trust it: run /hooks in Codex and trust the snap-undo hook",
         ),
         "gemini" => say(
             ctx,

@@ -197,6 +197,8 @@ pub struct ShowDoc {
     #[serde(flatten)]
     pub snapshot: SnapshotDoc,
     pub changes: Vec<ChangeDoc>,
+    /// Its parent was pruned: `changes` is empty, as what it changed is not known.
+    pub first_kept: bool,
 }
 
 /// `snap save`.

@@ -108,3 +108,41 @@ fn revert_of_a_turn_names_the_turn() {
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// `prune --keep-last N` counts HEAD's line: three abandoned snapshots take none of its
+/// places, and the baseline stays. The oldest kept snapshot, whose parent went, is shown
+/// as the first kept, never as every file added (issue 53, item 5).
+#[test]
+fn prune_keeps_heads_line_and_shows_the_first_kept_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for n in 1..=5 {
+        write(d, "a.txt", format!("{n}\n").as_bytes());
+        write(d, &format!("f{n}.txt"), b"x\n");
+        ok(d, &["save", "-m", &format!("s{n}")]);
+    }
+    ok(d, &["undo", "3"]);
+    for n in 6..=8 {
+        write(d, "b.txt", format!("{n}\n").as_bytes());
+        ok(d, &["save", "-m", &format!("s{n}")]);
+    }
+    let before = everything(d);
+    let count = |all: bool| {
+        let args: &[&str] = if all { &["log", "--all"] } else { &["log"] };
+        json(d, args)["snapshots"].as_array().unwrap().len()
+    };
+    // The undo saved nothing (a clean tree), so HEAD's line is #8, #7, #6, #2, #1.
+    assert_eq!((count(false), count(true)), (5, 8));
+    ok(d, &["prune", "--keep-last", "5"]);
+    assert_eq!((count(false), count(true)), (5, 8), "the baseline #1 stays");
+    ok(d, &["prune", "--keep-last", "2"]);
+    ok(d, &["gc"]);
+    assert_conserved(d, &before, "prune");
+    assert_eq!((count(false), count(true)), (2, 2));
+    let first = json(d, &["show", "#7"]);
+    assert_eq!(first["first_kept"], true);
+    assert_eq!(first["changes"].as_array().unwrap().len(), 0);
+    let said = ok(d, &["show", "#7"]);
+    assert!(said.contains("first snapshot kept"), "{said}");
+    assert_eq!(json(d, &["show", "#8"])["first_kept"], false);
+}

@@ -193,6 +193,39 @@ mod tests {
         assert_eq!(seqs(&all, &keep), vec![3, 4, 5, 6, 7, 8, 9, 10]);
     }
 
+    /// `keep_last` counts HEAD's line: abandoned snapshots newer than the line's oldest kept
+    /// one stay beside it and take none of its places.
+    #[test]
+    fn keep_last_counts_heads_line_not_abandoned_snapshots() {
+        let mut all = chain(6);
+        // #4..#6 were undone and abandoned by #7 and #8, saved on #3.
+        for seq in 7..=8u64 {
+            let parent = match seq {
+                7 => all[2].0,
+                _ => all.last().map(|(id, _)| *id).unwrap(),
+            };
+            let mut record = all[0].1.clone();
+            (record.seq, record.parent, record.time_ns) = (seq, Some(parent), seq as i64 * 1_000);
+            all.push((record.id(), record));
+        }
+        let history = HistoryState {
+            head: Some(all[7].0),
+            redo: Vec::new(),
+        };
+        let policy = |keep_last| Retention {
+            keep_last,
+            keep_within_ns: None,
+        };
+        let keep = kept_snapshots(&all, &history, &policy(5), 0);
+        assert_eq!(seqs(&all, &keep), vec![1, 2, 3, 4, 5, 6, 7, 8]);
+        // Two on HEAD's line: #7 and #8, and nothing older than #7 on any line.
+        let keep = kept_snapshots(&all, &history, &policy(2), 0);
+        assert_eq!(seqs(&all, &keep), vec![7, 8]);
+        // Three: the line reaches #3, so the abandoned #4..#6 after it stay.
+        let keep = kept_snapshots(&all, &history, &policy(3), 0);
+        assert_eq!(seqs(&all, &keep), vec![3, 4, 5, 6, 7, 8]);
+    }
+
     #[test]
     fn prune_is_due_only_when_a_snapshot_could_go() {
         let dir = tempfile::tempdir().unwrap();

@@ -56,20 +56,20 @@ impl Store {
     }
 }
 
-/// HEAD, the redo stack, the newest `keep_last`, those within `keep_within`, and HEAD's
-/// ancestors back to the oldest of those, so undo never runs into a hole.
+/// HEAD and its newest `keep_last - 1` ancestors (`keep_last` counts HEAD's line, what undo
+/// walks), the redo stack, those within `keep_within`, and HEAD's ancestors back to the
+/// oldest of those, so undo never runs into a hole. A snapshot of an abandoned line (left
+/// by a save after an undo) stays when it is newer than the oldest snapshot kept, so the
+/// span `log --all` shows is whole; older ones go.
 pub(super) fn kept_snapshots(
     all: &[(ObjectId, SnapshotRecord)],
     history: &HistoryState,
     policy: &Retention,
     now_ns: i64,
 ) -> HashSet<ObjectId> {
-    let mut keep: HashSet<ObjectId> = all
-        .iter()
-        .rev()
-        .take(policy.keep_last as usize)
-        .map(|(id, _)| *id)
-        .collect();
+    let by_id: HashMap<ObjectId, &SnapshotRecord> = all.iter().map(|(id, r)| (*id, r)).collect();
+    let line = head_line(&by_id, history.head);
+    let mut keep: HashSet<ObjectId> = line.iter().take(policy.keep_last as usize).copied().collect();
     if let Some(within) = policy.keep_within_ns {
         keep.extend(
             all.iter()
@@ -79,20 +79,28 @@ pub(super) fn kept_snapshots(
     }
     keep.extend(history.head);
     keep.extend(history.redo.iter().copied());
-    let by_id: HashMap<ObjectId, &SnapshotRecord> = all.iter().map(|(id, r)| (*id, r)).collect();
     let oldest = all
         .iter()
         .filter(|(id, _)| keep.contains(id))
         .map(|(_, r)| r.seq)
         .min()
         .unwrap_or(0);
-    let mut next = history.head;
-    while let Some(record) = next
-        .and_then(|id| by_id.get(&id))
-        .filter(|r| r.seq >= oldest)
-    {
-        keep.extend(next);
-        next = record.parent;
-    }
+    // HEAD's line back to the oldest kept, then every other line within that span.
+    keep.extend(line.iter().filter(|id| by_id[*id].seq >= oldest));
+    keep.extend(all.iter().filter(|(_, r)| r.seq > oldest).map(|(id, _)| *id));
     keep
+}
+
+/// HEAD and its ancestors, newest first, as far as their records reach.
+fn head_line(by_id: &HashMap<ObjectId, &SnapshotRecord>, head: Option<ObjectId>) -> Vec<ObjectId> {
+    let mut line = Vec::new();
+    let mut next = head;
+    while let Some(id) = next.filter(|id| by_id.contains_key(id)) {
+        line.push(id);
+        next = by_id[&id].parent;
+        if line.len() > by_id.len() {
+            break; // a cycle no store writes; never loop on one
+        }
+    }
+    line
 }

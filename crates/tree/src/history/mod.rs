@@ -51,7 +51,8 @@ impl Lines {
         if all { Lines::All } else { Lines::Current }
     }
 
-    fn holds(self, standing: Standing) -> bool {
+    /// True when a listing of these lines shows a snapshot of this standing.
+    pub fn holds(self, standing: Standing) -> bool {
         self == Lines::All || standing != Standing::Abandoned
     }
 }

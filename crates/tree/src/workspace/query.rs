@@ -124,6 +124,12 @@ impl Workspace {
         }
     }
 
+    /// True when `snapshot` names a parent that prune dropped: it is the first snapshot kept
+    /// of its line, and what it changed is not known (it is not "everything added").
+    pub fn parent_pruned(&self, snapshot: &Snapshot) -> Result<bool, TreeError> {
+        Ok(snapshot.record.parent.is_some() && self.parent_of(snapshot)?.is_none())
+    }
+
     /// What changed in `snapshot` against its parent (everything, if the parent was pruned).
     pub fn changes_of(&self, snapshot: &Snapshot) -> Result<Vec<PathChange>, TreeError> {
         let (old, new) = match self.parent_of(snapshot)? {

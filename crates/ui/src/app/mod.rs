@@ -90,6 +90,8 @@ pub struct Detail {
     pub scroll: usize,
     /// Why the detail could not be read, if it could not.
     pub error: Option<String>,
+    /// The snapshot's parent was pruned: nothing to compare it with, so no file is listed.
+    pub first_kept: bool,
     /// What the diff was read for: a new selection or base reads it again.
     diff_of: Option<DiffKey>,
 }
@@ -246,12 +248,15 @@ impl App {
             return Ok(());
         };
         if self.detail.of != Some(snapshot.id) {
-            let files = self
-                .source
-                .read(|ws| detail::changed_files(ws, &snapshot))?;
+            let first_kept = self.source.read(|ws| Ok(ws.parent_pruned(&snapshot)?))?;
+            let files = match first_kept {
+                true => Vec::new(),
+                false => (self.source).read(|ws| detail::changed_files(ws, &snapshot))?,
+            };
             self.detail = Detail {
                 of: Some(snapshot.id),
                 files,
+                first_kept,
                 ..Detail::default()
             };
         }

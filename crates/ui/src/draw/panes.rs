@@ -58,10 +58,15 @@ fn draw_files(frame: &mut Frame<'_>, app: &App, area: Rect) {
         .collect();
     if let Some(error) = &detail.error {
         lines = vec![Line::styled(format!("error: {error}"), app.theme.removed())];
+    } else if detail.first_kept {
+        lines = vec![Line::raw(
+            "its parent was pruned: nothing to compare it with (snap ls lists its files)",
+        )];
     } else if detail.files.is_empty() && detail.of.is_some() {
         lines = vec![Line::raw("no file changed")];
     }
     let title = match app.selected_snapshot() {
+        Some(s) if detail.first_kept => format!(" #{}: the first snapshot kept ", s.record.seq),
         Some(s) => format!(
             " #{} changed {} ",
             s.record.seq,

@@ -38,7 +38,10 @@ pub(super) fn draw_timeline(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
         .collect();
     let title = format!(
         " history: {} snapshots{} ",
-        app.history.items().len(),
+        // The snapshots this listing shows: abandoned ones only with all lines.
+        (app.history.items().iter())
+            .filter(|item| app.lines.holds(item.standing))
+            .count(),
         if app.lines == Lines::All {
             ", all lines"
         } else {

@@ -713,3 +713,68 @@ fn uninstall_after_a_fresh_install_leaves_nothing_behind() {
     assert_eq!(back, json!({"theirs": 1}));
     assert!(!d.join(".claude/commands").exists());
 }
+
+/// A hostile payload's huge fields (a 10 MB `session_id`, a 20 MB `tool_name`, a 1 MB id and
+/// event name) are recorded cut to 256 bytes with a marker, the event still saved, and the
+/// catalog does not grow by the payload's size (docs/AGENTS.md).
+#[test]
+fn oversized_hook_fields_are_recorded_truncated_and_the_catalog_stays_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["init"]);
+    write(d, "a.txt", b"1\n");
+    hook(
+        d,
+        "claude",
+        json!({"session_id": "s", "cwd": d, "hook_event_name": "SessionStart"}),
+    );
+    let catalog = d.join(".snap/catalog.redb");
+    let before = std::fs::metadata(&catalog).unwrap().len();
+    let session = format!("é{}", "s".repeat(10 << 20));
+    for n in 0..3 {
+        write(d, "a.txt", format!("edit {n}\n").as_bytes());
+        let payload = json!({"session_id": session, "cwd": d,
+            "hook_event_name": "PostToolUse", "tool_name": "t".repeat(20 << 20),
+            "tool_use_id": "u".repeat(1 << 20)});
+        hook(d, "claude", payload);
+    }
+    write(d, "a.txt", b"last\n");
+    let odd_event =
+        json!({"session_id": session, "cwd": d, "hook_event_name": "€".repeat(1 << 19)});
+    hook(d, "claude", odd_event);
+    let head = head(d);
+    let kept = head["session"].as_str().unwrap();
+    assert!(
+        kept.len() <= 256 && kept.ends_with("…[truncated]"),
+        "{kept}"
+    );
+    assert!(session.starts_with(kept.trim_end_matches("…[truncated]")));
+    let event = head["meta"]["event"].as_str().unwrap();
+    assert!(event.len() <= 256 && event.starts_with('€') && event.ends_with("…[truncated]"));
+    assert_eq!(
+        ok(d, &["cat", "@", "a.txt"]),
+        "last\n",
+        "the event was saved"
+    );
+    let log = json(d, &["log", "--session", kept]);
+    let steps = log["snapshots"].as_array().unwrap();
+    assert_eq!(steps.len(), 4, "one session, every event saved: {log}");
+    for step in steps {
+        let meta = &step["meta"];
+        for key in ["tool", "tool_use_id"]
+            .iter()
+            .filter(|k| !meta[**k].is_null())
+        {
+            let value = meta[*key].as_str().unwrap();
+            assert!(
+                value.len() <= 256 && value.ends_with("…[truncated]"),
+                "{key}"
+            );
+        }
+    }
+    let after = std::fs::metadata(&catalog).unwrap().len();
+    assert!(
+        after < before + (1 << 20),
+        "the catalog grew from {before} to {after} bytes"
+    );
+}

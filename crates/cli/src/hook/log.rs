@@ -5,7 +5,8 @@
 //! `snap status` reads the last line to say that hook saves are failing, and since when.
 //!
 //! Line format: `<UTC time> error agent=<agent> event=<event>: <message>` or
-//! `<UTC time> ok`. Writing the log is best effort: a hook that cannot log still exits 0.
+//! `<UTC time> ok`, each line at most 2 KiB (`bounded.rs`). Writing the log is best effort:
+//! a hook that cannot log still exits 0.
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -25,6 +26,8 @@ pub(crate) fn failure(store: Option<&Path>, agent: &str, event: &str, why: &str)
         now(),
         why.replace('\n', " ")
     );
+    // An agent's name or event from a hostile payload cannot grow the log by megabytes.
+    let line = super::bounded::capped(line, super::bounded::LINE_CAP);
     // A store that cannot be written (a read-only mount) still gets its failure said.
     let logged = store.is_some_and(|store| append(&store.join(LOG_FILE), &line));
     if let Some(path) = user_log().filter(|_| !logged) {
@@ -91,9 +94,11 @@ fn last_line(path: &Path) -> Option<String> {
     let mut file = std::fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
     file.seek(SeekFrom::Start(len.saturating_sub(4096))).ok()?;
-    let mut tail = String::new();
-    file.read_to_string(&mut tail).ok()?;
-    tail.lines()
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    // The window may begin inside a character of an earlier line.
+    String::from_utf8_lossy(&tail)
+        .lines()
         .rev()
         .find(|l| !l.is_empty())
         .map(str::to_owned)

@@ -9,6 +9,7 @@
 
 mod agent_config;
 mod agents;
+pub(crate) mod bounded;
 mod claude;
 mod cline;
 mod codex;
@@ -104,7 +105,8 @@ pub(crate) struct PayloadFormat {
 }
 
 impl PayloadFormat {
-    /// The event a payload describes; missing fields are left empty, never an error.
+    /// The event a payload describes, each field it records capped (`bounded.rs`); missing
+    /// fields are left empty, never an error.
     pub(crate) fn event(&self, payload: &Value) -> HookEvent {
         let name = text(payload, self.event_key).unwrap_or_default();
         let kind = self
@@ -117,14 +119,14 @@ impl PayloadFormat {
             .iter()
             .filter_map(|key| Some((*key, text(payload, key)?)))
             .collect();
-        HookEvent {
+        bounded::bounded(HookEvent {
             kind,
             tool: (self.tool)(payload, &name),
             session: text(payload, self.session_key),
             roots: self.roots(payload),
             ids,
             name,
-        }
+        })
     }
 
     fn roots(&self, payload: &Value) -> Vec<PathBuf> {

@@ -79,8 +79,15 @@ fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown".into());
+    // A library's own words ("entered unreachable code") say nothing to a person; they are
+    // for a bug report, with SNAP_DEBUG set.
+    let detail = match std::env::var_os("SNAP_DEBUG") {
+        Some(_) => format!(" (the fault: {what})"),
+        None => String::new(),
+    };
     format!(
-        "internal error: {what} (the store may be damaged: run `snap verify`, then `snap repair` if it reports problems)"
+        "snap stopped on a fault it did not expect, most likely a damaged store: run `snap \
+         verify`, then `snap repair` if it reports problems{detail}"
     )
 }
 

@@ -162,12 +162,19 @@ pub fn print_move(o: &MoveOutcome, quiet: bool) {
         print_kept(verb, &o.kept);
         return;
     }
-    if let Some(auto) = &o.auto_saved {
-        println!(
+    match (&o.auto_saved, o.op) {
+        // An undo over unsaved edits takes back those edits first: say it in those words.
+        (Some(auto), snap_tree::Op::Undo) => println!(
+            "took back your unsaved changes: saved as #{} {} (snap redo returns them)",
+            auto.record.seq,
+            auto.id.short()
+        ),
+        (Some(auto), _) => println!(
             "saved unsaved changes as #{} {}",
             auto.record.seq,
             auto.id.short()
-        );
+        ),
+        (None, _) => {}
     }
     if o.changes.is_empty() && o.created.is_none() && o.op == snap_tree::Op::Restore {
         let but = if o.kept.is_empty() {

@@ -60,6 +60,11 @@ impl Store {
             history: old_history,
             known: old_known,
         } = read_old_catalog(dir, &catalog_path);
+        // A catalog that read whole is kept as old, not called damaged.
+        let aside = match old_history.is_some() && old_known.is_some() {
+            true => Aside::Replaced,
+            false => Aside::Damaged,
+        };
         // Built under another name and swapped in whole: a repair killed midway must leave
         // the old catalog in place, never an empty one that says there is no history (and
         // lets gc delete every pack as an orphan).
@@ -127,21 +132,46 @@ impl Store {
         commit.history = Some(history);
         catalog.commit(&commit)?;
         drop(catalog);
-        report.old_catalog = swap_in(dir, &building, &catalog_path)?;
+        report.old_catalog = swap_in(dir, &building, &catalog_path, aside)?;
         Ok(report)
     }
 }
 
-/// Links (or copies, synced) the catalog at `path` to a new `catalog.redb.damaged-PID[-N]`,
-/// never over an older one (a pid comes round again). Anything there but a file or a link
-/// (a directory) is moved aside whole: it is no catalog, and the new one needs its name.
-fn keep_aside(dir: &Path, path: &Path, file_or_link: bool) -> Result<PathBuf, StoreError> {
+/// What the old catalog was, as the name it is kept under says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Aside {
+    /// It did not read whole: `catalog.redb.damaged-PID`.
+    Damaged,
+    /// It read, and was rebuilt anyway: `catalog.redb.old-PID`.
+    Replaced,
+}
+
+impl Aside {
+    fn prefix(self) -> &'static str {
+        match self {
+            Aside::Damaged => "catalog.redb.damaged-",
+            Aside::Replaced => "catalog.redb.old-",
+        }
+    }
+}
+
+/// Links (or copies, synced) the catalog at `path` to a new `catalog.redb.damaged-PID[-N]`
+/// (or `.old-` when it read), never over an older one (a pid comes round again). Anything
+/// there but a file or a link (a directory) is moved aside whole: it is no catalog, and the
+/// new one needs its name.
+fn keep_aside(
+    dir: &Path,
+    path: &Path,
+    file_or_link: bool,
+    label: Aside,
+) -> Result<PathBuf, StoreError> {
     let pid = std::process::id();
+    let prefix = label.prefix();
     let mut n = 0u64;
     loop {
         let aside = match n {
-            0 => dir.join(format!("catalog.redb.damaged-{pid}")),
-            n => dir.join(format!("catalog.redb.damaged-{pid}-{n}")),
+            0 => dir.join(format!("{prefix}{pid}")),
+            n => dir.join(format!("{prefix}{pid}-{n}")),
         };
         n += 1;
         if std::fs::symlink_metadata(&aside).is_ok() {
@@ -177,12 +207,17 @@ fn keep_aside(dir: &Path, path: &Path, file_or_link: bool) -> Result<PathBuf, St
 pub const REPAIRING: &str = "catalog.redb.repairing";
 
 /// Puts the catalog built at `new` in place of the one at `path`, keeping the old one under
-/// `catalog.redb.damaged-PID` (returned). `path` names a whole catalog at every instant:
-/// the old one is linked to its new name before the rename replaces it.
-fn swap_in(dir: &Path, new: &Path, path: &Path) -> Result<Option<PathBuf>, StoreError> {
+/// `catalog.redb.damaged-PID` or `.old-PID` (returned). `path` names a whole catalog at
+/// every instant: the old one is linked to its new name before the rename replaces it.
+fn swap_in(
+    dir: &Path,
+    new: &Path,
+    path: &Path,
+    label: Aside,
+) -> Result<Option<PathBuf>, StoreError> {
     crate::failpoint!("repair-built");
     let kept = match std::fs::symlink_metadata(path) {
-        Ok(m) => Some(keep_aside(dir, path, !m.is_dir())?),
+        Ok(m) => Some(keep_aside(dir, path, !m.is_dir(), label)?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(StoreError::io(path, e)),
     };

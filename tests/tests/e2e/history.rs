@@ -146,3 +146,20 @@ fn prune_keeps_heads_line_and_shows_the_first_kept_as_such() {
     assert!(said.contains("first snapshot kept"), "{said}");
     assert_eq!(json(d, &["show", "#8"])["first_kept"], false);
 }
+
+/// An undo over unsaved edits says that it took those edits back, and where they went.
+#[test]
+fn undo_over_unsaved_edits_says_it_took_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "a", b"1\n");
+    ok(d, &["save", "-m", "one"]);
+    write(d, "a", b"2\n");
+    ok(d, &["save", "-m", "two"]);
+    write(d, "a", b"3\n");
+    let said = ok(d, &["undo"]);
+    assert!(said.contains("took back your unsaved changes: saved as #3"), "{said}");
+    assert_eq!(read(d, "a"), "2\n");
+    ok(d, &["redo"]);
+    assert_eq!(read(d, "a"), "3\n");
+}

@@ -125,8 +125,8 @@ fn last_hook_save(ws: &Workspace) -> Result<Option<snap_tree::Snapshot>> {
     Ok(ws.newest_where(|r| r.meta.iter().any(|(k, _)| k == "hook"))?)
 }
 
-/// The old catalogs `snap repair` moved aside (`catalog.redb.damaged-*`), which nothing
-/// else deletes or reports.
+/// The old catalogs `snap repair` moved aside (`catalog.redb.damaged-*`, or `.old-*` when
+/// they read), which nothing else deletes or reports.
 fn set_aside_catalogs(store: &std::path::Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(store) else {
         return Vec::new();
@@ -134,9 +134,9 @@ fn set_aside_catalogs(store: &std::path::Path) -> Vec<String> {
     let mut found: Vec<String> = entries
         .filter_map(|e| e.ok())
         .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("catalog.redb.damaged-")
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("catalog.redb.damaged-") || name.starts_with("catalog.redb.old-")
         })
         .map(|e| e.path().display().to_string())
         .collect();

@@ -501,12 +501,11 @@ impl Catalog {
     }
 }
 
-/// What a caught panic said, as the reason a catalog is unreadable.
-pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    let said = (panic.downcast_ref::<&str>().map(|s| s.to_string()))
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "an unknown fault".into());
-    format!("the database library failed reading it: {said}")
+/// The reason a catalog is unreadable when reading it panicked: its pages are damaged. The
+/// library's own words ("entered unreachable code") are left out: they say nothing to a
+/// person, and `snap repair` is the answer whatever they are.
+pub(crate) fn panic_text(_panic: &(dyn std::any::Any + Send)) -> String {
+    "its pages are damaged (the database's reader stopped on them)".to_string()
 }
 
 /// The error of opening the catalog at `path`.

@@ -191,12 +191,15 @@ mod tests {
 
     #[test]
     fn tokens_of_known_shapes_are_found_and_named() {
-        let aws = ["AKIA", "IOSFODNN7EXAMPLE"].concat();
+        let aws = ["AKIA", "Q3VZ7NB5K2LXWM4R"].concat();
         let found = token_in(format!("key = {aws}\n").as_bytes());
         assert_eq!(
             found.as_deref(),
             Some("an AWS access key id (rule aws-access-token)")
         );
+        // AWS's documentation key is a placeholder.
+        let example = ["AKIA", "IOSFODNN7EXAMPLE"].concat();
+        assert_eq!(token_in(example.as_bytes()), None);
         assert_eq!(token_in(b"AKIA-short"), None);
         let gh = format!("token: {}_{}", "ghp", "a1B2".repeat(9));
         assert!(token_in(gh.as_bytes()).is_some_and(|w| w.contains("github-token")));

@@ -27,7 +27,11 @@ pub struct Rule {
 enum Check {
     /// The pattern is enough.
     Shape,
-    /// The captured secret's Shannon entropy, in bits per byte, is at least this.
+    /// The pattern, unless the secret ends in `EXAMPLE`: the placeholder keys of AWS's own
+    /// documentation (gitleaks allows them too).
+    NotExample,
+    /// The captured secret's Shannon entropy, in bits per byte, is at least this, and it
+    /// holds no `EXAMPLE` (documentation's placeholders).
     Entropy(f64),
     /// A PEM block: the END line naming the BEGIN line's label follows, with a body.
     PemBlock,
@@ -41,7 +45,7 @@ pub const RULES: &[Rule] = &[
         id: "aws-access-token",
         what: "an AWS access key id",
         pattern: r"(?-u)\b((?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16})\b",
-        check: Check::Shape,
+        check: Check::NotExample,
     },
     Rule {
         id: "aws-secret-access-key",
@@ -136,7 +140,10 @@ impl Rule {
             let secret = caps.get(1).map_or(&[][..], |m| m.as_bytes());
             match self.check {
                 Check::Shape => true,
-                Check::Entropy(bits) => entropy(secret) >= bits,
+                Check::NotExample => !secret.ends_with(b"EXAMPLE"),
+                Check::Entropy(bits) => {
+                    entropy(secret) >= bits && !secret.windows(7).any(|w| w == b"EXAMPLE")
+                }
                 Check::PemBlock => pem_block_follows(secret, &content[whole.end..]),
                 Check::RealPassword => !placeholder(secret),
             }

@@ -218,3 +218,121 @@ fn an_unnamed_pack_gc_keeps_refuses_an_expunge_up_front() {
     assert!(stray.exists(), "the pack is left for a person and repair");
     ws.save(&SaveOptions::default()).unwrap();
 }
+
+/// Six saves, each with a new `.env`; keeps the last two.
+fn pruned_history(root: &Path) -> Workspace {
+    let ws = Workspace::init(root, None, false).unwrap();
+    for n in 0..6 {
+        write(root, ".env", &format!("TOKEN={TOKEN}\nROUND={n}\n"));
+        write(root, "src/main.rs", &format!("fn main() {{ {n}; }}\n"));
+        save(&ws, &format!("round {n}"));
+    }
+    ws.prune(&keep_last(2), Run::Apply).unwrap();
+    ws.gc().unwrap();
+    ws
+}
+
+fn keep_last(n: u64) -> snap_tree::Retention {
+    snap_tree::Retention {
+        keep_last: n,
+        keep_within_ns: None,
+    }
+}
+
+/// The oldest kept snapshot names a parent prune dropped and gc collected: the expunge
+/// rewrites it against nothing (as `show` counts it) instead of failing on the missing
+/// parent (issue 54, item 0).
+#[test]
+fn an_expunge_after_prune_and_gc_rewrites_the_oldest_snapshot_against_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ws = pruned_history(root);
+    let kept = files_of(&ws, 6);
+    let hits = ws
+        .secrets(snap_tree::secrets::SecretScan::PathsAndContents)
+        .unwrap();
+    assert!(hits.iter().any(|h| h.path == b".env"), "{hits:?}");
+
+    let preview = expunge(&ws, &[".env"], &[], Run::DryRun);
+    assert_eq!(preview.renamed.len(), 2, "#5 and #6 held it");
+    let out = expunge(&ws, &[".env"], &[], Run::Apply);
+    assert_eq!(out.renamed, preview.renamed);
+    assert_eq!(
+        store_holds(&root.join(".snap"), TOKEN.as_bytes()),
+        Vec::<String>::new()
+    );
+    let oldest = ws.resolve("#5").unwrap();
+    assert_eq!(oldest.record.stats.added, oldest.record.stats.files);
+    let mut want = kept;
+    want.remove(".env");
+    assert_eq!(files_of(&ws, 6), want);
+    assert!(ws.verify(true).unwrap().problems.is_empty());
+}
+
+/// One step of a random history.
+#[derive(Clone, Debug)]
+enum Step {
+    /// Writes `.env` (the token and this round) and a file beside it, then saves.
+    Save(u8),
+    /// Keeps the last N snapshots.
+    Prune(u64),
+    Gc,
+    Undo,
+    Redo,
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => any::<u8>().prop_map(Step::Save),
+        1 => (1..4u64).prop_map(Step::Prune),
+        1 => Just(Step::Gc),
+        1 => Just(Step::Undo),
+        1 => Just(Step::Redo),
+    ]
+}
+
+fn run_step(ws: &Workspace, root: &Path, step: &Step) {
+    match step {
+        Step::Save(n) => {
+            write(root, ".env", &format!("TOKEN={TOKEN}\nROUND={n}\n"));
+            write(root, "notes.txt", &format!("note {}\n", n % 3));
+            ws.save(&SaveOptions::default()).unwrap();
+        }
+        Step::Prune(n) => {
+            ws.prune(&keep_last(*n), Run::Apply).unwrap();
+        }
+        Step::Gc => {
+            ws.gc().unwrap();
+        }
+        // Nothing to undo or redo (or the parent was pruned) is refused; either is fine.
+        Step::Undo => drop(ws.undo(1, Run::Apply)),
+        Step::Redo => drop(ws.redo(1, Run::Apply)),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 12,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Whatever saves, prunes, gcs and moves made the history, an expunge of `.env` succeeds
+    /// and no file of the store holds the token afterwards.
+    #[test]
+    fn an_expunge_succeeds_after_any_history(steps in proptest::collection::vec(step(), 1..14)) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let ws = Workspace::init(root, None, false).unwrap();
+        for step in &steps {
+            run_step(&ws, root, step);
+        }
+        expunge(&ws, &[".env"], &[], Run::Apply);
+        proptest::prop_assert_eq!(
+            store_holds(&root.join(".snap"), TOKEN.as_bytes()),
+            Vec::<String>::new()
+        );
+        let problems = ws.verify(true).unwrap().problems;
+        proptest::prop_assert!(problems.is_empty(), "{:?}", problems);
+    }
+}

@@ -12,6 +12,7 @@
 
 mod budget;
 mod gc;
+mod intent;
 mod merge;
 mod orphans;
 mod prune;

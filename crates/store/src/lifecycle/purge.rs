@@ -51,7 +51,9 @@ struct PurgePlan {
 
 impl Store {
     /// Finishes a purge an expunge left pending (or a kill interrupted); nothing without one.
+    /// An expunge killed before its commit is rolled back first (crate::lifecycle::intent).
     pub fn finish_purge(&self) -> Result<Option<PurgeReport>, StoreError> {
+        self.abort_expunge()?;
         match self.catalog.purge_row()? {
             None | Some(PurgeRow::Done) => Ok(None),
             Some(PurgeRow::Pending) => self.purge().map(Some),
@@ -69,6 +71,8 @@ impl Store {
         commit.purge = Some(PurgeRow::Pending);
         commit.pulled = crate::PulledChange::Forget;
         self.commit(&commit)?;
+        // Its packs are named now: the intent has nothing left to undo.
+        self.end_expunge()?;
         crate::failpoint!("expunge-after-rewrite");
         Ok(())
     }

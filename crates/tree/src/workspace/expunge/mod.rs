@@ -85,7 +85,12 @@ impl Workspace {
         let targets = self.expunge_targets(ask.snapshots)?;
         let writer = match run {
             Run::DryRun => self.store.dry_writer(),
-            Run::Apply => self.store.writer(),
+            Run::Apply => {
+                // Before any pack of the rewrite is sealed: a kill before the commit is then
+                // rolled back by the next writing command, never taken in by a repair.
+                self.store.begin_expunge()?;
+                self.store.writer()
+            }
         };
         let mut rewriter = Rewriter::new(&self.store, &writer, ask.paths);
         let plan = self.plan_expunge(&mut rewriter, targets.as_ref())?;
@@ -98,7 +103,12 @@ impl Workspace {
             excluded,
             purge: None,
         };
-        if run == Run::DryRun || plan.renamed.is_empty() {
+        if run == Run::DryRun {
+            return Ok(out);
+        }
+        if plan.renamed.is_empty() {
+            drop(writer);
+            self.store.abort_expunge()?;
             return Ok(out);
         }
         // The config first: killed after it, the path is left out and history as it was.
@@ -205,13 +215,12 @@ impl Workspace {
         if root.files == 0 && !parent_lost {
             return Ok(stats);
         }
-        let Some(parent_id) = record.parent else {
-            // A first snapshot: everything it holds was added.
-            stats.added = stats.files;
-            return Ok(stats);
+        // Against its parent, or against nothing when it has none or the parent was pruned
+        // (as `show` and `log --stats` count it): everything it holds was added.
+        let (mut old, mut new) = match self.stored_parent(record)? {
+            Some(parent_root) => flat::unfold_pair(&self.store, &parent_root, &record.root)?,
+            None => (FlatTree::new(), flat::flatten(&self.store, &record.root)?),
         };
-        let parent_root = self.snapshot(parent_id)?.record.root;
-        let (mut old, mut new) = flat::unfold_pair(&self.store, &parent_root, &record.root)?;
         let gone = |flat: &mut FlatTree, lost: bool| {
             for path in rewriter.paths().iter().filter(|_| lost) {
                 flat::remove_within(flat, path);
@@ -225,6 +234,19 @@ impl Workspace {
             stats.lines = self.line_stats(&old, &new, &changes);
         }
         Ok(stats)
+    }
+
+    /// The root of `record`'s parent, or `None` when it has none or the parent is gone from
+    /// the store (pruned, then collected).
+    fn stored_parent(&self, record: &SnapshotRecord) -> Result<Option<ObjectId>, TreeError> {
+        let Some(parent) = record.parent else {
+            return Ok(None);
+        };
+        match self.store.snapshot(&parent) {
+            Ok(parent) => Ok(Some(parent.root)),
+            Err(snap_store::StoreError::MissingObject { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn expunge_commit(

@@ -203,6 +203,10 @@ pub enum Command {
     Push {
         /// A remote's name or URL (default: the default remote).
         remote: Option<String>,
+        /// First read and hash every pack on the remote; a damaged one is deleted and what
+        /// it held is sent again.
+        #[arg(long)]
+        repair: bool,
     },
     /// Take the other workspaces' snapshots from a remote, kept apart as REMOTE#N; never
     /// moves HEAD or the working tree (`snap pull`, then `snap log --all`).
@@ -297,6 +301,10 @@ pub enum RemoteAction {
         name: String,
         /// `s3://bucket/prefix` or `file:///path`.
         url: String,
+        /// Make a `file://` remote's directory if it is not there (a mistyped path is
+        /// otherwise an error).
+        #[arg(long)]
+        create: bool,
     },
     /// Forget a remote's name; its objects stay.
     Remove {

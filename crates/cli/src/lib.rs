@@ -222,12 +222,24 @@ fn run(cli: Cli) -> Result<()> {
         Command::Verify { read_data, .. } => commands::lifecycle::verify(&ctx, read_data),
         #[cfg(feature = "remote")]
         Command::Remote { action } => match action {
-            args::RemoteAction::Add { name, url } => commands::remote::add(&ctx, &name, &url),
+            args::RemoteAction::Add { name, url, create } => {
+                let reach = match create {
+                    true => snap_remote::Reach::Create,
+                    false => snap_remote::Reach::Existing,
+                };
+                commands::remote::add(&ctx, &name, &url, reach)
+            }
             args::RemoteAction::Remove { name } => commands::remote::remove(&ctx, &name),
             args::RemoteAction::List => commands::remote::list(&ctx),
         },
         #[cfg(feature = "remote")]
-        Command::Push { remote } => commands::remote::push(&ctx, remote.as_deref()),
+        Command::Push { remote, repair } => {
+            let mode = match repair {
+                true => commands::remote::PushMode::Repair,
+                false => commands::remote::PushMode::Missing,
+            };
+            commands::remote::push(&ctx, remote.as_deref(), mode)
+        }
         #[cfg(feature = "remote")]
         Command::Pull { remote } => commands::remote::pull(&ctx, remote.as_deref()),
         #[cfg(feature = "remote")]

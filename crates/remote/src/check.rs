@@ -72,7 +72,7 @@ pub struct RemoteCheck {
 /// Checks the remote: see the module's documentation. With `read_data`, every pack is
 /// downloaded and hashed; without, only its presence and length are checked.
 pub fn verify(remote: &dyn Remote, read_data: bool) -> Result<RemoteCheck, RemoteError> {
-    let state = RemoteState::read(remote)?;
+    let state = RemoteState::read_existing(remote)?;
     let mut check = RemoteCheck::default();
     for pack in state.packs.keys() {
         check.packs += 1;
@@ -105,23 +105,58 @@ fn check_pack(
 ) -> Result<(), RemoteError> {
     let key = layout::pack_key(pack);
     if !state.pack_files.contains_key(pack) {
-        check.problems.push(format!("{key}: indexed, and absent"));
+        check.problems.push(format!("{key}: indexed, and absent{REPAIR}"));
         return Ok(());
     }
     if !read_data {
         return Ok(());
     }
-    let Some(body) = retry(|| remote.get(&key, None))? else {
-        check.problems.push(format!("{key}: indexed, and absent"));
-        return Ok(());
+    let body = match retry(|| remote.get(&key, None)) {
+        Ok(Some(body)) => body,
+        Ok(None) => {
+            check.problems.push(format!("{key}: indexed, and absent{REPAIR}"));
+            return Ok(());
+        }
+        Err(RemoteError::Corrupt { why, .. }) => {
+            check.problems.push(format!("{key}: {why}{REPAIR}"));
+            return Ok(());
+        }
+        Err(e) => return Err(e),
     };
     check.bytes += body.len() as u64;
     if !pack_body_matches(pack, &body) {
         check
             .problems
-            .push(format!("{key}: its body does not hash to its name"));
+            .push(format!("{key}: its body does not hash to its name{REPAIR}"));
     }
     Ok(())
+}
+
+/// How a damaged pack is healed, as a problem line says it.
+const REPAIR: &str = " (snap push --repair from a store that holds its objects sends them again)";
+
+/// The indexed packs that are absent or do not hash to their names; each is read whole.
+pub fn damaged_packs(
+    remote: &dyn Remote,
+    state: &RemoteState,
+) -> Result<Vec<ObjectId>, RemoteError> {
+    let mut damaged = Vec::new();
+    for pack in state.packs.keys() {
+        let sound = match state.pack_files.contains_key(pack) {
+            false => false,
+            true => match remote.get(&layout::pack_key(pack), None) {
+                Ok(Some(body)) => pack_body_matches(pack, &body),
+                Ok(None) => false,
+                // Larger than any pack snap writes: damage, not a reason to stop.
+                Err(RemoteError::Corrupt { .. }) => false,
+                Err(e) => return Err(e),
+            },
+        };
+        if !sound {
+            damaged.push(*pack);
+        }
+    }
+    Ok(damaged)
 }
 
 /// True when the pack's footer gives a body that hashes to `pack`.

@@ -88,6 +88,27 @@ pub enum RemoteError {
         /// The id given.
         id: String,
     },
+    /// A `file://` remote whose directory is not there (only a push or `remote add
+    /// --create` makes one).
+    #[error("{url} does not exist (a push, or snap remote add --create, makes a remote)")]
+    NoRemote {
+        /// The remote.
+        url: String,
+    },
+    /// The remote lacks the `snap-remote` marker: no push ever wrote to it.
+    #[error("{url} is not a snap remote (no snap-remote marker; a push makes one)")]
+    NotARemote {
+        /// The remote.
+        url: String,
+    },
+    /// The remote's marker names a layout this snap does not know.
+    #[error("{url} was made by a newer snap (layout {found:?}); upgrade snap to use it")]
+    NewerLayout {
+        /// The remote.
+        url: String,
+        /// The marker's first line.
+        found: String,
+    },
     /// Credentials or region could not be read.
     #[error("S3 credentials: {0}")]
     Credentials(String),

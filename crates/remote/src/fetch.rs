@@ -106,10 +106,13 @@ pub struct PullPlan {
     pub packs: Vec<ObjectId>,
     /// The snapshots to take, each with the workspace (hex) whose ref names it.
     pub snapshots: Vec<(String, ObjectId)>,
+    /// The snapshots refused: an expunge in this store renamed their ids away, so their
+    /// trees may hold what it took out.
+    pub refused: Vec<(String, ObjectId)>,
 }
 
 /// Plans pulling every snapshot of the remote's other workspaces (all but `own`) that the
-/// store has neither made nor pulled.
+/// store has neither made nor pulled, refusing those an expunge here renamed away.
 pub fn plan_pull(
     remote: &dyn Remote,
     state: &RemoteState,
@@ -118,13 +121,17 @@ pub fn plan_pull(
 ) -> Result<PullPlan, RemoteError> {
     let mut have: HashSet<ObjectId> = store.snapshots()?.into_iter().map(|(id, _)| id).collect();
     have.extend(store.pulled()?.into_iter().map(|p| p.id));
+    let expunged = store.expunged_ids()?;
     let mut plan = PullPlan::default();
     for workspace in state.refs.keys().filter(|w| w.as_str() != own) {
         let Some(doc) = state.read_ref(remote, workspace)? else {
             continue;
         };
         for id in doc.snapshot_ids().into_iter().filter(|id| have.insert(*id)) {
-            plan.snapshots.push((workspace.clone(), id));
+            match expunged.contains(&id) {
+                true => plan.refused.push((workspace.clone(), id)),
+                false => plan.snapshots.push((workspace.clone(), id)),
+            }
         }
     }
     if !plan.snapshots.is_empty() {
@@ -187,7 +194,7 @@ fn download_packs(
     bytes: &mut u64,
     progress: &dyn Fn(u64),
 ) -> Result<Vec<PathBuf>, RemoteError> {
-    std::fs::create_dir_all(staging).map_err(|e| RemoteError::io(staging, e))?;
+    snap_store::fs::create_private_dir_all(staging)?;
     let mut out = Vec::with_capacity(packs.len());
     for pack in packs {
         let key = layout::pack_key(pack);
@@ -217,11 +224,18 @@ fn download_record(
     Ok(raw)
 }
 
+/// Writes a downloaded pack 0600, as a save writes its own, and syncs it.
 fn write_staged(staging: &Path, pack: &ObjectId, body: &[u8]) -> Result<PathBuf, RemoteError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let path = staging.join(format!("{}.pack", pack.to_hex()));
-    std::fs::write(&path, body).map_err(|e| RemoteError::io(&path, e))?;
-    std::fs::File::open(&path)
-        .and_then(|f| f.sync_all())
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(snap_store::fs::PRIVATE_FILE_MODE)
+        .open(&path)
+        .and_then(|mut f| f.write_all(body).and_then(|()| f.sync_all()))
         .map_err(|e| RemoteError::io(&path, e))?;
     Ok(path)
 }

@@ -61,6 +61,7 @@ pub struct GcReport {
 }
 
 /// One collection (see the module's documentation); `now_ns` is the time marks are given.
+/// The remote's leftovers of killed puts are swept first ([`Remote::sweep_stale`]).
 pub fn collect(
     remote: &dyn Remote,
     state: &RemoteState,
@@ -69,6 +70,7 @@ pub fn collect(
     now_ns: i64,
 ) -> Result<GcReport, RemoteError> {
     let mut report = GcReport::default();
+    remote.sweep_stale(crate::backend::STALE_TMP_AGE)?;
     delete_old_refs(remote, &mut report)?;
     let marks = read_marks(remote)?;
     let mut judge = Judge {

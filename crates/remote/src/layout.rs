@@ -16,11 +16,46 @@ use serde::{Deserialize, Serialize};
 use snap_store::ObjectId;
 
 use crate::RemoteError;
+use crate::backend::Remote;
 
 /// The key naming the layout's version.
 pub const VERSION_KEY: &str = "snap-remote";
 /// Its content.
 pub const VERSION_BODY: &[u8] = b"snap-remote 1\n";
+
+/// What the `snap-remote` marker says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Marker {
+    /// No marker: no push has written here (a new remote, or not a remote at all).
+    #[default]
+    Absent,
+    /// The layout this snap reads and writes.
+    Current,
+}
+
+/// Reads the marker. One of another version is refused: a newer layout is
+/// [`RemoteError::NewerLayout`], anything else [`RemoteError::Corrupt`].
+pub fn read_marker(remote: &dyn Remote) -> Result<Marker, RemoteError> {
+    let Some(found) = crate::retry(|| remote.get(VERSION_KEY, Some(0..64)))? else {
+        return Ok(Marker::Absent);
+    };
+    if found == VERSION_BODY {
+        return Ok(Marker::Current);
+    }
+    let text = String::from_utf8_lossy(&found);
+    let line = text.lines().next().unwrap_or_default().to_string();
+    let version = line.strip_prefix("snap-remote ").map(str::parse::<u32>);
+    match version {
+        Some(Ok(n)) if n > 1 => Err(RemoteError::NewerLayout {
+            url: remote.describe(),
+            found: line,
+        }),
+        _ => Err(RemoteError::Corrupt {
+            key: VERSION_KEY.into(),
+            why: "not a snap remote of a layout this snap reads".into(),
+        }),
+    }
+}
 
 /// `packs/<id>.pack`.
 pub fn pack_key(id: &ObjectId) -> String {

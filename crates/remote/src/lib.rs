@@ -5,11 +5,13 @@
 //! the tree crate's, orchestrated by the CLI. ARCHITECTURE.md places it; docs/FORMAT.md 9
 //! gives the layout.
 //!
+//! - [`url`]: remote URLs parsed and checked;
 //! - [`backend`]: the [`Remote`] trait (create-only put, ranged get, list, delete) and its
 //!   in-memory, `file://` and `s3://` backends;
 //! - [`layout`]: keys, the pack index and the ref;
 //! - [`state`]: what a remote holds, read without locks;
 //! - [`push`]: the snapshots and objects the remote lacks, packed anew and uploaded;
+//! - [`repair`]: `push --repair`, damaged packs deleted and their objects sent again;
 //! - [`fetch`]: a workspace's history taken into a store (clone);
 //! - [`gc`]: `gc --remote`, what no newest ref reaches, marked, then deleted after a grace;
 //! - [`check`]: `verify --remote`, and the conditional-put check `remote add` runs.
@@ -21,9 +23,11 @@ pub mod fetch;
 pub mod gc;
 pub mod layout;
 pub mod push;
+pub mod repair;
 pub mod state;
+pub mod url;
 
-pub use backend::{Put, Remote, open};
+pub use backend::{Put, Reach, Remote, open};
 pub use error::RemoteError;
 
 /// Attempts of one request that failed in a way a retry may cure.

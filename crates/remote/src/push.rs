@@ -72,18 +72,30 @@ pub fn plan_push(
     workspace: &str,
     newest: Option<&RefDoc>,
 ) -> Result<PushPlan, RemoteError> {
-    let snapshots = store.snapshots()?;
-    let history = store.history()?;
     // A record a remote gc marked counts as absent: its snapshot's objects are looked over
     // again and sent where they are not readable there (see `upload_all` for the record).
     let absent = |id: &ObjectId| {
         !state.records.contains(id) || state.marked.contains(&layout::record_key(id))
     };
-    let send: Vec<ObjectId> = (snapshots.iter())
+    let send: Vec<ObjectId> = (store.snapshots()?.iter())
         .map(|(id, _)| *id)
         .filter(|id| absent(id))
         .collect();
-    let outgoing = store.outgoing(&send, &|id| state.objects.contains(id))?;
+    plan_push_of(store, state, workspace, newest, &send)
+}
+
+/// [`plan_push`] sending the snapshots `send` and every object they reach that `state`
+/// says the remote lacks (crate::repair sends them all).
+pub(crate) fn plan_push_of(
+    store: &Store,
+    state: &RemoteState,
+    workspace: &str,
+    newest: Option<&RefDoc>,
+    send: &[ObjectId],
+) -> Result<PushPlan, RemoteError> {
+    let snapshots = store.snapshots()?;
+    let history = store.history()?;
+    let outgoing = store.outgoing(send, &|id| state.objects.contains(id))?;
     let doc = RefDoc {
         format: 1,
         workspace: workspace.to_string(),
@@ -105,7 +117,8 @@ pub fn plan_push(
 }
 
 /// Carries out `plan`: packs are written in `staging` (made, then emptied) and uploaded one
-/// by one as they are sealed; `progress` hears the bytes uploaded so far.
+/// by one as they are sealed; `progress` hears the bytes uploaded so far. First the remote's
+/// leftovers of killed puts are swept ([`Remote::sweep_stale`]).
 pub fn upload(
     remote: &dyn Remote,
     plan: PushPlan,
@@ -114,6 +127,7 @@ pub fn upload(
     progress: &dyn Fn(u64),
 ) -> Result<PushReport, RemoteError> {
     let mut report = PushReport::default();
+    remote.sweep_stale(crate::backend::STALE_TMP_AGE)?;
     if plan.up_to_date {
         return Ok(report);
     }
@@ -218,14 +232,14 @@ pub fn claim_layout(remote: &dyn Remote) -> Result<(), RemoteError> {
     if retry(|| remote.put_if_absent(layout::VERSION_KEY, layout::VERSION_BODY))? == Put::Created {
         return Ok(());
     }
-    let found = retry(|| remote.get(layout::VERSION_KEY, None))?;
-    if found.as_deref() == Some(layout::VERSION_BODY) {
-        return Ok(());
+    match layout::read_marker(remote)? {
+        layout::Marker::Current => Ok(()),
+        // Created by a racing push and deleted since: only a person does that.
+        layout::Marker::Absent => Err(RemoteError::Corrupt {
+            key: layout::VERSION_KEY.into(),
+            why: "the marker vanished while this push ran".into(),
+        }),
     }
-    Err(RemoteError::Corrupt {
-        key: layout::VERSION_KEY.into(),
-        why: "not a snap remote of a layout this snap reads".into(),
-    })
 }
 
 /// Writes the ref create-only under the next free number; returns the number.

@@ -27,12 +27,18 @@ pub struct RemoteState {
     /// The keys a remote gc has marked for deletion (`trash/<key>`, crate::gc): the objects
     /// of a marked pack are not in [`RemoteState::objects`], so no push relies on them.
     pub marked: HashSet<String>,
+    /// The layout marker: absent on a remote no push has written to.
+    pub layout: layout::Marker,
 }
 
 impl RemoteState {
-    /// Lists the remote and reads every pack index.
+    /// Lists the remote and reads every pack index, for a push: a remote without a
+    /// marker reads as empty; one of a layout this snap does not know is refused.
     pub fn read(remote: &dyn Remote) -> Result<RemoteState, RemoteError> {
-        let mut state = RemoteState::default();
+        let mut state = RemoteState {
+            layout: layout::read_marker(remote)?,
+            ..RemoteState::default()
+        };
         for listed in retry(|| remote.list("packs/"))? {
             if let Some(id) = layout::id_in_key(&listed.key, "packs/", ".pack") {
                 state.pack_files.insert(id, listed.size);
@@ -62,6 +68,27 @@ impl RemoteState {
         state.refs = newest_refs(&retry(|| remote.list("refs/"))?);
         state.objects = state.readable();
         Ok(state)
+    }
+
+    /// [`RemoteState::read`] for every command but a push: a remote without the marker is
+    /// [`RemoteError::NotARemote`], so a mistyped URL never passes as an empty remote.
+    pub fn read_existing(remote: &dyn Remote) -> Result<RemoteState, RemoteError> {
+        let state = RemoteState::read(remote)?;
+        match state.layout {
+            layout::Marker::Current => Ok(state),
+            layout::Marker::Absent => Err(RemoteError::NotARemote {
+                url: remote.describe(),
+            }),
+        }
+    }
+
+    /// Counts `packs` as gone: neither they nor the objects only they held are there.
+    pub fn forget_packs(&mut self, packs: &[ObjectId]) {
+        for pack in packs {
+            self.packs.remove(pack);
+            self.pack_files.remove(pack);
+        }
+        self.objects = self.readable();
     }
 
     /// The newest ref of `workspace`, read; `None` before its first push.

@@ -329,7 +329,7 @@ fn a_ref_number_taken_by_another_push_goes_to_the_next() {
 fn file_remote_holds_a_history_and_verify_finds_a_damaged_pack() {
     let tmp = tempfile::tempdir().unwrap();
     let url = format!("file://{}", tmp.path().join("remote").display());
-    let remote = snap_remote::open(&url).unwrap();
+    let remote = snap_remote::open(&url, snap_remote::Reach::Create).unwrap();
     let mut a = Saver::new(&tmp.path().join("a"));
     for round in 0..4 {
         edit(&mut a, round);
@@ -390,7 +390,11 @@ impl Remote for Overwriting {
 fn the_conditional_put_check_holds_and_refuses() {
     let tmp = tempfile::tempdir().unwrap();
     check::conditional_puts(&MemoryRemote::named("check")).unwrap();
-    let file = snap_remote::open(&format!("file://{}", tmp.path().display())).unwrap();
+    let file = snap_remote::open(
+        &format!("file://{}", tmp.path().display()),
+        snap_remote::Reach::Existing,
+    )
+    .unwrap();
     check::conditional_puts(file.as_ref()).unwrap();
     let refused = check::conditional_puts(&Overwriting(MemoryRemote::named("over")));
     assert!(
@@ -779,4 +783,71 @@ fn a_pull_retried_after_a_missing_object_still_takes_nothing() {
     assert!(c.store.pulled().unwrap().is_empty());
     c.store.gc().unwrap();
     assert!(c.store.verify(true).unwrap().problems.is_empty());
+}
+
+#[test]
+fn reading_commands_never_make_a_remote_of_a_mistyped_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let typo = tmp.path().join("typo");
+    let url = format!("file://{}", typo.display());
+    let opened = snap_remote::open(&url, snap_remote::Reach::Existing);
+    assert!(
+        matches!(opened, Err(RemoteError::NoRemote { .. })),
+        "{opened:?}"
+    );
+    assert!(!typo.exists(), "opening to read made the directory");
+    // A directory that exists but holds no marker is not a remote either.
+    std::fs::create_dir(&typo).unwrap();
+    let remote = snap_remote::open(&url, snap_remote::Reach::Existing).unwrap();
+    let verified = check::verify(remote.as_ref(), false);
+    assert!(
+        matches!(verified, Err(RemoteError::NotARemote { .. })),
+        "{verified:?}"
+    );
+    let read = RemoteState::read_existing(remote.as_ref());
+    assert!(matches!(read, Err(RemoteError::NotARemote { .. })));
+    assert_eq!(std::fs::read_dir(&typo).unwrap().count(), 0);
+}
+
+#[test]
+fn a_remote_of_a_newer_layout_is_refused_by_every_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = MemoryRemote::named("newer-layout");
+    let mut a = Saver::new(&tmp.path().join("a"));
+    edit(&mut a, 0);
+    a.save();
+    remote
+        .put_if_absent(snap_remote::layout::VERSION_KEY, b"snap-remote 999\n")
+        .unwrap();
+    let newer = |r: &Result<_, RemoteError>| matches!(r, Err(RemoteError::NewerLayout { .. }));
+    assert!(newer(&push(&a, &remote, "aaaa").map(|_| ())));
+    assert!(newer(
+        &clone(&remote, None, &tmp.path().join("b")).map(|_| ())
+    ));
+    assert!(newer(&check::verify(&remote, true).map(|_| ())));
+    assert!(remote.list("packs/").unwrap().is_empty(), "the push wrote");
+}
+
+#[test]
+fn a_huge_object_on_a_file_remote_is_refused_not_allocated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", tmp.path().display());
+    let remote = snap_remote::open(&url, snap_remote::Reach::Existing).unwrap();
+    remote
+        .put_if_absent(
+            snap_remote::layout::VERSION_KEY,
+            snap_remote::layout::VERSION_BODY,
+        )
+        .unwrap();
+    std::fs::create_dir(tmp.path().join("index")).unwrap();
+    let idx = tmp
+        .path()
+        .join("index")
+        .join(format!("{}.idx", "ab".repeat(32)));
+    let file = std::fs::File::create(&idx).unwrap();
+    file.set_len(1 << 40).unwrap(); // sparse: 1 TiB on paper, nothing on disk
+    let got = remote.get(&format!("index/{}.idx", "ab".repeat(32)), None);
+    assert!(matches!(got, Err(RemoteError::Corrupt { .. })), "{got:?}");
+    let verified = check::verify(remote.as_ref(), true);
+    assert!(verified.is_err(), "{verified:?}");
 }

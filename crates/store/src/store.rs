@@ -87,7 +87,7 @@ fn mend_scratch(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(StoreError::io(&path, e)),
         }
-        std::fs::create_dir(&path).map_err(|e| StoreError::io(&path, e))?;
+        crate::fs::io::create_private_dir_all(&path)?;
         made.push(path);
     }
     if !made.is_empty() {
@@ -106,7 +106,7 @@ impl Store {
         if !dir.join("packs").is_dir() {
             crate::fs::io::refuse_foreign_entries(dir)?;
         }
-        std::fs::create_dir_all(dir.join("tmp")).map_err(|e| StoreError::io(dir, e))?;
+        crate::fs::io::create_private_dir_all(&dir.join("tmp"))?;
         let ignore = dir.join(".gitignore");
         if !ignore.exists() {
             crate::fs::io::write_atomic(&ignore, b"*\n")?;
@@ -127,7 +127,7 @@ impl Store {
                 crate::fs::io::sync_dir(dir)?;
             }
             let packs = dir.join("packs");
-            std::fs::create_dir_all(&packs).map_err(|e| StoreError::io(&packs, e))?;
+            crate::fs::io::create_private_dir_all(&packs)?;
             crate::fs::io::sync_dir(dir)?;
         }
         Store::open(dir)

@@ -67,9 +67,10 @@ pub use source::{
 // here, so the CLI depends on the tree alone and never reaches into the store.
 pub use snap_store::{
     EntryKind, FileChunks, GcReport, ObjectId, Pulled, PurgeReport, Retention, SnapshotKind,
-    SnapshotRecord, StoreError, StoreStats, UntrackedFile, UntrackedWhy, cap_lock_wait,
+    SnapshotRecord, Staging, StoreError, StoreStats, UntrackedFile, UntrackedWhy, cap_lock_wait,
     on_lock_wait, stop_lock_wait_on,
 };
+pub use snap_store::fs::staging::{owner_gone, owner_in};
 pub use workspace::{
     BlameLine, ExportOutcome, ExpungeAsk, ExpungeOutcome, LargeCost, LargeFile, LogEntry,
     MoveOutcome, PathChange, Recovered, Renamed, RevertOf, RevertOutcome, Run, SaveOptions,

@@ -67,7 +67,7 @@ fn round_trip(url: &str, env: &[(&str, String)]) {
     run(&a, &["save", "-m", "one"]);
     write(&a, "src/mod1/sub1/file1.rs", b"changed\n");
     run(&a, &["save", "-m", "two"]);
-    run(&a, &["remote", "add", "origin", url]);
+    run(&a, &["remote", "add", "--create", "origin", url]);
     let first = run_json(&a, &["push"]);
     assert_eq!(first["records"], 2);
     write(&a, "src/mod2/sub2/file2.rs", b"changed again\n");
@@ -203,6 +203,16 @@ fn bad_remotes_are_refused_with_one_error_line() {
         &["push"],
         &["push", "nowhere"],
         &["clone", "file:///nonexistent-snap-remote", "c"],
+        &["remote", "add", "typo", "file:///nonexistent-snap-remote"],
+        &["verify", "--remote", "file:///nonexistent-snap-remote"],
+        &["pull", "file:///nonexistent-snap-remote"],
+        &["gc", "--remote", "file:///nonexistent-snap-remote"],
+        &["verify", "--remote", "file:///tmp"],
+        &["push", "s3://snaptest/../otherbkt/x"],
+        &["push", "s3://Bad_Bucket/x"],
+        &["push", "file:///tmp/a/../b"],
+        &["remote", "add", "mem", "memory://x"],
+        &["push", "memory://x"],
     ] {
         let out = snap(d, args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
@@ -212,6 +222,48 @@ fn bad_remotes_are_refused_with_one_error_line() {
             "{args:?}: {err}"
         );
     }
+    assert!(!Path::new("/nonexistent-snap-remote").exists());
+}
+
+/// A pack overwritten and another truncated on the remote: `verify --remote --read-data`
+/// names both and the fix, a plain push (reading listings) leaves them, `push --repair`
+/// sends their objects again, and a clone then holds the whole history (issue 54, item 12).
+#[test]
+fn push_repair_heals_an_overwritten_and_a_truncated_pack() {
+    let top = tempfile::tempdir().unwrap();
+    let (a, remote) = (top.path().join("a"), top.path().join("remote"));
+    std::fs::create_dir(&a).unwrap();
+    make_tree(&a);
+    ok(&a, &["save", "-m", "one"]);
+    let url = format!("file://{}", remote.display());
+    ok(&a, &["push", &url]);
+    write(&a, "src/mod1/sub1/file1.rs", &b"pub fn changed() {}\n".repeat(500));
+    ok(&a, &["save", "-m", "two"]);
+    ok(&a, &["push", &url]);
+    let mut packs: Vec<PathBuf> = std::fs::read_dir(remote.join("packs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    packs.sort();
+    assert_eq!(packs.len(), 2, "two pushes, two packs");
+    let len = std::fs::metadata(&packs[0]).unwrap().len() as usize;
+    std::fs::write(&packs[0], vec![0x5a; len]).unwrap();
+    let whole = std::fs::read(&packs[1]).unwrap();
+    std::fs::write(&packs[1], &whole[..whole.len() / 2]).unwrap();
+
+    let verified = snap(&a, &["verify", "--remote", &url, "--read-data"]);
+    assert_eq!(verified.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&verified.stdout).to_string();
+    assert_eq!(said.matches("push --repair").count(), 2, "{said}");
+    ok(&a, &["push", &url]);
+    assert_eq!(snap(&a, &["verify", "--remote", &url, "--read-data"]).status.code(), Some(1));
+
+    let repaired = json(&a, &["push", "--repair", &url]);
+    assert_eq!(repaired["repaired"].as_array().unwrap().len(), 2, "{repaired}");
+    ok(&a, &["verify", "--remote", &url, "--read-data"]);
+    ok(top.path(), &["clone", &url, "b"]);
+    assert_eq!(ids(&a), ids(&top.path().join("b")));
+    assert_eq!(tree_digest(&a), tree_digest(&top.path().join("b")));
 }
 
 /// A SeaweedFS server of this test's, on 127.0.0.1, killed by pid when dropped.
@@ -392,5 +444,77 @@ fn s3_round_trip_two_writers_and_a_killed_push_on_seaweedfs() {
         let out = snap_env(top.path(), &env, &["clone", "s3://snaptest/killed", "k"]);
         assert!(out.status.success(), "{}", stderr(&out));
         assert_eq!(on_disk(d, true), on_disk(&top.path().join("k"), true));
+    }
+}
+
+/// Every directory under `store` that is 0700, and every file 0600 or less: the ones that are
+/// not, with their modes.
+fn open_to_others(store: &Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut dirs = vec![store.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let mode = std::fs::symlink_metadata(&dir).unwrap().permissions().mode() & 0o777;
+        if mode != 0o700 {
+            out.push(format!("{} {mode:o}", dir.display()));
+        }
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let meta = entry.metadata().unwrap();
+            let mode = meta.permissions().mode() & 0o777;
+            if meta.is_dir() {
+                dirs.push(entry.path());
+            } else if mode & 0o077 != 0 {
+                out.push(format!("{} {mode:o}", entry.path().display()));
+            }
+        }
+    }
+    out
+}
+
+/// A clone's store and the packs a pull brings are no other local user's to read (issue 54,
+/// item 7): every directory of `.snap/` 0700, every file 0600, and uid 65534 (as root runs
+/// the suite) cannot read a pack.
+#[test]
+fn cloned_and_pulled_stores_are_their_owner_s_alone() {
+    let top = tempfile::tempdir().unwrap();
+    let (a, b, remote) = (
+        top.path().join("a"),
+        top.path().join("b"),
+        top.path().join("remote"),
+    );
+    std::fs::create_dir(&a).unwrap();
+    let url = format!("file://{}", remote.display());
+    write(&a, "private.txt", b"only mine\n");
+    chmod(&a, "private.txt", 0o600);
+    ok(&a, &["save"]);
+    ok(&a, &["remote", "add", "--create", "origin", &url]);
+    ok(&a, &["push"]);
+    ok(top.path(), &["clone", &url, "b"]);
+    write(&b, "more.txt", b"from the clone\n");
+    ok(&b, &["save"]);
+    ok(&b, &["push"]);
+    let pulled = json(&a, &["pull"]);
+    assert_eq!(pulled["snapshots"], 1, "{pulled}");
+    for store in [a.join(".snap"), b.join(".snap")] {
+        assert_eq!(open_to_others(&store), Vec::<String>::new());
+    }
+    let root = rustix::process::geteuid().is_root();
+    if !(root && Path::new("/usr/bin/setpriv").exists()) {
+        eprintln!("skipped the uid 65534 read: needs root and setpriv");
+        return;
+    }
+    for store in [a.join(".snap"), b.join(".snap")] {
+        let pack = std::fs::read_dir(store.join("packs"))
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path();
+        let read = Command::new("/usr/bin/setpriv")
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups", "cat"])
+            .arg(&pack)
+            .output()
+            .unwrap();
+        assert!(!read.status.success(), "uid 65534 read {}", pack.display());
     }
 }

@@ -7,16 +7,17 @@
 //! beside the destination, checks HEAD out into the destination through the export engine,
 //! moves the store in, and saves once, which records nothing and seeds the caches.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 use snap_remote::fetch::{choose_workspace, download_pull, fetch_workspace, plan_pull};
 use snap_remote::push::{plan_push, upload};
+use snap_remote::repair::plan_repair;
 use snap_remote::state::RemoteState;
-use snap_remote::{Remote, check};
+use snap_remote::{Reach, Remote, check};
 use snap_tree::secrets::SecretScan;
-use snap_tree::{SaveOptions, Workspace};
+use snap_tree::{SaveOptions, Staging, Workspace};
 
 use super::lifecycle::human_bytes;
 use crate::render::path_shown;
@@ -29,7 +30,7 @@ const CLONED_FROM: &str = "origin";
 const UNNAMED: &str = "pulled";
 
 /// `snap remote add NAME URL`: checks that the server honours create-only puts first.
-pub(crate) fn add(ctx: &Ctx, name: &str, url: &str) -> Result<()> {
+pub(crate) fn add(ctx: &Ctx, name: &str, url: &str, reach: Reach) -> Result<()> {
     let sound = !name.is_empty()
         && name
             .bytes()
@@ -38,7 +39,7 @@ pub(crate) fn add(ctx: &Ctx, name: &str, url: &str) -> Result<()> {
         bail!("remote names are letters, digits, - and _ (got {name:?})");
     }
     let ws = open(ctx)?;
-    let remote = snap_remote::open(url)?;
+    let remote = snap_remote::open(url, reach)?;
     check::conditional_puts(remote.as_ref())?;
     snap_tree::add_remote(ws.store_dir(), name, url)?;
     emit(ctx, json!({ "name": name, "url": url }), || {
@@ -99,8 +100,18 @@ fn remote_named(ws: &Workspace, given: Option<&str>) -> Result<(String, String)>
     }
 }
 
-/// `snap push [REMOTE|URL]`.
-pub(crate) fn push(ctx: &Ctx, given: Option<&str>) -> Result<()> {
+/// What a push sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PushMode {
+    /// What the remote lacks, as its listing and indexes say.
+    Missing,
+    /// First every pack is read and hashed; a damaged one is deleted and what it held is
+    /// sent again (`--repair`).
+    Repair,
+}
+
+/// `snap push [REMOTE|URL] [--repair]`.
+pub(crate) fn push(ctx: &Ctx, given: Option<&str>, mode: PushMode) -> Result<()> {
     let (url, workspace) = {
         let ws = open_reading(ctx)?;
         warn_secrets(ctx, &ws)?;
@@ -109,19 +120,25 @@ pub(crate) fn push(ctx: &Ctx, given: Option<&str>) -> Result<()> {
             .context("the store records no workspace id yet: save first")?;
         (remote_url(&ws, given)?, id)
     };
-    let remote = snap_remote::open(&url)?;
-    let state = RemoteState::read(remote.as_ref())?;
+    let remote = snap_remote::open(&url, Reach::Create)?;
+    let mut state = RemoteState::read(remote.as_ref())?;
+    let repaired = match mode {
+        PushMode::Repair => snap_remote::repair::drop_damaged(remote.as_ref(), &mut state)?,
+        PushMode::Missing => Vec::new(),
+    };
+    for pack in &repaired {
+        eprintln!("repairing: pack {pack} was damaged; what it held is sent again");
+    }
     let newest = state.read_ref(remote.as_ref(), &workspace)?;
     let (plan, staging) = {
         let ws = open_reading(ctx)?;
-        let staging = ws
-            .store_dir()
-            .join("tmp")
-            .join(format!("push-{}", std::process::id()));
-        (
-            plan_push(ws.store(), &state, &workspace, newest.as_ref())?,
-            staging,
-        )
+        ws.store().sweep_staging()?;
+        let staging = ws.store().staging(Staging::Push);
+        let plan = match repaired.is_empty() {
+            true => plan_push(ws.store(), &state, &workspace, newest.as_ref())?,
+            false => plan_repair(ws.store(), &state, &workspace, newest.as_ref())?,
+        };
+        (plan, staging)
     };
     let (objects, records, local) = (plan.objects(), plan.records(), plan.frame_bytes());
     let bar = crate::progress::Transfer::new(ctx, "pushing", local);
@@ -133,6 +150,7 @@ pub(crate) fn push(ctx: &Ctx, given: Option<&str>) -> Result<()> {
         "remote": url, "workspace": workspace, "up_to_date": report.ref_n.is_none(),
         "objects": objects, "local_bytes": local, "packs": report.packs,
         "bytes": report.bytes, "records": report.records, "ref": report.ref_n,
+        "repaired": repaired.iter().map(|p| p.to_hex()).collect::<Vec<_>>(),
     });
     emit(ctx, doc, || match report.ref_n {
         None => println!("{url} is up to date"),
@@ -157,14 +175,12 @@ pub(crate) fn pull(ctx: &Ctx, given: Option<&str>) -> Result<()> {
             ws.workspace_id()?.unwrap_or_default(),
         )
     };
-    let remote = snap_remote::open(&url)?;
-    let state = RemoteState::read(remote.as_ref())?;
+    let remote = snap_remote::open(&url, Reach::Existing)?;
+    let state = RemoteState::read_existing(remote.as_ref())?;
     let (plan, staging) = {
         let ws = open_reading(ctx)?;
-        let staging = ws
-            .store_dir()
-            .join("tmp")
-            .join(format!("pull-{}", std::process::id()));
+        ws.store().sweep_staging()?;
+        let staging = ws.store().staging(Staging::Pull);
         (
             plan_pull(remote.as_ref(), &state, ws.store(), &own)?,
             staging,
@@ -198,9 +214,11 @@ pub(crate) fn pull(ctx: &Ctx, given: Option<&str>) -> Result<()> {
         }
     };
     let pulled = taken.as_ref().map_or(0, |t| t.pulled);
+    let refused = plan.refused.len() + taken.as_ref().map_or(0, |t| t.refused);
+    warn_refused(refused, &url);
     let doc = json!({
         "remote": url, "name": name, "snapshots": pulled, "bytes": bytes,
-        "packs": taken.as_ref().map_or(0, |t| t.packs),
+        "packs": taken.as_ref().map_or(0, |t| t.packs), "refused": refused,
     });
     emit(ctx, doc, || match pulled {
         0 => println!("{url}: nothing new to pull"),
@@ -212,6 +230,17 @@ pub(crate) fn pull(ctx: &Ctx, given: Option<&str>) -> Result<()> {
     Ok(())
 }
 
+/// Names the snapshots a pull refused because an expunge here renamed them away (stderr,
+/// even with `-q`: history the person asked to be gone was offered again).
+fn warn_refused(refused: usize, url: &str) {
+    if refused > 0 {
+        eprintln!(
+            "warning: refused {refused} snapshot(s) from {url}: their ids are ones `snap expunge` \
+             renamed away here, so they may hold what it took out"
+        );
+    }
+}
+
 /// `snap gc --remote [REMOTE|URL] [--grace DUR]`: the reach of every workspace's newest
 /// ref is computed from this store, which must hold all their trees (after a push and a
 /// pull); what it does not reach is marked, and deleted by a later gc past the grace period.
@@ -220,8 +249,8 @@ pub(crate) fn gc(ctx: &Ctx, given: Option<&str>, grace: &str) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("--grace {grace}: {e}"))?
         .unwrap_or(0);
     let url = remote_url(&open_reading(ctx)?, given.filter(|g| !g.is_empty()))?;
-    let remote = snap_remote::open(&url)?;
-    let state = RemoteState::read(remote.as_ref())?;
+    let remote = snap_remote::open(&url, Reach::Existing)?;
+    let state = RemoteState::read_existing(remote.as_ref())?;
     let mut records = std::collections::HashSet::new();
     for workspace in state.refs.keys() {
         let newest = state.read_ref(remote.as_ref(), workspace)?;
@@ -294,7 +323,7 @@ fn warn_secrets(ctx: &Ctx, ws: &Workspace) -> Result<()> {
 /// `snap verify --remote [REMOTE|URL]`.
 pub(crate) fn verify(ctx: &Ctx, given: Option<&str>, read_data: bool) -> Result<()> {
     let url = remote_url(&open_reading(ctx)?, given.filter(|g| !g.is_empty()))?;
-    let remote = snap_remote::open(&url)?;
+    let remote = snap_remote::open(&url, Reach::Existing)?;
     let found = check::verify(remote.as_ref(), read_data)?;
     let doc = json!({
         "ok": found.problems.is_empty(), "remote": url, "read_data": read_data,
@@ -323,19 +352,17 @@ pub(crate) fn verify(ctx: &Ctx, given: Option<&str>, read_data: bool) -> Result<
 pub(crate) fn clone(ctx: &Ctx, url: &str, dir: &Path, workspace: Option<&str>) -> Result<()> {
     let dest = ctx.start.join(dir);
     refuse_occupied(&dest)?;
-    let remote = snap_remote::open(url)?;
-    let state = RemoteState::read(remote.as_ref())?;
+    let remote = snap_remote::open(url, Reach::Existing)?;
+    let state = RemoteState::read_existing(remote.as_ref())?;
     let id = choose_workspace(remote.as_ref(), &state, workspace)?;
     let parent = dest
         .parent()
         .context("the destination has no parent directory")?;
     std::fs::create_dir_all(parent).with_context(|| parent.display().to_string())?;
     let name = dest.file_name().context("the destination has no name")?;
-    let staging = parent.join(format!(
-        ".{}.snap-clone-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let prefix = format!(".{}.snap-clone-", name.to_string_lossy());
+    sweep_stale_clones(parent, &prefix);
+    let staging = parent.join(format!("{prefix}{}", std::process::id()));
     std::fs::create_dir(&staging).with_context(|| staging.display().to_string())?;
     let bar = crate::progress::Transfer::new(ctx, "cloning", state.pack_files.values().sum());
     let cloned = clone_through(remote.as_ref(), &state, &id, url, &staging, &dest, &bar);
@@ -348,8 +375,8 @@ pub(crate) fn clone(ctx: &Ctx, url: &str, dir: &Path, workspace: Option<&str>) -
         "dir": dest.display().to_string(), "remote": url, "workspace": id,
         "snapshots": fetched.taken.snapshots, "packs": fetched.taken.packs,
         "objects": fetched.taken.objects, "bytes": fetched.bytes,
-        "head": ws.head()?.map(|h| h.id.to_hex()),
-        "saved": seeded.snapshot.map(|s| s.id.to_hex()),
+        "head": ws.head()?.as_ref().map(crate::json::SnapshotDoc::from),
+        "saved": seeded.snapshot.as_ref().map(crate::json::SnapshotDoc::from),
     });
     emit(ctx, doc, || {
         println!(
@@ -374,10 +401,7 @@ fn clone_through(
     bar: &crate::progress::Transfer,
 ) -> Result<snap_remote::fetch::FetchReport> {
     let ws = Workspace::init(staging, None, false)?;
-    let tmp: PathBuf = ws
-        .store_dir()
-        .join("tmp")
-        .join(format!("clone-{}", std::process::id()));
+    let tmp = ws.store().staging(Staging::Clone);
     let fetched = fetch_workspace(remote, state, id, ws.store(), &tmp, &|done| {
         bar.update(done)
     })?;
@@ -392,6 +416,35 @@ fn clone_through(
     let into = dest.join(snap_tree::STORE_DIR);
     std::fs::rename(&store, &into).with_context(|| into.display().to_string())?;
     Ok(fetched)
+}
+
+/// Removes the staging directories `prefix<pid>` in `parent` that killed clones left: only
+/// where that process is gone and the directory holds nothing but the store it was filling
+/// (a clone stages only its `.snap` there). Best effort: a clone goes on without it.
+fn sweep_stale_clones(parent: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let gone =
+            snap_tree::owner_in(&name.to_string_lossy(), prefix).is_some_and(snap_tree::owner_gone);
+        let path = entry.path();
+        if gone && holds_only_a_store(&path) {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
+
+/// True when `dir` is a directory (not a link) whose one entry is a store directory, or
+/// which is empty.
+fn holds_only_a_store(dir: &Path) -> bool {
+    let is_dir = std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let names: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
+    is_dir && names.iter().all(|n| n == snap_tree::STORE_DIR)
 }
 
 /// A clone writes only into an absent or empty directory.

@@ -8,7 +8,7 @@ use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::{Listed, Put, Remote};
+use super::{Listed, Put, Reach, Remote};
 use crate::RemoteError;
 
 /// Temporary files of puts in progress, under the remote's directory.
@@ -21,16 +21,23 @@ pub struct FileRemote {
 }
 
 impl FileRemote {
-    /// The remote in `root`, made if absent. The path must be absolute.
-    pub fn open(root: &Path) -> Result<FileRemote, RemoteError> {
+    /// The remote in `root`, an absolute path. With [`Reach::Existing`] the directory must
+    /// be there: a mistyped path is an error, never a new empty remote.
+    pub fn open(root: &Path, reach: Reach) -> Result<FileRemote, RemoteError> {
+        let url = || format!("file://{}", root.display());
         if !root.is_absolute() {
             return Err(RemoteError::BadUrl {
-                url: format!("file://{}", root.display()),
+                url: url(),
                 why: "a file:// URL needs an absolute path (file:///dir)".into(),
             });
         }
-        let tmp = root.join(TMP_DIR);
-        std::fs::create_dir_all(&tmp).map_err(|e| RemoteError::io(&tmp, e))?;
+        match (reach, root.is_dir()) {
+            (_, true) => {}
+            (Reach::Create, false) => {
+                std::fs::create_dir_all(root).map_err(|e| RemoteError::io(root, e))?;
+            }
+            (Reach::Existing, false) => return Err(RemoteError::NoRemote { url: url() }),
+        }
         Ok(FileRemote {
             root: root.to_path_buf(),
         })
@@ -51,6 +58,9 @@ impl FileRemote {
     fn write_tmp(&self, body: &[u8]) -> Result<tempfile::NamedTempFile, RemoteError> {
         let dir = self.root.join(TMP_DIR);
         let io = |e| RemoteError::io(&dir, e);
+        if !dir.is_dir() {
+            std::fs::create_dir_all(&dir).map_err(io)?;
+        }
         let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io)?;
         tmp.write_all(body).map_err(io)?;
         tmp.as_file().sync_all().map_err(io)?;
@@ -90,6 +100,12 @@ impl Remote for FileRemote {
         let len = file.metadata().map_err(io)?.len();
         let r = range.unwrap_or(0..len);
         let (start, end) = (r.start.min(len), r.end.min(len));
+        if end.saturating_sub(start) > super::MAX_GET {
+            return Err(RemoteError::Corrupt {
+                key: key.to_string(),
+                why: format!("{len} bytes, more than any object snap writes"),
+            });
+        }
         let mut buf = vec![0u8; usize::try_from(end.saturating_sub(start)).unwrap_or(0)];
         file.read_exact_at(&mut buf, start).map_err(io)?;
         Ok(Some(buf))
@@ -117,6 +133,35 @@ impl Remote for FileRemote {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(RemoteError::io(&path, e)),
         }
+    }
+
+    /// The temporary files (`.tmp/.tmp*`) of puts killed before their link, older than
+    /// `age`: nothing lists them, so nothing else would ever remove them.
+    fn sweep_stale(&self, age: std::time::Duration) -> Result<usize, RemoteError> {
+        let dir = self.root.join(TMP_DIR);
+        let io = |e| RemoteError::io(&dir, e);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(io(e)),
+        };
+        let mut removed = 0;
+        for entry in entries {
+            let entry = entry.map_err(io)?;
+            let ours = entry.file_name().to_string_lossy().starts_with(".tmp");
+            let meta = entry.metadata().map_err(io)?;
+            let old = (meta.modified().ok())
+                .and_then(|m| m.elapsed().ok())
+                .is_some_and(|elapsed| elapsed > age);
+            if ours && meta.is_file() && old {
+                match std::fs::remove_file(entry.path()) {
+                    Ok(()) => removed += 1,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(io(e)),
+                }
+            }
+        }
+        Ok(removed)
     }
 
     fn describe(&self) -> String {

@@ -1,6 +1,6 @@
 //! Where remote bytes live: the [`Remote`] trait, five synchronous calls every backend
-//! answers, and its three backends: in memory (tests), `file://` (a directory: tests, NAS
-//! mounts) and `s3://` (any S3-compatible server).
+//! answers, and its three backends: in memory (tests, never named by a URL), `file://` (a
+//! directory: tests, NAS mounts) and `s3://` (any S3-compatible server).
 //!
 //! The trait is what snap's remote layout needs and no more: objects are written once,
 //! create-only, and never changed, so no call overwrites. A backend that cannot refuse a
@@ -14,6 +14,15 @@ pub mod s3;
 use std::ops::Range;
 
 use crate::RemoteError;
+use crate::url::RemoteUrl;
+
+/// The largest object a get reads: remote packs are at most a few tens of MiB, so a larger
+/// object is damage (or hostile), refused before any buffer is allocated for it.
+pub const MAX_GET: u64 = 1 << 30;
+
+/// How old a killed put's leftover must be before a sweep removes it: a put still running
+/// writes its temporary file within moments, so one this old is no live put's.
+pub const STALE_TMP_AGE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
 /// What a create-only put found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,35 +55,40 @@ pub trait Remote: Send + Sync + std::fmt::Debug {
     fn delete(&self, key: &str) -> Result<(), RemoteError>;
     /// How the remote is named to a person (its URL, credentials never included).
     fn describe(&self) -> String;
+    /// Removes what killed puts left in the backend's own scratch space, older than `age`;
+    /// returns how many. Backends without one have nothing to sweep.
+    fn sweep_stale(&self, age: std::time::Duration) -> Result<usize, RemoteError> {
+        let _ = age;
+        Ok(0)
+    }
 }
 
-/// Opens the remote a URL names: `file:///path`, `s3://bucket/prefix` or `memory://name`
-/// (a process-wide in-memory remote, for tests).
-pub fn open(url: &str) -> Result<Box<dyn Remote>, RemoteError> {
-    if let Some(path) = url.strip_prefix("file://") {
-        return Ok(Box::new(file::FileRemote::open(std::path::Path::new(
-            path,
-        ))?));
+/// Whether opening a remote may create it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// The remote must exist already (a `file://` directory that is there); what opens it
+    /// only reads, or writes into a remote that a push or `remote add --create` made.
+    Existing,
+    /// A `file://` directory is made if absent: `snap push` and `snap remote add --create`.
+    Create,
+}
+
+/// Opens the remote a URL names (`file:///path` or `s3://bucket/prefix`, parsed by
+/// [`crate::url::parse`]). `memory://` is refused: tests open an in-memory remote directly.
+pub fn open(url: &str, reach: Reach) -> Result<Box<dyn Remote>, RemoteError> {
+    match crate::url::parse(url)? {
+        RemoteUrl::File(path) => Ok(Box::new(file::FileRemote::open(&path, reach)?)),
+        RemoteUrl::S3 { bucket, prefix } => open_s3(url, &bucket, &prefix),
     }
-    if let Some(name) = url.strip_prefix("memory://") {
-        return Ok(Box::new(memory::MemoryRemote::named(name)));
-    }
-    if url.starts_with("s3://") {
-        return open_s3(url);
-    }
-    Err(RemoteError::BadUrl {
-        url: url.to_string(),
-        why: "expected s3://bucket/prefix or file:///path".into(),
-    })
 }
 
 #[cfg(feature = "s3")]
-fn open_s3(url: &str) -> Result<Box<dyn Remote>, RemoteError> {
-    Ok(Box::new(s3::S3Remote::open(url)?))
+fn open_s3(url: &str, bucket: &str, prefix: &str) -> Result<Box<dyn Remote>, RemoteError> {
+    Ok(Box::new(s3::S3Remote::open(url, bucket, prefix)?))
 }
 
 #[cfg(not(feature = "s3"))]
-fn open_s3(url: &str) -> Result<Box<dyn Remote>, RemoteError> {
+fn open_s3(url: &str, _bucket: &str, _prefix: &str) -> Result<Box<dyn Remote>, RemoteError> {
     Err(RemoteError::BadUrl {
         url: url.to_string(),
         why: "this snap was built without S3 support (feature s3)".into(),

@@ -17,8 +17,8 @@ use crate::RemoteError;
 
 /// How long a signed request stays valid: it is sent at once.
 const SIGNED_FOR: Duration = Duration::from_secs(15 * 60);
-/// The largest object a get reads (remote packs are at most a few tens of MiB).
-const MAX_BODY: u64 = 1 << 30;
+/// The largest answer read: [`super::MAX_GET`], and listings are far smaller.
+const MAX_BODY: u64 = super::MAX_GET;
 
 /// A bucket and a prefix on an S3-compatible server.
 #[derive(Debug)]
@@ -31,24 +31,13 @@ pub struct S3Remote {
 }
 
 impl S3Remote {
-    /// Opens `s3://bucket/prefix` with credentials and endpoint from the environment.
-    pub fn open(url: &str) -> Result<S3Remote, RemoteError> {
+    /// Opens `s3://bucket/prefix` (`url`, parsed by [`crate::url::parse`] into `name` and
+    /// `prefix`) with credentials and endpoint from the environment.
+    pub fn open(url: &str, name: &str, prefix: &str) -> Result<S3Remote, RemoteError> {
         let bad = |why: &str| RemoteError::BadUrl {
             url: url.to_string(),
             why: why.to_string(),
         };
-        let rest = url.strip_prefix("s3://").ok_or_else(|| bad("not s3://"))?;
-        let (name, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        if name.is_empty() {
-            return Err(bad("no bucket named"));
-        }
-        // Keys are listed back URL-encoded; a prefix of these characters reads back as sent.
-        let plain = |c: char| c.is_ascii_alphanumeric() || "-_./".contains(c);
-        if !prefix.chars().all(plain) {
-            return Err(bad(
-                "the prefix may hold letters, digits, -, _, . and / only",
-            ));
-        }
         let region = env_or_file("AWS_REGION", "AWS_DEFAULT_REGION", "config", "region")
             .unwrap_or_else(|| "us-east-1".to_string());
         let (endpoint, style) = match endpoint_from_env() {

@@ -105,6 +105,18 @@ pub(crate) fn open_database(
     path: &std::path::Path,
     create: bool,
 ) -> Result<redb::Database, redb::DatabaseError> {
+    if create {
+        // Made 0600 first (redb makes it with the umask's mode): it holds every path saved.
+        use std::os::unix::fs::OpenOptionsExt;
+        drop(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(crate::fs::PRIVATE_FILE_MODE)
+                .open(path)?,
+        );
+    }
     if !cfg!(feature = "testing") {
         return if create {
             builder().create(path)

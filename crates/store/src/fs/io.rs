@@ -33,6 +33,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     sync_dir(dir)
 }
 
+/// The mode of every directory snap makes in a store (umask aside): only its owner may
+/// list it, so no other local user reads history through it.
+pub const PRIVATE_DIR_MODE: u32 = 0o700;
+
+/// The mode of every file snap writes in a store (umask aside).
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// Makes `path` and any missing parents, each [`PRIVATE_DIR_MODE`].
+pub fn create_private_dir_all(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(PRIVATE_DIR_MODE)
+        .create(path)
+        .map_err(|e| StoreError::io(path, e))
+}
+
 /// `open(2)`'s `O_NOFOLLOW`, for `OpenOptionsExt::custom_flags`.
 pub const O_NOFOLLOW: i32 = rustix::fs::OFlags::NOFOLLOW.bits() as i32;
 

@@ -37,6 +37,7 @@ impl StoreLock {
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(crate::fs::io::PRIVATE_FILE_MODE)
             .custom_flags(crate::fs::io::O_NOFOLLOW)
             .open(path);
         let (mut file, read_only) = match opened {

@@ -437,9 +437,11 @@ impl Store {
     }
 }
 
-/// Sweeps the store's `tmp/` (see [`sweep_dir`]).
+/// Sweeps the store's `tmp/` (see [`sweep_dir`]), and the staging directories of
+/// processes that are gone (`fs/staging.rs`).
 pub(super) fn sweep_tmp(store: &Store) -> Result<usize, StoreError> {
-    sweep_dir(&store.dir().join("tmp"))
+    let tmp = store.dir().join("tmp");
+    Ok(sweep_dir(&tmp)? + crate::fs::staging::sweep_stale(&tmp)?)
 }
 
 /// Deletes the packs left half-written in `dir` (tmp/: no writer is active while the lock is

@@ -10,11 +10,17 @@
 //! HEAD. A kill before the first commit leaves packs no catalog names, which hold no
 //! snapshot record and which gc deletes (docs/FORMAT.md 7.4); a kill or a missing object
 //! between the two leaves named objects no snapshot reaches, which gc drops.
+//!
+//! Expunged stays gone: a snapshot whose id an expunge here renamed away (the `expunged`
+//! table, FORMAT.md 6.7) is refused and counted, never named; and in a store that has
+//! expunged, the packs are named with a pending purge ([`Store::purge`]) that then runs, so
+//! no object only a refused snapshot (or nothing) reaches is kept: a kill in between leaves
+//! the purge to the next writing command, as an expunge's does.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::catalog::{Commit, HistoryState, Pulled, PulledChange};
+use crate::catalog::{Commit, HistoryState, Pulled, PulledChange, PurgeRow};
 use crate::pack::delta::DeltaHeader;
 use crate::pack::slice::SliceRef;
 use crate::pack::{Compression, FrameInfo, PackReader, decode_payload, pack_file_name};
@@ -45,6 +51,8 @@ pub struct IncomingReport {
     pub snapshots: usize,
     /// Pulled snapshots added.
     pub pulled: usize,
+    /// Snapshots refused: their ids are ones an expunge here renamed away.
+    pub refused: usize,
 }
 
 /// One pack checked and ready to be named.
@@ -59,7 +67,13 @@ impl Store {
     /// Checks `incoming`'s packs, names them, checks that every object its records reach is
     /// in the store, then names the records (and pulled snapshots) and sets the history (see
     /// the module's documentation). Nothing is named that cannot be read.
-    pub fn take_incoming(&self, incoming: Incoming) -> Result<IncomingReport, StoreError> {
+    pub fn take_incoming(&self, mut incoming: Incoming) -> Result<IncomingReport, StoreError> {
+        let expunged = self.expunged_ids()?;
+        let refused = refuse_expunged(&mut incoming, &expunged);
+        let purge = match expunged.is_empty() || incoming.packs.is_empty() {
+            true => None,
+            false => Some(self.purge_allowed()?),
+        };
         let named: HashSet<ObjectId> = self.catalog.packs()?.into_iter().map(|p| p.0).collect();
         let mut checked = Vec::new();
         for path in &incoming.packs {
@@ -78,9 +92,11 @@ impl Store {
             objects: checked.iter().map(|p| p.frames.len()).sum(),
             snapshots: snapshots.len(),
             pulled: incoming.pulled.len(),
+            refused,
         };
         self.commit(&Commit {
             packs: self.move_in(checked)?,
+            purge: purge.clone(),
             ..Commit::default()
         })?;
         let roots = (snapshots.iter().map(|(_, r)| r.root))
@@ -99,7 +115,34 @@ impl Store {
             pulled: PulledChange::Add(incoming.pulled),
             ..Commit::default()
         })?;
+        if purge.is_some() {
+            self.purge()?;
+        }
         Ok(report)
+    }
+
+    /// The ids an expunge renamed away (the `expunged` table's old ids): never taken again.
+    pub fn expunged_ids(&self) -> Result<HashSet<ObjectId>, StoreError> {
+        Ok(self
+            .catalog
+            .renamed()?
+            .into_iter()
+            .map(|(old, _)| old)
+            .collect())
+    }
+
+    /// A pending purge, for packs arriving in a store that has expunged; refused while an
+    /// unnamed pack gc would keep is there (the purge could not finish: see `expunge`).
+    fn purge_allowed(&self) -> Result<PurgeRow, StoreError> {
+        match self.unnamed_packs_kept()?.first() {
+            None => Ok(PurgeRow::Pending),
+            Some(path) => Err(StoreError::io(
+                path,
+                std::io::Error::other(
+                    "an unnamed pack may hold history, and this store has expunged: run `snap repair` first",
+                ),
+            )),
+        }
     }
 
     /// Every base a taken frame names must be in the store or among the frames taken.
@@ -162,11 +205,16 @@ impl Store {
     }
 
     /// Renames each pack into `packs/` (one already there by that name is the same bytes),
-    /// then syncs the directory once.
+    /// made 0600 first as every pack a save writes (whoever downloaded it, with whatever
+    /// mode), then syncs the directory once.
     fn move_in(&self, packs: Vec<Checked>) -> Result<Vec<(ObjectId, Vec<FrameInfo>)>, StoreError> {
+        use std::os::unix::fs::PermissionsExt;
         let dir = self.dir().join("packs");
         let mut out = Vec::with_capacity(packs.len());
         for pack in packs {
+            let private = std::fs::Permissions::from_mode(crate::fs::PRIVATE_FILE_MODE);
+            std::fs::set_permissions(&pack.path, private)
+                .map_err(|e| StoreError::io(&pack.path, e))?;
             let to = dir.join(pack_file_name(&pack.id));
             std::fs::rename(&pack.path, &to).map_err(|e| StoreError::io(&to, e))?;
             out.push((pack.id, pack.frames));
@@ -219,6 +267,14 @@ fn check_pack(path: &Path) -> Result<Checked, StoreError> {
         frames,
         bases,
     })
+}
+
+/// Drops the records and pulled snapshots whose ids are in `expunged`; returns how many.
+fn refuse_expunged(incoming: &mut Incoming, expunged: &HashSet<ObjectId>) -> usize {
+    let before = incoming.records.len() + incoming.pulled.len();
+    (incoming.records).retain(|raw| !expunged.contains(&ObjectId::of(ObjectKind::Snapshot, raw)));
+    incoming.pulled.retain(|p| !expunged.contains(&p.id));
+    before - incoming.records.len() - incoming.pulled.len()
 }
 
 /// HEAD and every redo entry a clone is to take must be among the records it takes: the

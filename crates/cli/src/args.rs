@@ -393,6 +393,11 @@ pub struct SaveArgs {
     /// Snapshot even if nothing changed.
     #[arg(long)]
     pub allow_empty: bool,
+    /// Start a new store's history from a snapshot of an empty tree, reading and touching no
+    /// file (as a first `git commit --allow-empty`): the files are then unsaved changes, and
+    /// going back to it saves them first. Refused once the store has a snapshot.
+    #[arg(long, conflicts_with = "allow_empty")]
+    pub empty_tree: bool,
     /// Allow creating a store in `/` or your home directory.
     #[arg(long)]
     pub force: bool,
@@ -405,11 +410,6 @@ pub struct DiffArgs {
     /// To this snapshot (default: the working tree).
     pub to: Option<String>,
     /// Only these paths.
-    /// Start a new store's history from a snapshot of an empty tree, reading and touching no
-    /// file (as a first `git commit --allow-empty`): the files are then unsaved changes, and
-    /// going back to it saves them first. Refused once the store has a snapshot.
-    #[arg(long, conflicts_with = "allow_empty")]
-    pub empty_tree: bool,
     #[arg(last = true)]
     pub paths: Vec<PathBuf>,
     /// One line per file with lines added and removed.

@@ -360,6 +360,13 @@ pub struct WatchArgs {
     /// The session its autosaves are tagged with (`snap exec` passes its own).
     #[arg(long, hide = true, requires = "autosave")]
     pub session: Option<String>,
+    /// The session's turn its autosaves are tagged with (`snap exec` passes its run's).
+    #[arg(long, hide = true, requires = "session")]
+    pub step: Option<u64>,
+    /// The pid of the `snap exec` that started it, as its parent: no idle timeout, and it
+    /// exits once that process is gone.
+    #[arg(long, hide = true, conflicts_with_all = ["stop", "status"])]
+    pub owner: Option<u32>,
 }
 
 /// `snap exec`: a command run between two saves, with autosaves while it runs.
@@ -565,7 +572,8 @@ pub struct LogArgs {
     /// Only snapshots saved with this step.
     #[arg(long)]
     pub step: Option<u64>,
-    /// Only snapshots saved with this session.
+    /// Only snapshots saved with this session, or with the one session it begins (the 8
+    /// characters --oneline prints).
     #[arg(long)]
     pub session: Option<String>,
     /// Only snapshots younger than this (30m, 12h, 7d, 2w).

@@ -198,7 +198,10 @@ fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
     match e.downcast_ref::<TreeError>() {
         Some(t) if t.is_nothing_to_do() => ExitCode::from(EXIT_NOTHING_TO_DO),
         Some(TreeError::Interrupted) => ExitCode::from(signals::exit_code().unwrap_or(143)),
-        _ => ExitCode::FAILURE,
+        // A command `snap exec` could not start: the code a shell gives.
+        _ => PASSED_ON
+            .get()
+            .map_or(ExitCode::FAILURE, |code| ExitCode::from(*code)),
     }
 }
 

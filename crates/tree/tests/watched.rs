@@ -4,7 +4,8 @@
 //! the source is, tree id for tree id, the root a fresh store's whole walk finds, whether the
 //! source names exactly the directories that changed, more than them (paths that are gone,
 //! files, ignored or store directories), or everything. Moves run in between, so the source
-//! also answers for what snap itself wrote.
+//! also answers for what snap itself wrote. A directory the source names whole in every
+//! answer (a watcher's mount point) is read again each time, its parent unread.
 
 #![allow(clippy::unwrap_used)]
 
@@ -465,4 +466,75 @@ fn the_watch_plan_is_the_directories_the_walk_enters() {
             .dirs
             .is_empty()
     );
+}
+
+/// A source that names the same directories, whole, in every answer (as a watcher names a
+/// mount point below the root), and what it is told changed besides.
+#[derive(Debug)]
+struct Always {
+    whole: Vec<Vec<u8>>,
+    seq: AtomicUsize,
+}
+
+impl ChangeSource for Always {
+    fn changes_since(&self, since: Option<&WatchToken>) -> Changes {
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed) as u64;
+        let now = WatchToken {
+            instance: INSTANCE,
+            seq,
+        };
+        if since.is_none() {
+            return Changes::Everything {
+                now: Some(now),
+                reason: "test".into(),
+            };
+        }
+        let dirs = (self.whole.iter())
+            .map(|path| DirtyDir {
+                path: path.clone(),
+                scope: Scope::Subtree,
+            })
+            .collect();
+        Changes::Dirs { now, dirs }
+    }
+}
+
+/// A directory named whole in every answer (as the watcher names a mount point), its parent
+/// never named and no directory under it: what changes in it is recorded (a file written,
+/// made, removed).
+#[test]
+fn a_directory_named_whole_alone_is_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("src/m/sub")).unwrap();
+    std::fs::write(root.join("src/m/sub/f"), b"1").unwrap();
+    std::fs::write(root.join("src/m/sub/g"), b"1").unwrap();
+    std::fs::write(root.join("src/other"), b"1").unwrap();
+    let mut ws = Workspace::init(&root, None, false).unwrap();
+    ws.set_change_source(Arc::new(Always {
+        whole: vec![b"src/m/sub".to_vec()],
+        seq: AtomicUsize::new(0),
+    }));
+    let partial = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&partial);
+    ws.set_observer(Box::new(move |event| {
+        if let Event::Timing { step, .. } = event
+            && step.starts_with("changed directories read")
+        {
+            seen.fetch_add(1, Ordering::Relaxed);
+        }
+    }));
+    ws.save(&SaveOptions::default()).unwrap();
+    let edits: [&dyn Fn(); 3] = [
+        &|| std::fs::write(root.join("src/m/sub/f"), b"22").unwrap(),
+        &|| std::fs::write(root.join("src/m/sub/new"), b"3").unwrap(),
+        &|| std::fs::remove_file(root.join("src/m/sub/g")).unwrap(),
+    ];
+    for (n, edit) in edits.iter().enumerate() {
+        edit();
+        ws.save(&SaveOptions::default()).unwrap();
+        let saved = ws.head().unwrap().unwrap().record.root;
+        assert_eq!(saved, walked_root(&root), "edit {n}");
+    }
+    assert_eq!(partial.load(Ordering::Relaxed), edits.len());
 }

@@ -8,6 +8,7 @@ mod commands;
 mod concurrency;
 mod crash;
 mod damage;
+mod exec;
 mod expunge;
 mod history;
 mod hooks;

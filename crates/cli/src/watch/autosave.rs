@@ -4,6 +4,9 @@
 //! any writer (the watcher itself never opens the store), and asks this watcher what changed
 //! like any save, so the loop keeps serving while it runs. No save starts mid-burst (the
 //! quiet period restarts at every change) nor while a move's marker is in the store.
+//!
+//! Each autosave carries meta `autosave=1` (`snap log` folds it into the line of the save
+//! above it in the same turn), and the session and step it was given (`snap exec`'s run).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -12,11 +15,18 @@ use std::time::{Duration, Instant};
 /// The markers of a move in progress (FORMAT.md 4.8): no autosave while one exists.
 const MARKERS: [&str; 3] = [".undoing", ".redoing", ".restoring"];
 
+/// What autosaves are tagged with: a session, and a turn of it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tag {
+    pub(crate) session: Option<String>,
+    pub(crate) step: Option<u64>,
+}
+
 /// What autosaving keeps between ticks.
 #[derive(Debug)]
 pub(crate) struct Autosave {
     quiet: Duration,
-    session: Option<String>,
+    tag: Tag,
     store: Option<PathBuf>,
     /// The change log's sequence number when the last autosave started.
     saved_seq: u64,
@@ -29,14 +39,10 @@ pub(crate) struct Autosave {
 }
 
 impl Autosave {
-    pub(crate) fn new(
-        quiet: Duration,
-        session: Option<String>,
-        store: Option<PathBuf>,
-    ) -> Autosave {
+    pub(crate) fn new(quiet: Duration, tag: Tag, store: Option<PathBuf>) -> Autosave {
         Autosave {
             quiet,
-            session,
+            tag,
             store,
             saved_seq: 0,
             seen_seq: 0,
@@ -87,8 +93,13 @@ impl Autosave {
             cmd.arg("--store").arg(store);
         }
         cmd.args(["save", "-q", "-m", "autosave", "--meta", "source=watch"]);
-        if let Some(session) = &self.session {
+        cmd.arg("--meta")
+            .arg(format!("{}=1", snap_tree::AUTOSAVE_KEY));
+        if let Some(session) = &self.tag.session {
             cmd.arg("--session").arg(session);
+        }
+        if let Some(step) = self.tag.step {
+            cmd.arg(format!("--step={step}"));
         }
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).spawn()
     }

@@ -14,6 +14,7 @@ use rustix::event::{PollFd, PollFlags};
 use serde_json::json;
 
 use super::autosave::Autosave;
+use super::exec::Owner;
 use super::watches::{COOKIE_PREFIX, Watches, check_silence, everything};
 use super::wire::{self, Request};
 
@@ -61,6 +62,8 @@ pub(crate) struct Daemon {
     pub(crate) started: Instant,
     /// Saves of its own, with `--autosave`.
     pub(crate) autosave: Option<Autosave>,
+    /// The `snap exec` it lives for, if one started it.
+    pub(crate) owner: Option<Owner>,
     cookies: u64,
     queries: u64,
 }
@@ -83,6 +86,7 @@ impl Daemon {
             stop,
             started: Instant::now(),
             autosave: None,
+            owner: None,
             cookies: 0,
             queries: 0,
         }
@@ -113,6 +117,9 @@ impl Daemon {
             if !self.root.is_dir() || !self.store_dir.is_dir() {
                 return Ok(Exit::Gone("the workspace or its store went away".into()));
             }
+            if let Some(why) = self.owner.as_ref().and_then(Owner::gone) {
+                return Ok(Exit::Gone(why));
+            }
             // An autosaving watcher is asked by its own saves; without changes it idles too.
             if self.idle.is_some_and(|idle| last_asked.elapsed() >= idle) {
                 return Ok(Exit::Idle);
@@ -129,6 +136,7 @@ impl Daemon {
             if last_check.elapsed() >= check_every {
                 last_check = Instant::now();
                 if self.sync().is_ok() {
+                    self.watches.revalidate();
                     check_silence(&mut self.watches);
                 }
             }
@@ -170,7 +178,10 @@ impl Daemon {
             Request::Query(since) => {
                 self.queries += 1;
                 let changes = match self.sync() {
-                    Ok(()) => self.watches.answer(since.as_ref()),
+                    Ok(()) => {
+                        self.watches.revalidate();
+                        self.watches.answer(since.as_ref())
+                    }
                     Err(why) => {
                         self.watches.log.new_epoch();
                         everything(None, &why)

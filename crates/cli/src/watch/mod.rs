@@ -3,15 +3,20 @@
 //! directories a save walks and answers, over a unix socket, which of them changed since a
 //! token; the capture it serves lives in snap-tree (`ChangeSource`). It never opens the store.
 //!
-//! `watches.rs` owns the watches and the change log, `daemon.rs` the loop and its cookie
+//! `watches.rs` owns the watches and the change log (`linked.rs` the files with more than
+//! one name, `mounts.rs` the mounts, which no event tells of), `daemon.rs` the loop and its cookie
 //! round trip, `check.rs` its check on its own silence, `autosave.rs` the saves it makes by itself, `wire.rs` the socket's place and
-//! frames, `client.rs` the asking side, `exec.rs` `snap exec`.
+//! frames, `files.rs` its files beside the socket (lock, log; removed on exit, swept when
+//! stale), `client.rs` the asking side, `exec.rs` `snap exec` and the watcher it owns.
 
 mod autosave;
 mod check;
 mod client;
 mod daemon;
 pub(crate) mod exec;
+mod files;
+mod linked;
+mod mounts;
 mod watches;
 mod wire;
 
@@ -30,14 +35,11 @@ use snap_tree::{Config, STORE_DIR, Workspace};
 
 use crate::Ctx;
 use crate::args::WatchArgs;
-use autosave::Autosave;
+use autosave::{Autosave, Tag};
 use client::WatchClient;
 use daemon::{Daemon, Exit};
 use watches::Watches;
 use wire::Request;
-
-/// How long a new watcher waits for the lock of one that is exiting.
-const LOCK_PATIENCE: Duration = Duration::from_secs(2);
 
 /// How long `--background` waits for the watcher's first scan.
 const START_TIMEOUT: Duration = Duration::from_secs(300);
@@ -89,6 +91,11 @@ pub(crate) struct Duties {
     pub(crate) autosave: Option<Duration>,
     /// The session autosaves are tagged with.
     pub(crate) session: Option<String>,
+    /// The session's turn autosaves are tagged with (`snap exec`'s run).
+    pub(crate) step: Option<u64>,
+    /// The `snap exec` that started it (its parent's pid): while that runs, no idle timeout;
+    /// once it is gone, the watcher exits.
+    pub(crate) owner: Option<u32>,
 }
 
 impl Duties {
@@ -104,6 +111,8 @@ impl Duties {
         Ok(Duties {
             autosave,
             session: args.session.clone(),
+            step: args.step,
+            owner: args.owner,
         })
     }
 
@@ -115,6 +124,12 @@ impl Duties {
         }
         if let Some(session) = &self.session {
             out.extend(["--session".to_string(), session.clone()]);
+        }
+        if let Some(step) = self.step {
+            out.push(format!("--step={step}"));
+        }
+        if let Some(owner) = self.owner {
+            out.push(format!("--owner={owner}"));
         }
         out
     }
@@ -170,9 +185,12 @@ pub(crate) fn autostart(ws: &Workspace, store: Option<&Path>) {
 fn foreground(ctx: &Ctx, place: &Place, duties: &Duties) -> Result<()> {
     let config = Config::load(&place.store_dir)?;
     let socket = place.socket()?;
-    let _lock = take_lock(&socket, &place.root)?;
+    let _lock = files::take_lock(&socket, &place.root)?;
     // We hold the lock: a socket left there is a dead watcher's.
     let _ = std::fs::remove_file(&socket);
+    if let Some(dir) = socket.parent() {
+        files::sweep(dir, &socket);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [
         signal_hook::consts::SIGTERM,
@@ -195,7 +213,10 @@ fn foreground(ctx: &Ctx, place: &Place, duties: &Duties) -> Result<()> {
             watches.watched()
         );
     }
-    let idle = idle_timeout(&config)?;
+    let idle = match duties.owner {
+        Some(_) => None,
+        None => idle_timeout(&config)?,
+    };
     let mut daemon = Daemon::new(
         watches,
         listener,
@@ -204,11 +225,18 @@ fn foreground(ctx: &Ctx, place: &Place, duties: &Duties) -> Result<()> {
         idle,
         stop,
     );
-    daemon.autosave = (duties.autosave)
-        .map(|quiet| Autosave::new(quiet, duties.session.clone(), ctx.store.clone()));
+    let tag = Tag {
+        session: duties.session.clone(),
+        step: duties.step,
+    };
+    daemon.autosave = (duties.autosave).map(|quiet| Autosave::new(quiet, tag, ctx.store.clone()));
+    daemon.owner = duties.owner.and_then(exec::Owner::new);
     let exit = daemon.serve();
     let _ = std::fs::remove_file(&socket);
-    let why = match exit.context("the watcher failed")? {
+    let exit = exit.context("the watcher failed")?;
+    // A clean exit leaves nothing beside the socket (the lock is still ours).
+    files::Files::of(&socket).remove();
+    let why = match exit {
         Exit::Idle => "idle timeout".to_string(),
         Exit::Stopped => "stopped".to_string(),
         Exit::Gone(why) => why,
@@ -227,32 +255,6 @@ fn idle_timeout(config: &Config) -> Result<Option<Duration>> {
     Ok(ns.map(|ns| Duration::from_nanos(ns.max(0) as u64)))
 }
 
-/// The lock that makes one watcher per workspace: held for the watcher's life.
-fn take_lock(socket: &Path, root: &Path) -> Result<std::fs::File> {
-    let path = socket.with_extension("lock");
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
-    // A watcher killed a moment ago may still hold it while the kernel tears it down.
-    let asked = Instant::now();
-    loop {
-        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => return Ok(file),
-            Err(rustix::io::Errno::WOULDBLOCK) if asked.elapsed() < LOCK_PATIENCE => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(rustix::io::Errno::WOULDBLOCK) => {
-                bail!("a watcher already runs for {}", root.display())
-            }
-            Err(e) => return Err(e).with_context(|| format!("cannot lock {}", path.display())),
-        }
-    }
-}
-
 /// Starts `snap-undo watch` for `root` as a process of its own group (a terminal's Ctrl-C
 /// does not reach it), its stderr appended to a log beside the socket.
 fn spawn(
@@ -268,6 +270,7 @@ fn spawn(
         .mode(0o600)
         .open(&log_path)
         .with_context(|| format!("cannot open {}", log_path.display()))?;
+    files::settle(&log);
     let exe = std::env::current_exe().context("cannot find this program's path")?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("--dir").arg(root);
@@ -345,18 +348,6 @@ fn report_started(ctx: &Ctx, status: &Value, what: &str) -> Result<()> {
             status["directories_watched"]
         );
     });
-    Ok(())
-}
-
-/// Asks the watcher this process started to stop, and waits for it to exit.
-fn stop_child(place: &Place, mut child: std::process::Child) -> Result<()> {
-    let client = WatchClient {
-        socket: place.socket()?,
-    };
-    client
-        .ask(&Request::Stop)
-        .context("cannot reach the watcher to stop it")?;
-    child.wait().context("cannot wait for the watcher")?;
     Ok(())
 }
 

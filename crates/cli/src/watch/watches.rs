@@ -7,6 +7,11 @@
 //! ignore file's event marks its directory whole and watches what the new rules let in.
 //! Whatever breaks the account (an overflowed queue, a watch the kernel refuses, the budget
 //! passed) starts a new epoch, or puts the watcher in doubt, where it answers *everything*.
+//!
+//! What no event tells of is named instead (docs/SAFETY.md, "What the watcher cannot see"):
+//! the directories of files with more than one name (`linked.rs`) and the mount points below
+//! the root (`mounts.rs`) are in every answer, and before each answer the config and the
+//! mount table are read again: any change in either is a new epoch.
 
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsStr;
@@ -19,6 +24,8 @@ use rustix::io::Errno;
 use snap_tree::{Changes, Config, DirtyDir, Scope, WatchToken, flat};
 
 use super::check::{Stamp, Stamps};
+use super::linked::{self, Linked};
+use super::mounts::{self, Mounts};
 
 /// What a workspace watch listens for. Watches are added through `/proc/self/fd/N` of a
 /// directory opened with `O_NOFOLLOW`, so the link is followed on purpose (no `DONT_FOLLOW`).
@@ -34,9 +41,14 @@ const DIR_EVENTS: WatchFlags = WatchFlags::CREATE
     .union(WatchFlags::ONLYDIR)
     .union(WatchFlags::EXCL_UNLINK);
 
-/// The store directory's watch: cookies, the config changing, and the store going away.
+/// The store directory's watch: cookies, the config changing in any way (written, made,
+/// removed, renamed away or over, its mode), and the store going away.
 const STORE_EVENTS: WatchFlags = WatchFlags::CREATE
     .union(WatchFlags::CLOSE_WRITE)
+    .union(WatchFlags::MODIFY)
+    .union(WatchFlags::ATTRIB)
+    .union(WatchFlags::DELETE)
+    .union(WatchFlags::MOVED_FROM)
     .union(WatchFlags::MOVED_TO)
     .union(WatchFlags::DELETE_SELF)
     .union(WatchFlags::MOVE_SELF)
@@ -104,8 +116,8 @@ impl Log {
         }
     }
 
-    /// The directories changed since `since`, `always` among them (subtrees no watch covers).
-    pub(crate) fn since(&self, since: Option<&WatchToken>, always: &BTreeSet<Vec<u8>>) -> Changes {
+    /// The directories changed since `since`, `always` among them (what no event vouches for).
+    pub(crate) fn since(&self, since: Option<&WatchToken>, always: &[DirtyDir]) -> Changes {
         let now = self.token();
         let seq = match since {
             Some(t) if t.instance == self.instance && t.seq <= self.seq => t.seq,
@@ -125,10 +137,7 @@ impl Log {
                 })
             })
             .collect();
-        dirs.extend(always.iter().map(|path| DirtyDir {
-            path: path.clone(),
-            scope: Scope::Subtree,
-        }));
+        dirs.extend_from_slice(always);
         Changes::Dirs { now, dirs }
     }
 }
@@ -185,6 +194,30 @@ pub(crate) struct Watches {
     pub(crate) gone: Option<String>,
     /// Each watch's stamp, for the check on silence.
     pub(crate) stamps: Stamps,
+    /// The directories of files with more than one name.
+    linked: Linked,
+    /// The mounts at, above and below the root, as last read.
+    mounts: Mounts,
+    /// The config file as last read, to compare with before each answer.
+    config_seen: ConfigSeen,
+}
+
+/// What `config.toml` held when last read (through a symlink, as the config is loaded).
+#[derive(Debug, PartialEq, Eq)]
+enum ConfigSeen {
+    Text(Vec<u8>),
+    Missing,
+    Unreadable(std::io::ErrorKind),
+}
+
+impl ConfigSeen {
+    fn read(store_dir: &Path) -> ConfigSeen {
+        match std::fs::read(store_dir.join("config.toml")) {
+            Ok(text) => ConfigSeen::Text(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ConfigSeen::Missing,
+            Err(e) => ConfigSeen::Unreadable(e.kind()),
+        }
+    }
 }
 
 /// What reading the queue found besides changes.
@@ -199,6 +232,17 @@ impl Watches {
     pub(crate) fn start(root: &Path, store_dir: &Path, config: Config) -> std::io::Result<Watches> {
         let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)?;
         let store_wd = inotify::add_watch(&fd, store_dir, STORE_EVENTS)?;
+        // Read before the config is taken again: a change in between is seen at the first
+        // answer, never missed.
+        let config_seen = ConfigSeen::read(store_dir);
+        let (config, config_doubt) = match Config::load(store_dir) {
+            Ok(now) => (now, None),
+            Err(e) => (config, Some(format!("{CONFIG_DOUBT}: {e}"))),
+        };
+        let (mounts, mount_doubt) = match mounts::read(root) {
+            Ok(mounts) => (mounts, None),
+            Err(why) => (Mounts::default(), Some(why)),
+        };
         let mut watches = Watches {
             fd,
             root: root.to_path_buf(),
@@ -211,9 +255,12 @@ impl Watches {
             budget: watch_budget(),
             log: Log::new(),
             events: 0,
-            doubt: untrusted_filesystem(root),
+            doubt: (config_doubt.or(mount_doubt)).or_else(|| untrusted_filesystem(root)),
             gone: None,
             stamps: Stamps::default(),
+            linked: Linked::default(),
+            mounts,
+            config_seen,
         };
         watches.watch_under(b"");
         Ok(watches)
@@ -227,11 +274,51 @@ impl Watches {
         self.by_wd.len()
     }
 
-    /// The answer to a query, once the queue is read up to the query's cookie.
+    /// The answer to a query, once the queue is read up to the query's cookie and
+    /// [`Watches::revalidate`] has run.
     pub(crate) fn answer(&self, since: Option<&WatchToken>) -> Changes {
         match &self.doubt {
             Some(reason) => everything(None, reason),
-            None => self.log.since(since, &self.unwatched),
+            None => self.log.since(since, &self.always()),
+        }
+    }
+
+    /// What every answer names, no event vouching for it: directories no watch covers and
+    /// mount points below the root (whole), and the directories of files with more than one
+    /// name (their own entries).
+    fn always(&self) -> Vec<DirtyDir> {
+        let whole = |path: &Vec<u8>| DirtyDir {
+            path: path.clone(),
+            scope: Scope::Subtree,
+        };
+        let mut always: Vec<DirtyDir> = self.unwatched.iter().map(whole).collect();
+        // Only those a save walks: one under an ignored or excluded tree is no business of it.
+        let walked = (self.mounts.below.iter()).filter(|p| self.by_path.contains_key(*p));
+        always.extend(walked.map(whole));
+        always.extend(self.linked.dirs().map(|path| DirtyDir {
+            path: path.clone(),
+            scope: Scope::Dir,
+        }));
+        always
+    }
+
+    /// Reads the config and the mount table again (a write through another name of the
+    /// config, or a mount, raises no event here): a change in either starts a new epoch.
+    pub(crate) fn revalidate(&mut self) {
+        if ConfigSeen::read(&self.store_dir) != self.config_seen {
+            self.reload_config();
+        }
+        match mounts::read(&self.root) {
+            Ok(now) if now == self.mounts => {}
+            Ok(now) => {
+                // Watches on directories a mount now hides would never fire: all are taken
+                // again over what is mounted now.
+                self.mounts = now;
+                self.log.new_epoch();
+                self.forget_under(b"");
+                self.watch_under(b"");
+            }
+            Err(why) => self.doubt = Some(why),
         }
     }
 
@@ -247,10 +334,14 @@ impl Watches {
             let result = inotify::add_watch(&self.fd, path.as_str(), DIR_EVENTS);
             // Stamped once watched: a change after this is an event.
             let stamp = rustix::fs::fstat(dir).ok().map(|st| Stamp::of(&st));
-            added
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push((rel.to_vec(), result, stamp));
+            // Scanned once watched too: a second name made after this is an event.
+            let links = linked::scan_dir(dir);
+            added.lock().unwrap_or_else(|p| p.into_inner()).push((
+                rel.to_vec(),
+                result,
+                stamp,
+                links,
+            ));
         };
         let plan = snap_tree::watch_tree(
             &self.root,
@@ -259,10 +350,14 @@ impl Watches {
             under,
             &on_dir,
         );
-        for (rel, result, stamp) in added.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        if under.is_empty() {
+            self.linked.clear();
+        }
+        for (rel, result, stamp, links) in added.into_inner().unwrap_or_else(|p| p.into_inner()) {
             if let (Ok(wd), Some(stamp)) = (&result, stamp) {
                 self.stamps.set(*wd, stamp);
             }
+            self.linked.add(rel.clone(), links);
             self.record(rel, result);
         }
         match plan {
@@ -316,6 +411,7 @@ impl Watches {
             self.stamps.remove(wd);
         }
         self.unwatched.retain(|path| !flat::is_within(path, rel));
+        self.linked.forget_under(rel);
     }
 
     /// Reads every event queued now.
@@ -342,6 +438,12 @@ impl Watches {
                     break;
                 }
             }
+        }
+        if std::mem::take(&mut self.linked.relearn) {
+            // A second name of a file not known to have one: its other names' directories
+            // are found by looking at everything again (their tokens stay good: the
+            // directories found are named in every answer from now on).
+            self.watch_under(b"");
         }
         drained
     }
@@ -382,31 +484,25 @@ impl Watches {
         };
         if name.starts_with(COOKIE_PREFIX) && mask.contains(ReadFlags::CREATE) {
             drained.cookies.push(name);
-        } else if name == "config.toml"
-            && mask.intersects(ReadFlags::CLOSE_WRITE | ReadFlags::MOVED_TO)
-        {
+        } else if name == "config.toml" && ConfigSeen::read(&self.store_dir) != self.config_seen {
             self.reload_config();
         }
     }
 
-    /// Takes the config again after `config.toml` changed: under other exclusions or another
-    /// size limit, nothing from before can be vouched for, and other directories may be
-    /// tracked now.
+    /// Takes the config again after `config.toml` changed in any way (written, removed,
+    /// renamed away, replaced by a link, written through another name): nothing from before
+    /// can be vouched for, and other directories may be tracked now.
     fn reload_config(&mut self) {
+        // Read before it is loaded: a change in between is seen by the next answer.
+        self.config_seen = ConfigSeen::read(&self.store_dir);
         match Config::load(&self.store_dir) {
             Ok(config) => {
-                let store = Some(self.store_dir.as_path());
-                let mended = (self.doubt.as_deref()).is_some_and(|d| d.starts_with(CONFIG_DOUBT));
-                if mended {
+                if (self.doubt.as_deref()).is_some_and(|d| d.starts_with(CONFIG_DOUBT)) {
                     self.doubt = None;
                 }
-                if mended
-                    || config.capture_fingerprint(store) != self.config.capture_fingerprint(store)
-                {
-                    self.config = config;
-                    self.log.new_epoch();
-                    self.watch_under(b"");
-                }
+                self.config = config;
+                self.log.new_epoch();
+                self.watch_under(b"");
             }
             Err(e) => self.doubt = Some(format!("{CONFIG_DOUBT}: {e}")),
         }
@@ -441,6 +537,12 @@ impl Watches {
         let path = flat::join(dir, name);
         self.log.mark(dir, Scope::Dir);
         let is_dir = mask.contains(ReadFlags::ISDIR);
+        if !is_dir
+            && mask.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO)
+            && let Ok(st) = rustix::fs::lstat(snap_abs(&self.root, &path))
+        {
+            self.linked.on_new_name(dir, &st);
+        }
         if is_dir && mask.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO) {
             self.log.mark(&path, Scope::Subtree);
             self.watch_under(&path);
@@ -549,7 +651,7 @@ mod tests {
         log.mark(b"b", Scope::Dir);
         log.mark(b"c", Scope::Subtree);
         log.mark(b"c", Scope::Dir);
-        let Changes::Dirs { dirs, now } = log.since(Some(&t), &BTreeSet::new()) else {
+        let Changes::Dirs { dirs, now } = log.since(Some(&t), &[]) else {
             panic!("a token of this epoch gets directories");
         };
         let mut got: Vec<(Vec<u8>, Scope)> = dirs.into_iter().map(|d| (d.path, d.scope)).collect();
@@ -561,19 +663,16 @@ mod tests {
         assert_eq!(now, log.token());
         log.new_epoch();
         assert!(matches!(
-            log.since(Some(&t), &BTreeSet::new()),
+            log.since(Some(&t), &[]),
             Changes::Everything { now: Some(_), .. }
         ));
-        assert!(matches!(
-            log.since(None, &BTreeSet::new()),
-            Changes::Everything { .. }
-        ));
+        assert!(matches!(log.since(None, &[]), Changes::Everything { .. }));
         let ahead = WatchToken {
             seq: log.seq + 1,
             ..log.token()
         };
         assert!(matches!(
-            log.since(Some(&ahead), &BTreeSet::new()),
+            log.since(Some(&ahead), &[]),
             Changes::Everything { .. }
         ));
     }

@@ -86,6 +86,7 @@ impl Workspace {
         let mut cache_remove = stored.gone.clone();
         cache_remove.extend(removed.files);
         insert_fresh(&mut flat, &old, &reads, stored.flat);
+        refresh_whole(&mut flat, &reads);
         let hollowed = drop_hollow(&mut flat, &reads);
         for path in reads
             .walk
@@ -354,6 +355,22 @@ fn insert_fresh(flat: &mut FlatTree, old: &FlatTree, reads: &Reads, fresh: FlatT
             _ => {
                 flat.insert(path, node);
             }
+        }
+    }
+}
+
+/// Marks each directory walked whole to be built again from what was read, with the mode
+/// read. Its own node is the recorded one when its parent was not read (the store keeps
+/// only entries whose parent it holds), and a node with an id is taken as built: the
+/// directory would keep the recorded tree, whatever was read under it.
+fn refresh_whole(flat: &mut FlatTree, reads: &Reads) {
+    for dir in &reads.whole {
+        let read = reads.walk.dir_modes.get(dir.as_slice()).copied();
+        if let (Some(node), Some(mode)) = (flat.get_mut(dir.as_slice()), read)
+            && node.kind == EntryKind::Dir
+        {
+            node.id = UNBUILT;
+            node.mode = Some(mode);
         }
     }
 }

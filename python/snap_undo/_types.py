@@ -99,6 +99,14 @@ def _snapshot(doc: Optional[Dict[str, Any]]) -> Optional[Snapshot]:
     return Snapshot.from_json(doc) if doc else None
 
 
+def _head_id(head: Any) -> Optional[str]:
+    """HEAD's id from a document's ``head``: a snapshot object (as snap prints it now), or
+    the id alone (as older snaps printed it)."""
+    if isinstance(head, dict):
+        return str(head["id"])
+    return head if isinstance(head, str) else None
+
+
 @dataclass
 class TooLarge:
     """A file left out for being over ``max_file_size``."""
@@ -168,6 +176,7 @@ class SaveResult:
         return _build(
             cls,
             doc,
+            head=_head_id(doc.get("head")),
             changes=_changes(doc.get("changes")),
             snapshot=_snapshot(doc.get("snapshot")),
             skipped=Skipped.from_json(doc.get("skipped")),
@@ -197,6 +206,7 @@ class MoveResult:
             cls,
             doc,
             target=Snapshot.from_json(doc["target"]),
+            head=_head_id(doc.get("head")),
             created=_snapshot(doc.get("created")),
             auto_saved=_snapshot(doc.get("auto_saved")),
             passed=[Snapshot.from_json(s) for s in doc.get("passed") or []],
@@ -225,6 +235,7 @@ class Status:
         return _build(
             cls,
             doc,
+            head=_head_id(doc.get("head")),
             changes=_changes(doc.get("changes")),
             dirs=_changes(doc.get("dirs")),
             skipped=Skipped.from_json(doc.get("skipped")),
@@ -242,7 +253,12 @@ class Log:
     @classmethod
     def from_json(cls, doc: Dict[str, Any]) -> "Log":
         """The Log of snap's JSON document; fields a newer snap adds are ignored."""
-        return _build(cls, doc, snapshots=[Snapshot.from_json(s) for s in doc["snapshots"]])
+        return _build(
+            cls,
+            doc,
+            head=_head_id(doc.get("head")),
+            snapshots=[Snapshot.from_json(s) for s in doc["snapshots"]],
+        )
 
 
 @dataclass

@@ -35,6 +35,10 @@ pub struct Cli {
     /// Never show progress bars.
     #[arg(long, global = true)]
     pub no_progress: bool,
+    /// Print straight to the terminal: no pager for log, diff, show and blame (the pager is
+    /// SNAP_PAGER, else PAGER, else `less -FRX`, and runs only when stdout is a terminal).
+    #[arg(long, global = true)]
+    pub no_pager: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -419,10 +423,10 @@ pub struct DiffArgs {
     /// Only these paths.
     #[arg(last = true)]
     pub paths: Vec<PathBuf>,
-    /// One line per file with lines added and removed.
+    /// One line per file with lines added and removed, and a total line under them.
     #[arg(long, conflicts_with = "name_status")]
     pub stat: bool,
-    /// One line per file with its status letter (A, M, D).
+    /// One line per file with its status letter (A, M, D; R and how alike, OLD NEW, for a file moved).
     #[arg(long)]
     pub name_status: bool,
     /// Which page of files to show.
@@ -585,6 +589,10 @@ pub struct LogArgs {
     /// One short line a snapshot: short id, sequence, short session, message, tool.
     #[arg(long)]
     pub oneline: bool,
+    /// Every autosave on a line of its own (else a turn's autosaves are folded into the
+    /// line above them: "(+3 autosaves)").
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Only snapshots that changed these paths (files or directories: anything under them).
     #[arg(last = true, value_name = "PATHS")]
     pub paths: Vec<std::path::PathBuf>,

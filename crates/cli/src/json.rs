@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
+use snap_tree::flat::{Listed, Rename};
 use snap_tree::secrets::SecretHit;
 use snap_tree::{
     ExpungeOutcome, LogEntry, Marker, MoveOutcome, PathChange, PurgeReport, Recovered,
@@ -20,7 +21,7 @@ pub fn value(doc: &impl Serialize) -> Value {
     serde_json::to_value(doc).unwrap_or(Value::Null)
 }
 
-/// Wherever a snapshot appears.
+/// Wherever a snapshot appears, `head` included (one shape in every document).
 #[derive(Serialize)]
 pub struct SnapshotDoc {
     pub id: String,
@@ -84,6 +85,9 @@ impl From<&Snapshot> for SnapshotDoc {
 pub struct ChangeDoc {
     pub path: String,
     pub status: &'static str,
+    /// The path a renamed file left (`status` `renamed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
 }
 
 /// Changed paths, in their order.
@@ -93,9 +97,33 @@ pub fn changes(changes: &[PathChange]) -> Vec<ChangeDoc> {
         .map(|(p, c)| ChangeDoc {
             path: path_str(p),
             status: c.as_str(),
+            from: None,
         })
         .collect()
 }
+
+/// Changed paths with `renames` folded in: each rename one change, `renamed` at its new
+/// path, with the path it left as `from`.
+pub fn changes_renamed(changes: &[PathChange], renames: &[Rename]) -> Vec<ChangeDoc> {
+    let paths = changes.iter().map(|(p, c)| (p.as_slice(), *c));
+    (snap_tree::flat::listed(paths, renames).into_iter())
+        .map(|l| match l {
+            Listed::Path(p, c) => ChangeDoc {
+                path: path_str(p),
+                status: c.as_str(),
+                from: None,
+            },
+            Listed::Renamed(r) => ChangeDoc {
+                path: path_str(&r.to),
+                status: RENAMED,
+                from: Some(path_str(&r.from)),
+            },
+        })
+        .collect()
+}
+
+/// The `status` of a change that is a rename.
+pub const RENAMED: &str = "renamed";
 
 /// What a scan skipped.
 #[derive(Serialize)]
@@ -209,7 +237,7 @@ pub struct SaveDoc {
     pub initialized: bool,
     pub id: Option<String>,
     pub seq: Option<u64>,
-    pub head: Option<String>,
+    pub head: Option<SnapshotDoc>,
     pub changes: Vec<ChangeDoc>,
     pub skipped: SkippedDoc,
     /// Files of at least `large_file_size` bytes this save took for the first time.
@@ -230,7 +258,7 @@ pub struct DisabledDoc {
 /// `snap status`.
 #[derive(Serialize)]
 pub struct StatusDoc {
-    pub head: Option<String>,
+    pub head: Option<SnapshotDoc>,
     pub clean: bool,
     pub changes: Vec<ChangeDoc>,
     pub dirs: Vec<ChangeDoc>,
@@ -304,7 +332,7 @@ impl From<&Marker> for PendingDoc {
 pub struct MoveDoc {
     pub op: &'static str,
     pub dry_run: bool,
-    pub head: Option<String>,
+    pub head: Option<SnapshotDoc>,
     pub target: SnapshotDoc,
     pub created: Option<SnapshotDoc>,
     pub auto_saved: Option<SnapshotDoc>,
@@ -320,7 +348,7 @@ impl From<&MoveOutcome> for MoveDoc {
         MoveDoc {
             op: o.op.as_str(),
             dry_run: o.dry_run,
-            head: (!o.dry_run).then(|| o.target.id.to_hex()),
+            head: (!o.dry_run).then(|| SnapshotDoc::from(&o.target)),
             target: SnapshotDoc::from(&o.target),
             created: o.created.as_ref().map(SnapshotDoc::from),
             auto_saved: o.auto_saved.as_ref().map(SnapshotDoc::from),
@@ -473,7 +501,7 @@ impl From<&LogEntry> for LogEntryDoc {
 /// `snap log` (`stats` only with `--stats`).
 #[derive(Serialize)]
 pub struct LogDoc {
-    pub head: Option<String>,
+    pub head: Option<SnapshotDoc>,
     pub snapshots: Vec<LogEntryDoc>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stats: Option<Value>,
@@ -516,7 +544,7 @@ pub struct RecoverDoc {
 #[derive(Serialize)]
 pub struct RecoveredDoc {
     pub op: &'static str,
-    pub head: String,
+    pub head: SnapshotDoc,
     pub paths_touched: usize,
     pub kept: Vec<String>,
     /// Paths that held something else (changed since the interruption): saved in an
@@ -528,7 +556,7 @@ impl From<&Recovered> for RecoveredDoc {
     fn from(r: &Recovered) -> RecoveredDoc {
         RecoveredDoc {
             op: r.op.as_str(),
-            head: r.head.id.to_hex(),
+            head: SnapshotDoc::from(&r.head),
             paths_touched: r.paths_touched,
             kept: r.kept.iter().map(|p| path_str(p)).collect(),
             saved_first: r.saved_first.iter().map(|p| path_str(p)).collect(),
@@ -643,6 +671,9 @@ pub struct DiffDoc {
 pub struct DiffFileDoc {
     pub path: String,
     pub status: &'static str,
+    /// The path a renamed file left (`status` `renamed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     pub binary: bool,
     /// The permission bits (octal) on each side, only when they differ.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -768,7 +799,7 @@ pub struct RepairDoc {
     pub objects: usize,
     pub damaged_objects: usize,
     pub snapshots: usize,
-    pub head: Option<String>,
+    pub head: Option<SnapshotDoc>,
     /// HEAD and the redo stack are the old catalog's (else HEAD is the newest snapshot).
     pub history_kept: bool,
     pub redo: usize,

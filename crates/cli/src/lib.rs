@@ -6,10 +6,12 @@
 mod args;
 mod commands;
 mod exit;
+mod help;
 mod hook;
 mod json;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod pager;
 mod progress;
 mod render;
 mod signals;
@@ -62,7 +64,8 @@ fn parse_args() -> Result<Cli, clap::Error> {
         Some("snap-undo") => "snap-undo",
         _ => "snap",
     };
-    let matches = Cli::command().name(name).bin_name(name).try_get_matches()?;
+    let cmd = help::grouped(Cli::command().name(name).bin_name(name));
+    let matches = cmd.try_get_matches()?;
     Cli::from_arg_matches(&matches)
 }
 
@@ -134,6 +137,8 @@ fn run(cli: Cli) -> Result<()> {
         progress: !hook && progress::wanted(cli.json, cli.quiet, cli.no_progress),
         timing: std::env::var_os("SNAP_TIMING").is_some(),
     };
+    // Given back, and waited for, when the command is done (before an error line).
+    let _pager = pager::start(pager::wanted(&cli));
     match cli.command {
         Command::Init { force } => cmd_init(&ctx, force),
         Command::Save(args) => cmd_save(&ctx, args),

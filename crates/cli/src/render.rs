@@ -1,8 +1,9 @@
 //! Human and JSON renderings of snapshots, changes and outcomes.
 
+use snap_tree::flat::{Listed, Rename};
 use snap_tree::{Change, EntryKind, LogEntry, MoveOutcome, PathChange, Snapshot};
 
-pub use snap_tree::display::{path_shown, path_str, text_shown, time_str};
+pub use snap_tree::display::{path_shown, path_str, session_short, text_shown, time_str};
 
 pub fn kind_str(kind: EntryKind) -> &'static str {
     match kind {
@@ -29,6 +30,28 @@ pub fn print_changes(changes: &[PathChange]) {
     }
 }
 
+/// As [`print_changes`], each rename on one line: `R old -> new`.
+pub fn print_changes_renamed(changes: &[PathChange], renames: &[Rename]) {
+    let paths = changes.iter().map(|(p, c)| (p.as_slice(), *c));
+    for line in snap_tree::flat::listed(paths, renames) {
+        match line {
+            Listed::Path(path, change) => {
+                println!("{} {}", change_letter(change), path_shown(path))
+            }
+            Listed::Renamed(r) => println!("R {}", rename_shown(r)),
+        }
+    }
+}
+
+/// `old -> new`, and how alike the two are when the content changed too.
+pub fn rename_shown(r: &Rename) -> String {
+    let alike = match r.similarity {
+        100 => String::new(),
+        n => format!(" ({n}% alike)"),
+    };
+    format!("{} -> {}{alike}", path_shown(&r.from), path_shown(&r.to))
+}
+
 /// Directory-level changes, with a trailing `/`: `A empty/`, `D gone/`, `M chmodded/`.
 pub fn print_dir_changes(dirs: &[PathChange]) {
     for (path, change) in dirs {
@@ -36,20 +59,66 @@ pub fn print_dir_changes(dirs: &[PathChange]) {
     }
 }
 
-/// `#seq short-id time kind ...`: one snapshot on one line.
+/// Whether a line may carry colour (see [`crate::pager::colour`]: a terminal, no `NO_COLOR`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Colour {
+    /// ANSI colours, as `diff` paints its lines.
+    On,
+    /// Plain text.
+    Off,
+}
+
+impl Colour {
+    /// Colour for what this command prints on stdout.
+    pub fn of_stdout() -> Colour {
+        match crate::pager::colour() {
+            true => Colour::On,
+            false => Colour::Off,
+        }
+    }
+
+    /// `text` in the SGR colour `code`, or as it is.
+    fn paint(self, code: &str, text: &str) -> String {
+        match self {
+            Colour::On => format!("\x1b[{code}m{text}\x1b[0m"),
+            Colour::Off => text.to_string(),
+        }
+    }
+}
+
+/// The SGR codes of a log line: ids yellow as git's, sessions cyan.
+const ID_COLOUR: &str = "33";
+const SESSION_COLOUR: &str = "36";
+
+/// How many hex digits of an id a line shows (as `--oneline` and `blame`); any 4 or more
+/// name it back.
+const SHORT_ID: usize = 8;
+
+/// `#seq short-id time kind +A ~M -D ...`: one snapshot on one line, the id and session as
+/// their first 8 characters (100 columns before the message).
 pub fn snapshot_line(s: &Snapshot) -> String {
+    snapshot_line_in(s, Colour::Off, None)
+}
+
+/// [`snapshot_line`], its id and session coloured when `colour` says so; with `renamed`
+/// (files it moved), `+A ~M -D RN`, each rename counted once, not as an addition and a
+/// deletion.
+fn snapshot_line_in(s: &Snapshot, colour: Colour, renamed: Option<u64>) -> String {
     let r = &s.record;
-    let changed = r.stats.added + r.stats.modified + r.stats.deleted;
+    let moved = renamed.unwrap_or(0);
     let mut line = format!(
-        "#{:<4} {}  {}  {:<17} {changed} changed +{} ~{} -{}",
+        "#{:<4} {}  {}  {:<7} +{} ~{} -{}",
         r.seq,
-        s.id.short(),
+        colour.paint(ID_COLOUR, &s.id.to_hex()[..SHORT_ID]),
         time_str(r.time_ns),
         r.kind.as_str(),
-        r.stats.added,
+        r.stats.added.saturating_sub(moved),
         r.stats.modified,
-        r.stats.deleted
+        r.stats.deleted.saturating_sub(moved)
     );
+    if moved > 0 {
+        line.push_str(&format!(" R{moved}"));
+    }
     if let Some((added, removed)) = r.stats.lines {
         line.push_str(&format!("  lines +{added} -{removed}"));
     }
@@ -57,7 +126,11 @@ pub fn snapshot_line(s: &Snapshot) -> String {
         line.push_str(&format!("  step {step}"));
     }
     if let Some(session) = &r.session {
-        line.push_str(&format!("  session {}", text_shown(session)));
+        let short = text_shown(&session_short(session));
+        line.push_str(&format!(
+            "  session {}",
+            colour.paint(SESSION_COLOUR, &short)
+        ));
     }
     if !r.message.is_empty() {
         line.push_str(&format!("  {}", text_shown(&r.message)));
@@ -65,28 +138,30 @@ pub fn snapshot_line(s: &Snapshot) -> String {
     line
 }
 
-pub fn log_line(e: &LogEntry) -> String {
-    format!("{}{}", log_tag(e), snapshot_line(&e.snapshot))
+/// A `log` row: where it stands, then [`snapshot_line`] (`renamed`: the files it moved).
+pub fn log_line(e: &LogEntry, colour: Colour, renamed: Option<u64>) -> String {
+    format!(
+        "{}{}",
+        log_tag(e, colour),
+        snapshot_line_in(&e.snapshot, colour, renamed)
+    )
 }
 
 /// `snap log --oneline`: tag, short id, sequence, the session's first 8 characters, the
 /// message (or the kind), and the `tool` meta when there is one.
-pub fn oneline(e: &LogEntry) -> String {
+pub fn oneline(e: &LogEntry, colour: Colour) -> String {
     let r = &e.snapshot.record;
-    let session: String = r
-        .session
-        .as_deref()
-        .map_or("-".into(), |s| s.chars().take(8).collect());
+    let session = r.session.as_deref().map_or("-".into(), session_short);
     let what = match r.message.is_empty() {
         true => r.kind.as_str().to_string(),
         false => r.message.clone(),
     };
     let mut line = format!(
-        "{}{} #{:<4} {:<8} {}",
-        log_tag(e),
-        &e.snapshot.id.to_hex()[..8],
+        "{}{} #{:<4} {} {}",
+        log_tag(e, colour),
+        colour.paint(ID_COLOUR, &e.snapshot.id.to_hex()[..SHORT_ID]),
         r.seq,
-        text_shown(&session),
+        colour.paint(SESSION_COLOUR, &format!("{:<8}", text_shown(&session))),
         text_shown(&what)
     );
     if let Some((_, tool)) = r.meta.iter().find(|(k, _)| k == "tool") {
@@ -95,17 +170,19 @@ pub fn oneline(e: &LogEntry) -> String {
     line
 }
 
-/// `HEAD `, `redo `, `gone ` or blanks: where a log row stands.
-fn log_tag(e: &LogEntry) -> &'static str {
-    if e.is_head {
-        "HEAD "
+/// `HEAD `, `redo `, `gone ` or blanks: where a log row stands (HEAD green, redo yellow,
+/// gone red, as git colours its refs).
+fn log_tag(e: &LogEntry, colour: Colour) -> String {
+    let (tag, code) = if e.is_head {
+        ("HEAD", "1;32")
     } else if e.redoable {
-        "redo "
+        ("redo", "33")
     } else if e.abandoned {
-        "gone "
+        ("gone", "31")
     } else {
-        "     "
-    }
+        return "     ".to_string();
+    };
+    format!("{} ", colour.paint(code, tag))
 }
 
 /// `finished an interrupted undo: HEAD is #N (M paths touched)`.

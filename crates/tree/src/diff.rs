@@ -160,6 +160,28 @@ impl DiffEntry {
     }
 }
 
+impl DiffEntry {
+    /// The entry on the side the path exists, as rename pairing reads it: the old for a
+    /// deletion, the new for an addition, none for a modification.
+    fn present(&self) -> Option<crate::Node> {
+        match self.change {
+            crate::Change::Deleted => self.old,
+            crate::Change::Added => self.new,
+            crate::Change::Modified => None,
+        }
+    }
+}
+
+impl TreeDiff {
+    /// The exact renames among the entries (see [`crate::flat::exact_renames`]; a
+    /// workspace's `renames_in` finds similar ones too).
+    pub fn renames(&self) -> Vec<crate::flat::Rename> {
+        crate::flat::exact_renames(
+            (self.entries.iter()).map(|e| (e.path.as_slice(), e.change, e.present())),
+        )
+    }
+}
+
 /// The changed files between two sides, in path order.
 #[derive(Clone, Debug)]
 pub struct TreeDiff {

@@ -31,6 +31,15 @@ pub fn text_shown(text: &str) -> String {
         .collect()
 }
 
+/// How many characters of a session a line shows (`log`, `blame`, the UI); `log --session`
+/// takes them back as a prefix.
+pub const SESSION_SHORT: usize = 8;
+
+/// A session's first [`SESSION_SHORT`] characters, for a line that has no room for it whole.
+pub fn session_short(session: &str) -> String {
+    session.chars().take(SESSION_SHORT).collect()
+}
+
 /// `YYYY-MM-DD HH:MM:SS` UTC.
 pub fn time_str(time_ns: i64) -> String {
     let secs = time_ns.div_euclid(1_000_000_000);

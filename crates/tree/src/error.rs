@@ -98,6 +98,17 @@ pub enum TreeError {
     /// The redo stack holds fewer snapshots than asked for (or zero were); carries why.
     #[error("nothing to redo: {0}")]
     NothingToRedo(String),
+    /// A session (or session prefix) no snapshot was saved with; carries it as given.
+    #[error("no snapshot was saved with session {0:?}")]
+    UnknownSession(String),
+    /// A session prefix that begins several sessions.
+    #[error("session {given:?} is ambiguous: {}", candidates.join(", "))]
+    AmbiguousSession {
+        /// The prefix as given.
+        given: String,
+        /// Every session it begins.
+        candidates: Vec<String>,
+    },
     /// An operation that needs a snapshot ran before the first save.
     #[error("there are no snapshots yet (run `snap save` first)")]
     NoSnapshots,

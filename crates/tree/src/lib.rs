@@ -53,7 +53,10 @@ pub use config::{
 pub use diff::{DiffEntry, FileDiff, Side, TreeDiff};
 pub use error::TreeError;
 pub use flat::{Change, FlatTree, Node};
-pub use history::{History, Item, Lines, PROMPT_EVENT, Standing};
+pub use history::{
+    AUTOSAVE_KEY, Autosaves, Folded, History, Item, Lines, PROMPT_EVENT, Standing, fold_autosaves,
+    is_autosave,
+};
 pub use interrupt::stop_moves_on;
 pub use marker::{Marker, Op};
 pub use observer::{Event, Observer, Phase};
@@ -65,14 +68,15 @@ pub use source::{
 };
 // The store's types that the layers above name (the CLI, the Python crate, benches): named
 // here, so the CLI depends on the tree alone and never reaches into the store.
+pub use snap_store::fs::staging::{owner_gone, owner_in};
 pub use snap_store::{
     EntryKind, FileChunks, GcReport, ObjectId, Pulled, PurgeReport, Retention, SnapshotKind,
     SnapshotRecord, Staging, StoreError, StoreStats, UntrackedFile, UntrackedWhy, cap_lock_wait,
     on_lock_wait, stop_lock_wait_on,
 };
-pub use snap_store::fs::staging::{owner_gone, owner_in};
 pub use workspace::{
     BlameLine, ExportOutcome, ExpungeAsk, ExpungeOutcome, LargeCost, LargeFile, LogEntry,
     MoveOutcome, PathChange, Recovered, Renamed, RevertOf, RevertOutcome, Run, SaveOptions,
-    SaveOutcome, Snapshot, Status, Taken, Told, Tracking, Workspace, find_root, repair,
+    SaveOutcome, Snapshot, Status, Taken, Told, Tracking, Workspace, find_root,
+    remove_stale_export_staging, repair,
 };

@@ -2,6 +2,7 @@
 //! the snapshot's parent, the working tree or a marked snapshot, read into owned lines.
 
 use snap_tree::display::path_shown;
+use snap_tree::flat::Listed;
 use snap_tree::{Change, DiffEntry, EntryKind, FileDiff, Node, Snapshot, TreeDiff, Workspace};
 
 use crate::UiError;
@@ -44,6 +45,9 @@ pub struct FileRow {
     pub path: Vec<u8>,
     /// What the snapshot did to it.
     pub change: Change,
+    /// The path it was renamed from: the snapshot moved it, its content unchanged (shown
+    /// `R old -> new`, and not also as a deletion of `old`).
+    pub from: Option<Vec<u8>>,
 }
 
 /// One line of a diff as the UI colours it.
@@ -73,10 +77,20 @@ pub struct DiffLine {
 /// The files `snapshot` changed against its parent.
 pub fn changed_files(ws: &Workspace, snapshot: &Snapshot) -> Result<Vec<FileRow>, UiError> {
     let diff = ws.diff_of(snapshot)?;
-    Ok((diff.entries.into_iter())
-        .map(|e| FileRow {
-            path: e.path,
-            change: e.change,
+    let renames = ws.renames_in(&diff)?;
+    let paths = diff.entries.iter().map(|e| (e.path.as_slice(), e.change));
+    Ok((snap_tree::flat::listed(paths, &renames).into_iter())
+        .map(|l| match l {
+            Listed::Path(path, change) => FileRow {
+                path: path.to_vec(),
+                change,
+                from: None,
+            },
+            Listed::Renamed(r) => FileRow {
+                path: r.to.clone(),
+                change: Change::Added,
+                from: Some(r.from.clone()),
+            },
         })
         .collect())
 }
@@ -97,10 +111,46 @@ pub fn file_diff(
         (Base::Marked, Some(m)) => ws.diff(Some(&m.id.to_hex()), Some(&hex), &paths)?,
         (Base::Parent | Base::Marked, _) => ws.diff_of(snapshot)?,
     };
+    if let Some(lines) = renamed_lines(ws, &diff, path)? {
+        return Ok(lines);
+    }
     let Some(entry) = diff.entries.iter().find(|e| e.path == path) else {
         return Ok(vec![note("no difference")]);
     };
     entry_lines(ws, &diff, entry)
+}
+
+/// The lines of `path` when `diff` holds it as a rename: what it was renamed from, then its
+/// diff against the file it left (none for the same content).
+fn renamed_lines(
+    ws: &Workspace,
+    diff: &TreeDiff,
+    path: &[u8],
+) -> Result<Option<Vec<DiffLine>>, UiError> {
+    let renames = ws.renames_in(diff)?;
+    let Some(r) = renames.iter().find(|r| r.to == path) else {
+        return Ok(None);
+    };
+    let side = |p: &[u8]| diff.entries.iter().find(|e| e.path == p);
+    let (Some(old), Some(new)) = (side(&r.from), side(&r.to)) else {
+        return Ok(None);
+    };
+    let moved = DiffEntry {
+        path: r.to.clone(),
+        change: Change::Modified,
+        old: old.old,
+        new: new.new,
+    };
+    let mut out = vec![note(&format!(
+        "renamed from {} ({}% alike)",
+        path_shown(&r.from),
+        r.similarity
+    ))];
+    match ws.file_diff(diff, &moved)? {
+        FileDiff::Text { lines, .. } if lines.is_empty() => out.push(note("no line differs")),
+        _ => out.extend(entry_lines(ws, diff, &moved)?),
+    }
+    Ok(Some(out))
 }
 
 fn entry_lines(

@@ -46,13 +46,18 @@ fn save_reports_ids_and_nothing_changed() {
     assert_eq!(v["created"], true);
     assert_eq!(v["seq"], 1);
     assert_eq!(v["id"].as_str().unwrap().len(), 64);
-    assert_eq!(v["head"], v["id"]);
+    // `head` is the same snapshot document wherever it appears.
+    assert_eq!(v["head"], v["snapshot"]);
+    assert_eq!(v["head"]["id"], v["id"]);
+    assert_eq!(json(d, &["status"])["head"], v["snapshot"]);
+    assert_eq!(json(d, &["log"])["head"], v["snapshot"]);
+    assert_eq!(json(d, &["show", "@"])["id"], v["id"]);
     assert_eq!(v["snapshot"]["meta"]["turn"], "12");
     assert_eq!(v["changes"][0]["path"], "a.txt");
     assert_eq!(v["changes"][0]["status"], "added");
     let again = json(d, &["save"]);
     assert_eq!(again["created"], false);
-    assert_eq!(again["head"], v["id"]);
+    assert_eq!(again["head"]["id"], v["id"]);
     assert!(ok(d, &["save"]).contains("nothing changed"));
     let empty = json(d, &["save", "--allow-empty"]);
     assert_eq!(empty["created"], true);
@@ -142,7 +147,7 @@ fn undo_redo_and_their_exit_codes() {
     ok(d, &["rewind"]);
     assert_eq!(read(d, "f"), "1");
     let v = json(d, &["redo", "2"]);
-    assert_eq!(v["head"], v["target"]["id"]);
+    assert_eq!(v["head"], v["target"]);
     assert_eq!(read(d, "f"), "3");
     assert_eq!(snap(d, &["redo"]).status.code(), Some(3));
     assert_eq!(

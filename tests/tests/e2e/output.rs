@@ -233,7 +233,7 @@ fn polish_from_a_new_user_trial() {
         Some(2)
     );
     assert_eq!(snap(d, &["log", "-n", "x"]).status.code(), Some(2));
-    assert!(ok(d, &["log", "--since", "2h"]).contains("changed"));
+    assert!(ok(d, &["log", "--since", "2h"]).contains("#1 "));
     // A directory is named as one, the root as `.`.
     let out = snap(d, &["cat", "@", "src"]);
     assert_eq!(out.status.code(), Some(1));
@@ -382,4 +382,29 @@ fn messages_tell_the_truth() {
             stderr(&verb)
         );
     }
+}
+
+/// `--help` lists the commands by purpose, as git does (a unit test in
+/// crates/cli/src/help.rs checks the groups against the real list of commands).
+#[test]
+fn help_groups_the_commands_by_purpose() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = ok(dir.path(), &["--help"]);
+    let groups = [
+        "History:",
+        "Moves:",
+        "Inspection:",
+        "Store upkeep:",
+        "Remotes:",
+        "Agents:",
+    ];
+    let at: Vec<usize> = (groups.iter())
+        .map(|g| help.find(&format!("\n{g}\n")).unwrap_or(usize::MAX))
+        .collect();
+    assert!(
+        at.windows(2).all(|w| w[0] < w[1]) && at[5] != usize::MAX,
+        "{help}"
+    );
+    assert!(help.contains("\nMoves:\n  undo "), "{help}");
+    assert!(help.contains("\nAgents:\n  hook "), "{help}");
 }

@@ -22,9 +22,10 @@ pub(crate) fn cmd_blame(ctx: &Ctx, path: &Path, reference: &str) -> Result<()> {
                 &line.id[..8],
                 line.seq,
                 text_shown(
-                    line.session
+                    &line
+                        .session
                         .as_deref()
-                        .map_or("-", |s| s.get(..8).unwrap_or(s))
+                        .map_or("-".into(), crate::render::session_short)
                 ),
                 text_shown(line.tool.as_deref().unwrap_or("-")),
                 line.line,

@@ -1,10 +1,11 @@
 //! `snap diff`: unified line diffs, `--stat` and `--name-status`, paginated by files, each
 //! file cut at `--max-lines`, binary files summarized by size, colour only on a terminal.
 
-use std::io::IsTerminal;
+use std::collections::HashMap;
 
 use anyhow::Result;
 use serde_json::Value;
+use snap_tree::flat::{Listed, Rename};
 use snap_tree::{Change, DiffEntry, FileDiff, Side, TreeDiff};
 
 use super::workspace_paths;
@@ -13,8 +14,50 @@ use crate::json;
 use crate::render::{change_letter, path_shown, path_str};
 use crate::{Ctx, emit, open_reading};
 
-/// The page of entries asked for, and how many pages there are.
-fn page<'a>(entries: &'a [DiffEntry], args: &DiffArgs) -> (&'a [DiffEntry], u64) {
+/// One file as the diff shows it: a changed path, or a rename (an addition whose `old`
+/// side is the deletion it pairs with, `from` naming that path).
+struct Shown {
+    entry: DiffEntry,
+    from: Option<Vec<u8>>,
+    /// How alike a rename's two contents are, in percent (100 for other files).
+    similarity: u8,
+}
+
+/// The diff's entries, each rename as one file where its new path stands.
+fn shown_files(diff: &TreeDiff, renames: &[Rename]) -> Vec<Shown> {
+    let by_path: HashMap<&[u8], &DiffEntry> = (diff.entries.iter())
+        .map(|e| (e.path.as_slice(), e))
+        .collect();
+    let paths = diff.entries.iter().map(|e| (e.path.as_slice(), e.change));
+    (snap_tree::flat::listed(paths, renames).into_iter())
+        .filter_map(|l| match l {
+            Listed::Path(path, _) => by_path.get(path).map(|e| Shown {
+                entry: (*e).clone(),
+                from: None,
+                similarity: 100,
+            }),
+            Listed::Renamed(r) => {
+                let (old, new) = (
+                    by_path.get(r.from.as_slice())?,
+                    by_path.get(r.to.as_slice())?,
+                );
+                Some(Shown {
+                    entry: DiffEntry {
+                        path: r.to.clone(),
+                        change: Change::Modified,
+                        old: old.old,
+                        new: new.new,
+                    },
+                    from: Some(r.from.clone()),
+                    similarity: r.similarity,
+                })
+            }
+        })
+        .collect()
+}
+
+/// The page of files asked for, and how many pages there are.
+fn page<'a>(entries: &'a [Shown], args: &DiffArgs) -> (&'a [Shown], u64) {
     let per = args.per_page().min(entries.len().max(1) as u64) as usize;
     let pages = entries.len().div_ceil(per).max(1) as u64;
     let start = ((args.page - 1) as usize)
@@ -35,48 +78,50 @@ pub fn run(ctx: &Ctx, args: DiffArgs) -> Result<()> {
     let ws = open_reading(ctx)?;
     let paths = workspace_paths(&ws, &ctx.start, &args.paths)?;
     let diff = ws.diff(args.from.as_deref(), args.to.as_deref(), &paths)?;
-    let (shown, pages) = page(&diff.entries, &args);
+    let all = shown_files(&diff, &ws.renames_in(&diff)?);
+    let (shown, pages) = page(&all, &args);
     if args.page > pages {
         anyhow::bail!(
             "page {} of {pages}: there is no such page ({} files in all)",
             args.page,
-            diff.entries.len()
+            all.len()
         );
     }
-    let files: Vec<(&DiffEntry, FileDiff)> = shown
+    let files: Vec<(&Shown, FileDiff)> = shown
         .iter()
-        .map(|e| ws.file_diff(&diff, e).map(|d| (e, d)))
+        .map(|s| ws.file_diff(&diff, &s.entry).map(|d| (s, d)))
         .collect::<Result<_, _>>()?;
     if ctx.json {
-        println!("{}", diff_json(&diff, &files, &args, pages));
+        println!("{}", diff_json(&diff, all.len(), &files, &args, pages));
         return Ok(());
     }
-    let colour = std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let colour = crate::pager::colour();
     emit(ctx, Value::Null, || {
-        print_human(&diff, &files, &args, pages, colour)
+        print_human(&diff, all.len(), &files, &args, pages, colour)
     });
     Ok(())
 }
 
 fn diff_json(
     diff: &TreeDiff,
-    files: &[(&DiffEntry, FileDiff)],
+    total: usize,
+    files: &[(&Shown, FileDiff)],
     args: &DiffArgs,
     pages: u64,
 ) -> Value {
     json::value(&json::DiffDoc {
         from: side_label(&diff.from),
         to: side_label(&diff.to),
-        total_files: diff.entries.len(),
+        total_files: total,
         page: args.page,
         pages,
-        files_per_page: args.per_page().min(diff.entries.len().max(1) as u64),
-        files: files.iter().map(|(e, d)| file_doc(e, d, args)).collect(),
+        files_per_page: args.per_page().min(total.max(1) as u64),
+        files: files.iter().map(|(s, d)| file_doc(s, d, args)).collect(),
     })
 }
 
-fn file_doc(entry: &DiffEntry, diff: &FileDiff, args: &DiffArgs) -> json::DiffFileDoc {
+fn file_doc(shown: &Shown, diff: &FileDiff, args: &DiffArgs) -> json::DiffFileDoc {
+    let entry = &shown.entry;
     let detail = match diff {
         FileDiff::Text {
             lines,
@@ -105,7 +150,11 @@ fn file_doc(entry: &DiffEntry, diff: &FileDiff, args: &DiffArgs) -> json::DiffFi
     let mode = mode_change(entry);
     json::DiffFileDoc {
         path: path_str(&entry.path),
-        status: entry.change.as_str(),
+        status: match shown.from {
+            Some(_) => json::RENAMED,
+            None => entry.change.as_str(),
+        },
+        from: shown.from.as_deref().map(path_str),
         binary: matches!(diff, FileDiff::Binary { .. }),
         old_mode: mode.map(|(old, _)| format!("{old:o}")),
         new_mode: mode.map(|(_, new)| format!("{new:o}")),
@@ -115,12 +164,13 @@ fn file_doc(entry: &DiffEntry, diff: &FileDiff, args: &DiffArgs) -> json::DiffFi
 
 fn print_human(
     diff: &TreeDiff,
-    files: &[(&DiffEntry, FileDiff)],
+    total: usize,
+    files: &[(&Shown, FileDiff)],
     args: &DiffArgs,
     pages: u64,
     colour: bool,
 ) {
-    if diff.entries.is_empty() {
+    if total == 0 {
         println!(
             "no differences between {} and {}",
             side_label(&diff.from),
@@ -128,54 +178,101 @@ fn print_human(
         );
         return;
     }
-    for (entry, file) in files {
+    for (shown, file) in files {
         if args.name_status {
-            println!(
-                "{}\t{}",
-                change_letter(entry.change),
-                path_shown(&entry.path)
-            );
+            println!("{}", name_status(shown));
         } else if args.stat {
-            print_stat_row(entry, file);
+            print_stat_row(shown, file);
         } else {
-            print_file(entry, file, shown_lines(args.max_lines), colour);
+            print_file(shown, file, shown_lines(args.max_lines), colour);
         }
+    }
+    if args.stat {
+        println!("{}", stat_summary(files));
     }
     if pages > 1 && args.page < pages {
         println!(
             "-- page {} of {} ({} files in all); next: {}",
             args.page,
             pages,
-            diff.entries.len(),
+            total,
             args.page_command(args.page + 1)
         );
     } else if pages > 1 {
         println!(
             "-- page {} of {} ({} files in all); the last page",
-            args.page,
-            pages,
-            diff.entries.len()
+            args.page, pages, total
         );
     }
 }
 
-fn print_stat_row(entry: &DiffEntry, file: &FileDiff) {
+/// git's `--name-status` line: `A\tpath`, or `R100\told\tnew` for a rename (the number
+/// how alike the contents are, in percent).
+fn name_status(shown: &Shown) -> String {
+    let path = path_shown(&shown.entry.path);
+    match &shown.from {
+        Some(from) => format!("R{:03}\t{}\t{path}", shown.similarity, path_shown(from)),
+        None => format!("{}\t{path}", change_letter(shown.entry.change)),
+    }
+}
+
+/// The path a `--stat` row names: `old => new` for a rename.
+fn stat_path(shown: &Shown) -> String {
+    let path = path_shown(&shown.entry.path);
+    match &shown.from {
+        Some(from) => format!("{} => {path}", path_shown(from)),
+        None => path,
+    }
+}
+
+fn print_stat_row(shown: &Shown, file: &FileDiff) {
+    let entry = &shown.entry;
     let mode = mode_change(entry).map_or(String::new(), |(old, new)| {
         format!(" (mode {old:o} -> {new:o})")
     });
     match file {
         FileDiff::Text { added, removed, .. } => {
-            println!("{} | +{added} -{removed}{mode}", path_shown(&entry.path))
+            println!("{} | +{added} -{removed}{mode}", stat_path(shown))
         }
         FileDiff::Binary { old_size, new_size } => {
             println!(
                 "{} | binary {} -> {} bytes",
-                path_shown(&entry.path),
+                stat_path(shown),
                 old_size.unwrap_or(0),
                 new_size.unwrap_or(0)
             )
         }
     }
+}
+
+/// git's line under `--stat`: ` 2 files changed, 3 insertions(+), 1 deletion(-)`, a count
+/// of none left out.
+fn stat_summary(files: &[(&Shown, FileDiff)]) -> String {
+    let (added, removed) = files.iter().fold((0, 0), |(a, r), (_, file)| match file {
+        FileDiff::Text { added, removed, .. } => (a + added, r + removed),
+        FileDiff::Binary { .. } => (a, r),
+    });
+    let plural = |n: u64, one: &str, many: &str| match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    };
+    let mut line = format!(
+        " {}",
+        plural(files.len() as u64, "file changed", "files changed")
+    );
+    if added > 0 {
+        line.push_str(&format!(
+            ", {}",
+            plural(added, "insertion(+)", "insertions(+)")
+        ));
+    }
+    if removed > 0 {
+        line.push_str(&format!(
+            ", {}",
+            plural(removed, "deletion(-)", "deletions(-)")
+        ));
+    }
+    line
 }
 
 /// How many lines of a file's diff `--max-lines N` shows: N, or every line for 0.
@@ -187,13 +284,19 @@ fn shown_lines(max_lines: usize) -> usize {
     }
 }
 
-fn print_file(entry: &DiffEntry, file: &FileDiff, max_lines: usize, colour: bool) {
+fn print_file(shown: &Shown, file: &FileDiff, max_lines: usize, colour: bool) {
+    let entry = &shown.entry;
     let path = path_shown(&entry.path);
+    let old_path = shown.from.as_deref().map_or(path.clone(), path_shown);
     let (a, b) = match entry.change {
         Change::Added => ("/dev/null".to_string(), format!("b/{path}")),
         Change::Deleted => (format!("a/{path}"), "/dev/null".to_string()),
-        Change::Modified => (format!("a/{path}"), format!("b/{path}")),
+        Change::Modified => (format!("a/{old_path}"), format!("b/{path}")),
     };
+    if shown.from.is_some() {
+        println!("similarity index {}%", shown.similarity);
+        println!("rename from {old_path}\nrename to {path}");
+    }
     print_mode_change(entry);
     if let Some(line) = symlink_line(entry, file) {
         println!("{line}");
@@ -208,6 +311,8 @@ fn print_file(entry: &DiffEntry, file: &FileDiff, max_lines: usize, colour: bool
                 size(new_size)
             );
         }
+        // An exact rename: the content is the same, the lines above say it all.
+        FileDiff::Text { lines, .. } if lines.is_empty() && shown.from.is_some() => {}
         FileDiff::Text { lines, .. } => {
             println!("--- {a}\n+++ {b}");
             for line in lines.iter().take(max_lines) {

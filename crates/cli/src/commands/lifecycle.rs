@@ -290,8 +290,19 @@ pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
     Ok(())
 }
 
+/// HEAD's snapshot as the rebuilt catalog names it, for the JSON document.
+fn repaired_head(ctx: &Ctx) -> Result<Option<snap_tree::Snapshot>> {
+    let ws = Workspace::discover_reading(&ctx.start, ctx.store.as_deref())?;
+    let head = ws.head();
+    head.map_err(|e| anyhow::anyhow!("the catalog is rebuilt, but HEAD cannot be read: {e}"))
+}
+
 pub fn repair(ctx: &Ctx) -> Result<()> {
     let report = snap_tree::repair(&ctx.start, ctx.store.as_deref())?;
+    let head = match report.head {
+        Some(_) => repaired_head(ctx)?,
+        None => None,
+    };
     let damaged: Vec<String> = report
         .damaged_packs
         .iter()
@@ -308,7 +319,7 @@ pub fn repair(ctx: &Ctx) -> Result<()> {
             objects: report.objects,
             damaged_objects: report.damaged_objects,
             snapshots: report.snapshots,
-            head: report.head.map(|(id, _)| id.to_hex()),
+            head: head.as_ref().map(json::SnapshotDoc::from),
             history_kept: report.history_kept,
             redo: report.redo,
             old_catalog: report.old_catalog.as_ref().map(|p| p.display().to_string()),

@@ -1,7 +1,9 @@
 //! `snap log`: the history, newest first, with filters (`-- PATHS` among them), `--oneline`
-//! and `--stats`.
+//! and `--stats`; a turn's autosaves are folded into the line above them unless `-v` or
+//! `--all` asks for each (`--json` lists every snapshot).
 
 use super::{Ctx, LogArgs, Result, emit, json, lifecycle, log_line, oneline, open_reading};
+use crate::render::Colour;
 
 pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
     let ws = open_reading(ctx)?;
@@ -13,18 +15,23 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
         true => ws.log(f.all)?,
         false => ws.log_touching(f.all, &super::workspace_paths(&ws, &ctx.start, &f.paths)?)?,
     };
+    // A short id (`--oneline`, `blame`, the UI) names the session it begins.
+    let session = match &f.session {
+        Some(given) => Some(ws.history()?.resolve_session(given)?),
+        None => None,
+    };
     let entries: Vec<_> = log
         .into_iter()
         .filter(|e| since_ns.is_none_or(|d| e.snapshot.record.time_ns >= now_ns - d))
         .filter(|e| f.step.is_none_or(|s| e.snapshot.record.step == Some(s)))
         .filter(|e| {
-            f.session
+            session
                 .as_ref()
                 .is_none_or(|s| e.snapshot.record.session.as_ref() == Some(s))
         })
         .take(f.max_count.unwrap_or(usize::MAX))
         .collect();
-    let head = ws.head()?.map(|h| h.id.to_hex());
+    let head = ws.head()?;
     // Filters that select nothing are not an empty history.
     let filtered = f.since.is_some()
         || f.step.is_some()
@@ -54,11 +61,15 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
         false => Vec::new(),
     };
     let value = json::value(&json::LogDoc {
-        head,
+        head: head.as_ref().map(json::SnapshotDoc::from),
         snapshots: entries.iter().map(json::LogEntryDoc::from).collect(),
         stats: view.as_ref().map(lifecycle::stats_json),
         pulled: pulled.iter().map(json::PulledDoc::new).collect(),
     });
+    let renamed = match ctx.json || f.oneline {
+        true => Default::default(),
+        false => renamed_counts(&ws, &entries)?,
+    };
     emit(ctx, value, || {
         if let Some(v) = &view {
             lifecycle::print_stats(v);
@@ -68,15 +79,44 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
             (true, false) => println!("no snapshots yet"),
             _ => {}
         }
-        for e in &entries {
-            match f.oneline {
-                true => println!("{}", oneline(e)),
-                false => println!("{}", log_line(e)),
+        let colour = Colour::of_stdout();
+        let autosaves = match f.all || f.verbose {
+            true => snap_tree::Autosaves::Shown,
+            false => snap_tree::Autosaves::Folded,
+        };
+        for row in snap_tree::fold_autosaves(&entries, autosaves) {
+            let e = &entries[row.at];
+            let line = match f.oneline {
+                true => oneline(e, colour),
+                false => log_line(e, colour, renamed.get(&e.snapshot.id).copied()),
+            };
+            match row.autosaves {
+                0 => println!("{line}"),
+                1 => println!("{line} (+1 autosave)"),
+                n => println!("{line} (+{n} autosaves)"),
             }
         }
         print_pulled(&pulled);
     });
     Ok(())
+}
+
+/// How many files each entry moved (exact renames), for those that both added and deleted
+/// files: only they can have moved one, and only their trees are read.
+fn renamed_counts(
+    ws: &snap_tree::Workspace,
+    entries: &[snap_tree::LogEntry],
+) -> Result<std::collections::HashMap<snap_tree::ObjectId, u64>> {
+    let mut counts = std::collections::HashMap::new();
+    for e in entries {
+        let stats = &e.snapshot.record.stats;
+        if stats.added == 0 || stats.deleted == 0 {
+            continue;
+        }
+        let renames = ws.exact_renames_of(&e.snapshot)?;
+        counts.insert(e.snapshot.id, renames.len() as u64);
+    }
+    Ok(counts)
 }
 
 /// The pulled snapshots, by remote (`log --all`): `REMOTE#N` and the snapshot's line.

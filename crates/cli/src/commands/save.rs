@@ -60,7 +60,7 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
             initialized,
             id: out.snapshot.as_ref().map(|s| s.id.to_hex()),
             seq: out.snapshot.as_ref().map(|s| s.record.seq),
-            head: head.as_ref().map(|h| h.id.to_hex()),
+            head: head.as_ref().map(json::SnapshotDoc::from),
             changes: json::changes(&out.changes),
             skipped: json::SkippedDoc::from(&out.report),
             large_added: json::LargeDoc::list(&out.large_added),

@@ -1,18 +1,19 @@
 //! `snap show REF`: one snapshot and its changed files.
 
-use super::{Ctx, Result, emit, json, open_reading, print_changes, snapshot_line, text_shown};
+use super::{Ctx, Result, emit, json, open_reading, snapshot_line, text_shown};
+use crate::render::print_changes_renamed;
 
 pub(crate) fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
     let ws = open_reading(ctx)?;
     let snap = ws.resolve(reference)?;
     let first_kept = ws.parent_pruned(&snap)?;
-    let changes = match first_kept {
-        true => Vec::new(),
-        false => ws.changes_of(&snap)?,
+    let (changes, renames) = match first_kept {
+        true => (Vec::new(), Vec::new()),
+        false => ws.change_list_of(&snap)?,
     };
     let value = json::value(&json::ShowDoc {
         snapshot: json::SnapshotDoc::from(&snap),
-        changes: json::changes(&changes),
+        changes: json::changes_renamed(&changes, &renames),
         first_kept,
     });
     emit(ctx, value, || {
@@ -26,10 +27,13 @@ pub(crate) fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
             (Some(p), false) => println!("parent  {p}"),
             (None, _) => {}
         }
+        if let Some(session) = &snap.record.session {
+            println!("session {}", text_shown(session));
+        }
         for (k, v) in &snap.record.meta {
             println!("meta    {}={}", text_shown(k), text_shown(v));
         }
-        print_changes(&changes);
+        print_changes_renamed(&changes, &renames);
     });
     Ok(())
 }

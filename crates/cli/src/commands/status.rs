@@ -2,7 +2,7 @@
 //! agent hook saves are failing.
 
 use super::{
-    Category, Change, Ctx, PathChange, Result, emit, json, json_only, open_reading, print_changes,
+    Category, Change, Ctx, PathChange, Result, emit, json, json_only, open_reading,
     print_dir_changes, print_large_added, print_skipped, snapshot_line,
 };
 
@@ -19,6 +19,11 @@ pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
         all.iter().filter(|(_, c)| wanted(c)).cloned().collect()
     };
     let (changes, dirs) = (of_category(&status.changes), of_category(&status.dirs));
+    // A rename is neither an addition nor a deletion: listed as one only with no category.
+    let renames = match category {
+        None => status.renames.as_slice(),
+        Some(_) => &[],
+    };
     // Before the first snapshot nothing is clean: a save would record the tree.
     let clean = status.head.is_some() && status.changes.is_empty() && status.dirs.is_empty();
     let pending: Vec<json::PendingDoc> = ws.pending()?.iter().map(Into::into).collect();
@@ -26,9 +31,9 @@ pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
     let hook_failure = crate::hook::log::last_failure(ws.store_dir());
     let value = json_only(ctx, || {
         json::value(&json::StatusDoc {
-            head: status.head.as_ref().map(|h| h.id.to_hex()),
+            head: status.head.as_ref().map(json::SnapshotDoc::from),
             clean,
-            changes: json::changes(&changes),
+            changes: json::changes_renamed(&changes, renames),
             dirs: json::changes(&dirs),
             redo_depth: status.redo_depth,
             pending: pending.first().map(|p| json::PendingDoc {
@@ -64,7 +69,7 @@ pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
         if let Some((time, error)) = &hook_failure {
             println!("hook saves are failing: the last at {time}: {error} (see .snap/hook.log)");
         }
-        print_changes(&changes);
+        crate::render::print_changes_renamed(&changes, renames);
         print_dir_changes(&dirs);
         print_skipped(&status.report, ctx.quiet);
         print_large_added(&status.large_added, "to add", ctx.quiet);

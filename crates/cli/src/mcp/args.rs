@@ -45,7 +45,7 @@ pub(crate) struct LogArgs {
     /// Also snapshots off HEAD's line (automatic saves, undone work).
     #[serde(default)]
     pub(super) all: bool,
-    /// Only this agent session's snapshots.
+    /// Only this agent session's snapshots (its full id, or a unique prefix of it).
     pub(super) session: Option<String>,
 }
 

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 mod changes;
 mod listed;
+mod renames;
 
 pub use changes::{
     Change, StoredDiff, children, count_changes, diff_files, diff_stored, diff_stored_pruned,
@@ -16,6 +17,10 @@ pub use changes::{
 };
 pub(crate) use changes::{Paired, pair_by_name};
 pub use listed::list_dirs;
+pub use renames::{
+    Listed, Rename, SIMILAR_MAX_BYTES, SIMILAR_MAX_FILES, SIMILAR_MAX_TOTAL, SIMILAR_PERCENT,
+    exact_renames, listed, similar_renames, similarity,
+};
 
 use snap_store::{
     EntryKind, ObjectId, ObjectKind, ObjectWriter, Store, StoreError, Tree, TreeEntry,

@@ -4,16 +4,20 @@
 //!
 //! Every front end asks this model (`log`, `undo --turn`, `redo --turn`, `revert --turn`,
 //! `ui`, MCP); none reads the store's records itself. Building it reads no trees: the line
-//! counts a timeline shows are in the records. [`turns`] finds where a turn begins and ends.
+//! counts a timeline shows are in the records. [`turns`] finds where a turn begins and ends;
+//! [`fold`] folds a turn's autosaves into one line of the log.
 
+mod fold;
 mod turns;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use snap_store::{ObjectId, SnapshotRecord};
 
+use crate::error::TreeError;
 use crate::snapshot::{LogEntry, Snapshot};
 
+pub use fold::{AUTOSAVE_KEY, Autosaves, Folded, fold_autosaves, is_autosave};
 pub use turns::TurnSpan;
 
 /// The value of a snapshot's `hook` meta when a user prompt's event saved it: a turn's first
@@ -243,6 +247,29 @@ impl History {
     /// The parent of `item`, unless it is a first snapshot or its parent was pruned.
     pub fn parent(&self, item: &Item) -> Option<&Item> {
         item.snapshot.record.parent.and_then(|p| self.get(&p))
+    }
+
+    /// The session `given` names: a session recorded in full, or the one session it begins
+    /// (the 8 characters `log --oneline`, `blame` and the UI print). Every front end that
+    /// takes a session asks this, so they all read it alike.
+    pub fn resolve_session(&self, given: &str) -> Result<String, TreeError> {
+        let known: BTreeSet<&str> = self.items.iter().filter_map(Item::session).collect();
+        if known.contains(given) {
+            return Ok(given.to_owned());
+        }
+        let mut matching = known.into_iter().filter(|s| s.starts_with(given));
+        match (matching.next(), matching.next()) {
+            (Some(one), None) if !given.is_empty() => Ok(one.to_owned()),
+            (Some(first), Some(second)) if !given.is_empty() => Err(TreeError::AmbiguousSession {
+                given: given.to_owned(),
+                candidates: [first, second]
+                    .into_iter()
+                    .chain(matching)
+                    .map(str::to_owned)
+                    .collect(),
+            }),
+            _ => Err(TreeError::UnknownSession(given.to_owned())),
+        }
     }
 
     /// The log's rows, newest first.

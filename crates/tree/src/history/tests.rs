@@ -300,3 +300,34 @@ proptest! {
         }
     }
 }
+
+/// A session is named whole or by a prefix only it begins; an abandoned line's sessions
+/// count too.
+#[test]
+fn resolve_session_takes_unique_prefixes() {
+    let recs = vec![
+        rec(None, Some("aaaa1111-x"), None),
+        rec(Some(1), Some("aaaa2222-y"), None),
+        rec(Some(2), Some("aaaa"), None),
+        rec(Some(1), Some("bbbb3333-z"), None),
+    ];
+    let history = History::new(Some(id(4)), Vec::new(), records(recs));
+    assert_eq!(history.resolve_session("bbbb").unwrap(), "bbbb3333-z");
+    assert_eq!(history.resolve_session("aaaa2").unwrap(), "aaaa2222-y");
+    // A whole session wins over the longer ones it begins.
+    assert_eq!(history.resolve_session("aaaa").unwrap(), "aaaa");
+    match history.resolve_session("aaa") {
+        Err(TreeError::AmbiguousSession { candidates, .. }) => {
+            assert_eq!(candidates, ["aaaa", "aaaa1111-x", "aaaa2222-y"])
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        history.resolve_session("c"),
+        Err(TreeError::UnknownSession(_))
+    ));
+    assert!(matches!(
+        history.resolve_session(""),
+        Err(TreeError::UnknownSession(_))
+    ));
+}

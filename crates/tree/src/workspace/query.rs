@@ -1,11 +1,35 @@
 //! Reading history: snapshots by id or reference, their files and changes, the log.
 
+use std::collections::HashSet;
+
 use super::{
     EntryKind, FlatTree, LogEntry, Node, ObjectId, PathChange, Snapshot, TreeError, Workspace,
     diff_files, flat, flatten,
 };
 use crate::diff::{DiffEntry, Side, TreeDiff};
+use crate::flat::{Change, Rename, SIMILAR_MAX_BYTES, SIMILAR_MAX_FILES, SIMILAR_MAX_TOTAL};
 use crate::history::Lines;
+
+/// Each change with its entry on the side it exists (`old` for a deletion, else `new`).
+fn present_in<'a>(
+    changes: &'a [PathChange],
+    old: &FlatTree,
+    new: &FlatTree,
+) -> Vec<(&'a [u8], Change, Option<Node>)> {
+    (changes.iter())
+        .map(|(path, change)| {
+            let side = if *change == Change::Deleted { old } else { new };
+            (path.as_slice(), *change, side.get(path).copied())
+        })
+        .collect()
+}
+
+/// A file or executable small enough to compare for a similar rename (not empty, not a link).
+fn comparable(node: &Node) -> bool {
+    matches!(node.kind, EntryKind::File | EntryKind::Executable)
+        && node.size > 0
+        && node.size <= SIMILAR_MAX_BYTES
+}
 
 /// The largest file [`Workspace::read_file`] holds in memory whole (blame, `cat --json`).
 pub const MAX_READ_WHOLE: u64 = 64 << 20;
@@ -132,13 +156,98 @@ impl Workspace {
 
     /// What changed in `snapshot` against its parent (everything, if the parent was pruned).
     pub fn changes_of(&self, snapshot: &Snapshot) -> Result<Vec<PathChange>, TreeError> {
+        Ok(self.change_list_of(snapshot)?.0)
+    }
+
+    /// [`Workspace::changes_of`], with the exact renames among them (`show`, the UI).
+    pub fn change_list_of(
+        &self,
+        snapshot: &Snapshot,
+    ) -> Result<(Vec<PathChange>, Vec<Rename>), TreeError> {
         let (old, new) = match self.parent_of(snapshot)? {
             Some(parent) => {
                 flat::unfold_pair(&self.store, &parent.record.root, &snapshot.record.root)?
             }
             None => (FlatTree::new(), self.files(snapshot)?),
         };
-        Ok(diff_files(&old, &new))
+        let changes = diff_files(&old, &new);
+        let from = Side::Snapshot(self.parent_of(snapshot)?.map(Box::new));
+        let to = Side::Snapshot(Some(Box::new(snapshot.clone())));
+        let renames = self.renames_among(&from, &to, &changes, &old, &new)?;
+        Ok((changes, renames))
+    }
+
+    /// The renames among a diff's entries: exact by content id, then similar (see
+    /// [`crate::flat::similar_renames`]) among the deletions and additions left.
+    pub fn renames_in(&self, diff: &TreeDiff) -> Result<Vec<Rename>, TreeError> {
+        let present = |e: &DiffEntry| match e.change {
+            Change::Deleted => e.old,
+            Change::Added => e.new,
+            Change::Modified => None,
+        };
+        let changes = (diff.entries.iter()).map(|e| (e.path.as_slice(), e.change, present(e)));
+        self.renames_with_similar(&diff.from, &diff.to, changes.collect())
+    }
+
+    /// [`Workspace::renames_in`] for `changes` from `old` to `new`, the sides they are on.
+    pub(super) fn renames_among(
+        &self,
+        from: &Side,
+        to: &Side,
+        changes: &[PathChange],
+        old: &FlatTree,
+        new: &FlatTree,
+    ) -> Result<Vec<Rename>, TreeError> {
+        self.renames_with_similar(from, to, present_in(changes, old, new))
+    }
+
+    /// The exact renames `snapshot` made against its parent, reading trees only, no file:
+    /// what `log` counts on each line (similar renames would read every row's files).
+    pub fn exact_renames_of(&self, snapshot: &Snapshot) -> Result<Vec<Rename>, TreeError> {
+        let Some(parent) = self.parent_of(snapshot)? else {
+            return Ok(Vec::new());
+        };
+        let (old, new) =
+            flat::unfold_pair(&self.store, &parent.record.root, &snapshot.record.root)?;
+        let changes = diff_files(&old, &new);
+        Ok(flat::exact_renames(present_in(&changes, &old, &new)))
+    }
+
+    fn renames_with_similar(
+        &self,
+        from: &Side,
+        to: &Side,
+        changes: Vec<(&[u8], Change, Option<Node>)>,
+    ) -> Result<Vec<Rename>, TreeError> {
+        let mut renames = flat::exact_renames(changes.iter().copied());
+        let paired: HashSet<&[u8]> = (renames.iter())
+            .flat_map(|r| [r.from.as_slice(), r.to.as_slice()])
+            .collect();
+        let unpaired = |wanted: Change| {
+            (changes.iter())
+                .filter(|(p, c, _)| *c == wanted && !paired.contains(p))
+                .filter_map(|(p, _, n)| n.filter(comparable).map(|n| (*p, n)))
+                .collect::<Vec<_>>()
+        };
+        let (gone, came) = (unpaired(Change::Deleted), unpaired(Change::Added));
+        let bytes: u64 = gone.iter().chain(&came).map(|(_, n)| n.size).sum();
+        if gone.is_empty()
+            || came.is_empty()
+            || gone.len().max(came.len()) > SIMILAR_MAX_FILES
+            || bytes > SIMILAR_MAX_TOTAL
+        {
+            return Ok(renames);
+        }
+        let read = |side: &Side, found: &[(&[u8], Node)]| -> Vec<(Vec<u8>, Vec<u8>)> {
+            // A file gone from the working tree since the walk just pairs with nothing.
+            (found.iter())
+                .filter_map(|(p, n)| self.side_content(side, p, n).ok().map(|c| (p.to_vec(), c)))
+                .filter(|(_, c)| !crate::diff::is_binary(c))
+                .collect()
+        };
+        let (gone, came) = (read(from, &gone), read(to, &came));
+        renames.extend(flat::similar_renames(&gone, &came));
+        Ok(renames)
     }
 
     /// What `snapshot` changed against its parent (against an empty tree when it has none

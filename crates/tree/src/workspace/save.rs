@@ -61,6 +61,8 @@ pub struct Status {
     pub redo_depth: usize,
     /// Files of at least `large_file_size` bytes the next save would take for the first time.
     pub large_added: Vec<LargeFile>,
+    /// The exact renames among `changes` (a deletion and an addition of one content).
+    pub renames: Vec<flat::Rename>,
 }
 
 /// The working tree against HEAD (see `Workspace::against_head`).
@@ -206,8 +208,16 @@ impl Workspace {
         };
         let threshold = self.config.large_file_size;
         let large_added = large_added(&against.changes, &against.old, &against.new, threshold);
+        let renames = self.renames_among(
+            &Side::Snapshot(head.clone().map(Box::new)),
+            &Side::WorkingTree,
+            &against.changes,
+            &against.old,
+            &against.new,
+        )?;
         Ok(Status {
             large_added,
+            renames,
             changes: against.changes,
             dirs,
             head,

@@ -78,3 +78,24 @@ fn base_cycles_through_the_marked_snapshot_only_when_one_is_marked() {
     assert_eq!(Base::WorkingTree.next(true), Base::Marked);
     assert_eq!(Base::Marked.next(true), Base::Parent);
 }
+
+#[test]
+fn a_file_moved_unchanged_is_one_renamed_row() {
+    let f = Fixture::new();
+    f.write("old.txt", "same\n");
+    f.save("first");
+    std::fs::create_dir_all(f.root().join("d")).unwrap();
+    std::fs::rename(f.root().join("old.txt"), f.root().join("d/new.txt")).unwrap();
+    f.save("moved");
+    let ws = Workspace::discover(f.root(), None).unwrap();
+    let head = ws.resolve("@").unwrap();
+    let files = changed_files(&ws, &head).unwrap();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(files[0].path, b"d/new.txt");
+    assert_eq!(files[0].from.as_deref(), Some(&b"old.txt"[..]));
+    let diff = file_diff(&ws, &head, b"d/new.txt", Base::Parent, None).unwrap();
+    assert_eq!(
+        texts(&diff),
+        ["renamed from old.txt (100% alike)", "no line differs"]
+    );
+}

@@ -43,12 +43,19 @@ fn draw_files(frame: &mut Frame<'_>, app: &App, area: Rect) {
         .skip(offset)
         .take(height)
         .map(|(at, f)| {
-            let (letter, style) = change_style(f.change, app.theme);
+            let (letter, style) = match &f.from {
+                Some(_) => ('R', app.theme.hunk()),
+                None => change_style(f.change, app.theme),
+            };
+            let path = match &f.from {
+                Some(from) => format!("{} -> {}", path_shown(from), path_shown(&f.path)),
+                None => path_shown(&f.path),
+            };
             let focused = at == detail.file && app.focus == Focus::Files;
             let line = Line::from(vec![
                 Span::raw(if focused { "›" } else { " " }),
                 Span::styled(format!("{letter} "), style),
-                Span::raw(path_shown(&f.path)),
+                Span::raw(path),
             ]);
             match focused {
                 true => line.patch_style(app.theme.selected()),

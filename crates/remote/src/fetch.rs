@@ -3,13 +3,18 @@
 //! by [`snap_store::Store::take_incoming`]. A clone takes one workspace's history as its
 //! own (HEAD and redo too); a pull takes the other workspaces' snapshots apart, as pulled
 //! ones (`REMOTE#N`), and never moves HEAD.
+//!
+//! Neither takes a snapshot whose id the remote lists as expunged (`expunged/`, pushed by
+//! the workspace that expunged it) or this store's `expunged` table names: each is refused
+//! and counted. A clone takes in its place the snapshot it was renamed to, when the
+//! remote holds that record, and moves HEAD and the redo stack the same way.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use snap_store::{
-    HistoryState, Incoming, IncomingReport, ObjectId, ObjectKind, Pulled, SnapshotRecord, Store,
-    WORKSPACE_ID_LEN,
+    HistoryState, Incoming, IncomingPurge, IncomingReport, ObjectId, ObjectKind, Pulled,
+    SnapshotRecord, Store, WORKSPACE_ID_LEN,
 };
 
 use crate::backend::Remote;
@@ -81,22 +86,90 @@ pub fn fetch_workspace(
     };
     let packs = packs_lacking(store, state)?;
     let fetched = (|| {
+        let taking = Resolved::of(remote, state, &doc)?;
         let mut incoming = Incoming {
             packs: download_packs(remote, &packs, staging, &mut report.bytes, progress)?,
-            history: Some(history_of(&doc)),
+            history: Some(taking.history),
+            purge: purge_of(state),
             ..Incoming::default()
         };
-        for id in doc.snapshot_ids() {
+        for id in &taking.snapshots {
             incoming
                 .records
-                .push(download_record(remote, &id, &mut report.bytes)?);
+                .push(download_record(remote, id, &mut report.bytes)?);
         }
-        Ok::<_, RemoteError>(incoming)
+        Ok::<_, RemoteError>((incoming, taking.refused))
     })();
-    let taken = fetched.and_then(|incoming| Ok(store.take_incoming(incoming)?));
+    let taken = fetched.and_then(|(incoming, refused)| {
+        let mut taken = store.take_incoming(incoming)?;
+        taken.refused += refused;
+        Ok(taken)
+    });
     let _ = std::fs::remove_dir_all(staging);
     report.taken = taken?;
     Ok(report)
+}
+
+/// A ref's history with every id the remote lists as expunged replaced by the id it was
+/// renamed to (when the remote holds that record) or left out.
+struct Resolved {
+    /// The records to take, the ref's order, each once.
+    snapshots: Vec<ObjectId>,
+    /// HEAD and the redo stack, among them.
+    history: HistoryState,
+    /// Ids the ref names that the remote lists as expunged.
+    refused: usize,
+}
+
+impl Resolved {
+    fn of(remote: &dyn Remote, state: &RemoteState, doc: &RefDoc) -> Result<Resolved, RemoteError> {
+        let mut out = Resolved {
+            snapshots: Vec::new(),
+            history: HistoryState::default(),
+            refused: 0,
+        };
+        let mut seen = HashSet::new();
+        for id in doc.snapshot_ids() {
+            let taken = out.take(remote, state, &id)?;
+            if let Some(id) = taken.filter(|id| seen.insert(*id)) {
+                out.snapshots.push(id);
+            }
+        }
+        // HEAD and redo, each as it is now: a ref a push wrote after the expunge names
+        // HEAD's new id, which its `snapshots` need not hold.
+        let named = history_of(doc);
+        for id in named.head.iter().chain(&named.redo) {
+            let now = state.resolve(remote, id)?;
+            let held = now.filter(|n| state.records.contains(n));
+            if let Some(now) = held.filter(|n| seen.insert(*n)) {
+                out.snapshots.push(now);
+            }
+        }
+        let now = |id: &ObjectId| state.resolve(remote, id);
+        out.history.head = named.head.as_ref().map(now).transpose()?.flatten();
+        out.history.head = out.history.head.filter(|h| seen.contains(h));
+        for id in &named.redo {
+            out.history
+                .redo
+                .extend(now(id)?.filter(|r| seen.contains(r)));
+        }
+        Ok(out)
+    }
+
+    /// The id to take for `id`: itself, or, when expunged (and counted), what it became.
+    fn take(
+        &mut self,
+        remote: &dyn Remote,
+        state: &RemoteState,
+        id: &ObjectId,
+    ) -> Result<Option<ObjectId>, RemoteError> {
+        if !state.expunged.contains(id) {
+            return Ok(Some(*id));
+        }
+        self.refused += 1;
+        let now = state.resolve(remote, id)?;
+        Ok(now.filter(|n| state.records.contains(n)))
+    }
 }
 
 /// What a pull will take, planned while the store is open.
@@ -106,13 +179,25 @@ pub struct PullPlan {
     pub packs: Vec<ObjectId>,
     /// The snapshots to take, each with the workspace (hex) whose ref names it.
     pub snapshots: Vec<(String, ObjectId)>,
-    /// The snapshots refused: an expunge in this store renamed their ids away, so their
-    /// trees may hold what it took out.
+    /// The snapshots refused: an expunge (in this store, or one the remote lists under
+    /// `expunged/`) renamed their ids away, so their trees may hold what it took out.
     pub refused: Vec<(String, ObjectId)>,
+    /// Whether the store purges the packs it takes: always when the remote lists expunged
+    /// ids, since a pack downloaded whole may hold what only their snapshots reached.
+    pub purge: IncomingPurge,
+}
+
+/// [`IncomingPurge::Always`] when the remote lists expunged ids.
+fn purge_of(state: &RemoteState) -> IncomingPurge {
+    match state.expunged.is_empty() {
+        true => IncomingPurge::IfExpungedHere,
+        false => IncomingPurge::Always,
+    }
 }
 
 /// Plans pulling every snapshot of the remote's other workspaces (all but `own`) that the
-/// store has neither made nor pulled, refusing those an expunge here renamed away.
+/// store has neither made nor pulled, refusing those an expunge renamed away: here (the
+/// `expunged` table) or in any workspace that pushed to the remote (`expunged/`).
 pub fn plan_pull(
     remote: &dyn Remote,
     state: &RemoteState,
@@ -121,8 +206,12 @@ pub fn plan_pull(
 ) -> Result<PullPlan, RemoteError> {
     let mut have: HashSet<ObjectId> = store.snapshots()?.into_iter().map(|(id, _)| id).collect();
     have.extend(store.pulled()?.into_iter().map(|p| p.id));
-    let expunged = store.expunged_ids()?;
-    let mut plan = PullPlan::default();
+    let mut expunged = store.expunged_ids()?;
+    expunged.extend(state.expunged.iter().copied());
+    let mut plan = PullPlan {
+        purge: purge_of(state),
+        ..PullPlan::default()
+    };
     for workspace in state.refs.keys().filter(|w| w.as_str() != own) {
         let Some(doc) = state.read_ref(remote, workspace)? else {
             continue;
@@ -152,6 +241,7 @@ pub fn download_pull(
 ) -> Result<Incoming, RemoteError> {
     let mut incoming = Incoming {
         packs: download_packs(remote, &plan.packs, staging, bytes, progress)?,
+        purge: plan.purge,
         ..Incoming::default()
     };
     for (workspace, id) in &plan.snapshots {

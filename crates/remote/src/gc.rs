@@ -1,7 +1,8 @@
 //! `snap gc --remote`: what no workspace's newest ref reaches leaves the remote, in two
 //! phases with a grace period, never under a lock.
 //!
-//! Kept: each workspace's newest ref; the records those refs name; every indexed pack
+//! Kept: each workspace's newest ref; the records those refs name, but for ids listed
+//! under `expunged/` (dead whatever a stale ref says: [`live_records`]); every indexed pack
 //! holding an object their trees reach, or a base or block the remote copy of such an object
 //! is stored against (the index names them, so the remote's own frames decide, not how the
 //! local store holds the object now). The reach is computed by the caller from a store that
@@ -60,6 +61,26 @@ pub struct GcReport {
     pub waiting: usize,
 }
 
+/// The records the newest refs name (their snapshots, HEAD and redo: a push writes a HEAD
+/// an expunge renamed as its new id, which `snapshots` need not hold) that no expunge
+/// renamed away: the ones whose trees a collection's reach starts from.
+pub fn live_records(
+    remote: &dyn Remote,
+    state: &RemoteState,
+) -> Result<HashSet<ObjectId>, RemoteError> {
+    let mut records = HashSet::new();
+    for workspace in state.refs.keys() {
+        let Some(doc) = state.read_ref(remote, workspace)? else {
+            continue;
+        };
+        records.extend(state.named_live(&doc));
+        let history = doc.head.iter().chain(&doc.redo);
+        let ids = history.filter_map(|h| ObjectId::from_hex(h));
+        records.extend(ids.filter(|id| !state.expunged.contains(id)));
+    }
+    Ok(records)
+}
+
 /// One collection (see the module's documentation); `now_ns` is the time marks are given.
 /// The remote's leftovers of killed puts are swept first ([`Remote::sweep_stale`]).
 pub fn collect(
@@ -88,7 +109,8 @@ pub fn collect(
     }
     for record in &state.records {
         let key = layout::record_key(record);
-        judge.judge(&key, !live.records.contains(record), &[&key], 0)?;
+        let dead = !live.records.contains(record) || state.expunged.contains(record);
+        judge.judge(&key, dead, &[&key], 0)?;
     }
     // Marks whose object is gone already (a collection killed after its deletes).
     let present: HashSet<String> = (state.pack_files.keys().map(layout::pack_key))

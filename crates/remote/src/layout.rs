@@ -7,10 +7,14 @@
 //! index/<pack id hex>.idx        that pack's object ids (below)
 //! snapshots/<snapshot id hex>    a snapshot record, its kind-4 bytes
 //! refs/<workspace hex>/<n:020>   the workspace's history at its n-th push (below)
+//! expunged/<old snapshot id hex> the new id's hex an expunge gave that snapshot, or empty
+//!                                when it dropped it: never taken, pushed or kept again
 //! ```
-//! Every object is written once, create-only, in the order packs, index, records, ref: a
-//! push killed anywhere leaves only objects no ref reaches, and a reader sees a pack only
-//! once its index exists, a snapshot only once a ref names it.
+//! Every object is written once, create-only, in the order packs, index, records,
+//! expunged, ref: a push killed anywhere leaves only objects no ref reaches, and a reader
+//! sees a pack only once its index exists, a snapshot only once a ref names it and no
+//! `expunged/` object does. The records of expunged ids are the one thing a push deletes
+//! (after its ref): they may hold what the expunge took out.
 
 use serde::{Deserialize, Serialize};
 use snap_store::ObjectId;
@@ -80,6 +84,34 @@ pub fn refs_prefix(workspace: &str) -> String {
 /// `refs/<workspace>/<n>`, zero-padded so keys sort by `n`.
 pub fn ref_key(workspace: &str, n: u64) -> String {
     format!("refs/{workspace}/{n:020}")
+}
+
+/// The prefix of the expunged ids.
+pub const EXPUNGED: &str = "expunged/";
+
+/// `expunged/<old id>`.
+pub fn expunged_key(old: &ObjectId) -> String {
+    format!("{EXPUNGED}{}", old.to_hex())
+}
+
+/// The body of `expunged/<old id>`: the new id's hex, or nothing when the snapshot was
+/// dropped.
+pub fn encode_expunged(new: Option<&ObjectId>) -> Vec<u8> {
+    new.map(|id| id.to_hex().into_bytes()).unwrap_or_default()
+}
+
+/// Reads an `expunged/` body: `Some(new id)`, `None` for a dropped snapshot.
+pub fn decode_expunged(key: &str, bytes: &[u8]) -> Result<Option<ObjectId>, RemoteError> {
+    let text = std::str::from_utf8(bytes).map(str::trim).unwrap_or("?");
+    if text.is_empty() {
+        return Ok(None);
+    }
+    ObjectId::from_hex(text)
+        .map(Some)
+        .ok_or_else(|| RemoteError::Corrupt {
+            key: key.to_string(),
+            why: "not a snapshot id".into(),
+        })
 }
 
 /// The pack id a `packs/` or `index/` key names.

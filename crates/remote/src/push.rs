@@ -6,7 +6,15 @@
 //! pack's index, then records, then the ref, so a killed push leaves only objects nothing
 //! reaches, and the next push finds the packs it already sent (packs are built in a fixed
 //! order, so a pack sent whole before the kill has the same name again).
+//!
+//! Expunges travel too: every row of the store's `expunged` table the remote lacks is
+//! written as `expunged/<old id>` before the ref, and after the ref the records of every
+//! expunged id (this store's or another's) are deleted. No push sends a record the remote
+//! lists as expunged, and a ref never names one: `snapshots` and `redo` leave them out, and
+//! a HEAD an expunge renamed away is written as the id the remote's `expunged/` objects
+//! lead to (none, when they say it was dropped).
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use snap_store::{ObjectId, Outgoing, SealedPack, Store};
@@ -28,8 +36,22 @@ const REF_ATTEMPTS: u32 = 5;
 pub struct PushPlan {
     outgoing: Outgoing,
     doc: RefDoc,
+    /// HEAD, when the remote lists it as expunged: the ref names what it was renamed to,
+    /// resolved when the ref is written.
+    renamed_head: Option<ObjectId>,
+    /// The store's expunged ids the remote does not list yet.
+    expunge: Vec<Renamed>,
+    /// Records of expunged ids the remote still holds: deleted after the ref.
+    doomed: Vec<ObjectId>,
     /// True when the remote's newest ref already says what this one would.
     pub up_to_date: bool,
+}
+
+/// One row of the store's `expunged` table, as a push records it on the remote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Renamed {
+    old: ObjectId,
+    new: ObjectId,
 }
 
 /// What a push sent.
@@ -45,6 +67,10 @@ pub struct PushReport {
     pub records: usize,
     /// The ref written (`None` when the remote was up to date).
     pub ref_n: Option<u64>,
+    /// `expunged/` objects written: this store's expunged ids the remote learnt.
+    pub expunged: usize,
+    /// Records of expunged ids deleted from the remote.
+    pub records_deleted: usize,
 }
 
 impl PushPlan {
@@ -62,6 +88,11 @@ impl PushPlan {
     pub fn records(&self) -> usize {
         self.outgoing.records.len()
     }
+
+    /// Expunged ids the push records on the remote.
+    pub fn expunged(&self) -> usize {
+        self.expunge.len()
+    }
 }
 
 /// Plans pushing every snapshot of `store` (its whole history, HEAD and redo stack) as
@@ -77,6 +108,7 @@ pub fn plan_push(
     let absent = |id: &ObjectId| {
         !state.records.contains(id) || state.marked.contains(&layout::record_key(id))
     };
+    // Ids the remote lists as expunged are left out by plan_push_of.
     let send: Vec<ObjectId> = (store.snapshots()?.iter())
         .map(|(id, _)| *id)
         .filter(|id| absent(id))
@@ -84,8 +116,9 @@ pub fn plan_push(
     plan_push_of(store, state, workspace, newest, &send)
 }
 
-/// [`plan_push`] sending the snapshots `send` and every object they reach that `state`
-/// says the remote lacks (crate::repair sends them all).
+/// [`plan_push`] sending the snapshots `send` (less those the remote lists as expunged)
+/// and every object they reach that `state` says the remote lacks (crate::repair sends
+/// them all).
 pub(crate) fn plan_push_of(
     store: &Store,
     state: &RemoteState,
@@ -93,27 +126,79 @@ pub(crate) fn plan_push_of(
     newest: Option<&RefDoc>,
     send: &[ObjectId],
 ) -> Result<PushPlan, RemoteError> {
+    let live = |id: &ObjectId| !state.expunged.contains(id);
+    let send: Vec<ObjectId> = send.iter().copied().filter(live).collect();
     let snapshots = store.snapshots()?;
     let history = store.history()?;
-    let outgoing = store.outgoing(send, &|id| state.objects.contains(id))?;
+    let outgoing = store.outgoing(&send, &|id| state.objects.contains(id))?;
+    let renamed_head = history.head.filter(|id| !live(id));
     let doc = RefDoc {
         format: 1,
         workspace: workspace.to_string(),
         n: state.next_ref(workspace),
-        head: history.head.map(|id| id.to_hex()),
-        redo: history.redo.iter().map(ObjectId::to_hex).collect(),
-        snapshots: snapshots.iter().map(|(id, _)| id.to_hex()).collect(),
+        head: history.head.filter(live).map(|id| id.to_hex()),
+        redo: history
+            .redo
+            .iter()
+            .filter(|id| live(id))
+            .map(ObjectId::to_hex)
+            .collect(),
+        snapshots: (snapshots.iter().map(|(id, _)| *id))
+            .filter(live)
+            .map(|id| id.to_hex())
+            .collect(),
         pushed_ns: now_ns(),
     };
+    let ExpungePlan { expunge, doomed } = expunge_plan(store, state)?;
     let up_to_date = send.is_empty()
-        && newest.is_some_and(|r| {
-            r.head == doc.head && r.redo == doc.redo && r.snapshots == doc.snapshots
-        });
+        && expunge.is_empty()
+        && doomed.is_empty()
+        && newest.is_some_and(|r| same_history(r, &doc, renamed_head.is_some(), state));
     Ok(PushPlan {
         outgoing,
         doc,
+        renamed_head,
+        expunge,
+        doomed,
         up_to_date,
     })
+}
+
+/// True when the newest ref `old` says what `new` would. A HEAD the remote lists as
+/// expunged is resolved only when a ref is written: an `old` head that is no expunged id
+/// is taken for the one an earlier push resolved.
+fn same_history(old: &RefDoc, new: &RefDoc, head_renamed: bool, state: &RemoteState) -> bool {
+    let head_same = match head_renamed {
+        false => old.head == new.head,
+        true => (old.head.as_deref().and_then(ObjectId::from_hex))
+            .is_some_and(|h| !state.expunged.contains(&h)),
+    };
+    head_same && old.redo == new.redo && old.snapshots == new.snapshots
+}
+
+/// What a push does about expunges.
+struct ExpungePlan {
+    /// The store's expunged ids the remote does not list.
+    expunge: Vec<Renamed>,
+    /// The records of expunged ids (the store's or the remote's) the remote still holds.
+    doomed: Vec<ObjectId>,
+}
+
+/// See [`ExpungePlan`].
+fn expunge_plan(store: &Store, state: &RemoteState) -> Result<ExpungePlan, RemoteError> {
+    let renames = store.expunged_renames()?;
+    let mut expunge: Vec<Renamed> = (renames.iter())
+        .filter(|(old, _)| !state.expunged.contains(old))
+        .map(|(&old, &new)| Renamed { old, new })
+        .collect();
+    expunge.sort_by_key(|r| r.old);
+    let gone: HashSet<&ObjectId> = state.expunged.iter().chain(renames.keys()).collect();
+    let mut doomed: Vec<ObjectId> = (state.records.iter())
+        .filter(|id| gone.contains(id))
+        .copied()
+        .collect();
+    doomed.sort();
+    Ok(ExpungePlan { expunge, doomed })
 }
 
 /// Carries out `plan`: packs are written in `staging` (made, then emptied) and uploaded one
@@ -178,12 +263,27 @@ fn upload_all(
             reused.push((key, raw.clone()));
         }
     }
+    for renamed in &plan.expunge {
+        let key = layout::expunged_key(&renamed.old);
+        let body = layout::encode_expunged(Some(&renamed.new));
+        if retry(|| remote.put_if_absent(&key, &body))? == Put::Created {
+            report.expunged += 1;
+        }
+    }
     snap_store::failpoint!("push-before-ref");
-    report.ref_n = Some(put_ref(remote, plan.doc)?);
+    let mut doc = plan.doc;
+    if let Some(old) = plan.renamed_head {
+        doc.head = state.resolve(remote, &old)?.map(|id| id.to_hex());
+    }
+    report.ref_n = Some(put_ref(remote, doc)?);
     for (key, body) in &reused {
         if retry(|| remote.get(key, Some(0..1)))?.is_none() {
             retry(|| remote.put_if_absent(key, body))?;
         }
+    }
+    for id in &plan.doomed {
+        retry(|| remote.delete(&layout::record_key(id)))?;
+        report.records_deleted += 1;
     }
     Ok(())
 }

@@ -1,5 +1,7 @@
 //! What a remote holds, read without any lock: its packs' indexes (so a push or a pull knows
-//! which objects are there without reading a pack), its snapshot records and its refs.
+//! which objects are there without reading a pack), its snapshot records, its refs and the
+//! snapshot ids an expunge renamed away (`expunged/`, listed; their bodies are read only
+//! when a new id is wanted, [`RemoteState::resolve`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -29,7 +31,13 @@ pub struct RemoteState {
     pub marked: HashSet<String>,
     /// The layout marker: absent on a remote no push has written to.
     pub layout: layout::Marker,
+    /// Snapshot ids an expunge renamed away (`expunged/<id>`): no command takes, pushes or
+    /// keeps their records, whatever a ref names.
+    pub expunged: HashSet<ObjectId>,
 }
+
+/// The most renamings [`RemoteState::resolve`] follows: each expunge of a snapshot adds one.
+const RENAMES_FOLLOWED: usize = 64;
 
 impl RemoteState {
     /// Lists the remote and reads every pack index, for a push: a remote without a
@@ -64,6 +72,10 @@ impl RemoteState {
         for listed in retry(|| remote.list("snapshots/"))? {
             let hex = listed.key.trim_start_matches("snapshots/");
             state.records.extend(ObjectId::from_hex(hex));
+        }
+        for listed in retry(|| remote.list(layout::EXPUNGED))? {
+            let hex = listed.key.trim_start_matches(layout::EXPUNGED);
+            state.expunged.extend(ObjectId::from_hex(hex));
         }
         state.refs = newest_refs(&retry(|| remote.list("refs/"))?);
         state.objects = state.readable();
@@ -102,6 +114,36 @@ impl RemoteState {
         };
         let bytes = retry(|| remote.get(key, None))?.ok_or_else(|| gone(key))?;
         RefDoc::decode(key, &bytes).map(Some)
+    }
+
+    /// The snapshots `doc` names that no expunge renamed away, in its order.
+    pub fn named_live(&self, doc: &RefDoc) -> Vec<ObjectId> {
+        (doc.snapshot_ids().into_iter())
+            .filter(|id| !self.expunged.contains(id))
+            .collect()
+    }
+
+    /// The id `id` has now: itself when no expunge renamed it, else the newest id the
+    /// `expunged/` objects lead to (each read), `None` when one says the snapshot was
+    /// dropped or the chain does not end.
+    pub fn resolve(
+        &self,
+        remote: &dyn Remote,
+        id: &ObjectId,
+    ) -> Result<Option<ObjectId>, RemoteError> {
+        let mut at = *id;
+        for _ in 0..RENAMES_FOLLOWED {
+            if !self.expunged.contains(&at) {
+                return Ok(Some(at));
+            }
+            let key = layout::expunged_key(&at);
+            let body = retry(|| remote.get(&key, None))?.ok_or_else(|| gone(&key))?;
+            match layout::decode_expunged(&key, &body)? {
+                Some(next) => at = next,
+                None => return Ok(None),
+            }
+        }
+        Ok(None)
     }
 
     /// The objects [`RemoteState::objects`] holds: copies stored whole first, then those

@@ -851,3 +851,150 @@ fn a_huge_object_on_a_file_remote_is_refused_not_allocated() {
     let verified = check::verify(remote.as_ref(), true);
     assert!(verified.is_err(), "{verified:?}");
 }
+
+/// Takes the top-level file `path` out of every snapshot of `saver`'s store as `snap
+/// expunge` does (new trees and records, the old ids in the `expunged` table, a purge),
+/// and returns the (old, new) ids.
+fn expunge_top_file(saver: &mut Saver, path: &str) -> Vec<(ObjectId, ObjectId)> {
+    let store = &saver.store;
+    let writer = store.writer();
+    let mut renamed: Vec<(ObjectId, ObjectId)> = Vec::new();
+    let mut snapshots = Vec::new();
+    for (old, record) in store.snapshots().unwrap() {
+        let mut tree = store.read_tree(&record.root).unwrap();
+        tree.entries.retain(|e| e.name != path.as_bytes());
+        let root = writer.put(ObjectKind::Tree, &tree.encode()).unwrap();
+        let parent = (record.parent).map(|p| renamed.iter().find(|r| r.0 == p).map_or(p, |r| r.1));
+        if root == record.root && parent == record.parent {
+            continue;
+        }
+        let record = SnapshotRecord {
+            root,
+            parent,
+            ..record
+        };
+        let new = writer.put(ObjectKind::Snapshot, &record.encode()).unwrap();
+        renamed.push((old, new));
+        snapshots.push((new, record));
+    }
+    let packs = writer.finish().unwrap();
+    let head = (saver.head).map(|h| renamed.iter().find(|r| r.0 == h).map_or(h, |r| r.1));
+    store
+        .commit(&Commit {
+            packs,
+            remove_snapshots: renamed.iter().map(|r| r.0).collect(),
+            snapshots,
+            history: Some(HistoryState {
+                head,
+                redo: Vec::new(),
+            }),
+            expunge: Some(snap_store::ExpungeRows {
+                renamed: renamed.clone(),
+            }),
+            purge: Some(snap_store::PurgeRow::Pending),
+            ..Commit::default()
+        })
+        .unwrap();
+    store.purge().unwrap();
+    saver.head = head;
+    renamed
+}
+
+/// A remote gc with no grace, its reach computed from `store` as `snap gc --remote` does.
+fn collect_from(store: &Store, remote: &dyn Remote) -> snap_remote::gc::GcReport {
+    let state = RemoteState::read(remote).unwrap();
+    let records = snap_remote::gc::live_records(remote, &state).unwrap();
+    let roots: Vec<ObjectId> = (records.iter())
+        .map(|id| store.snapshot(id).unwrap().root)
+        .collect();
+    let live = snap_remote::gc::Live {
+        objects: store.closure(&roots).unwrap(),
+        records,
+    };
+    snap_remote::gc::collect(remote, &state, &live, std::time::Duration::ZERO, 1).unwrap()
+}
+
+#[test]
+fn an_expunge_pushed_keeps_the_old_snapshots_off_the_remote_and_out_of_every_store() {
+    const TOKEN: &[u8] = b"AKIA-expunged-remote-token-7f3e";
+    const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    let tmp = tempfile::tempdir().unwrap();
+    let remote_dir = tmp.path().join("remote");
+    let url = format!("file://{}", remote_dir.display());
+    let remote = snap_remote::open(&url, snap_remote::Reach::Create).unwrap();
+    let remote = remote.as_ref();
+    // Each save pushed alone, so the secret's pack holds nothing that stays reached.
+    let mut a = Saver::new(&tmp.path().join("a"));
+    a.files.insert("keep.txt".into(), b"keep 1\n".to_vec());
+    a.save();
+    push(&a, remote, A).unwrap();
+    let mut secret = b"key = ".to_vec();
+    secret.extend_from_slice(TOKEN);
+    a.files.insert("secret.txt".into(), secret);
+    a.save();
+    push(&a, remote, A).unwrap();
+    a.files.insert("keep.txt".into(), b"keep 2\n".to_vec());
+    a.save();
+    push(&a, remote, A).unwrap();
+    let b = Saver {
+        store: clone(remote, Some(A), &tmp.path().join("b")).unwrap(),
+        files: BTreeMap::new(),
+        seq: 3,
+        head: a.head,
+    };
+    push(&b, remote, B).unwrap();
+
+    let renamed = expunge_top_file(&mut a, "secret.txt");
+    assert_eq!(renamed.len(), 2, "the secret's snapshot and the one after");
+    let report = push(&a, remote, A).unwrap();
+    assert_eq!(
+        (report.expunged, report.records_deleted),
+        (2, 2),
+        "{report:?}"
+    );
+    let state = RemoteState::read(remote).unwrap();
+    for (old, new) in &renamed {
+        assert!(state.expunged.contains(old) && !state.records.contains(old));
+        assert_eq!(state.resolve(remote, old).unwrap(), Some(*new));
+    }
+
+    // A third workspace pulls: B's ref still names the old ids, which are refused.
+    let d = Saver::new(&tmp.path().join("d"));
+    let plan = snap_remote::fetch::plan_pull(remote, &state, &d.store, "dddd").unwrap();
+    assert_eq!(plan.refused.len(), 2, "{plan:?}");
+    assert_eq!(pull(&d, remote, "dddd", "origin").unwrap(), 3, "A's three");
+    assert!(snap_store::testing::store_holds(d.store.dir(), TOKEN).is_empty());
+
+    // A clone of B's stale ref takes the renamed snapshots in the old ones' place.
+    let c = clone(remote, Some(B), &tmp.path().join("c")).unwrap();
+    assert_same_history(&a.store, &c);
+    assert!(snap_store::testing::store_holds(c.dir(), TOKEN).is_empty());
+
+    // B, which never pulled, pushes again: its old snapshots do not go back.
+    let again = push(&b, remote, B).unwrap();
+    assert_eq!(again.records, 0, "{again:?}");
+    let state = RemoteState::read(remote).unwrap();
+    let doc = state.read_ref(remote, B).unwrap().unwrap();
+    let olds: Vec<String> = renamed.iter().map(|r| r.0.to_hex()).collect();
+    assert!(doc.snapshots.iter().all(|s| !olds.contains(s)), "{doc:?}");
+    assert_eq!(
+        doc.head,
+        a.head.map(|h| h.to_hex()),
+        "HEAD as the expunge renamed it"
+    );
+    assert!(renamed.iter().all(|r| !state.records.contains(&r.0)));
+    let c2 = clone(remote, Some(B), &tmp.path().join("c2")).unwrap();
+    assert_eq!(c2.history().unwrap().head, a.head);
+    assert!(snap_store::testing::store_holds(c2.dir(), TOKEN).is_empty());
+
+    // Two collections: the secret's pack is reached by no live snapshot, so it goes.
+    assert!(!snap_store::testing::store_holds(&remote_dir, TOKEN).is_empty());
+    collect_from(&a.store, remote);
+    collect_from(&a.store, remote);
+    let left = snap_store::testing::store_holds(&remote_dir, TOKEN);
+    assert!(left.is_empty(), "{left:?}");
+    assert!(check::verify(remote, true).unwrap().problems.is_empty());
+    let c3 = clone(remote, Some(A), &tmp.path().join("c3")).unwrap();
+    assert_same_history(&a.store, &c3);
+}

@@ -69,6 +69,6 @@ pub use model::{
 pub use pack::PackFrames;
 pub use repair::RepairReport;
 pub use store::Store;
-pub use transfer::{Incoming, IncomingReport, Outgoing, SealedPack, Staging};
+pub use transfer::{Incoming, IncomingPurge, IncomingReport, Outgoing, SealedPack, Staging};
 pub use verify::{Problem, VerifyReport};
 pub use writer::ObjectWriter;

@@ -305,15 +305,23 @@ fn a_killed_expunge_is_rolled_back_by_recover_and_leaves_no_phantom() {
         write(d, ".env", format!("KEY={TOKEN}\nRUN={n}\n").as_bytes());
         ok(d, &["save", "-m", &format!("run {n}")]);
     }
-    let count = || json(d, &["log", "--all"])["snapshots"].as_array().unwrap().len();
+    let count = || {
+        json(d, &["log", "--all"])["snapshots"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
     let before = count();
     let packs = || std::fs::read_dir(d.join(".snap/packs")).unwrap().count();
     let packs_before = packs();
     for point in ["pack-renamed", "before-commit"] {
         killed_at(d, &["expunge", ".env", "--yes"], point);
-        assert!(d.join(".snap/expunging").exists(), "{point}: the intent is on disk");
+        assert!(
+            d.join(".snap/writing-packs").exists(),
+            "{point}: the intent is on disk"
+        );
         ok(d, &["recover"]);
-        assert!(!d.join(".snap/expunging").exists(), "{point}");
+        assert!(!d.join(".snap/writing-packs").exists(), "{point}");
         assert_eq!(packs(), packs_before, "{point}: the rewrite's pack is gone");
         assert_eq!(count(), before, "{point}");
     }
@@ -321,4 +329,101 @@ fn a_killed_expunge_is_rolled_back_by_recover_and_leaves_no_phantom() {
     assert_eq!(count(), before, "repair found no phantom snapshot");
     ok(d, &["expunge", ".env", "--yes"]);
     assert!(snap_store::testing::store_holds(&d.join(".snap"), TOKEN.as_bytes()).is_empty());
+}
+
+/// An expunge reaches the remote (issue 54, item 4, reduced): a pushes history whose second
+/// snapshot adds `secret.txt`, each save pushed alone; b clones and pushes (its ref names
+/// the old ids); a expunges (told what still holds the bytes on `origin`) and pushes, which
+/// lists the old ids under `expunged/` and deletes their records. A third workspace's pull
+/// refuses b's old ids and counts them; b pulls and pushes again without sending them back;
+/// a fresh clone holds no trace of the token; and after two `gc --remote --grace 0`, no file
+/// of the remote directory holds it, raw or in any pack frame decompressed.
+#[test]
+fn an_expunge_pushed_leaves_the_remote_and_every_later_clone() {
+    let top = tempfile::tempdir().unwrap();
+    let (a, b, e, remote) = (
+        top.path().join("a"),
+        top.path().join("b"),
+        top.path().join("e"),
+        top.path().join("remote"),
+    );
+    std::fs::create_dir(&a).unwrap();
+    let url = format!("file://{}", remote.display());
+    let token = TOKEN.as_bytes();
+    write(&a, "README.md", b"# app\n");
+    ok(&a, &["save", "-m", "one"]);
+    ok(&a, &["remote", "add", "--create", "origin", &url]);
+    ok(&a, &["push"]);
+    write(&a, "secret.txt", format!("key={TOKEN}\n").as_bytes());
+    ok(&a, &["save", "-m", "two"]);
+    ok(&a, &["push"]);
+    write(&a, "README.md", b"# app, three\n");
+    ok(&a, &["save", "-m", "three"]);
+    ok(&a, &["push"]);
+    ok(top.path(), &["clone", &url, "b"]);
+    ok(&b, &["push"]);
+
+    let said = ok(&a, &["expunge", "secret.txt", "--yes"]);
+    assert!(
+        said.contains("remote origin still holds the expunged bytes: run `snap push origin`"),
+        "{said}"
+    );
+    let pushed = json(&a, &["push"]);
+    assert_eq!(
+        (&pushed["expunged"], &pushed["records_deleted"]),
+        (&2.into(), &2.into())
+    );
+    assert_eq!(
+        std::fs::read_dir(remote.join("expunged")).unwrap().count(),
+        2
+    );
+
+    // A workspace that never saw the secret pulls: b's ref names the old ids.
+    std::fs::create_dir(&e).unwrap();
+    write(&e, "own.txt", b"e\n");
+    ok(&e, &["save"]);
+    let out = snap(&e, &["--json", "pull", &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pulled: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&pulled["refused"], &pulled["snapshots"]),
+        (&2.into(), &3.into())
+    );
+    assert!(stderr(&out).contains("warning: refused 2 snapshot(s)"));
+    assert_eq!(
+        snap_store::testing::store_holds(&e.join(".snap"), token),
+        Vec::<String>::new()
+    );
+
+    // b never expunged: its own history keeps the old ids, and its push leaves them out.
+    let pulled = json(&b, &["pull"]);
+    assert_eq!(
+        (&pulled["refused"], &pulled["snapshots"]),
+        (&0.into(), &2.into())
+    );
+    let again = json(&b, &["push"]);
+    assert_eq!(again["records"], 0, "{again}");
+
+    let a_id = json(&a, &["push"])["workspace"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(top.path(), &["clone", &url, "c", "--workspace", &a_id[..8]]);
+    let c = top.path().join("c");
+    assert!(!snap(&c, &["cat", "#2", "secret.txt"]).status.success());
+    ok(&c, &["cat", "#2", "README.md"]);
+    assert_eq!(
+        snap_store::testing::store_holds(&c.join(".snap"), token),
+        Vec::<String>::new()
+    );
+
+    assert!(!snap_store::testing::store_holds(&remote, token).is_empty());
+    ok(&a, &["gc", "--remote", "origin", "--grace", "0s"]);
+    ok(&a, &["gc", "--remote", "origin", "--grace", "0s"]);
+    assert_eq!(
+        snap_store::testing::store_holds(&remote, token),
+        Vec::<String>::new(),
+        "no remote file holds the token, raw or decompressed"
+    );
+    ok(&a, &["verify", "--remote", "origin", "--read-data"]);
 }

@@ -237,7 +237,11 @@ fn push_repair_heals_an_overwritten_and_a_truncated_pack() {
     ok(&a, &["save", "-m", "one"]);
     let url = format!("file://{}", remote.display());
     ok(&a, &["push", &url]);
-    write(&a, "src/mod1/sub1/file1.rs", &b"pub fn changed() {}\n".repeat(500));
+    write(
+        &a,
+        "src/mod1/sub1/file1.rs",
+        &b"pub fn changed() {}\n".repeat(500),
+    );
     ok(&a, &["save", "-m", "two"]);
     ok(&a, &["push", &url]);
     let mut packs: Vec<PathBuf> = std::fs::read_dir(remote.join("packs"))
@@ -256,10 +260,19 @@ fn push_repair_heals_an_overwritten_and_a_truncated_pack() {
     let said = String::from_utf8_lossy(&verified.stdout).to_string();
     assert_eq!(said.matches("push --repair").count(), 2, "{said}");
     ok(&a, &["push", &url]);
-    assert_eq!(snap(&a, &["verify", "--remote", &url, "--read-data"]).status.code(), Some(1));
+    assert_eq!(
+        snap(&a, &["verify", "--remote", &url, "--read-data"])
+            .status
+            .code(),
+        Some(1)
+    );
 
     let repaired = json(&a, &["push", "--repair", &url]);
-    assert_eq!(repaired["repaired"].as_array().unwrap().len(), 2, "{repaired}");
+    assert_eq!(
+        repaired["repaired"].as_array().unwrap().len(),
+        2,
+        "{repaired}"
+    );
     ok(&a, &["verify", "--remote", &url, "--read-data"]);
     ok(top.path(), &["clone", &url, "b"]);
     assert_eq!(ids(&a), ids(&top.path().join("b")));
@@ -454,7 +467,11 @@ fn open_to_others(store: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut dirs = vec![store.to_path_buf()];
     while let Some(dir) = dirs.pop() {
-        let mode = std::fs::symlink_metadata(&dir).unwrap().permissions().mode() & 0o777;
+        let mode = std::fs::symlink_metadata(&dir)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
         if mode != 0o700 {
             out.push(format!("{} {mode:o}", dir.display()));
         }
@@ -511,7 +528,14 @@ fn cloned_and_pulled_stores_are_their_owner_s_alone() {
             .unwrap()
             .path();
         let read = Command::new("/usr/bin/setpriv")
-            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups", "cat"])
+            .args([
+                "--reuid",
+                "65534",
+                "--regid",
+                "65534",
+                "--clear-groups",
+                "cat",
+            ])
             .arg(&pack)
             .output()
             .unwrap();

@@ -54,9 +54,28 @@ pub(crate) fn cmd_expunge(ctx: &Ctx, call: ExpungeCall<'_>) -> Result<()> {
         json_only(ctx, || {
             json::value(&json::ExpungeDoc::new(&out, call.secrets.then_some(&found)))
         }),
-        || print_expunge(&out, call.secrets.then_some(&found[..])),
+        || {
+            print_expunge(&out, call.secrets.then_some(&found[..]));
+            print_remotes_left(&out, ws.config().remote.keys());
+        },
     );
     Ok(())
+}
+
+/// After an expunge that renamed snapshots, one line per configured remote: its copy still
+/// holds the bytes until a push records the expunge there and two remote collections past
+/// the grace period delete what only the old snapshots reached (docs/SAFETY.md, Remotes).
+fn print_remotes_left<'a>(out: &ExpungeOutcome, remotes: impl Iterator<Item = &'a String>) {
+    if out.dry_run || out.renamed.is_empty() {
+        return;
+    }
+    for name in remotes {
+        println!(
+            "remote {name} still holds the expunged bytes: run `snap push {name}`, then \
+             `snap gc --remote {name}` twice, the second past the grace period (1 hour \
+             unless --grace says)"
+        );
+    }
 }
 
 fn print_expunge(out: &ExpungeOutcome, secrets: Option<&[SecretHit]>) {

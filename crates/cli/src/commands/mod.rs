@@ -16,6 +16,8 @@ mod recover;
 #[cfg(feature = "remote")]
 pub(crate) mod remote;
 mod restore;
+#[cfg(feature = "remote")]
+mod resume_clone;
 mod revert;
 mod save;
 mod show;

@@ -24,7 +24,7 @@ use crate::render::path_shown;
 use crate::{Ctx, emit, open, open_reading};
 
 /// The name `snap clone` gives the remote it cloned from.
-const CLONED_FROM: &str = "origin";
+pub(super) const CLONED_FROM: &str = "origin";
 
 /// The name pulled snapshots take when pulled from a URL no configured remote has.
 const UNNAMED: &str = "pulled";
@@ -151,17 +151,35 @@ pub(crate) fn push(ctx: &Ctx, given: Option<&str>, mode: PushMode) -> Result<()>
         "objects": objects, "local_bytes": local, "packs": report.packs,
         "bytes": report.bytes, "records": report.records, "ref": report.ref_n,
         "repaired": repaired.iter().map(|p| p.to_hex()).collect::<Vec<_>>(),
+        "expunged": report.expunged, "records_deleted": report.records_deleted,
     });
-    emit(ctx, doc, || match report.ref_n {
-        None => println!("{url} is up to date"),
-        Some(n) => println!(
-            "pushed to {url}: {} snapshot record(s), {objects} object(s) in {} pack(s), {} sent (ref {n})",
-            records,
-            report.packs,
-            human_bytes(report.bytes)
-        ),
+    emit(ctx, doc, || {
+        match report.ref_n {
+            None => println!("{url} is up to date"),
+            Some(n) => println!(
+                "pushed to {url}: {} snapshot record(s), {objects} object(s) in {} pack(s), {} sent (ref {n})",
+                records,
+                report.packs,
+                human_bytes(report.bytes)
+            ),
+        }
+        print_push_expunged(&url, &report);
     });
     Ok(())
+}
+
+/// What a push told the remote of expunges: the ids it now lists, the old records deleted,
+/// and what still holds the bytes there.
+fn print_push_expunged(url: &str, report: &snap_remote::push::PushReport) {
+    if report.expunged == 0 && report.records_deleted == 0 {
+        return;
+    }
+    println!(
+        "{url} now lists {} more expunged snapshot id(s) (never pulled, cloned or pushed again) \
+         and {} old snapshot record(s) were deleted; the packs still hold the expunged bytes \
+         until `snap gc --remote` has run twice past its grace period",
+        report.expunged, report.records_deleted
+    );
 }
 
 /// `snap pull [REMOTE|URL]`: the other workspaces' snapshots, kept apart as `REMOTE#N`;
@@ -236,7 +254,8 @@ fn warn_refused(refused: usize, url: &str) {
     if refused > 0 {
         eprintln!(
             "warning: refused {refused} snapshot(s) from {url}: their ids are ones `snap expunge` \
-             renamed away here, so they may hold what it took out"
+             renamed away (here, or in a workspace that pushed there), so they may hold what \
+             it took out"
         );
     }
 }
@@ -251,11 +270,9 @@ pub(crate) fn gc(ctx: &Ctx, given: Option<&str>, grace: &str) -> Result<()> {
     let url = remote_url(&open_reading(ctx)?, given.filter(|g| !g.is_empty()))?;
     let remote = snap_remote::open(&url, Reach::Existing)?;
     let state = RemoteState::read_existing(remote.as_ref())?;
-    let mut records = std::collections::HashSet::new();
-    for workspace in state.refs.keys() {
-        let newest = state.read_ref(remote.as_ref(), workspace)?;
-        records.extend(newest.iter().flat_map(|doc| doc.snapshot_ids()));
-    }
+    // Ids listed under `expunged/` are dead whatever a stale ref names: what only they
+    // reach is marked, then deleted past the grace.
+    let records = snap_remote::gc::live_records(remote.as_ref(), &state)?;
     let objects = {
         let ws = open_reading(ctx)?;
         let store = ws.store();
@@ -351,16 +368,22 @@ pub(crate) fn verify(ctx: &Ctx, given: Option<&str>, read_data: bool) -> Result<
 /// `snap clone URL DIR [--workspace ID]`.
 pub(crate) fn clone(ctx: &Ctx, url: &str, dir: &Path, workspace: Option<&str>) -> Result<()> {
     let dest = ctx.start.join(dir);
+    // A clone killed during its checkout left the export's staging there: gone with its
+    // process, so the retry finds the destination empty again.
+    snap_tree::remove_stale_export_staging(&dest)?;
+    let parent = dest
+        .parent()
+        .context("the destination has no parent directory")?;
+    let name = dest.file_name().context("the destination has no name")?;
+    let prefix = format!(".{}.snap-clone-", name.to_string_lossy());
+    if let Some(ws) = super::resume_clone::finish_killed_clone(&dest, parent, &prefix, url)? {
+        return report_finished(ctx, &ws, &dest, url);
+    }
     refuse_occupied(&dest)?;
     let remote = snap_remote::open(url, Reach::Existing)?;
     let state = RemoteState::read_existing(remote.as_ref())?;
     let id = choose_workspace(remote.as_ref(), &state, workspace)?;
-    let parent = dest
-        .parent()
-        .context("the destination has no parent directory")?;
     std::fs::create_dir_all(parent).with_context(|| parent.display().to_string())?;
-    let name = dest.file_name().context("the destination has no name")?;
-    let prefix = format!(".{}.snap-clone-", name.to_string_lossy());
     sweep_stale_clones(parent, &prefix);
     let staging = parent.join(format!("{prefix}{}", std::process::id()));
     std::fs::create_dir(&staging).with_context(|| staging.display().to_string())?;
@@ -369,12 +392,15 @@ pub(crate) fn clone(ctx: &Ctx, url: &str, dir: &Path, workspace: Option<&str>) -
     drop(bar);
     let _ = std::fs::remove_dir_all(&staging);
     let fetched = cloned?;
+    warn_refused(fetched.taken.refused, url);
     let ws = Workspace::discover(&dest, None)?;
     let seeded = ws.save(&SaveOptions::default())?;
+    finished(&ws)?;
     let doc = json!({
         "dir": dest.display().to_string(), "remote": url, "workspace": id,
         "snapshots": fetched.taken.snapshots, "packs": fetched.taken.packs,
         "objects": fetched.taken.objects, "bytes": fetched.bytes,
+        "refused": fetched.taken.refused,
         "head": ws.head()?.as_ref().map(crate::json::SnapshotDoc::from),
         "saved": seeded.snapshot.as_ref().map(crate::json::SnapshotDoc::from),
     });
@@ -390,6 +416,37 @@ pub(crate) fn clone(ctx: &Ctx, url: &str, dir: &Path, workspace: Option<&str>) -
     Ok(())
 }
 
+/// The report of a clone that finished one a kill interrupted (crate::commands::resume_clone).
+fn report_finished(ctx: &Ctx, ws: &Workspace, dest: &Path, url: &str) -> Result<()> {
+    let seeded = ws.save(&SaveOptions::default())?;
+    finished(ws)?;
+    let head = ws.head()?;
+    let doc = json!({
+        "dir": dest.display().to_string(), "remote": url, "finished_interrupted": true,
+        "head": head.as_ref().map(crate::json::SnapshotDoc::from),
+        "saved": seeded.snapshot.as_ref().map(crate::json::SnapshotDoc::from),
+    });
+    emit(ctx, doc, || {
+        let seq = head.as_ref().map_or(0, |h| h.record.seq);
+        println!(
+            "finished the clone into {} that a kill interrupted: HEAD is #{seq}",
+            dest.display()
+        )
+    });
+    Ok(())
+}
+
+/// Removes the clone's unfinished mark, after its first save.
+fn finished(ws: &Workspace) -> Result<()> {
+    let mark = ws.store_dir().join(super::resume_clone::CLONING);
+    match std::fs::remove_file(&mark) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| mark.display().to_string())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Fills a store in `staging`, checks HEAD out into `dest`, then moves the store there.
 fn clone_through(
     remote: &dyn Remote,
@@ -401,6 +458,9 @@ fn clone_through(
     bar: &crate::progress::Transfer,
 ) -> Result<snap_remote::fetch::FetchReport> {
     let ws = Workspace::init(staging, None, false)?;
+    // Until the first save in DIR: a clone run again finishes this one if it is killed.
+    let mark = ws.store_dir().join(super::resume_clone::CLONING);
+    std::fs::write(&mark, b"").with_context(|| mark.display().to_string())?;
     let tmp = ws.store().staging(Staging::Clone);
     let fetched = fetch_workspace(remote, state, id, ws.store(), &tmp, &|done| {
         bar.update(done)

@@ -51,9 +51,11 @@ struct PurgePlan {
 
 impl Store {
     /// Finishes a purge an expunge left pending (or a kill interrupted); nothing without one.
-    /// An expunge killed before its commit is rolled back first (crate::lifecycle::intent).
+    /// First a transfer's staging a dead process left is swept, and an expunge or intake
+    /// killed before its commit is rolled back (crate::lifecycle::intent).
     pub fn finish_purge(&self) -> Result<Option<PurgeReport>, StoreError> {
-        self.abort_expunge()?;
+        self.sweep_staging()?;
+        self.abort_pack_intent()?;
         match self.catalog.purge_row()? {
             None | Some(PurgeRow::Done) => Ok(None),
             Some(PurgeRow::Pending) => self.purge().map(Some),
@@ -72,7 +74,7 @@ impl Store {
         commit.pulled = crate::PulledChange::Forget;
         self.commit(&commit)?;
         // Its packs are named now: the intent has nothing left to undo.
-        self.end_expunge()?;
+        self.end_pack_intent()?;
         crate::failpoint!("expunge-after-rewrite");
         Ok(())
     }

@@ -15,9 +15,12 @@
 //! table, FORMAT.md 6.7) is refused and counted, never named; and in a store that has
 //! expunged, the packs are named with a pending purge ([`Store::purge`]) that then runs, so
 //! no object only a refused snapshot (or nothing) reaches is kept: a kill in between leaves
-//! the purge to the next writing command, as an expunge's does.
+//! the purge to the next writing command, as an expunge's does. A command that knows of
+//! expunges elsewhere (a remote listing expunged ids) asks for the purge in any store
+//! ([`IncomingPurge::Always`]): the packs it downloaded may hold what only a refused
+//! snapshot reached.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::catalog::{Commit, HistoryState, Pulled, PulledChange, PurgeRow};
@@ -38,6 +41,19 @@ pub struct Incoming {
     pub pulled: Vec<Pulled>,
     /// HEAD and the redo stack to set with them; `None` leaves them.
     pub history: Option<HistoryState>,
+    /// Whether the packs taken are purged after.
+    pub purge: IncomingPurge,
+}
+
+/// When [`Store::take_incoming`] purges the packs it took (FORMAT.md 7.5), so that no object
+/// only a refused snapshot, or none, reaches stays in the store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IncomingPurge {
+    /// Only in a store that has expunged (its `expunged` table has rows).
+    #[default]
+    IfExpungedHere,
+    /// Whenever packs are taken: the sender listed expunged ids of its own.
+    Always,
 }
 
 /// What [`Store::take_incoming`] added.
@@ -70,7 +86,8 @@ impl Store {
     pub fn take_incoming(&self, mut incoming: Incoming) -> Result<IncomingReport, StoreError> {
         let expunged = self.expunged_ids()?;
         let refused = refuse_expunged(&mut incoming, &expunged);
-        let purge = match expunged.is_empty() || incoming.packs.is_empty() {
+        let wanted = !expunged.is_empty() || incoming.purge == IncomingPurge::Always;
+        let purge = match !wanted || incoming.packs.is_empty() {
             true => None,
             false => Some(self.purge_allowed()?),
         };
@@ -94,6 +111,9 @@ impl Store {
             pulled: incoming.pulled.len(),
             refused,
         };
+        // From the first pack moved in to the commit of the records: a kill between leaves
+        // packs no catalog names, which the next writing command deletes.
+        self.begin_pack_intent()?;
         self.commit(&Commit {
             packs: self.move_in(checked)?,
             purge: purge.clone(),
@@ -115,6 +135,7 @@ impl Store {
             pulled: PulledChange::Add(incoming.pulled),
             ..Commit::default()
         })?;
+        self.end_pack_intent()?;
         if purge.is_some() {
             self.purge()?;
         }
@@ -129,6 +150,12 @@ impl Store {
             .into_iter()
             .map(|(old, _)| old)
             .collect())
+    }
+
+    /// The `expunged` table: each old id with the id its snapshot has now (what a push
+    /// records on a remote, so other workspaces never bring the old ones back).
+    pub fn expunged_renames(&self) -> Result<HashMap<ObjectId, ObjectId>, StoreError> {
+        Ok(self.catalog.renamed()?.into_iter().collect())
     }
 
     /// A pending purge, for packs arriving in a store that has expunged; refused while an

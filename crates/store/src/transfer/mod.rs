@@ -14,7 +14,7 @@
 pub mod incoming;
 pub mod outgoing;
 
-pub use incoming::{Incoming, IncomingReport};
+pub use incoming::{Incoming, IncomingPurge, IncomingReport};
 pub use outgoing::{Outgoing, SealedPack};
 
 use std::path::PathBuf;

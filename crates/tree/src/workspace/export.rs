@@ -221,6 +221,16 @@ impl Workspace {
     }
 }
 
+/// Removes from `dir` the staging directories a killed export left (see
+/// [`remove_stale_staging`]): a clone killed during its checkout is retried into the same
+/// destination, which must read as empty again.
+pub fn remove_stale_export_staging(dir: &Path) -> Result<(), TreeError> {
+    match dir.is_dir() {
+        true => remove_stale_staging(dir),
+        false => Ok(()),
+    }
+}
+
 fn owner_line(op: restore::OpId, pid: u32) -> String {
     format!("snap export {} {pid}\n", op.0)
 }

@@ -45,7 +45,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub use crate::snapshot::{LogEntry, PathChange, Recovered, Snapshot};
 pub use blame::BlameLine;
 use capture::{Capture, CaptureMode};
-pub use export::ExportOutcome;
+pub use export::{ExportOutcome, remove_stale_export_staging};
 pub use expunge::{ExpungeAsk, ExpungeOutcome, Renamed, Taken, Tracking};
 pub use large::{LargeCost, LargeFile};
 use memo::WalkBasis;

@@ -88,7 +88,7 @@ impl Workspace {
             Run::Apply => {
                 // Before any pack of the rewrite is sealed: a kill before the commit is then
                 // rolled back by the next writing command, never taken in by a repair.
-                self.store.begin_expunge()?;
+                self.store.begin_pack_intent()?;
                 self.store.writer()
             }
         };
@@ -108,7 +108,7 @@ impl Workspace {
         }
         if plan.renamed.is_empty() {
             drop(writer);
-            self.store.abort_expunge()?;
+            self.store.abort_pack_intent()?;
             return Ok(out);
         }
         // The config first: killed after it, the path is left out and history as it was.

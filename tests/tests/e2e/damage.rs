@@ -54,7 +54,10 @@ fn a_damaged_catalog_never_panics() {
             );
             assert!(!err.contains("panicked"), "round {round} {args:?}: {err}");
             // A library's panic text is no message for a person.
-            assert!(!err.contains("unreachable"), "round {round} {args:?}: {err}");
+            assert!(
+                !err.contains("unreachable"),
+                "round {round} {args:?}: {err}"
+            );
             if !out.status.success() {
                 // Notices may come first (`snap: an interrupted undo is pending`: an undo on
                 // the damaged catalog moved the tree, then could not commit HEAD, so its

@@ -83,7 +83,10 @@ fn revert_of_a_turn_and_its_refusals() {
     }
     // A missing reference hints at the shell's `#` comment.
     let said = text(&snap(d, &["restore"]).stderr);
-    assert!(said.contains("hint: an unquoted # starts a shell comment"), "{said}");
+    assert!(
+        said.contains("hint: an unquoted # starts a shell comment"),
+        "{said}"
+    );
     ok(d, &["verify"]);
 }
 
@@ -100,7 +103,10 @@ fn revert_of_a_turn_names_the_turn() {
     write(d, "b.txt", b"1\n");
     ok(d, &[&["save", "-m", "write b"][..], &turn].concat());
     let said = ok(d, &["revert", "--turn"]);
-    assert!(said.contains("took back the turn after #1 through #3"), "{said}");
+    assert!(
+        said.contains("took back the turn after #1 through #3"),
+        "{said}"
+    );
     let said = ok(d, &["revert", "#4"]);
     assert!(said.contains("took back #4,"), "{said}");
 }
@@ -158,7 +164,10 @@ fn undo_over_unsaved_edits_says_it_took_them_back() {
     ok(d, &["save", "-m", "two"]);
     write(d, "a", b"3\n");
     let said = ok(d, &["undo"]);
-    assert!(said.contains("took back your unsaved changes: saved as #3"), "{said}");
+    assert!(
+        said.contains("took back your unsaved changes: saved as #3"),
+        "{said}"
+    );
     assert_eq!(read(d, "a"), "2\n");
     ok(d, &["redo"]);
     assert_eq!(read(d, "a"), "3\n");

@@ -69,7 +69,11 @@ pub(super) fn kept_snapshots(
 ) -> HashSet<ObjectId> {
     let by_id: HashMap<ObjectId, &SnapshotRecord> = all.iter().map(|(id, r)| (*id, r)).collect();
     let line = head_line(&by_id, history.head);
-    let mut keep: HashSet<ObjectId> = line.iter().take(policy.keep_last as usize).copied().collect();
+    let mut keep: HashSet<ObjectId> = line
+        .iter()
+        .take(policy.keep_last as usize)
+        .copied()
+        .collect();
     if let Some(within) = policy.keep_within_ns {
         keep.extend(
             all.iter()
@@ -87,7 +91,11 @@ pub(super) fn kept_snapshots(
         .unwrap_or(0);
     // HEAD's line back to the oldest kept, then every other line within that span.
     keep.extend(line.iter().filter(|id| by_id[*id].seq >= oldest));
-    keep.extend(all.iter().filter(|(_, r)| r.seq > oldest).map(|(id, _)| *id));
+    keep.extend(
+        all.iter()
+            .filter(|(_, r)| r.seq > oldest)
+            .map(|(id, _)| *id),
+    );
     keep
 }
 

@@ -196,6 +196,48 @@ fn turn_start_and_redo_count_read_turns() {
     ));
 }
 
+/// A watcher autosaving with no session of its own beside an agent's hooks: its autosaves
+/// inside a turn are the turn's, so `undo --turn` goes back past them to the turn's start and
+/// `redo --turn` brings them back with it.
+#[test]
+fn a_sessionless_autosave_burst_inside_a_turn_is_the_turn_s() {
+    let autosave = |parent: u64| {
+        let mut r = rec(Some(parent), None, None);
+        r.meta.push((AUTOSAVE_KEY, "1"));
+        r
+    };
+    // 1 | 2p 3 a4 a5 6 | 7p a8 9
+    let recs = || {
+        vec![
+            rec(None, None, None),
+            prompt(Some(1), "s", 1),
+            rec(Some(2), Some("s"), Some(1)),
+            autosave(3),
+            autosave(4),
+            rec(Some(5), Some("s"), Some(1)),
+            prompt(Some(6), "s", 2),
+            autosave(7),
+            rec(Some(8), Some("s"), Some(2)),
+        ]
+    };
+    let history = History::new(Some(id(9)), Vec::new(), records(recs()));
+    assert_eq!(history.turn_start(1).ok(), Some(id(7)));
+    assert_eq!(history.turn_start(2).ok(), Some(id(2)));
+    // HEAD on an autosave in the middle of turn 1: the turn began at its prompt.
+    let mid = History::new(Some(id(5)), Vec::new(), records(recs()));
+    assert_eq!(mid.turn_start(1).ok(), Some(id(2)));
+    // Undone by a turn: 9, 8, 7 on the redo stack; one turn redoes all three, and turn 1's
+    // five (3, 4, 5, 6 after its prompt 2) with its burst in the middle.
+    let undone = History::new(Some(id(6)), vec![id(9), id(8), id(7)], records(recs()));
+    assert_eq!(undone.turn_redo_count(1).ok(), Some(3));
+    let back = History::new(
+        Some(id(2)),
+        (3..=9).rev().map(id).collect(),
+        records(recs()),
+    );
+    assert_eq!(back.turn_redo_count(1).ok(), Some(4));
+}
+
 #[test]
 fn turn_of_spans_a_turn_from_any_of_its_snapshots() {
     let history = History::new(Some(id(10)), Vec::new(), records(three_turns()));

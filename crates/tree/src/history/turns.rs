@@ -4,7 +4,10 @@
 //!
 //! A turn is the snapshots of one session with one step. Its prompt's snapshot (meta
 //! `hook=prompt`) is the state before the turn's tool calls: a turn begins there, or, without
-//! one, at the snapshot before its first.
+//! one, at the snapshot before its first. A watcher's autosave with no session of its own
+//! (`snap watch --autosave` beside an agent's hooks) belongs to the turn of the nearest
+//! snapshot before it that is not such an autosave: a burst of them inside a turn is the
+//! turn's, and `undo --turn` never stops in the middle of one.
 
 use snap_store::ObjectId;
 
@@ -32,12 +35,14 @@ impl History {
         let head = self
             .head()
             .ok_or_else(|| nothing("there are no snapshots yet"))?;
-        let Some(session) = head.session() else {
+        // HEAD may be an autosave of a turn's burst: the turn is its owner's.
+        let owner = self.turn_owner(head);
+        let Some(session) = owner.session() else {
             return Err(nothing(
                 "HEAD was not saved by an agent hook (it has no session)",
             ));
         };
-        let turn = head.step().unwrap_or(0);
+        let turn = owner.step().unwrap_or(0);
         // An empty current turn (HEAD is its prompt's snapshot) is not one of the n.
         let empty = self.turn_start_at(head, session, turn)? == head.snapshot.id;
         let skip = if empty { n } else { n - 1 };
@@ -51,8 +56,9 @@ impl History {
     fn turn_start_at(&self, from: &Item, session: &str, first: u64) -> Result<ObjectId, TreeError> {
         let mut current = from;
         loop {
+            let owner = self.turn_owner(current);
             let in_turn =
-                current.session() == Some(session) && current.step().is_some_and(|s| s >= first);
+                owner.session() == Some(session) && owner.step().is_some_and(|s| s >= first);
             if !in_turn || (current.is_prompt() && current.step() == Some(first)) {
                 return Ok(current.snapshot.id);
             }
@@ -62,6 +68,19 @@ impl History {
         }
     }
 
+    /// The snapshot whose turn `item` is of: itself, or for an autosave with no session, the
+    /// nearest snapshot before it that is not one (itself when there is none).
+    fn turn_owner<'a>(&'a self, item: &'a Item) -> &'a Item {
+        let mut owner = item;
+        while loose_autosave(owner) {
+            match self.parent(owner) {
+                Some(parent) => owner = parent,
+                None => return item,
+            }
+        }
+        owner
+    }
+
     /// How many snapshots of the redo stack the next `n` turns hold: the snapshots an
     /// `undo --turn` passed, one turn (session and step) after another.
     pub fn turn_redo_count(&self, n: u64) -> Result<u64, TreeError> {
@@ -69,6 +88,11 @@ impl History {
         let mut turns = 0;
         let mut current = None;
         for item in self.redo().rev() {
+            // An autosave with no session goes with the turn before it (or the first).
+            if loose_autosave(item) {
+                count += 1;
+                continue;
+            }
             let turn = (item.session(), item.step());
             if current != Some(turn) {
                 turns += 1;
@@ -130,6 +154,11 @@ impl History {
         }
         false
     }
+}
+
+/// An autosave of a watcher that runs with no session: it takes the turn around it.
+fn loose_autosave(item: &Item) -> bool {
+    item.session().is_none() && super::is_autosave(&item.snapshot.record)
 }
 
 /// The session and step of an agent's snapshot, or why it has none.

@@ -30,7 +30,7 @@ pub(super) fn finish_killed_clone(
     if dest.join(STORE_DIR).exists() {
         return Ok(cloned_from(dest, url));
     }
-    let Some(staged) = staged_clone(parent, prefix) else {
+    let Some(staged) = staged_clone(parent, prefix, url) else {
         return Ok(None);
     };
     if !only_heads_paths(&staged, dest)? {
@@ -99,28 +99,35 @@ fn empty(dir: &Path) -> Result<()> {
 /// The workspace at `dest` when its store is a clone of `url` (`origin`) with a HEAD and its
 /// files match HEAD: a clone killed before its first save.
 fn cloned_from(dest: &Path, url: &str) -> Option<Workspace> {
-    if !dest.join(STORE_DIR).join(CLONING).exists() {
+    if !dest.join(STORE_DIR).join(CLONING).exists() || !is_clone_of(dest, url) {
         return None;
     }
     let ws = Workspace::discover(dest, None).ok()?;
-    let origin = ws.config().remote_url(Some(super::remote::CLONED_FROM));
-    let ours = origin.is_some_and(|(_, u)| u == url) && ws.head().ok()?.is_some();
     let status = ws.status().ok()?;
     let clean = status.changes.is_empty() && status.dirs.is_empty();
-    (ours && clean).then_some(ws)
+    clean.then_some(ws)
 }
 
-/// The staging directory of a dead clone whose store has a HEAD: its download finished.
-fn staged_clone(parent: &Path, prefix: &str) -> Option<PathBuf> {
+/// The staging directory of a dead clone of `url` whose store has a HEAD: its download
+/// finished.
+fn staged_clone(parent: &Path, prefix: &str, url: &str) -> Option<PathBuf> {
     let entries = std::fs::read_dir(parent).ok()?;
     entries.flatten().map(|e| e.path()).find(|path| {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let gone = (name.as_deref())
             .and_then(|n| snap_tree::owner_in(n, prefix))
             .is_some_and(snap_tree::owner_gone);
-        gone && path.join(STORE_DIR).is_dir()
-            && Workspace::discover(path, None).is_ok_and(|ws| ws.head().is_ok_and(|h| h.is_some()))
+        gone && path.join(STORE_DIR).is_dir() && is_clone_of(path, url)
     })
+}
+
+/// True when the store at `root` names `url` as `origin` and has a HEAD.
+fn is_clone_of(root: &Path, url: &str) -> bool {
+    let Ok(ws) = Workspace::discover(root, None) else {
+        return false;
+    };
+    let origin = ws.config().remote_url(Some(super::remote::CLONED_FROM));
+    origin.is_some_and(|(_, u)| u == url) && ws.head().is_ok_and(|h| h.is_some())
 }
 
 /// True when every path under `dest` (absent counts as empty) is a path HEAD of the store

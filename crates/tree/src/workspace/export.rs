@@ -237,8 +237,9 @@ fn owner_line(op: restore::OpId, pid: u32) -> String {
 
 /// Removes the staging directories in `dir` that a killed export left: named
 /// `.snap-export-<op>`, a directory (never a symlink), holding an owner file that names that
-/// same `<op>` and a process that is gone. A retry would otherwise find `dir` not empty. A
-/// directory of that name without such a file is the user's, and is never touched.
+/// same `<op>` and a process that is gone, or nothing but an empty owner file (a kill right
+/// after making it). A retry would otherwise find `dir` not empty. A directory of that name
+/// holding anything else is the user's, and is never touched.
 fn remove_stale_staging(dir: &Path) -> Result<(), TreeError> {
     for entry in std::fs::read_dir(dir).map_err(|e| TreeError::io(dir, e))? {
         let entry = entry.map_err(|e| TreeError::io(dir, e))?;
@@ -249,12 +250,29 @@ fn remove_stale_staging(dir: &Path) -> Result<(), TreeError> {
         let Some(op) = op.filter(|_| is_dir) else {
             continue;
         };
-        if left_by_a_dead_export(&entry.path(), restore::OpId(op)) {
+        if left_by_a_dead_export(&entry.path(), restore::OpId(op)) || barely_begun(&entry.path()) {
             let path = entry.path();
             std::fs::remove_dir_all(&path).map_err(|e| TreeError::io(&path, e))?;
         }
     }
     Ok(())
+}
+
+/// True when `staging` is as an export killed between making it and writing its owner file
+/// leaves it: empty, or holding only an empty owner file. It holds nothing of anyone's.
+fn barely_begun(staging: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(staging) else {
+        return false;
+    };
+    let mut entries = entries.flatten();
+    match (entries.next(), entries.next()) {
+        (None, _) => true,
+        (Some(only), None) => {
+            only.file_name() == OWNER_FILE
+                && std::fs::symlink_metadata(only.path()).is_ok_and(|m| m.is_file() && m.len() == 0)
+        }
+        _ => false,
+    }
 }
 
 /// True when staging directory `staging` (of export `op`) holds an owner file, never a

@@ -150,9 +150,10 @@ pub(crate) fn plan_push_of(
         pushed_ns: now_ns(),
     };
     let ExpungePlan { expunge, doomed } = expunge_plan(store, state)?;
+    // Doomed records alone need no new ref: a push killed after its ref left them, and the
+    // retry only deletes them (its ref would say what the newest says).
     let up_to_date = send.is_empty()
         && expunge.is_empty()
-        && doomed.is_empty()
         && newest.is_some_and(|r| same_history(r, &doc, renamed_head.is_some(), state));
     Ok(PushPlan {
         outgoing,
@@ -214,6 +215,7 @@ pub fn upload(
     let mut report = PushReport::default();
     remote.sweep_stale(crate::backend::STALE_TMP_AGE)?;
     if plan.up_to_date {
+        delete_doomed(remote, &plan.doomed, &mut report)?;
         return Ok(report);
     }
     claim_layout(remote)?;
@@ -281,7 +283,16 @@ fn upload_all(
             retry(|| remote.put_if_absent(key, body))?;
         }
     }
-    for id in &plan.doomed {
+    delete_doomed(remote, &plan.doomed, report)
+}
+
+/// Deletes the records of expunged ids, after a ref that no longer names them.
+fn delete_doomed(
+    remote: &dyn Remote,
+    doomed: &[ObjectId],
+    report: &mut PushReport,
+) -> Result<(), RemoteError> {
+    for id in doomed {
         retry(|| remote.delete(&layout::record_key(id)))?;
         report.records_deleted += 1;
     }

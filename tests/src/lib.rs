@@ -351,3 +351,26 @@ impl Drop for ReadOnlyMount {
         let _ = Command::new("umount").arg(self.0.path()).output();
     }
 }
+
+/// A pseudo-random number generator for the random-instant kill suites (64-bit LCG, the
+/// high bits): the same seed, the same rounds.
+#[derive(Debug)]
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 = (self.0)
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n.max(1)
+    }
+}
+
+/// The number environment variable `name` holds, else `default`.
+pub fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}

@@ -196,25 +196,6 @@ fn pick(history: &History, round: usize, now_tree: &str, other: &str) -> Vec<Str
     unreachable!("restore always applies")
 }
 
-/// A pseudo-random number generator (64-bit LCG, the high bits).
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = (self.0)
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n.max(1)
-    }
-}
-
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
 /// How long each kind of move takes here, run to the end once from the state it starts in:
 /// the random delays fall within it.
 fn measure(d: &Path, a_tree: &str, b_tree: &str) -> BTreeMap<&'static str, Duration> {

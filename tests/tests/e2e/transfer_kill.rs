@@ -43,25 +43,6 @@ use snap_e2e::*;
 
 const TOKEN: &str = "sk-proj-Qw71Er8Ty2Ui9Op4As6Df3Gh5Jk0Lz1Xc7Vb";
 
-/// A pseudo-random number generator (64-bit LCG, the high bits).
-struct Lcg(u64);
-
-impl Lcg {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = (self.0)
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n.max(1)
-    }
-}
-
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
 fn url_of(dir: &Path) -> String {
     format!("file://{}", dir.display())
 }

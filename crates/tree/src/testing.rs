@@ -2,7 +2,7 @@
 //! CLI): the race suite learns the instant each path is exchanged, and can force the
 //! hard-link fallback that filesystems without `renameat2` flags take.
 
-pub use crate::testing_hooks::ExchangeHook;
+pub use crate::testing_hooks::{Edge, ExchangeHook};
 
 /// Installs `hook` (replacing any other) for every move in this process.
 pub fn on_exchange(hook: ExchangeHook) {

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use snap_store::testing::fault::{Fault, arm};
+use snap_tree::testing::Edge;
 use snap_tree::{SaveOptions, Workspace};
 
 const FILES: usize = 8;
@@ -48,8 +49,8 @@ fn workspace() -> (tempfile::TempDir, PathBuf) {
 fn on_first_exchange(write: fn(&Path)) -> Arc<Mutex<Option<PathBuf>>> {
     let hit: Arc<Mutex<Option<PathBuf>>> = Arc::default();
     let (seen, once) = (Arc::clone(&hit), AtomicBool::new(false));
-    snap_tree::testing::on_exchange(Box::new(move |path: &Path| {
-        let ours = path.extension().is_some_and(|e| e == "txt");
+    snap_tree::testing::on_exchange(Box::new(move |path: &Path, edge: Edge| {
+        let ours = edge == Edge::Before && path.extension().is_some_and(|e| e == "txt");
         if ours && !once.swap(true, Ordering::SeqCst) {
             write(path);
             *seen.lock().unwrap() = Some(path.to_path_buf());

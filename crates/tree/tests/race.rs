@@ -1,7 +1,8 @@
 //! The race suite (docs/SAFETY.md, "Writers racing a move"): writers rewrite, append to and
 //! truncate tracked files in a loop while undo, redo and restore run. After each move, for
-//! every path the move exchanged, the last version a writer finished before that instant
-//! (and did not start to overwrite before it) is on disk or in a snapshot `log --all` lists.
+//! every path the move exchanged, the last version a writer finished before the exchange
+//! began (and did not start to overwrite before it returned) is on disk or in a snapshot
+//! `log --all` lists.
 //! Run with the exchange, with its fallback forced, and with the fallback as on a filesystem
 //! without hard links.
 
@@ -14,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use snap_tree::testing::Edge;
 use snap_tree::{SaveOptions, Workspace};
 
 const WRITERS: usize = 4;
@@ -89,8 +91,20 @@ fn writer(
     }
 }
 
-/// Every path a move exchanged, with the instant just before it.
-type Exchanges = Arc<Mutex<Vec<(PathBuf, Instant)>>>;
+/// One exchange a move made: it happened at some instant between `before` and `after`.
+#[derive(Clone, Debug)]
+struct Exchange {
+    path: PathBuf,
+    before: Instant,
+    after: Instant,
+}
+
+/// Every exchange a move made, and the paths whose exchange has begun but not returned.
+#[derive(Default)]
+struct Exchanges {
+    done: Vec<Exchange>,
+    open: HashMap<PathBuf, Instant>,
+}
 
 fn listed_versions(
     ws: &Workspace,
@@ -114,13 +128,43 @@ fn contains(hay: &[u8], needle: &str) -> bool {
     hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
-/// The token that must survive the exchange of `path` at `at`: the last write finished
-/// before it, unless the writer had already begun overwriting it by then.
-fn must_survive(writes: &[Done], at: Instant) -> Option<&Done> {
-    let last = writes.iter().rposition(|d| d.returned < at)?;
-    match writes.get(last + 1) {
-        Some(next) if next.started < at => None,
-        _ => Some(&writes[last]),
+/// The tokens one of which must survive `exchange`: the last write finished before it
+/// began, unless the next write began before it returned (that write may have overwritten
+/// the token in place before the exchange took the file, which is the writer's doing, not
+/// snap's). A write the last one overlapped (the hook's and a writer's, at once) may have
+/// landed after it, so its token counts as well.
+fn must_survive(writes: &[Done], exchange: &Exchange) -> Vec<String> {
+    let Some(last) = writes.iter().rposition(|d| d.returned < exchange.before) else {
+        return Vec::new();
+    };
+    if writes
+        .get(last + 1)
+        .is_some_and(|next| next.started < exchange.after)
+    {
+        return Vec::new();
+    }
+    let candidate = &writes[last];
+    let overlapping = writes[..last]
+        .iter()
+        .filter(|d| d.returned > candidate.started);
+    (std::iter::once(candidate).chain(overlapping))
+        .map(|d| d.token.clone())
+        .collect()
+}
+
+/// Prints what the suite saw of a path whose version was lost.
+fn explain(exchange: &Exchange, writes: Option<&Vec<Done>>, on_disk: &[u8], versions: &[Vec<u8>]) {
+    let first_line = |b: &[u8]| {
+        let line = b.split(|&c| c == b'\n').next().unwrap_or_default();
+        String::from_utf8_lossy(line).into_owned()
+    };
+    eprintln!("exchange: {exchange:?}");
+    for write in writes.into_iter().flatten() {
+        eprintln!("  write {write:?}");
+    }
+    eprintln!("  on disk: {:?}", first_line(on_disk));
+    for version in versions {
+        eprintln!("  listed: {:?}", first_line(version));
     }
 }
 
@@ -143,7 +187,7 @@ fn race((fallback, no_links): (bool, bool)) -> (usize, usize) {
     ws.save(&SaveOptions::default()).unwrap();
     drop(ws);
 
-    let exchanges: Exchanges = Arc::default();
+    let exchanges: Arc<Mutex<Exchanges>> = Arc::default();
     let (run, stop, log, seq) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
@@ -151,7 +195,19 @@ fn race((fallback, no_links): (bool, bool)) -> (usize, usize) {
         Arc::new(AtomicU64::new(0)),
     );
     let (seen, hook_log, hook_seq) = (Arc::clone(&exchanges), log.clone(), seq.clone());
-    snap_tree::testing::on_exchange(Box::new(move |path: &Path| {
+    snap_tree::testing::on_exchange(Box::new(move |path: &Path, edge: Edge| {
+        if edge == Edge::After {
+            let mut seen = seen.lock().unwrap();
+            if let Some(before) = seen.open.remove(path) {
+                let (path, after) = (path.to_path_buf(), Instant::now());
+                seen.done.push(Exchange {
+                    path,
+                    before,
+                    after,
+                });
+            }
+            return;
+        }
         // Every other exchange of a writer's file, a write lands exactly in the window
         // between the guard and the exchange, as a writer's would by chance.
         let n = hook_seq.fetch_add(1, Ordering::Relaxed);
@@ -173,7 +229,8 @@ fn race((fallback, no_links): (bool, bool)) -> (usize, usize) {
         }
         seen.lock()
             .unwrap()
-            .push((path.to_path_buf(), Instant::now()));
+            .open
+            .insert(path.to_path_buf(), Instant::now());
     }));
     let threads: Vec<_> = names
         .iter()
@@ -193,7 +250,7 @@ fn race((fallback, no_links): (bool, bool)) -> (usize, usize) {
     let (mut checked, mut moved) = (0, 0);
     for round in 0..ROUNDS {
         let ws = Workspace::discover(root, None).unwrap();
-        exchanges.lock().unwrap().clear();
+        exchanges.lock().unwrap().done.clear();
         // Background writers every other round (most such moves find a file changed since
         // their scan and refuse, which is right too); the hook's writes in every round.
         run.store(round % 2 == 1, Ordering::SeqCst);
@@ -210,20 +267,27 @@ fn race((fallback, no_links): (bool, bool)) -> (usize, usize) {
             eprintln!("round {round}: {e}");
         }
         let writes = log.lock().unwrap().clone();
-        for (path, at) in exchanges.lock().unwrap().iter() {
-            let Some(done) = writes.get(path).and_then(|w| must_survive(w, *at)) else {
+        for exchange in &exchanges.lock().unwrap().done {
+            let path = &exchange.path;
+            let tokens = writes
+                .get(path)
+                .map_or_else(Vec::new, |w| must_survive(w, exchange));
+            if tokens.is_empty() {
                 continue;
-            };
+            }
             let rel = path.strip_prefix(root).unwrap().to_str().unwrap();
             let on_disk = std::fs::read(path).unwrap_or_default();
-            let kept = contains(&on_disk, &done.token)
-                || listed_versions(&ws, rel, &mut cache)
-                    .iter()
-                    .any(|v| contains(v, &done.token));
+            let versions = listed_versions(&ws, rel, &mut cache);
+            let kept = tokens.iter().any(|token| {
+                contains(&on_disk, token) || versions.iter().any(|v| contains(v, token))
+            });
+            if !kept {
+                explain(exchange, writes.get(path), &on_disk, &versions);
+            }
             assert!(
                 kept,
-                "round {round} (fallback {fallback}): {rel}'s {} was lost ({result:?})",
-                done.token
+                "round {round} (fallback {fallback}, no links {no_links}): {rel}'s {tokens:?} \
+                 was lost ({result:?})"
             );
             checked += 1;
         }

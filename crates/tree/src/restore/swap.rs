@@ -23,6 +23,7 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::{PARTIAL_PREFIX, TEMP_PREFIX};
+use crate::testing_hooks::Edge;
 
 /// The id of one undo, redo, restore or export: its temporary names carry it, and its
 /// marker records it, so a roll-forward or cleanup removes only names it made itself.
@@ -197,7 +198,19 @@ pub(super) fn put(
     replacing: bool,
     op: OpId,
 ) -> Result<Displaced, Refused> {
-    crate::testing_hooks::before_exchange(dir, name);
+    crate::testing_hooks::exchange_edge(dir, name, Edge::Before);
+    let done = put_now(dir, tmp, name, replacing, op);
+    crate::testing_hooks::exchange_edge(dir, name, Edge::After);
+    done
+}
+
+fn put_now(
+    dir: &OwnedFd,
+    tmp: &str,
+    name: &OsStr,
+    replacing: bool,
+    op: OpId,
+) -> Result<Displaced, Refused> {
     if replacing {
         match exchange(dir, tmp, name, op) {
             // Gone since the guard looked: the path is empty, so take it only while it is.
@@ -260,7 +273,13 @@ fn create(dir: &OwnedFd, tmp: &str, name: &OsStr) -> Result<(), Refused> {
 /// it has not checked. `None` when nothing is there any more. The owned name is fresh, so
 /// where `RENAME_NOREPLACE` is missing a plain rename is just as safe.
 pub(super) fn take_away(dir: &OwnedFd, name: &OsStr, op: OpId) -> Result<Option<String>, Errno> {
-    crate::testing_hooks::before_exchange(dir, name);
+    crate::testing_hooks::exchange_edge(dir, name, Edge::Before);
+    let taken = take_away_now(dir, name, op);
+    crate::testing_hooks::exchange_edge(dir, name, Edge::After);
+    taken
+}
+
+fn take_away_now(dir: &OwnedFd, name: &OsStr, op: OpId) -> Result<Option<String>, Errno> {
     let temp = op.temp_name();
     let moved = if fallback_forced() {
         Err(Errno::INVAL)

@@ -122,28 +122,50 @@ pub fn collect(
     Ok(report)
 }
 
-/// The indexed packs to keep: those holding a reached object, or a base a kept copy of a
-/// reached object (or of a base, down each chain) is stored against.
+/// The indexed packs to keep: for each reached object, and each base the chosen copy of a
+/// reached object (or of a base, down each chain) is stored against, the pack of one copy.
+/// The copy chosen is one in a present, unmarked pack where there is one, so a pack a
+/// repack superseded (marked, its objects sent again, crate::repack) stays unreached and
+/// goes after the grace; where every copy is in marked packs, one of those is kept.
 fn packs_reached(state: &RemoteState, live: &Live) -> HashSet<ObjectId> {
-    let mut bases: HashMap<ObjectId, Vec<ObjectId>> = HashMap::new();
-    for object in state.packs.values().flatten() {
-        if let Some(base) = object.base {
-            bases.entry(object.id).or_default().push(base);
+    let mut copies: HashMap<ObjectId, Vec<PackCopy>> = HashMap::new();
+    for (pack, objects) in &state.packs {
+        for object in objects {
+            let copy = PackCopy {
+                pack: *pack,
+                base: object.base,
+            };
+            copies.entry(object.id).or_default().push(copy);
         }
     }
+    let worse = |pack: &ObjectId| {
+        let absent = !state.pack_files.contains_key(pack);
+        (absent, state.marked.contains(&layout::pack_key(pack)))
+    };
+    let mut kept = HashSet::new();
     let mut needed: HashSet<ObjectId> = live.objects.clone();
     let mut pending: Vec<ObjectId> = needed.iter().copied().collect();
     while let Some(id) = pending.pop() {
-        for base in bases.get(&id).into_iter().flatten() {
-            if needed.insert(*base) {
-                pending.push(*base);
-            }
+        let chosen = copies.get(&id).and_then(|list| {
+            (list.iter()).min_by_key(|c| (worse(&c.pack), !kept.contains(&c.pack), c.pack))
+        });
+        let Some(copy) = chosen else { continue };
+        kept.insert(copy.pack);
+        if let Some(base) = copy.base
+            && needed.insert(base)
+        {
+            pending.push(base);
         }
     }
-    (state.packs.iter())
-        .filter(|(_, objects)| objects.iter().any(|o| needed.contains(&o.id)))
-        .map(|(pack, _)| *pack)
-        .collect()
+    kept
+}
+
+/// One copy of an object on the remote: the pack holding it, and the base its frame is
+/// stored against.
+#[derive(Clone, Copy, Debug)]
+struct PackCopy {
+    pack: ObjectId,
+    base: Option<ObjectId>,
 }
 
 /// Deletes every ref of a workspace numbered below its newest, as a fresh listing shows it:
@@ -231,5 +253,46 @@ impl Judge<'_> {
             (false, None) => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::Indexed;
+
+    fn id(n: u8) -> ObjectId {
+        ObjectId::of(snap_store::ObjectKind::Chunk, &[n])
+    }
+
+    fn indexed(n: u8, base: Option<u8>) -> Indexed {
+        Indexed {
+            id: id(n),
+            base: base.map(id),
+        }
+    }
+
+    #[test]
+    fn a_collection_keeps_one_copy_preferring_unmarked_packs_and_follows_its_base() {
+        // A (marked): 1 against 2; B: 1 whole; C: 2 whole.
+        let (a, b, c) = (id(200), id(201), id(202));
+        let mut state = RemoteState::default();
+        for (pack, objects) in [
+            (a, vec![indexed(1, Some(2))]),
+            (b, vec![indexed(1, None)]),
+            (c, vec![indexed(2, None)]),
+        ] {
+            state.pack_files.insert(pack, 1);
+            state.packs.insert(pack, objects);
+        }
+        state.marked.insert(layout::pack_key(&a));
+        let live = Live {
+            objects: [id(1)].into(),
+            records: HashSet::new(),
+        };
+        assert_eq!(packs_reached(&state, &live), [b].into());
+        // With B gone, the marked copy is the one there is: it stays, and its base with it.
+        state.packs.remove(&b);
+        assert_eq!(packs_reached(&state, &live), [a, c].into());
     }
 }

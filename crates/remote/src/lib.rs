@@ -14,6 +14,7 @@
 //! - [`repair`]: `push --repair`, damaged packs deleted and their objects sent again;
 //! - [`fetch`]: a workspace's history taken into a store (clone);
 //! - [`gc`]: `gc --remote`, what no newest ref reaches, marked, then deleted after a grace;
+//! - [`repack`]: the remote half of `snap expunge`, packs holding dead objects rewritten;
 //! - [`check`]: `verify --remote`, and the conditional-put check `remote add` runs.
 
 pub mod backend;
@@ -23,6 +24,7 @@ pub mod fetch;
 pub mod gc;
 pub mod layout;
 pub mod push;
+pub mod repack;
 pub mod repair;
 pub mod state;
 pub mod url;

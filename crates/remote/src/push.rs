@@ -301,7 +301,7 @@ fn delete_doomed(
 
 /// What [`send_pack`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Sent {
+pub(crate) enum Sent {
     /// Uploaded the pack (its index too, or after).
     Uploaded,
     /// The pack was there already, byte for byte (a killed push's); only its index went.
@@ -312,7 +312,7 @@ enum Sent {
 
 /// Uploads one pack unless a pack of that name (so of those bytes) is there, then its index
 /// unless it is indexed.
-fn send_pack(
+pub(crate) fn send_pack(
     remote: &dyn Remote,
     state: &RemoteState,
     pack: &SealedPack,

@@ -69,6 +69,7 @@ pub use source::{
 // The store's types that the layers above name (the CLI, the Python crate, benches): named
 // here, so the CLI depends on the tree alone and never reaches into the store.
 pub use snap_store::fs::staging::{owner_gone, owner_in};
+pub use snap_store::fs::write_atomic;
 pub use snap_store::{
     EntryKind, FileChunks, GcReport, ObjectId, Pulled, PurgeReport, Retention, SnapshotKind,
     SnapshotRecord, Staging, StoreError, StoreStats, UntrackedFile, UntrackedWhy, cap_lock_wait,

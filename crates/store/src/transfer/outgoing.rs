@@ -60,6 +60,19 @@ impl Store {
         self.open_outgoing(&locations, send, records)
     }
 
+    /// As [`Store::outgoing`] for the trees `roots` alone, with no record: a remote's packs
+    /// that held expunged bytes are rewritten from these (snap-remote's repack). The trees
+    /// may be a pulled snapshot's, which [`Store::snapshot`] does not name.
+    pub fn outgoing_trees(
+        &self,
+        roots: &[ObjectId],
+        have: &dyn Fn(&ObjectId) -> bool,
+    ) -> Result<Outgoing, StoreError> {
+        let locations = self.catalog.locations()?;
+        let send = self.closure_within(&locations, roots, have)?;
+        self.open_outgoing(&locations, send, Vec::new())
+    }
+
     /// Every object the trees `roots` reach, with the bases and blocks of the frames holding
     /// them and theirs: what another store needs to read those trees whole (a remote's gc
     /// keeps exactly this of its packs).

@@ -323,7 +323,7 @@ pub enum RemoteAction {
 #[derive(Debug, Args)]
 pub struct ExpungeArgs {
     /// Files or directories to take out of history.
-    #[arg(required_unless_present = "secrets")]
+    #[arg(required_unless_present_any = ["secrets", "resume"])]
     pub paths: Vec<PathBuf>,
     /// Only from this snapshot (repeatable); by default from every one.
     #[arg(long = "snapshot", value_name = "REF")]
@@ -342,6 +342,21 @@ pub struct ExpungeArgs {
     /// Say which snapshots and bytes would go; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Rewrite only this remote (by default every configured one: the expunge is pushed
+    /// there and each pack holding the bytes is rewritten without them).
+    #[arg(long, value_name = "NAME", conflicts_with = "no_remote")]
+    pub remote: Option<String>,
+    /// Leave the remotes as they are (they keep the bytes until `snap expunge --resume`).
+    #[arg(long)]
+    pub no_remote: bool,
+    /// Finish the remote half of an earlier expunge (a remote that could not be reached,
+    /// or a kill).
+    #[arg(long, conflicts_with_all = ["paths", "secrets", "dry_run", "snapshots", "no_remote"])]
+    pub resume: bool,
+    /// How long a rewritten remote keeps the old packs before they are deleted (for pushes
+    /// from other machines that planned against them); 0 deletes them at once.
+    #[arg(long, value_name = "DUR", default_value = "1h")]
+    pub grace: String,
 }
 
 /// `snap watch`: in the foreground (for a service manager) unless a flag says otherwise.

@@ -199,6 +199,13 @@ fn run(cli: Cli) -> Result<()> {
                     (false, true) => Some(snap_tree::Run::DryRun),
                     (false, false) => None,
                 },
+                remotes: match (args.no_remote, args.remote) {
+                    (true, _) => commands::expunge_remote::RemoteChoice::None,
+                    (false, Some(name)) => commands::expunge_remote::RemoteChoice::Named(name),
+                    (false, None) => commands::expunge_remote::RemoteChoice::Every,
+                },
+                resume: args.resume,
+                grace: &args.grace,
             },
         ),
         Command::Status { category } => cmd_status(&ctx, category),

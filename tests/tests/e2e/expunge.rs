@@ -171,7 +171,8 @@ fn a_pull_never_brings_an_expunged_secret_back() {
     ok(&b, &["save", "-m", "no secret"]);
     ok(&b, &["push"]);
 
-    ok(&a, &["expunge", "secret.txt", "--yes"]);
+    // The remote left as it is, so the pull meets the old ids there.
+    ok(&a, &["expunge", "secret.txt", "--yes", "--no-remote"]);
     assert_eq!(
         snap_store::testing::store_holds(&a.join(".snap"), TOKEN.as_bytes()),
         Vec::<String>::new()
@@ -331,9 +332,10 @@ fn a_killed_expunge_is_rolled_back_by_recover_and_leaves_no_phantom() {
     assert!(snap_store::testing::store_holds(&d.join(".snap"), TOKEN.as_bytes()).is_empty());
 }
 
-/// An expunge reaches the remote (issue 54, item 4, reduced): a pushes history whose second
-/// snapshot adds `secret.txt`, each save pushed alone; b clones and pushes (its ref names
-/// the old ids); a expunges (told what still holds the bytes on `origin`) and pushes, which
+/// An expunge left off the remote (`--no-remote`) reaches it by a push: a pushes history
+/// whose second snapshot adds `secret.txt`, each save pushed alone; b clones and pushes (its
+/// ref names the old ids); a expunges (told what still holds the bytes on `origin`) and
+/// pushes, which
 /// lists the old ids under `expunged/` and deletes their records. A third workspace's pull
 /// refuses b's old ids and counts them; b pulls and pushes again without sending them back;
 /// a fresh clone holds no trace of the token; and after two `gc --remote --grace 0`, no file
@@ -363,9 +365,9 @@ fn an_expunge_pushed_leaves_the_remote_and_every_later_clone() {
     ok(top.path(), &["clone", &url, "b"]);
     ok(&b, &["push"]);
 
-    let said = ok(&a, &["expunge", "secret.txt", "--yes"]);
+    let said = ok(&a, &["expunge", "secret.txt", "--yes", "--no-remote"]);
     assert!(
-        said.contains("remote origin still holds the expunged bytes: run `snap push origin`"),
+        said.contains("remote(s) origin still hold the expunged bytes: `snap expunge --resume`"),
         "{said}"
     );
     let pushed = json(&a, &["push"]);
@@ -426,4 +428,150 @@ fn an_expunge_pushed_leaves_the_remote_and_every_later_clone() {
         "no remote file holds the token, raw or decompressed"
     );
     ok(&a, &["verify", "--remote", "origin", "--read-data"]);
+}
+
+/// The pack that holds every file of a first push, the secret among them.
+fn pushed_with_files_that_stay(a: &std::path::Path, url: &str) {
+    std::fs::create_dir_all(a).unwrap();
+    write(a, "README.md", b"# app\n");
+    write(a, "src/main.rs", b"fn main() {}\n");
+    write(a, "secret.txt", format!("key={TOKEN}\n").as_bytes());
+    ok(a, &["save", "-m", "one"]);
+    write(a, "README.md", b"# app, two\n");
+    ok(a, &["save", "-m", "two"]);
+    ok(a, &["remote", "add", "--create", "origin", url]);
+    ok(a, &["push"]);
+}
+
+/// A secret pushed in one pack with files that stay leaves the remote (issue 54, item 4):
+/// b clones and pushes a snapshot of its own; a expunges with the remote rewritten by
+/// default, pulling b's history to learn what it reaches. The stale pack waits out the
+/// grace period (marked; a clone meanwhile takes the new copies and no token); one
+/// `gc --remote --grace 0` later no remote file holds the token, raw or decompressed, and
+/// both workspaces clone whole.
+#[test]
+fn a_secret_packed_with_files_that_stay_leaves_the_remote() {
+    let top = tempfile::tempdir().unwrap();
+    let (a, b, remote) = (
+        top.path().join("a"),
+        top.path().join("b"),
+        top.path().join("remote"),
+    );
+    let url = format!("file://{}", remote.display());
+    let token = TOKEN.as_bytes();
+    pushed_with_files_that_stay(&a, &url);
+    ok(top.path(), &["clone", &url, "b"]);
+    // b's newest snapshot no longer holds the file (one that did would keep it live).
+    std::fs::remove_file(b.join("secret.txt")).unwrap();
+    write(&b, "docs/b.md", b"from b\n");
+    ok(&b, &["save", "-m", "b's own"]);
+    ok(&b, &["push"]);
+
+    let doc = json(&a, &["expunge", "secret.txt", "--yes"]);
+    let origin = &doc["remotes"][0];
+    assert_eq!(origin["name"], "origin", "{doc}");
+    assert!(origin["error"].is_null(), "{doc}");
+    assert!(origin["pulled"].as_u64().unwrap() >= 1, "{doc}");
+    assert!(origin["stale_packs"].as_u64().unwrap() >= 1, "{doc}");
+    assert!(origin["packs_sent"].as_u64().unwrap() >= 1, "{doc}");
+    assert!(origin["waiting"].as_u64().unwrap() >= 1, "{doc}");
+    assert!(
+        !a.join(".snap/expunge-remotes").exists(),
+        "nothing left pending"
+    );
+    assert!(
+        !snap_store::testing::store_holds(&remote, token).is_empty(),
+        "the stale pack waits out the grace period"
+    );
+    ok(
+        top.path(),
+        &["clone", &url, "early", "--workspace", &workspace(&a)[..8]],
+    );
+    assert_eq!(
+        snap_store::testing::store_holds(&top.path().join("early/.snap"), token),
+        Vec::<String>::new(),
+        "a clone during the grace period takes the new copies"
+    );
+
+    ok(&a, &["gc", "--remote", "origin", "--grace", "0"]);
+    assert_eq!(
+        snap_store::testing::store_holds(&remote, token),
+        Vec::<String>::new(),
+        "no remote file holds the token, raw or decompressed"
+    );
+    ok(&a, &["verify", "--remote", "origin", "--read-data"]);
+    // b's two cloned snapshots are ids a's expunge renamed away: its clone has b's own.
+    for (from, name, count) in [(&a, "ca", 2), (&b, "cb", 1)] {
+        let id = workspace(from);
+        ok(top.path(), &["clone", &url, name, "--workspace", &id[..8]]);
+        let into = top.path().join(name);
+        ok(&into, &["verify", "--read-data"]);
+        let log = json(&into, &["log"]);
+        assert_eq!(
+            log["snapshots"].as_array().unwrap().len(),
+            count,
+            "{name}: {log}"
+        );
+    }
+    assert!(
+        snap(&top.path().join("ca"), &["cat", "#1", "secret.txt"])
+            .status
+            .code()
+            != Some(0)
+    );
+    assert_eq!(read(&top.path().join("cb"), "docs/b.md"), "from b\n");
+}
+
+/// A remote that cannot be reached: the local expunge is done, the remote named as still
+/// holding the bytes (one `error:` line, exit 1, nothing created where it was), and
+/// `snap expunge --resume` finishes it once it is back.
+#[test]
+fn an_unreachable_remote_is_named_and_resumed() {
+    let top = tempfile::tempdir().unwrap();
+    let (a, remote, away) = (
+        top.path().join("a"),
+        top.path().join("remote"),
+        top.path().join("away"),
+    );
+    let url = format!("file://{}", remote.display());
+    pushed_with_files_that_stay(&a, &url);
+    std::fs::rename(&remote, &away).unwrap();
+    let out = snap(&a, &["expunge", "secret.txt", "--yes", "--grace", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("remote origin may still hold the expunged bytes")
+            && err.contains("error: the expunge is not finished on remote(s) origin"),
+        "{err}"
+    );
+    assert!(!remote.exists(), "the expunge made no remote where one was");
+    assert_eq!(
+        snap_store::testing::store_holds(&a.join(".snap"), TOKEN.as_bytes()),
+        Vec::<String>::new(),
+        "the local half is done"
+    );
+    assert_eq!(
+        std::fs::read_to_string(a.join(".snap/expunge-remotes")).unwrap(),
+        "origin\n"
+    );
+    std::fs::rename(&away, &remote).unwrap();
+    let resumed = json(&a, &["expunge", "--resume", "--grace", "0"]);
+    assert!(resumed["remotes"][0]["error"].is_null(), "{resumed}");
+    assert!(!a.join(".snap/expunge-remotes").exists());
+    assert_eq!(
+        snap_store::testing::store_holds(&remote, TOKEN.as_bytes()),
+        Vec::<String>::new()
+    );
+    ok(&a, &["verify", "--remote", "origin", "--read-data"]);
+    let nothing = ok(&a, &["expunge", "--resume"]);
+    assert!(nothing.contains("nothing to resume"), "{nothing}");
+    let bad = snap(&a, &["expunge", "--resume", "--remote", "nosuch"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(stderr(&bad).starts_with("error: there is no remote named nosuch"));
+}
+
+/// The workspace id a store records, as hex.
+fn workspace(d: &std::path::Path) -> String {
+    let ident = std::fs::read(d.join(".snap/workspace")).unwrap();
+    ident[8..24].iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -378,6 +378,81 @@ impl Seaweed {
     }
 }
 
+impl Seaweed {
+    /// A GET from the filer (port + 3), which serves the buckets as directories.
+    fn filer_get(&self, path: &str, json: bool) -> Vec<u8> {
+        use std::io::{Read, Write};
+        let mut conn = std::net::TcpStream::connect(("127.0.0.1", self.port + 3)).unwrap();
+        let accept = if json { "application/json" } else { "*/*" };
+        let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: {accept}\r\n\r\n");
+        conn.write_all(request.as_bytes()).unwrap();
+        let mut response = Vec::new();
+        conn.read_to_end(&mut response).unwrap();
+        let body = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        response.split_off(body)
+    }
+
+    /// Every object under `prefix/dir/` of the bucket, copied into `into` by name.
+    fn copy_objects(&self, prefix: &str, dir: &str, into: &Path) -> usize {
+        let listing = self.filer_get(&format!("/buckets/snaptest/{prefix}/{dir}/"), true);
+        let doc: serde_json::Value = serde_json::from_slice(&listing).unwrap_or_default();
+        let mut n = 0;
+        for entry in doc["Entries"].as_array().into_iter().flatten() {
+            let full = entry["FullPath"].as_str().unwrap();
+            let name = full.rsplit('/').next().unwrap();
+            std::fs::write(into.join(name), self.filer_get(full, false)).unwrap();
+            n += 1;
+        }
+        n
+    }
+}
+
+/// On SeaweedFS, a secret pushed in one pack with files that stay leaves the bucket: the
+/// expunge (grace 0) rewrites the pack, and no pack object the filer serves holds the token,
+/// frames decompressed; a clone is whole.
+fn s3_expunge_rewrites_the_pack(server: &Seaweed, env: &[(&str, String)]) {
+    const TOKEN: &str = "ghp_S3xExpungeToken0000000000000000000000";
+    let top = tempfile::tempdir().unwrap();
+    let a = top.path().join("a");
+    std::fs::create_dir(&a).unwrap();
+    make_tree(&a);
+    write(&a, "secret.txt", format!("token={TOKEN}\n").as_bytes());
+    ok(&a, &["save"]);
+    write(&a, "README.md", b"# changed\n");
+    ok(&a, &["save"]);
+    let url = "s3://snaptest/expunged";
+    let add = snap_env(&a, env, &["remote", "add", "origin", url]);
+    assert!(add.status.success(), "{}", stderr(&add));
+    assert!(snap_env(&a, env, &["push"]).status.success());
+    let packs = |name: &str| {
+        let into = top.path().join(name);
+        std::fs::create_dir(&into).unwrap();
+        let n = server.copy_objects("expunged", "packs", &into);
+        (snap_store::testing::store_holds(&into, TOKEN.as_bytes()), n)
+    };
+    let (before, n) = packs("before");
+    assert!(
+        n > 0 && !before.is_empty(),
+        "the pushed pack holds the token ({n} packs)"
+    );
+    let out = snap_env(
+        &a,
+        env,
+        &["--json", "expunge", "secret.txt", "--yes", "--grace", "0"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["remotes"][0]["stale_packs"], 1, "{doc}");
+    let (after, n) = packs("after");
+    assert!(n > 0 && after.is_empty(), "{after:?} ({n} packs)");
+    let check = snap_env(&a, env, &["verify", "--remote", url, "--read-data"]);
+    assert!(check.status.success(), "{}", stderr(&check));
+    let out = snap_env(top.path(), env, &["clone", url, "c"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c = top.path().join("c");
+    assert_eq!(on_disk(&c, true).len() + 1, on_disk(&a, true).len());
+}
+
 impl Drop for Seaweed {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -428,6 +503,8 @@ fn s3_round_trip_two_writers_and_a_killed_push_on_seaweedfs() {
         assert!(out.status.success(), "{}", stderr(&out));
         assert_eq!(on_disk(d, true), on_disk(&top.path().join(&into), true));
     }
+
+    s3_expunge_rewrites_the_pack(&server, &env);
 
     // A push killed (-9) after its first pack, then resumed: the remote is whole.
     if test_hooks() {

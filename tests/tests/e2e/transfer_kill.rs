@@ -251,7 +251,7 @@ impl Round {
                 self.r.clone(),
                 v(&["clone", &self.url, "b", "--workspace", &workspace[..8]]),
             ),
-            Kind::Expunge => (a, v(&["expunge", "secret.txt", "--yes"])),
+            Kind::Expunge => (a, v(&["expunge", "secret.txt", "--yes", "--grace", "0"])),
             Kind::GcMark | Kind::GcDelete => (a, v(&["gc", "--remote", &self.url, "--grace", "0"])),
         }
     }
@@ -475,7 +475,7 @@ fn transfers_killed_at_random_instants_lose_nothing_and_leave_no_secret() {
     std::fs::rename(r, tpl(Base::Pushed)).unwrap();
 
     copy_dir(&tpl(Base::Pushed), r);
-    ok(&round.a, &["expunge", "secret.txt", "--yes"]);
+    ok(&round.a, &["expunge", "secret.txt", "--yes", "--no-remote"]);
     assert_eq!(secret_anywhere(&round.a), Vec::<String>::new());
     std::fs::rename(r, tpl(Base::Expunged)).unwrap();
 
@@ -507,6 +507,15 @@ fn transfers_killed_at_random_instants_lose_nothing_and_leave_no_secret() {
         remote_verifies(&round.a, &round.remote_url(kind), &at);
         if kind.secret_gone() {
             assert_eq!(secret_anywhere(&round.a), Vec::<String>::new(), "{at}");
+        }
+        if kind == Kind::Expunge {
+            let remote = round.remote_dir(kind);
+            let found = snap_store::testing::store_holds(&remote, TOKEN.as_bytes());
+            assert_eq!(
+                found,
+                Vec::<String>::new(),
+                "{at}: the token is on the remote"
+            );
         }
         let cloned = (kind == Kind::Clone).then(|| {
             store_verifies(&round.dest, &at);
@@ -735,6 +744,20 @@ fn one_round(
                 mine.remove("secret.txt");
             }
             assert_eq!(tree, mine, "{at}: the clone's tree is a's");
+        }
+        Kind::Expunge => {
+            let found = snap_store::testing::store_holds(&remote_dir, TOKEN.as_bytes());
+            assert_eq!(
+                found,
+                Vec::<String>::new(),
+                "{at}: the token is on the remote"
+            );
+            assert!(
+                !a.join(".snap/expunge-remotes").exists(),
+                "{at}: left pending"
+            );
+            let (cloned, _) = clone_of(r, &url, workspace, "check", at);
+            assert_eq!(cloned.ids, done.ids, "{at}: the clone's history is a's");
         }
         Kind::GcMark | Kind::GcDelete => {
             // What the killed run marked, the retry (grace 0) may have deleted already: one

@@ -5,6 +5,9 @@
 use snap_tree::secrets::{SecretHit, SecretScan};
 use snap_tree::{ExpungeAsk, ExpungeOutcome, Run, Tracking};
 
+use super::expunge_remote::{
+    RemoteChoice, RemoteDone, add_pending, chosen, pending, print_remotes, rewrite_remotes,
+};
 use super::{Ctx, PathBuf, Result, emit, json, json_only, open, path_shown, workspace_paths};
 
 /// What `snap expunge` was asked.
@@ -14,9 +17,20 @@ pub(crate) struct ExpungeCall<'a> {
     pub(crate) secrets: bool,
     pub(crate) tracking: Tracking,
     pub(crate) run: Option<Run>,
+    pub(crate) remotes: RemoteChoice,
+    /// Only the remote half of an earlier expunge (`--resume`).
+    pub(crate) resume: bool,
+    /// The grace period of the remotes' old packs.
+    pub(crate) grace: &'a str,
 }
 
 pub(crate) fn cmd_expunge(ctx: &Ctx, call: ExpungeCall<'_>) -> Result<()> {
+    let grace_ns = snap_tree::parse_duration(call.grace)
+        .map_err(|e| anyhow::anyhow!("--grace {}: {e}", call.grace))?
+        .unwrap_or(0);
+    if call.resume {
+        return resume(ctx, &call.remotes, call.grace, grace_ns);
+    }
     let ws = open(ctx)?;
     let mut paths = workspace_paths(&ws, &ctx.start, call.paths)?;
     if paths.iter().any(|p| p.is_empty()) {
@@ -42,6 +56,17 @@ pub(crate) fn cmd_expunge(ctx: &Ctx, call: ExpungeCall<'_>) -> Result<()> {
         snapshots: call.snapshots,
         tracking: call.tracking,
     };
+    let remotes = chosen(&ws, &call.remotes)?;
+    let apply = run == Run::Apply && !paths.is_empty();
+    // Listed before the local rewrite commits: a kill after it leaves them to `--resume`.
+    // `--no-remote` lists every configured remote, left for a later `--resume`.
+    let left = match call.remotes {
+        RemoteChoice::None => chosen(&ws, &RemoteChoice::Every)?,
+        _ => Vec::new(),
+    };
+    if apply {
+        add_pending(&ws, &[&remotes[..], &left[..]].concat())?;
+    }
     let out = match paths.is_empty() {
         true => ExpungeOutcome {
             dry_run: run == Run::DryRun,
@@ -49,32 +74,73 @@ pub(crate) fn cmd_expunge(ctx: &Ctx, call: ExpungeCall<'_>) -> Result<()> {
         },
         false => ws.expunge(ask, run)?,
     };
+    // The remotes are rewritten with the store closed: each step opens it as it needs.
+    drop(ws);
+    let done = match apply {
+        true => rewrite_remotes(ctx, &remotes, grace_ns),
+        false => Vec::new(),
+    };
     emit(
         ctx,
         json_only(ctx, || {
-            json::value(&json::ExpungeDoc::new(&out, call.secrets.then_some(&found)))
+            let secrets = call.secrets.then_some(&found);
+            json::value(&json::ExpungeDoc::new(&out, secrets, &done))
         }),
         || {
             print_expunge(&out, call.secrets.then_some(&found[..]));
-            print_remotes_left(&out, ws.config().remote.keys());
+            if out.dry_run && !out.taken.is_empty() && !remotes.is_empty() {
+                println!(
+                    "with --yes, remote(s) {} are rewritten too",
+                    remotes.join(", ")
+                );
+            }
+            print_remotes(&done, call.grace);
+            if apply && !out.renamed.is_empty() && !left.is_empty() {
+                println!(
+                    "remote(s) {} still hold the expunged bytes: `snap expunge --resume` \
+                     rewrites them",
+                    left.join(", ")
+                );
+            }
         },
     );
-    Ok(())
+    unfinished(&done)
 }
 
-/// After an expunge that renamed snapshots, one line per configured remote: its copy still
-/// holds the bytes until a push records the expunge there and two remote collections past
-/// the grace period delete what only the old snapshots reached (docs/SAFETY.md, Remotes).
-fn print_remotes_left<'a>(out: &ExpungeOutcome, remotes: impl Iterator<Item = &'a String>) {
-    if out.dry_run || out.renamed.is_empty() {
-        return;
-    }
-    for name in remotes {
-        println!(
-            "remote {name} still holds the expunged bytes: run `snap push {name}`, then \
-             `snap gc --remote {name}` twice, the second past the grace period (1 hour \
-             unless --grace says)"
-        );
+/// `snap expunge --resume`: the remote half of earlier expunges, for the remotes they left
+/// pending (or the one `--remote` names).
+fn resume(ctx: &Ctx, choice: &RemoteChoice, grace: &str, grace_ns: i64) -> Result<()> {
+    let names = {
+        let ws = open(ctx)?;
+        match choice {
+            RemoteChoice::Named(_) => chosen(&ws, choice)?,
+            _ => pending(&ws)?,
+        }
+    };
+    let done = rewrite_remotes(ctx, &names, grace_ns);
+    emit(
+        ctx,
+        json_only(ctx, || serde_json::json!({ "remotes": &done })),
+        || match names.is_empty() {
+            true => println!("nothing to resume: no expunge left a remote to rewrite"),
+            false => print_remotes(&done, grace),
+        },
+    );
+    unfinished(&done)
+}
+
+/// An error naming the remotes an expunge could not rewrite (each was named on stderr).
+fn unfinished(done: &[RemoteDone]) -> Result<()> {
+    let failed: Vec<&str> = (done.iter())
+        .filter(|d| d.error.is_some())
+        .map(|d| d.name.as_str())
+        .collect();
+    match failed.is_empty() {
+        true => Ok(()),
+        false => anyhow::bail!(
+            "the expunge is not finished on remote(s) {}: `snap expunge --resume` finishes it",
+            failed.join(", ")
+        ),
     }
 }
 

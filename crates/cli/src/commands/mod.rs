@@ -7,6 +7,7 @@ pub(crate) mod diff;
 pub(crate) mod doctor;
 mod export;
 pub(crate) mod expunge;
+pub(crate) mod expunge_remote;
 mod init;
 pub(crate) mod lifecycle;
 mod log;

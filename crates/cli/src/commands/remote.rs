@@ -112,16 +112,59 @@ pub(crate) enum PushMode {
 
 /// `snap push [REMOTE|URL] [--repair]`.
 pub(crate) fn push(ctx: &Ctx, given: Option<&str>, mode: PushMode) -> Result<()> {
-    let (url, workspace) = {
+    let url = {
         let ws = open_reading(ctx)?;
         warn_secrets(ctx, &ws)?;
-        let id = ws
-            .workspace_id()?
-            .context("the store records no workspace id yet: save first")?;
-        (remote_url(&ws, given)?, id)
+        remote_url(&ws, given)?
     };
-    let remote = snap_remote::open(&url, Reach::Create)?;
-    let mut state = RemoteState::read(remote.as_ref())?;
+    let pushed = push_to(ctx, &url, mode, Reach::Create)?;
+    let report = &pushed.report;
+    let doc = json!({
+        "remote": url, "workspace": pushed.workspace, "up_to_date": report.ref_n.is_none(),
+        "objects": pushed.objects, "local_bytes": pushed.local_bytes, "packs": report.packs,
+        "bytes": report.bytes, "records": pushed.records, "ref": report.ref_n,
+        "repaired": pushed.repaired.iter().map(|p| p.to_hex()).collect::<Vec<_>>(),
+        "expunged": report.expunged, "records_deleted": report.records_deleted,
+    });
+    emit(ctx, doc, || {
+        match report.ref_n {
+            None => println!("{url} is up to date"),
+            Some(n) => println!(
+                "pushed to {url}: {} snapshot record(s), {} object(s) in {} pack(s), {} sent (ref {n})",
+                pushed.records,
+                pushed.objects,
+                report.packs,
+                human_bytes(report.bytes)
+            ),
+        }
+        print_push_expunged(&url, report);
+    });
+    Ok(())
+}
+
+/// What [`push_to`] did.
+pub(super) struct Pushed {
+    pub(super) workspace: String,
+    /// Objects and records planned, and the objects' bytes as stored here.
+    pub(super) objects: usize,
+    pub(super) records: usize,
+    pub(super) local_bytes: u64,
+    /// Damaged packs deleted (`--repair`).
+    pub(super) repaired: Vec<snap_tree::ObjectId>,
+    pub(super) report: snap_remote::push::PushReport,
+}
+
+/// Pushes this store's history to `url`; prints only the progress bar and repairs. Only
+/// `snap push` itself may make a new remote (`reach`).
+pub(super) fn push_to(ctx: &Ctx, url: &str, mode: PushMode, reach: Reach) -> Result<Pushed> {
+    let workspace = open_reading(ctx)?
+        .workspace_id()?
+        .context("the store records no workspace id yet: save first")?;
+    let remote = snap_remote::open(url, reach)?;
+    let mut state = match reach {
+        Reach::Create => RemoteState::read(remote.as_ref())?,
+        Reach::Existing => RemoteState::read_existing(remote.as_ref())?,
+    };
     let repaired = match mode {
         PushMode::Repair => snap_remote::repair::drop_damaged(remote.as_ref(), &mut state)?,
         PushMode::Missing => Vec::new(),
@@ -140,32 +183,19 @@ pub(crate) fn push(ctx: &Ctx, given: Option<&str>, mode: PushMode) -> Result<()>
         };
         (plan, staging)
     };
-    let (objects, records, local) = (plan.objects(), plan.records(), plan.frame_bytes());
-    let bar = crate::progress::Transfer::new(ctx, "pushing", local);
+    let (objects, records, local_bytes) = (plan.objects(), plan.records(), plan.frame_bytes());
+    let bar = crate::progress::Transfer::new(ctx, "pushing", local_bytes);
     let report = upload(remote.as_ref(), plan, &state, &staging, &|done| {
         bar.update(done)
     })?;
-    drop(bar);
-    let doc = json!({
-        "remote": url, "workspace": workspace, "up_to_date": report.ref_n.is_none(),
-        "objects": objects, "local_bytes": local, "packs": report.packs,
-        "bytes": report.bytes, "records": report.records, "ref": report.ref_n,
-        "repaired": repaired.iter().map(|p| p.to_hex()).collect::<Vec<_>>(),
-        "expunged": report.expunged, "records_deleted": report.records_deleted,
-    });
-    emit(ctx, doc, || {
-        match report.ref_n {
-            None => println!("{url} is up to date"),
-            Some(n) => println!(
-                "pushed to {url}: {} snapshot record(s), {objects} object(s) in {} pack(s), {} sent (ref {n})",
-                records,
-                report.packs,
-                human_bytes(report.bytes)
-            ),
-        }
-        print_push_expunged(&url, &report);
-    });
-    Ok(())
+    Ok(Pushed {
+        workspace,
+        objects,
+        records,
+        local_bytes,
+        repaired,
+        report,
+    })
 }
 
 /// What a push told the remote of expunges: the ids it now lists, the old records deleted,
@@ -186,6 +216,35 @@ fn print_push_expunged(url: &str, report: &snap_remote::push::PushReport) {
 /// never HEAD, never the working tree. The store is open to plan and to commit, not while
 /// downloading.
 pub(crate) fn pull(ctx: &Ctx, given: Option<&str>) -> Result<()> {
+    let p = pull_from(ctx, given)?;
+    let doc = json!({
+        "remote": p.url, "name": p.name, "snapshots": p.pulled, "bytes": p.bytes,
+        "packs": p.packs, "refused": p.refused,
+    });
+    emit(ctx, doc, || match p.pulled {
+        0 => println!("{}: nothing new to pull", p.url),
+        n => println!(
+            "pulled {n} snapshot(s) from {} as {}#N ({}); snap log --all lists them",
+            p.url,
+            p.name,
+            human_bytes(p.bytes)
+        ),
+    });
+    Ok(())
+}
+
+/// What [`pull_from`] did.
+pub(super) struct PullDone {
+    pub(super) name: String,
+    pub(super) url: String,
+    pub(super) pulled: usize,
+    pub(super) bytes: u64,
+    pub(super) packs: usize,
+    pub(super) refused: usize,
+}
+
+/// Pulls from `given`; prints only the progress bar and the refusals (stderr).
+pub(super) fn pull_from(ctx: &Ctx, given: Option<&str>) -> Result<PullDone> {
     let ((name, url), own) = {
         let ws = open_reading(ctx)?;
         (
@@ -231,21 +290,16 @@ pub(crate) fn pull(ctx: &Ctx, given: Option<&str>) -> Result<()> {
             Some(taken?)
         }
     };
-    let pulled = taken.as_ref().map_or(0, |t| t.pulled);
     let refused = plan.refused.len() + taken.as_ref().map_or(0, |t| t.refused);
     warn_refused(refused, &url);
-    let doc = json!({
-        "remote": url, "name": name, "snapshots": pulled, "bytes": bytes,
-        "packs": taken.as_ref().map_or(0, |t| t.packs), "refused": refused,
-    });
-    emit(ctx, doc, || match pulled {
-        0 => println!("{url}: nothing new to pull"),
-        n => println!(
-            "pulled {n} snapshot(s) from {url} as {name}#N ({}); snap log --all lists them",
-            human_bytes(bytes)
-        ),
-    });
-    Ok(())
+    Ok(PullDone {
+        name,
+        url,
+        pulled: taken.as_ref().map_or(0, |t| t.pulled),
+        bytes,
+        packs: taken.as_ref().map_or(0, |t| t.packs),
+        refused,
+    })
 }
 
 /// Names the snapshots a pull refused because an expunge here renamed them away (stderr,
@@ -270,36 +324,9 @@ pub(crate) fn gc(ctx: &Ctx, given: Option<&str>, grace: &str) -> Result<()> {
     let url = remote_url(&open_reading(ctx)?, given.filter(|g| !g.is_empty()))?;
     let remote = snap_remote::open(&url, Reach::Existing)?;
     let state = RemoteState::read_existing(remote.as_ref())?;
-    // Ids listed under `expunged/` are dead whatever a stale ref names: what only they
-    // reach is marked, then deleted past the grace.
-    let records = snap_remote::gc::live_records(remote.as_ref(), &state)?;
-    let objects = {
-        let ws = open_reading(ctx)?;
-        let store = ws.store();
-        let mut roots = Vec::with_capacity(records.len());
-        for id in &records {
-            match store.snapshot(id) {
-                Ok(record) => roots.push(record.root),
-                Err(_) => roots.push(state.read_record(remote.as_ref(), id)?.root),
-            }
-        }
-        let lacking = roots
-            .iter()
-            .filter(|r| !store.contains(r).unwrap_or(false))
-            .count();
-        if lacking > 0 {
-            bail!(
-                "the remote's refs name {lacking} snapshot(s) whose trees this store lacks: \
-                 run `snap push` and `snap pull` first"
-            );
-        }
-        store.closure(&roots)?
-    };
-    let live = snap_remote::gc::Live { objects, records };
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    let now_ns = now.map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    let live = live_of(ctx, remote.as_ref(), &state)?.live;
     let grace = std::time::Duration::from_nanos(u64::try_from(grace_ns).unwrap_or(0));
-    let report = snap_remote::gc::collect(remote.as_ref(), &state, &live, grace, now_ns)?;
+    let report = snap_remote::gc::collect(remote.as_ref(), &state, &live, grace, now_ns())?;
     let doc = json!({
         "remote": url, "refs_deleted": report.refs_deleted, "marked": report.marked,
         "deleted": report.deleted, "bytes_deleted": report.bytes_deleted,
@@ -318,6 +345,66 @@ pub(crate) fn gc(ctx: &Ctx, given: Option<&str>, grace: &str) -> Result<()> {
         )
     });
     Ok(())
+}
+
+/// What every workspace's newest ref reaches, and the trees it starts from.
+pub(super) struct LiveReach {
+    pub(super) live: snap_remote::gc::Live,
+    pub(super) roots: Vec<snap_tree::ObjectId>,
+}
+
+/// The reach of every workspace's newest ref, computed from this store, which must hold all
+/// their trees (after a push and a pull). Ids listed under `expunged/` are dead whatever a
+/// stale ref names: what only they reach is not in it.
+pub(super) fn live_of(ctx: &Ctx, remote: &dyn Remote, state: &RemoteState) -> Result<LiveReach> {
+    let records = snap_remote::gc::live_records(remote, state)?;
+    let ws = open_reading(ctx)?;
+    let store = ws.store();
+    let mut roots = Vec::with_capacity(records.len());
+    for id in &records {
+        match store.snapshot(id) {
+            Ok(record) => roots.push(record.root),
+            Err(_) => roots.push(state.read_record(remote, id)?.root),
+        }
+    }
+    let lacking = roots
+        .iter()
+        .filter(|r| !store.contains(r).unwrap_or(false))
+        .count();
+    if lacking > 0 {
+        return Err(LacksTrees { lacking }.into());
+    }
+    let objects = store.closure(&roots)?;
+    Ok(LiveReach {
+        live: snap_remote::gc::Live { objects, records },
+        roots,
+    })
+}
+
+/// The remote's refs name snapshots whose trees this store lacks: what they reach cannot
+/// be told.
+#[derive(Debug)]
+pub(super) struct LacksTrees {
+    pub(super) lacking: usize,
+}
+
+impl std::fmt::Display for LacksTrees {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the remote's refs name {} snapshot(s) whose trees this store lacks: run \
+             `snap push` and `snap pull` first",
+            self.lacking
+        )
+    }
+}
+
+impl std::error::Error for LacksTrees {}
+
+/// Nanoseconds since the epoch, the time remote marks are given.
+pub(super) fn now_ns() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// Before anything leaves: names the secret-looking paths history holds (stderr).

@@ -5,6 +5,7 @@ use snap_tree::secrets::SecretHit;
 use snap_tree::{ExpungeOutcome, Marker, MoveOutcome, PurgeReport, RevertOutcome};
 
 use super::{ChangeDoc, SnapshotDoc, changes};
+use crate::commands::expunge_remote::RemoteDone;
 use crate::render::path_str;
 
 /// An interrupted move waiting for `snap recover`.
@@ -92,6 +93,8 @@ pub struct ExpungeDoc {
     pub purge: Option<PurgeDoc>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secrets: Option<Vec<SecretDoc>>,
+    /// What the expunge did on each remote it rewrote.
+    pub remotes: Vec<RemoteDone>,
 }
 
 #[derive(Serialize)]
@@ -126,8 +129,13 @@ pub struct SecretDoc {
 }
 
 impl ExpungeDoc {
-    pub fn new(o: &ExpungeOutcome, secrets: Option<&Vec<SecretHit>>) -> ExpungeDoc {
+    pub fn new(
+        o: &ExpungeOutcome,
+        secrets: Option<&Vec<SecretHit>>,
+        remotes: &[RemoteDone],
+    ) -> ExpungeDoc {
         ExpungeDoc {
+            remotes: remotes.to_vec(),
             dry_run: o.dry_run,
             renamed: (o.renamed.iter())
                 .map(|r| RenamedDoc {

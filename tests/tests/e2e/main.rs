@@ -20,6 +20,7 @@ mod outside;
 mod random_kill;
 mod reading;
 mod remote;
+mod s3_kill;
 mod safety;
 mod transfer_kill;
 mod ui;

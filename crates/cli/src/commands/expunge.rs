@@ -7,6 +7,7 @@ use snap_tree::{ExpungeAsk, ExpungeOutcome, Run, Tracking};
 
 use super::expunge_remote::{
     RemoteChoice, RemoteDone, add_pending, chosen, pending, print_remotes, rewrite_remotes,
+    set_pending,
 };
 use super::{Ctx, PathBuf, Result, emit, json, json_only, open, path_shown, workspace_paths};
 
@@ -64,6 +65,7 @@ pub(crate) fn cmd_expunge(ctx: &Ctx, call: ExpungeCall<'_>) -> Result<()> {
         RemoteChoice::None => chosen(&ws, &RemoteChoice::Every)?,
         _ => Vec::new(),
     };
+    let listed = pending(&ws)?;
     if apply {
         add_pending(&ws, &[&remotes[..], &left[..]].concat())?;
     }
@@ -73,6 +75,14 @@ pub(crate) fn cmd_expunge(ctx: &Ctx, call: ExpungeCall<'_>) -> Result<()> {
             ..ExpungeOutcome::default()
         },
         false => ws.expunge(ask, run)?,
+    };
+    // Nothing renamed: only remotes an earlier (killed) expunge left are rewritten.
+    let remotes = match (apply, out.renamed.is_empty()) {
+        (true, true) => {
+            set_pending(&ws, &listed)?;
+            remotes.into_iter().filter(|r| listed.contains(r)).collect()
+        }
+        _ => remotes,
     };
     // The remotes are rewritten with the store closed: each step opens it as it needs.
     drop(ws);

@@ -94,10 +94,11 @@ pub(crate) fn add_pending(ws: &Workspace, names: &[String]) -> Result<()> {
     all.extend(names.iter().cloned());
     all.sort();
     all.dedup();
-    write_pending(ws, &all)
+    set_pending(ws, &all)
 }
 
-fn write_pending(ws: &Workspace, names: &[String]) -> Result<()> {
+/// Makes `names` the whole pending list (none: the file goes).
+pub(crate) fn set_pending(ws: &Workspace, names: &[String]) -> Result<()> {
     let path = pending_path(ws);
     if names.is_empty() {
         return match std::fs::remove_file(&path) {
@@ -169,7 +170,7 @@ fn url_of(ctx: &Ctx, name: &str) -> String {
 fn settle_pending(ctx: &Ctx, name: &str) -> Result<()> {
     let ws = open_reading(ctx)?;
     let left: Vec<String> = (pending(&ws)?.into_iter()).filter(|n| n != name).collect();
-    write_pending(&ws, &left)
+    set_pending(&ws, &left)
 }
 
 /// Without remotes built in, nothing can be rewritten.

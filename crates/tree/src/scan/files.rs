@@ -14,8 +14,8 @@ use snap_store::{EntryKind, ObjectId, ObjectKind, ObjectWriter, StatEntry, StatK
 use super::content::{Content, STREAM_THRESHOLD, store_content_against, store_stream};
 use super::walk::{Unreadable, Walk, WalkEntry};
 use super::walker::DirCacheView;
-use crate::TreeError;
 use crate::config::Config;
+use crate::error::TreeError;
 use crate::flat::{FlatTree, Node, UNBUILT};
 use crate::paths::abs;
 
@@ -530,7 +530,8 @@ fn vanished(e: &std::io::Error) -> bool {
 }
 
 /// Reads a regular file without following a symlink, re-reading while its stat changes under
-/// the read. `None` if it vanished, stopped being a regular file or grew past `max`.
+/// the read. `None` if it vanished or stopped being a regular file; [`TreeError::StillWriting`]
+/// if it kept changing, or grew past `max`.
 ///
 /// Timestamps are coarse (a clock tick of several milliseconds), so a file modified in the
 /// scan's own tick can change under the read without its stat showing it: such a racy file
@@ -559,8 +560,13 @@ fn read_stable(
             Err(e) => return Err(TreeError::io(path, e)),
         };
         let before = opened.metadata().map_err(|e| TreeError::io(path, e))?;
-        if !before.is_file() || before.len() > file.max {
+        if !before.is_file() {
             return Ok(None);
+        }
+        // The walk found it within `max`: it grew past it since, so a job is writing it. Left
+        // out and named, never taken for gone (which would record it deleted).
+        if before.len() > file.max {
+            return Err(still_writing(path));
         }
         let once = Once {
             file: &mut opened,
@@ -696,4 +702,37 @@ fn same_stat(a: &Metadata, b: &Metadata) -> bool {
         b.ctime_nsec(),
         b.ino(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The walk saw the file within `max`; by the read it is larger (a job appending to it):
+    /// the save names it, and never takes it for gone (which would record it deleted).
+    #[test]
+    fn a_file_grown_past_max_since_the_walk_is_named_not_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = snap_store::Store::init(&dir.path().join(".snap")).unwrap();
+        let path = dir.path().join("ckpt.bin");
+        std::fs::write(&path, vec![7u8; 4096]).unwrap();
+        let root_fd = crate::inside::open_root(dir.path()).unwrap();
+        let writer = store.writer();
+        let file = FileStore {
+            root_fd: &root_fd,
+            max: 1024,
+            fs_now_ns: i64::MIN,
+            base: None,
+        };
+        let at = InTree {
+            root_fd: &root_fd,
+            rel: b"ckpt.bin",
+            abs: &path,
+        };
+        let got = read_stable(at, file, &writer).err();
+        assert!(
+            matches!(got, Some(TreeError::StillWriting { .. })),
+            "{got:?}"
+        );
+    }
 }

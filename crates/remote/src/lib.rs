@@ -15,10 +15,13 @@
 //! - [`fetch`]: a workspace's history taken into a store (clone);
 //! - [`gc`]: `gc --remote`, what no newest ref reaches, marked, then deleted after a grace;
 //! - [`repack`]: the remote half of `snap expunge`, packs holding dead objects rewritten;
-//! - [`check`]: `verify --remote`, and the conditional-put check `remote add` runs.
+//! - [`check`]: `verify --remote`, and the conditional-put check `remote add` runs;
+//! - [`crypt`]: the cryptography of the encrypted layout being built (keys, sealing, keyed
+//!   names); no command writes that layout yet.
 
 pub mod backend;
 pub mod check;
+pub mod crypt;
 mod error;
 pub mod fetch;
 pub mod gc;

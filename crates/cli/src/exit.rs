@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use snap_tree::{StoreError, TreeError};
 
-use crate::{commands, hook, json, signals};
+use crate::{hook, json, signals};
 
 /// Exit code when there is nothing to undo or redo.
 const EXIT_NOTHING_TO_DO: u8 = 3;
@@ -23,7 +23,7 @@ pub(crate) fn refused(e: &clap::Error) -> ExitCode {
     if e.kind() == clap::error::ErrorKind::InvalidSubcommand
         && let Some(verb) = snapd_verb()
     {
-        let snapd = match commands::doctor::snapd_binary() {
+        let snapd = match crate::snapd::snapd_binary() {
             Some(at) => format!("at {}", at.display()),
             None => "not installed here".to_string(),
         };

@@ -15,6 +15,7 @@ mod pager;
 mod progress;
 mod render;
 mod signals;
+mod snapd;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -279,6 +280,17 @@ pub(crate) fn open(ctx: &Ctx) -> Result<Workspace> {
         crate::render::print_saved_first(r);
     }
     Ok(ws)
+}
+
+/// True when `e` says there is no store yet (so `save` creates one).
+pub(crate) fn is_missing_store(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<snap_tree::TreeError>(),
+        Some(
+            snap_tree::TreeError::NoWorkspace(_)
+                | snap_tree::TreeError::Store(snap_tree::StoreError::NotFound(_))
+        )
+    )
 }
 
 /// Opens the workspace for a command that only reads: an interrupted operation is left for

@@ -278,7 +278,7 @@ pub fn print_large_added(files: &[snap_tree::LargeFile], verb: &str, quiet: bool
         eprintln!(
             "large file {verb}: {} ({})",
             path_shown(&f.path),
-            crate::commands::lifecycle::human_bytes(f.size)
+            human_bytes(f.size)
         );
     }
 }
@@ -301,7 +301,7 @@ pub fn untracked_removed_lines(files: &[snap_tree::UntrackedFile]) -> Vec<String
         format!(
             "warning: {} ({}) is gone, and no snapshot holds it ({why}): snap cannot bring it back",
             path_shown(&f.path),
-            crate::commands::lifecycle::human_bytes(f.size)
+            human_bytes(f.size)
         )
     };
     files.iter().map(line).collect()
@@ -336,5 +336,21 @@ pub fn print_skipped(report: &snap_tree::ScanReport, quiet: bool) {
             "skipped {} special file(s) (fifo, socket or device)",
             report.special
         );
+    }
+}
+
+/// `1.2 MiB`-style sizes for people.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
     }
 }

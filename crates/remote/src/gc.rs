@@ -26,13 +26,7 @@ use crate::layout;
 use crate::state::RemoteState;
 use crate::{RemoteError, retry};
 
-/// The prefix of marks.
-pub const TRASH: &str = "trash/";
-
-/// The mark of `key`.
-pub fn trash_key(key: &str) -> String {
-    format!("{TRASH}{key}")
-}
+pub use crate::layout::{TRASH, trash_key};
 
 /// What stays: the objects the newest refs' trees reach (without bases: those come from the
 /// remote's indexes), and the records those refs name.

@@ -86,6 +86,14 @@ pub fn ref_key(workspace: &str, n: u64) -> String {
     format!("refs/{workspace}/{n:020}")
 }
 
+/// The prefix of a remote gc's marks (crate::gc).
+pub const TRASH: &str = "trash/";
+
+/// The mark of `key`.
+pub fn trash_key(key: &str) -> String {
+    format!("{TRASH}{key}")
+}
+
 /// The prefix of the expunged ids.
 pub const EXPUNGED: &str = "expunged/";
 

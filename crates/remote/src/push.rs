@@ -261,7 +261,7 @@ fn upload_all(
         if retry(|| remote.put_if_absent(&key, raw))? == Put::Created {
             report.records += 1;
         } else if state.marked.contains(&key) {
-            retry(|| remote.delete(&crate::gc::trash_key(&key)))?;
+            retry(|| remote.delete(&layout::trash_key(&key)))?;
             reused.push((key, raw.clone()));
         }
     }
@@ -323,7 +323,7 @@ pub(crate) fn send_pack(
         retry(|| remote.put_if_absent(&key, &body))?;
         Sent::Uploaded
     } else if state.marked.contains(&key) {
-        retry(|| remote.delete(&crate::gc::trash_key(&key)))?;
+        retry(|| remote.delete(&layout::trash_key(&key)))?;
         Sent::ReusedMarked
     } else {
         Sent::Reused

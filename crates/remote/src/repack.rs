@@ -114,7 +114,7 @@ pub fn mark_stale(
 ) -> Result<(), RemoteError> {
     let when = now_ns.to_string();
     for pack in stale {
-        let mark = crate::gc::trash_key(&layout::pack_key(pack));
+        let mark = layout::trash_key(&layout::pack_key(pack));
         if retry(|| remote.put_if_absent(&mark, when.as_bytes()))? == crate::Put::Created {
             report.marked += 1;
         }

@@ -52,13 +52,10 @@ impl RemoteState {
                 state.pack_files.insert(id, listed.size);
             }
         }
-        for listed in retry(|| remote.list(crate::gc::TRASH))? {
-            state.marked.extend(
-                listed
-                    .key
-                    .strip_prefix(crate::gc::TRASH)
-                    .map(str::to_string),
-            );
+        for listed in retry(|| remote.list(layout::TRASH))? {
+            state
+                .marked
+                .extend(listed.key.strip_prefix(layout::TRASH).map(str::to_string));
         }
         for listed in retry(|| remote.list("index/"))? {
             let Some(pack) = layout::id_in_key(&listed.key, "index/", ".idx") else {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::TreeError;
+use crate::error::TreeError;
 
 /// Files larger than this are skipped and reported, unless the config says otherwise (4 GiB:
 /// files are streamed, so size costs time and store space, not memory).

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use snap_store::{ObjectId, decode_record, encode_record, fs};
 
-use crate::TreeError;
+use crate::error::TreeError;
 use crate::restore::{LiftedDir, OpId};
 
 /// The operation a marker belongs to.

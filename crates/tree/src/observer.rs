@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::TreeError;
+use crate::error::TreeError;
 use crate::marker::Op;
 use crate::snapshot::{Recovered, Snapshot};
 

@@ -8,8 +8,8 @@
 use std::fmt::Debug;
 use std::path::Path;
 
-use crate::TreeError;
 use crate::config::Config;
+use crate::error::TreeError;
 use crate::scan::walker::walk_watching;
 
 /// A point in a source's history: its instance (a new one at each start, overflow or doubt)

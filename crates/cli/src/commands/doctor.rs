@@ -2,8 +2,9 @@
 //! (and does history lie outside its catalog), and does `snap` on PATH name this program or
 //! snapd's.
 
-use super::{Ctx, PathBuf, Result, Workspace, emit, json};
+use super::{Ctx, Result, Workspace, emit, json};
 use crate::hook::install::{HookPlace, installed, is_build_output};
+use crate::snapd::snap_on_path;
 
 pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
     let ws = match crate::open_reading(ctx) {
@@ -144,17 +145,6 @@ fn set_aside_catalogs(store: &std::path::Path) -> Vec<String> {
     found
 }
 
-/// The first `snap` on PATH, when it is not this program (snapd's, most likely).
-pub(crate) fn snap_on_path() -> Option<PathBuf> {
-    let me = std::env::current_exe().ok()?.canonicalize().ok()?;
-    let path = std::env::var_os("PATH")?;
-    let first = std::env::split_paths(&path)
-        .map(|dir| dir.join("snap"))
-        .find(|p| p.is_file())?;
-    let resolved = first.canonicalize().ok()?;
-    (resolved != me && resolved != me.with_file_name("snap")).then_some(first)
-}
-
 fn print_doctor(doc: &json::DoctorDoc, hooks: &[HookPlace]) {
     println!("workspace {}", doc.root);
     print_watcher(doc.watcher.as_ref());
@@ -227,14 +217,4 @@ fn print_doctor(doc: &json::DoctorDoc, hooks: &[HookPlace]) {
             "PATH: `snap` is {other}, not this program (snapd's?): type snap-undo, or put this one first"
         );
     }
-}
-
-/// snapd's `snap` on this machine, if there is one: the first `snap` on PATH that is not this
-/// program, else `/usr/bin/snap` if it exists (and is not this program).
-pub(crate) fn snapd_binary() -> Option<PathBuf> {
-    snap_on_path().or_else(|| {
-        let usual = PathBuf::from("/usr/bin/snap");
-        let me = std::env::current_exe().ok()?.canonicalize().ok()?;
-        (usual.is_file() && usual.canonicalize().ok()? != me).then_some(usual)
-    })
 }

@@ -20,9 +20,9 @@ use snap_remote::state::RemoteState;
 use snap_remote::{Reach, Remote};
 use snap_tree::Workspace;
 
-use super::lifecycle::human_bytes;
 #[cfg(feature = "remote")]
 use super::remote::{LacksTrees, PushMode, live_of, now_ns, pull_from, push_to};
+use crate::render::human_bytes;
 use crate::{Ctx, open_reading};
 
 /// The file listing the remotes an expunge has still to rewrite.

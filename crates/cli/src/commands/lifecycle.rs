@@ -6,24 +6,8 @@ use snap_tree::secrets::SecretHit;
 use snap_tree::{GcReport, Retention, StoreStats};
 use snap_tree::{Workspace, parse_duration};
 
-use crate::render::{path_shown, path_str, snapshot_line};
+use crate::render::{human_bytes, path_shown, path_str, snapshot_line};
 use crate::{Ctx, emit, emit_done, json, open};
-
-/// `1.2 MiB`-style sizes for people.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
-    }
-}
 
 /// What `log --stats` shows: the store, what large files cost it, and secret-looking paths.
 pub struct StatsView<'a> {

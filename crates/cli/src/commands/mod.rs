@@ -36,7 +36,7 @@ pub(crate) use moves::{Way, cmd_move};
 pub(crate) use recover::cmd_recover;
 pub(crate) use restore::cmd_restore;
 pub(crate) use revert::{RevertAsk, cmd_revert};
-pub(crate) use save::{cmd_save, is_missing_store};
+pub(crate) use save::cmd_save;
 pub(crate) use show::cmd_show;
 pub(crate) use status::cmd_status;
 

@@ -19,7 +19,7 @@ use snap_remote::{Reach, Remote, check};
 use snap_tree::secrets::SecretScan;
 use snap_tree::{SaveOptions, Staging, Workspace};
 
-use super::lifecycle::human_bytes;
+use crate::render::human_bytes;
 use crate::render::path_shown;
 use crate::{Ctx, emit, open, open_reading};
 

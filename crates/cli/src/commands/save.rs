@@ -1,8 +1,8 @@
 //! `snap save`: snapshot the working tree if it changed (creating the store the first time).
 
 use super::{
-    Ctx, Result, SaveArgs, SaveOptions, TreeError, Workspace, emit, emit_done, json, json_only,
-    open, print_large_added, print_skipped, print_untracked_removed, progress,
+    Ctx, Result, SaveArgs, SaveOptions, Workspace, emit, emit_done, json, json_only, open,
+    print_large_added, print_skipped, print_untracked_removed, progress,
 };
 
 pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
@@ -18,7 +18,7 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
     }
     let mut initialized = false;
     let ws = match open(ctx) {
-        Err(e) if is_missing_store(&e) => {
+        Err(e) if crate::is_missing_store(&e) => {
             let mut ws = Workspace::init(&ctx.start, ctx.store.as_deref(), args.force)?;
             if let Some(observer) = progress::observer(ctx) {
                 ws.set_observer(observer);
@@ -112,12 +112,4 @@ fn say_created(ws: &Workspace) {
             project.display()
         );
     }
-}
-
-/// True when `e` says there is no store yet (so `save` creates one).
-pub(crate) fn is_missing_store(e: &anyhow::Error) -> bool {
-    matches!(
-        e.downcast_ref::<TreeError>(),
-        Some(TreeError::NoWorkspace(_) | TreeError::Store(snap_tree::StoreError::NotFound(_)))
-    )
 }

@@ -143,7 +143,7 @@ pub(crate) fn cmd_install(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> R
     let ws =
         match Workspace::discover(&ctx.start, ctx.store.as_deref()).map_err(anyhow::Error::from) {
             Ok(ws) => ws,
-            Err(e) if crate::commands::is_missing_store(&e) => {
+            Err(e) if crate::is_missing_store(&e) => {
                 Workspace::init(&ctx.start, ctx.store.as_deref(), false)
                     .context("cannot create the store for the hook")?
             }

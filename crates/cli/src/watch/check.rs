@@ -74,7 +74,7 @@ impl Stamps {
         self.checks += 1;
         let mut moved = Vec::new();
         for (wd, path) in paths {
-            let abs = super::watches::snap_abs(root, path);
+            let abs = super::paths::snap_abs(root, path);
             let Ok(st) = rustix::fs::lstat(&abs) else {
                 continue;
             };

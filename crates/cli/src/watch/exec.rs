@@ -212,7 +212,7 @@ fn save_after(ctx: &Ctx, tags: &Tags, step: u64, code: u8) -> Result<()> {
 /// The workspace, made if there is none yet.
 fn open_or_init(ctx: &Ctx) -> Result<Workspace> {
     Ok(match crate::open(ctx) {
-        Err(e) if crate::commands::is_missing_store(&e) => {
+        Err(e) if crate::is_missing_store(&e) => {
             Workspace::init(&ctx.start, ctx.store.as_deref(), false)?
         }
         other => other?,

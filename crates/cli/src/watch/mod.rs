@@ -17,6 +17,7 @@ pub(crate) mod exec;
 mod files;
 mod linked;
 mod mounts;
+mod paths;
 mod watches;
 mod wire;
 

@@ -14,9 +14,7 @@
 //! mount table are read again: any change in either is a new epoch.
 
 use std::collections::{BTreeSet, HashMap};
-use std::ffi::OsStr;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
@@ -26,6 +24,7 @@ use snap_tree::{Changes, Config, DirtyDir, Scope, WatchToken, flat};
 use super::check::{Stamp, Stamps};
 use super::linked::{self, Linked};
 use super::mounts::{self, Mounts};
+use super::paths::snap_abs;
 
 /// What a workspace watch listens for. Watches are added through `/proc/self/fd/N` of a
 /// directory opened with `O_NOFOLLOW`, so the link is followed on purpose (no `DONT_FOLLOW`).
@@ -585,14 +584,6 @@ pub(crate) fn check_silence(watches: &mut Watches) -> usize {
 fn deaf_to(dir: &[u8]) -> bool {
     std::env::var("SNAP_WATCH_DEAF")
         .is_ok_and(|deaf| !deaf.is_empty() && dir.windows(deaf.len()).any(|w| w == deaf.as_bytes()))
-}
-
-/// The workspace-relative `rel` on disk.
-pub(crate) fn snap_abs(root: &Path, rel: &[u8]) -> PathBuf {
-    match rel.is_empty() {
-        true => root.to_path_buf(),
-        false => root.join(OsStr::from_bytes(rel)),
-    }
 }
 
 /// How many watches this watcher may hold: [`BUDGET_PERCENT`] of the system's limit.

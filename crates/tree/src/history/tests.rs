@@ -2,7 +2,7 @@ use proptest::prelude::*;
 use snap_store::{ChangeStats, ObjectId, SnapshotKind, SnapshotRecord};
 
 use super::*;
-use crate::TreeError;
+use crate::error::TreeError;
 
 fn id(n: u64) -> ObjectId {
     let mut bytes = [0u8; 32];

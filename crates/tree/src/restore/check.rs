@@ -16,7 +16,7 @@ use rustix::io::Errno;
 use snap_store::Store;
 
 use super::{Plan, fail, guard, open_dir_at, open_root};
-use crate::TreeError;
+use crate::error::TreeError;
 use crate::flat::{Node, permission_bits, split};
 
 /// What a path holds, as far as the check looks.

@@ -19,7 +19,7 @@ use std::path::Path;
 use rustix::io::Errno;
 
 use super::{Plan, fail, injected, open_dir_at};
-use crate::TreeError;
+use crate::error::TreeError;
 use crate::flat::split;
 
 /// A restore of at most this many paths is made durable path by path.

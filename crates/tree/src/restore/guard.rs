@@ -12,8 +12,9 @@ use snap_store::{EntryKind, ObjectId, ObjectWriter};
 
 use super::swap::{self, PutBack, Refused};
 use super::{DisplacedFile, Sides, WorkTree, fail, open_dir_at};
+use crate::error::TreeError;
 use crate::flat::{Node, modes_differ, split};
-use crate::{TreeError, scan};
+use crate::scan;
 
 /// The guarded steps' shared state: the tree, and the paths left alone so far.
 pub(super) struct Guarded<'a> {
@@ -30,7 +31,7 @@ pub(super) struct Guarded<'a> {
     pub(super) displaced: std::sync::Mutex<Vec<DisplacedFile>>,
     /// How what the plan writes is made durable.
     pub(super) durability: super::Durability,
-    /// Stat cache rows for large files written here (see [`super::write::Vouch`]).
+    /// Stat cache rows for large files written here (vouched for by `write.rs`).
     pub(super) vouched: std::sync::Mutex<Vec<(Vec<u8>, snap_store::StatEntry)>>,
 }
 
@@ -52,19 +53,6 @@ impl Guarded<'_> {
         list.lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(path.to_vec());
-    }
-
-    /// Keeps the stat cache row `vouch` gives for the file just put at `path`.
-    pub(super) fn vouch(
-        &self,
-        path: &[u8],
-        node: &Node,
-        vouch: Option<super::write::Vouch>,
-        dir: &OwnedFd,
-    ) {
-        if let Some(entry) = vouch.and_then(|v| v.row(node, dir)) {
-            (self.vouched.lock().unwrap_or_else(|p| p.into_inner())).push((path.to_vec(), entry));
-        }
     }
 
     pub(super) fn keep(&self, path: &[u8]) {

@@ -13,7 +13,7 @@ use rustix::fs::{AtFlags, Mode};
 use serde::{Deserialize, Serialize};
 
 use super::{Plan, open_dir_at, open_root};
-use crate::TreeError;
+use crate::error::TreeError;
 use crate::flat::split;
 
 /// A directory a move lifted (or will lift) the owner's write bit of, and the mode to give

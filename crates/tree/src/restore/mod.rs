@@ -20,10 +20,11 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use snap_store::{EntryKind, ObjectId, StatKey, Store, StoreError, TreeEntry};
 
+use crate::error::TreeError;
 use crate::flat::{
     Change, FlatTree, Node, Paired, children, flatten, join, modes_differ, pair_by_name, split,
 };
-use crate::{TreeError, scan};
+use crate::scan;
 
 mod check;
 mod clock;

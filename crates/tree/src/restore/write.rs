@@ -14,7 +14,7 @@ use snap_store::{EntryKind, StatEntry, StatKey};
 use super::durable::sync_file;
 use super::guard::{Guarded, Wrote};
 use super::{clock, fail, open_dir, swap};
-use crate::TreeError;
+use crate::error::TreeError;
 use crate::flat::{Node, split};
 
 /// Files at least this large are vouched for after a restore writes them: below it, reading
@@ -48,14 +48,14 @@ pub(super) fn write_entry(
     let name = OsStr::from_bytes(name);
     match swap::put(&dir, &tmp, name, expected.is_some(), g.tree.op) {
         Ok(swap::Displaced::Nothing) => {
-            g.vouch(path, node, vouch, &dir);
+            keep_vouched(g, path, node, vouch, &dir);
             Ok(true)
         }
         Ok(swap::Displaced::At { temp }) => {
             g.settle(&dir, path, &temp, expected, Wrote::File(node))?;
             // Settling may have put the other version back (the path is then kept).
             if !g.under_kept(path) {
-                g.vouch(path, node, vouch, &dir);
+                keep_vouched(g, path, node, vouch, &dir);
             }
             Ok(true)
         }
@@ -74,6 +74,13 @@ pub(super) fn write_entry(
             drop_tmp();
             Err(fail("write", root, path, e))
         }
+    }
+}
+
+/// Keeps the stat cache row `vouch` gives for the file just put at `path`.
+fn keep_vouched(g: &Guarded<'_>, path: &[u8], node: &Node, vouch: Option<Vouch>, dir: &OwnedFd) {
+    if let Some(entry) = vouch.and_then(|v| v.row(node, dir)) {
+        (g.vouched.lock().unwrap_or_else(|p| p.into_inner())).push((path.to_vec(), entry));
     }
 }
 

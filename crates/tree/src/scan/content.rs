@@ -8,7 +8,7 @@ use std::path::Path;
 
 use snap_store::{ChunkList, ChunkRef, ObjectId, ObjectKind, ObjectWriter};
 
-use crate::TreeError;
+use crate::error::TreeError;
 
 /// Files up to this size are one chunk; larger ones are cut by FastCDC.
 pub const CHUNK_THRESHOLD: usize = 1 << 20;

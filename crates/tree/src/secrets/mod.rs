@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use snap_store::{EntryKind, ObjectId};
 
-use crate::{TreeError, Workspace};
+use crate::Workspace;
+use crate::error::TreeError;
 
 /// Contents larger than this are not scanned for tokens (a secret file is small).
 pub const MAX_SCANNED_BYTES: u64 = 1 << 20;

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use snap_store::{EntryKind, ObjectId, ObjectKind, UntrackedFile, UntrackedWhy};
 
 use super::Workspace;
-use crate::TreeError;
+use crate::error::TreeError;
 use crate::flat::{Change, FlatTree};
 use crate::snapshot::PathChange;
 

@@ -18,9 +18,9 @@ mod recover;
 mod save;
 mod sessions;
 
-use crate::TreeError;
 use crate::config::Config;
 use crate::diff::{self, DiffEntry, FileDiff, Side, TreeDiff};
+use crate::error::TreeError;
 use crate::flat::{
     self, Change, FlatTree, Node, UNBUILT, build_trees, count_changes, diff_files, flatten,
 };

@@ -15,7 +15,7 @@ use super::{
     DIR_FLAGS, Item, Job, Shared, Visited, dir_stat, file_item, note_refused, same_rule_file,
     stat_at,
 };
-use crate::TreeError;
+use crate::error::TreeError;
 use crate::paths::{SNAPIGNORE, abs};
 use crate::scan::rules::{GITIGNORE, read_rules};
 

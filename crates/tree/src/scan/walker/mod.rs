@@ -21,8 +21,8 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 use snap_store::{DirHeader, DirRecord, EntryKind, ListedKind, StatKey, encode_dir_record};
 
-use crate::TreeError;
 use crate::config::Config;
+use crate::error::TreeError;
 use crate::paths::{SNAPIGNORE, abs};
 use crate::scan::rules::{GITIGNORE, Rules, always_left_out, read_rules, ruled_out};
 use crate::scan::walk::{Walk, WalkSum};

@@ -15,8 +15,8 @@ use rustix::io::Errno;
 use snap_store::PathMap;
 
 use super::{DIR_FLAGS, Descend, DirCacheView, Job, OnDir, WalkStart, stat_at, walk_jobs};
-use crate::TreeError;
 use crate::config::Config;
+use crate::error::TreeError;
 use crate::paths::{SNAPIGNORE, abs};
 use crate::scan::rules::{GITIGNORE, Rules, always_left_out, read_rules, ruled_out};
 use crate::scan::walk::Walk;

@@ -12,8 +12,8 @@ use rustix::io::Errno;
 use snap_store::EntryKind;
 
 use super::{DIR_FLAGS, DirCacheView, Item, Job, Shared, own_tally, stat_at, visit_read};
-use crate::TreeError;
 use crate::config::Config;
+use crate::error::TreeError;
 use crate::paths::{SNAPIGNORE, abs};
 use crate::scan::rules::{GITIGNORE, Rules, read_rules};
 use crate::scan::walk::{Walk, WalkSum};

@@ -16,7 +16,8 @@ use snap_store::{
 };
 
 use super::{Run, Workspace, count_changes, diff_files, flat};
-use crate::{FlatTree, TreeError, add_exclude_path};
+use crate::error::TreeError;
+use crate::{FlatTree, add_exclude_path};
 
 pub use rewrite::Taken;
 use rewrite::{Rewriter, Rewritten};

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use snap_store::{EntryKind, ObjectId, ObjectKind, ObjectWriter, Store, Tree};
 
-use crate::TreeError;
+use crate::error::TreeError;
 
 /// What was taken out at one expunged path, over every tree rewritten.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -408,3 +408,99 @@ fn help_groups_the_commands_by_purpose() {
     assert!(help.contains("\nMoves:\n  undo "), "{help}");
     assert!(help.contains("\nAgents:\n  hook "), "{help}");
 }
+
+/// The top-level keys of each document in a `text` block of JSON.md (examples there may
+/// elide values with `...`, so they are scanned, not parsed), document by document.
+fn documented_keys(block: &str) -> Vec<Vec<String>> {
+    let (mut docs, mut depth, mut in_str, mut escaped) = (Vec::new(), 0, false, false);
+    let (mut current, mut token): (Vec<String>, Option<String>) = (Vec::new(), None);
+    let mut last_string = None;
+    for c in block.chars() {
+        if in_str {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => {
+                    in_str = false;
+                    last_string = token.take();
+                }
+                _ => token.get_or_insert_with(String::new).push(c),
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_str = true;
+                token = Some(String::new());
+            }
+            ':' if depth == 1 => current.extend(last_string.take()),
+            '{' | '[' => depth += 1,
+            '}' | ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    let mut keys = std::mem::take(&mut current);
+                    keys.sort();
+                    docs.push(keys);
+                }
+            }
+            c if !c.is_whitespace() => last_string = None,
+            _ => {}
+        }
+    }
+    docs
+}
+
+/// The `### \`snap ...\`` sections under JSON.md's Remotes, each with its documents' keys.
+fn documented_remote_keys() -> Vec<(String, Vec<Vec<String>>)> {
+    let doc = std::fs::read_to_string(docs_dir().join("JSON.md")).unwrap();
+    let remotes = doc.split("\n## Remotes\n").nth(1).unwrap();
+    let remotes = remotes.split("\n## ").next().unwrap();
+    let mut out = Vec::new();
+    for section in remotes.split("\n### ").skip(1) {
+        let title = section.lines().next().unwrap().to_string();
+        let block = section.split("```text\n").nth(1).unwrap();
+        let block = block.split("```").next().unwrap();
+        out.push((title, documented_keys(block)));
+    }
+    out
+}
+
+fn keys_of(doc: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = doc.as_object().unwrap().keys().cloned().collect();
+    keys.sort();
+    keys
+}
+
+/// Every remote document JSON.md shows has the keys that the binary prints on a
+/// `file://` remote (the section's commands run with that remote for the bucket's).
+#[test]
+fn docs_json_md_remote_keys_match_what_the_binary_prints() {
+    let top = tempfile::tempdir().unwrap();
+    let (a, remote) = (top.path().join("a"), top.path().join("remote"));
+    std::fs::create_dir(&a).unwrap();
+    let url = format!("file://{}", remote.display());
+    write(&a, "a.txt", b"one\n");
+    ok(&a, &["save"]);
+    let documented = documented_remote_keys();
+    assert_eq!(documented.len(), 6, "{documented:?}");
+    for (title, docs) in documented {
+        let printed: Vec<Value> = match title.as_str() {
+            t if t.starts_with("`snap remote add") => vec![
+                json(&a, &["remote", "add", "--create", "origin", &url]),
+                json(&a, &["remote", "list"]),
+            ],
+            "`snap push`" => vec![json(&a, &["push"])],
+            "`snap pull`" => vec![json(&a, &["pull"])],
+            t if t.starts_with("`snap clone") => {
+                vec![json(top.path(), &["clone", &url, "dir"])]
+            }
+            "`snap gc --remote --grace 0`" => vec![json(&a, &["gc", "--remote", "--grace", "0"])],
+            "`snap verify --remote --read-data`" => {
+                vec![json(&a, &["verify", "--remote", "--read-data"])]
+            }
+            other => panic!("JSON.md documents {other}, which this test does not run"),
+        };
+        let printed: Vec<Vec<String>> = printed.iter().map(keys_of).collect();
+        assert_eq!(docs, printed, "JSON.md's keys for {title}");
+    }
+}

@@ -10,7 +10,6 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use serde_json::json;
 use snap_remote::fetch::{choose_workspace, download_pull, fetch_workspace, plan_pull};
 use snap_remote::push::{plan_push, upload};
 use snap_remote::repair::plan_repair;
@@ -21,7 +20,7 @@ use snap_tree::{SaveOptions, Staging, Workspace};
 
 use crate::render::human_bytes;
 use crate::render::path_shown;
-use crate::{Ctx, emit, open, open_reading};
+use crate::{Ctx, emit, json, open, open_reading};
 
 /// The name `snap clone` gives the remote it cloned from.
 pub(super) const CLONED_FROM: &str = "origin";
@@ -42,7 +41,11 @@ pub(crate) fn add(ctx: &Ctx, name: &str, url: &str, reach: Reach) -> Result<()> 
     let remote = snap_remote::open(url, reach)?;
     check::conditional_puts(remote.as_ref())?;
     snap_tree::add_remote(ws.store_dir(), name, url)?;
-    emit(ctx, json!({ "name": name, "url": url }), || {
+    let doc = json::RemoteAddedDoc {
+        name: name.to_string(),
+        url: url.to_string(),
+    };
+    emit(ctx, json::value(&doc), || {
         println!("remote {name}: {url} (conditional puts checked)")
     });
     Ok(())
@@ -52,7 +55,10 @@ pub(crate) fn add(ctx: &Ctx, name: &str, url: &str, reach: Reach) -> Result<()> 
 pub(crate) fn remove(ctx: &Ctx, name: &str) -> Result<()> {
     let ws = open(ctx)?;
     snap_tree::remove_remote(ws.store_dir(), name)?;
-    emit(ctx, json!({ "removed": name }), || {
+    let doc = json::RemoteRemovedDoc {
+        removed: name.to_string(),
+    };
+    emit(ctx, json::value(&doc), || {
         println!("removed remote {name} (its objects stay on the server)")
     });
     Ok(())
@@ -62,10 +68,16 @@ pub(crate) fn remove(ctx: &Ctx, name: &str) -> Result<()> {
 pub(crate) fn list(ctx: &Ctx) -> Result<()> {
     let ws = open_reading(ctx)?;
     let remotes = &ws.config().remote;
-    let docs: Vec<_> = (remotes.iter())
-        .map(|(name, r)| json!({ "name": name, "url": r.url, "default": r.default }))
-        .collect();
-    emit(ctx, json!({ "remotes": docs }), || {
+    let doc = json::RemoteListDoc {
+        remotes: (remotes.iter())
+            .map(|(name, r)| json::RemoteEntryDoc {
+                name: name.clone(),
+                url: r.url.clone(),
+                default: r.default,
+            })
+            .collect(),
+    };
+    emit(ctx, json::value(&doc), || {
         for (name, r) in remotes {
             let mark = if r.default { " (default)" } else { "" };
             println!("{name}\t{}{mark}", r.url);
@@ -119,14 +131,21 @@ pub(crate) fn push(ctx: &Ctx, given: Option<&str>, mode: PushMode) -> Result<()>
     };
     let pushed = push_to(ctx, &url, mode, Reach::Create)?;
     let report = &pushed.report;
-    let doc = json!({
-        "remote": url, "workspace": pushed.workspace, "up_to_date": report.ref_n.is_none(),
-        "objects": pushed.objects, "local_bytes": pushed.local_bytes, "packs": report.packs,
-        "bytes": report.bytes, "records": pushed.records, "ref": report.ref_n,
-        "repaired": pushed.repaired.iter().map(|p| p.to_hex()).collect::<Vec<_>>(),
-        "expunged": report.expunged, "records_deleted": report.records_deleted,
-    });
-    emit(ctx, doc, || {
+    let doc = json::PushDoc {
+        remote: url.clone(),
+        workspace: pushed.workspace.clone(),
+        up_to_date: report.ref_n.is_none(),
+        objects: pushed.objects,
+        local_bytes: pushed.local_bytes,
+        packs: report.packs,
+        bytes: report.bytes,
+        records: pushed.records,
+        ref_n: report.ref_n,
+        repaired: pushed.repaired.iter().map(|p| p.to_hex()).collect(),
+        expunged: report.expunged,
+        records_deleted: report.records_deleted,
+    };
+    emit(ctx, json::value(&doc), || {
         match report.ref_n {
             None => println!("{url} is up to date"),
             Some(n) => println!(
@@ -217,11 +236,15 @@ fn print_push_expunged(url: &str, report: &snap_remote::push::PushReport) {
 /// downloading.
 pub(crate) fn pull(ctx: &Ctx, given: Option<&str>) -> Result<()> {
     let p = pull_from(ctx, given)?;
-    let doc = json!({
-        "remote": p.url, "name": p.name, "snapshots": p.pulled, "bytes": p.bytes,
-        "packs": p.packs, "refused": p.refused,
-    });
-    emit(ctx, doc, || match p.pulled {
+    let doc = json::PullDoc {
+        remote: p.url.clone(),
+        name: p.name.clone(),
+        snapshots: p.pulled,
+        bytes: p.bytes,
+        packs: p.packs,
+        refused: p.refused,
+    };
+    emit(ctx, json::value(&doc), || match p.pulled {
         0 => println!("{}: nothing new to pull", p.url),
         n => println!(
             "pulled {n} snapshot(s) from {} as {}#N ({}); snap log --all lists them",
@@ -327,12 +350,16 @@ pub(crate) fn gc(ctx: &Ctx, given: Option<&str>, grace: &str) -> Result<()> {
     let live = live_of(ctx, remote.as_ref(), &state)?.live;
     let grace = std::time::Duration::from_nanos(u64::try_from(grace_ns).unwrap_or(0));
     let report = snap_remote::gc::collect(remote.as_ref(), &state, &live, grace, now_ns())?;
-    let doc = json!({
-        "remote": url, "refs_deleted": report.refs_deleted, "marked": report.marked,
-        "deleted": report.deleted, "bytes_deleted": report.bytes_deleted,
-        "rescued": report.rescued, "waiting": report.waiting,
-    });
-    emit(ctx, doc, || {
+    let doc = json::RemoteGcDoc {
+        remote: url.clone(),
+        refs_deleted: report.refs_deleted,
+        marked: report.marked,
+        deleted: report.deleted,
+        bytes_deleted: report.bytes_deleted,
+        rescued: report.rescued,
+        waiting: report.waiting,
+    };
+    emit(ctx, json::value(&doc), || {
         println!(
             "{url}: {} old ref(s) deleted; {} pack(s) and record(s) marked, {} deleted ({}), \
              {} waiting out the grace period, {} reached again",
@@ -429,12 +456,17 @@ pub(crate) fn verify(ctx: &Ctx, given: Option<&str>, read_data: bool) -> Result<
     let url = remote_url(&open_reading(ctx)?, given.filter(|g| !g.is_empty()))?;
     let remote = snap_remote::open(&url, Reach::Existing)?;
     let found = check::verify(remote.as_ref(), read_data)?;
-    let doc = json!({
-        "ok": found.problems.is_empty(), "remote": url, "read_data": read_data,
-        "workspaces": found.workspaces, "snapshots": found.snapshots, "packs": found.packs,
-        "bytes_read": found.bytes, "problems": found.problems,
-    });
-    emit(ctx, doc, || {
+    let doc = json::RemoteVerifyDoc {
+        ok: found.problems.is_empty(),
+        remote: url.clone(),
+        read_data,
+        workspaces: found.workspaces,
+        snapshots: found.snapshots,
+        packs: found.packs,
+        bytes_read: found.bytes,
+        problems: found.problems.clone(),
+    };
+    emit(ctx, json::value(&doc), || {
         println!(
             "{url}: {} workspace(s), {} snapshot(s), {} pack(s){}",
             found.workspaces,
@@ -483,15 +515,19 @@ pub(crate) fn clone(ctx: &Ctx, url: &str, dir: &Path, workspace: Option<&str>) -
     let ws = Workspace::discover(&dest, None)?;
     let seeded = ws.save(&SaveOptions::default())?;
     finished(&ws)?;
-    let doc = json!({
-        "dir": dest.display().to_string(), "remote": url, "workspace": id,
-        "snapshots": fetched.taken.snapshots, "packs": fetched.taken.packs,
-        "objects": fetched.taken.objects, "bytes": fetched.bytes,
-        "refused": fetched.taken.refused,
-        "head": ws.head()?.as_ref().map(crate::json::SnapshotDoc::from),
-        "saved": seeded.snapshot.as_ref().map(crate::json::SnapshotDoc::from),
-    });
-    emit(ctx, doc, || {
+    let doc = json::CloneDoc {
+        dir: dest.display().to_string(),
+        remote: url.to_string(),
+        workspace: id.clone(),
+        snapshots: fetched.taken.snapshots,
+        packs: fetched.taken.packs,
+        objects: fetched.taken.objects,
+        bytes: fetched.bytes,
+        refused: fetched.taken.refused,
+        head: ws.head()?.as_ref().map(json::SnapshotDoc::from),
+        saved: seeded.snapshot.as_ref().map(json::SnapshotDoc::from),
+    };
+    emit(ctx, json::value(&doc), || {
         println!(
             "cloned workspace {} from {url} into {}: {} snapshot(s), {} downloaded",
             &id[..8.min(id.len())],
@@ -508,12 +544,14 @@ fn report_finished(ctx: &Ctx, ws: &Workspace, dest: &Path, url: &str) -> Result<
     let seeded = ws.save(&SaveOptions::default())?;
     finished(ws)?;
     let head = ws.head()?;
-    let doc = json!({
-        "dir": dest.display().to_string(), "remote": url, "finished_interrupted": true,
-        "head": head.as_ref().map(crate::json::SnapshotDoc::from),
-        "saved": seeded.snapshot.as_ref().map(crate::json::SnapshotDoc::from),
-    });
-    emit(ctx, doc, || {
+    let doc = json::CloneFinishedDoc {
+        dir: dest.display().to_string(),
+        remote: url.to_string(),
+        finished_interrupted: true,
+        head: head.as_ref().map(json::SnapshotDoc::from),
+        saved: seeded.snapshot.as_ref().map(json::SnapshotDoc::from),
+    };
+    emit(ctx, json::value(&doc), || {
         let seq = head.as_ref().map_or(0, |h| h.record.seq);
         println!(
             "finished the clone into {} that a kill interrupted: HEAD is #{seq}",

@@ -2,8 +2,8 @@
 //! field name (as ripgrep's printer does). Each is built from the library's own types and
 //! printed through a `serde_json::Value`, whose maps keep keys sorted, as the examples show.
 //! This file holds the shapes shared by many documents (snapshot, stats, changes, scan
-//! reports) and the save and status ones; `moves.rs`, `history.rs` and `upkeep.rs` hold the
-//! documents of their commands.
+//! reports) and the save and status ones; `moves.rs`, `history.rs`, `upkeep.rs` and
+//! `remote.rs` hold the documents of their commands.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +16,8 @@ use crate::render::{path_str, time_str};
 
 mod history;
 mod moves;
+#[cfg(feature = "remote")]
+mod remote;
 mod upkeep;
 
 pub use history::{
@@ -23,6 +25,11 @@ pub use history::{
     LogEntryDoc, LsDoc, LsEntryDoc, PulledDoc, RecoverDoc, RecoveredDoc,
 };
 pub use moves::{ExpungeDoc, MoveDoc, PendingDoc, RevertDoc};
+#[cfg(feature = "remote")]
+pub use remote::{
+    CloneDoc, CloneFinishedDoc, PullDoc, PushDoc, RemoteAddedDoc, RemoteEntryDoc, RemoteGcDoc,
+    RemoteListDoc, RemoteRemovedDoc, RemoteVerifyDoc,
+};
 pub use upkeep::{
     DeleteDoc, GcDoc, LargeCostDoc, ProblemDoc, PruneDoc, RepairDoc, StoreStatsDoc, VerifyDoc,
 };

@@ -198,8 +198,13 @@ pub(super) fn put(
     replacing: bool,
     op: OpId,
 ) -> Result<Displaced, Refused> {
+    edged(dir, name, || put_now(dir, tmp, name, replacing, op))
+}
+
+/// Runs `step` on `name` between the race suite's two hooks (crate::testing_hooks).
+fn edged<T>(dir: &OwnedFd, name: &OsStr, step: impl FnOnce() -> T) -> T {
     crate::testing_hooks::exchange_edge(dir, name, Edge::Before);
-    let done = put_now(dir, tmp, name, replacing, op);
+    let done = step();
     crate::testing_hooks::exchange_edge(dir, name, Edge::After);
     done
 }
@@ -273,10 +278,7 @@ fn create(dir: &OwnedFd, tmp: &str, name: &OsStr) -> Result<(), Refused> {
 /// it has not checked. `None` when nothing is there any more. The owned name is fresh, so
 /// where `RENAME_NOREPLACE` is missing a plain rename is just as safe.
 pub(super) fn take_away(dir: &OwnedFd, name: &OsStr, op: OpId) -> Result<Option<String>, Errno> {
-    crate::testing_hooks::exchange_edge(dir, name, Edge::Before);
-    let taken = take_away_now(dir, name, op);
-    crate::testing_hooks::exchange_edge(dir, name, Edge::After);
-    taken
+    edged(dir, name, || take_away_now(dir, name, op))
 }
 
 fn take_away_now(dir: &OwnedFd, name: &OsStr, op: OpId) -> Result<Option<String>, Errno> {

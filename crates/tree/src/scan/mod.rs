@@ -8,10 +8,11 @@
 //!
 //! [`rules`] owns the ignore layers, [`walker`] the parallel directory walk (and the directory
 //! cache it trusts), [`walk`] what one walk hands over, and [`files`] the reading of tracked
-//! files into the store, [`content`] how file bytes become objects. The scanner reads the working tree and never writes it.
+//! files into the store ([`read`] one entry, stably), [`content`] how file bytes become objects. The scanner reads the working tree and never writes it.
 
 pub(crate) mod content;
 pub(crate) mod files;
+mod read;
 pub(crate) mod rules;
 pub(crate) mod walk;
 pub(crate) mod walker;

@@ -89,6 +89,10 @@ pub fn docs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs")
 }
 
+/// The passphrase every suite's remotes are made and opened with: a new remote is encrypted
+/// by default, so the suites run the encrypted layout unless one asks for a plain remote.
+pub const TEST_PASSPHRASE: &str = "correct horse battery staple";
+
 pub fn snap_cmd(dir: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(bin("snap"));
     cmd.arg("-C")
@@ -96,6 +100,8 @@ pub fn snap_cmd(dir: &Path, args: &[&str]) -> Command {
         .args(args)
         .env_remove("SNAP_STORE")
         .env_remove("SNAP_DISABLE")
+        .env_remove("SNAP_REMOTE_NEW_PASSWORD")
+        .env("SNAP_REMOTE_PASSWORD", TEST_PASSPHRASE)
         .env("HOME", "/nonexistent-home");
     cmd
 }

@@ -231,6 +231,10 @@ pub enum Command {
         /// The workspace to take, when the remote holds several (a prefix of its id).
         #[arg(long)]
         workspace: Option<String>,
+        /// Read an encrypted remote's passphrase from the first line of FILE (else
+        /// SNAP_REMOTE_PASSWORD, else a prompt).
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
     },
     /// Rebuild a lost or damaged catalog from the pack files (`snap repair`).
     Repair,
@@ -309,6 +313,27 @@ pub enum RemoteAction {
         /// otherwise an error).
         #[arg(long)]
         create: bool,
+        /// Keep a new remote's objects in the clear (by default they are encrypted under a
+        /// passphrase, asked once).
+        #[arg(long)]
+        no_encryption: bool,
+        /// Read the passphrase from the first line of FILE (else SNAP_REMOTE_PASSWORD, else
+        /// a prompt).
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
+    },
+    /// The passphrases of an encrypted remote: each key object is one.
+    Key {
+        #[command(subcommand)]
+        action: RemoteKeyAction,
+    },
+    /// Move a plain remote to the encrypted layout in place (run it again if it stops).
+    Encrypt {
+        /// The remote's name or URL (default: the default remote).
+        remote: Option<String>,
+        /// Read the new passphrase from the first line of FILE.
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
     },
     /// Forget a remote's name; its objects stay.
     Remove {
@@ -317,6 +342,32 @@ pub enum RemoteAction {
     },
     /// The remotes, the default marked.
     List,
+}
+
+/// `snap remote key`'s actions.
+#[cfg(feature = "remote")]
+#[derive(Debug, Subcommand)]
+pub enum RemoteKeyAction {
+    /// Add a passphrase (SNAP_REMOTE_NEW_PASSWORD, --password-file, or asked twice).
+    Add {
+        /// The remote's name or URL (default: the default remote).
+        remote: Option<String>,
+        /// Read the new passphrase from the first line of FILE.
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
+    },
+    /// The key objects, with when each was made and its KDF parameters.
+    List {
+        /// The remote's name or URL (default: the default remote).
+        remote: Option<String>,
+    },
+    /// Remove a key object: its passphrase no longer opens the remote (not the last one).
+    Remove {
+        /// The key object (`keys/NAME` or NAME, as `snap remote key list` shows).
+        name: String,
+        /// The remote's name or URL (default: the default remote).
+        remote: Option<String>,
+    },
 }
 
 /// `snap expunge`.

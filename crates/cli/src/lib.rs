@@ -235,15 +235,38 @@ fn run(cli: Cli) -> Result<()> {
         Command::Verify { read_data, .. } => commands::lifecycle::verify(&ctx, read_data),
         #[cfg(feature = "remote")]
         Command::Remote { action } => match action {
-            args::RemoteAction::Add { name, url, create } => {
+            args::RemoteAction::Add {
+                name,
+                url,
+                create,
+                no_encryption,
+                password_file,
+            } => {
                 let reach = match create {
                     true => snap_remote::Reach::Create,
                     false => snap_remote::Reach::Existing,
                 };
-                commands::remote::add(&ctx, &name, &url, reach)
+                let encryption = match no_encryption {
+                    true => commands::remote::Encryption::Off,
+                    false => commands::remote::Encryption::On,
+                };
+                let pass = commands::remote_crypt::Passphrase {
+                    file: password_file.as_deref(),
+                };
+                commands::remote::add(&ctx, &name, &url, reach, encryption, pass)
             }
             args::RemoteAction::Remove { name } => commands::remote::remove(&ctx, &name),
             args::RemoteAction::List => commands::remote::list(&ctx),
+            args::RemoteAction::Key { action } => commands::remote_keys::run(&ctx, action),
+            args::RemoteAction::Encrypt {
+                remote,
+                password_file,
+            } => {
+                let pass = commands::remote_crypt::Passphrase {
+                    file: password_file.as_deref(),
+                };
+                commands::remote_keys::encrypt(&ctx, remote.as_deref(), pass)
+            }
         },
         #[cfg(feature = "remote")]
         Command::Push { remote, repair } => {
@@ -260,7 +283,13 @@ fn run(cli: Cli) -> Result<()> {
             url,
             directory,
             workspace,
-        } => commands::remote::clone(&ctx, &url, &directory, workspace.as_deref()),
+            password_file,
+        } => {
+            let pass = commands::remote_crypt::Passphrase {
+                file: password_file.as_deref(),
+            };
+            commands::remote::clone(&ctx, &url, &directory, workspace.as_deref(), pass)
+        }
         Command::Repair => commands::lifecycle::repair(&ctx),
         Command::Delete { all: _, yes } => commands::lifecycle::delete_all(&ctx, yes),
         Command::Watch(args) => watch::cmd_watch(&ctx, args),

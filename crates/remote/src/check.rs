@@ -8,7 +8,6 @@ use std::collections::HashSet;
 use snap_store::{ObjectId, ObjectKind, SnapshotRecord};
 
 use crate::backend::{Put, Remote};
-use crate::layout;
 use crate::state::RemoteState;
 use crate::{RemoteError, retry};
 
@@ -95,6 +94,13 @@ pub fn verify(remote: &dyn Remote, read_data: bool) -> Result<RemoteCheck, Remot
             }
         }
     }
+    let unreadable = state
+        .unreadable_refs
+        .values()
+        .chain(&state.unreadable_indexes);
+    for (key, why) in unreadable {
+        check.problems.push(format!("{key}: {why}{REPAIR}"));
+    }
     Ok(check)
 }
 
@@ -105,7 +111,7 @@ fn check_pack(
     read_data: bool,
     check: &mut RemoteCheck,
 ) -> Result<(), RemoteError> {
-    let key = layout::pack_key(pack);
+    let key = state.names.pack(pack);
     if !state.pack_files.contains_key(pack) {
         check
             .problems
@@ -150,7 +156,7 @@ pub fn damaged_packs(
     for pack in state.packs.keys() {
         let sound = match state.pack_files.contains_key(pack) {
             false => false,
-            true => match remote.get(&layout::pack_key(pack), None) {
+            true => match remote.get(&state.names.pack(pack), None) {
                 Ok(Some(body)) => pack_body_matches(pack, &body),
                 Ok(None) => false,
                 // Larger than any pack snap writes: damage, not a reason to stop.
@@ -187,12 +193,20 @@ fn check_record(
     id: &ObjectId,
     check: &mut RemoteCheck,
 ) -> Result<(), RemoteError> {
-    let key = layout::record_key(id);
-    let Some(raw) = retry(|| remote.get(&key, None))? else {
-        check
-            .problems
-            .push(format!("{key}: a ref names it, and it is absent"));
-        return Ok(());
+    let key = remote.names().record(id);
+    let raw = match retry(|| remote.get(&key, None)) {
+        Ok(Some(raw)) => raw,
+        Ok(None) => {
+            check
+                .problems
+                .push(format!("{key}: a ref names it, and it is absent"));
+            return Ok(());
+        }
+        Err(RemoteError::Corrupt { why, .. }) => {
+            check.problems.push(format!("{key}: {why}"));
+            return Ok(());
+        }
+        Err(e) => return Err(e),
     };
     check.bytes += raw.len() as u64;
     if ObjectId::of(ObjectKind::Snapshot, &raw) != *id {

@@ -109,6 +109,17 @@ pub enum RemoteError {
         /// The marker's first line.
         found: String,
     },
+    /// A key, a passphrase or a key object of an encrypted remote.
+    #[error(transparent)]
+    Crypt(#[from] crate::crypt::CryptError),
+    /// An encrypted remote opened without its key, or a key used on a plain remote.
+    #[error("{url}: {why}")]
+    Encryption {
+        /// The remote.
+        url: String,
+        /// What does not fit.
+        why: String,
+    },
     /// Credentials or region could not be read.
     #[error("S3 credentials: {0}")]
     Credentials(String),

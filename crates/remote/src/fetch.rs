@@ -18,7 +18,7 @@ use snap_store::{
 };
 
 use crate::backend::Remote;
-use crate::layout::{self, RefDoc};
+use crate::layout::RefDoc;
 use crate::state::RemoteState;
 use crate::{RemoteError, retry};
 
@@ -56,7 +56,9 @@ pub fn choose_workspace(
             }
         }
         None => match ids.as_slice() {
-            [] => Err(RemoteError::Empty { url }),
+            [] => state
+                .refuse_unreadable()
+                .and(Err(RemoteError::Empty { url })),
             [one] => Ok(one.clone()),
             _ => Err(RemoteError::WhichWorkspace { url, ids }),
         },
@@ -140,7 +142,7 @@ impl Resolved {
         let named = history_of(doc);
         for id in named.head.iter().chain(&named.redo) {
             let now = state.resolve(remote, id)?;
-            let held = now.filter(|n| state.records.contains(n));
+            let held = now.filter(|n| state.has_record(n));
             if let Some(now) = held.filter(|n| seen.insert(*n)) {
                 out.snapshots.push(now);
             }
@@ -163,12 +165,12 @@ impl Resolved {
         state: &RemoteState,
         id: &ObjectId,
     ) -> Result<Option<ObjectId>, RemoteError> {
-        if !state.expunged.contains(id) {
+        if !state.is_expunged(id) {
             return Ok(Some(*id));
         }
         self.refused += 1;
         let now = state.resolve(remote, id)?;
-        Ok(now.filter(|n| state.records.contains(n)))
+        Ok(now.filter(|n| state.has_record(n)))
     }
 }
 
@@ -189,7 +191,7 @@ pub struct PullPlan {
 
 /// [`IncomingPurge::Always`] when the remote lists expunged ids.
 fn purge_of(state: &RemoteState) -> IncomingPurge {
-    match state.expunged.is_empty() {
+    match state.expunged_keys.is_empty() {
         true => IncomingPurge::IfExpungedHere,
         false => IncomingPurge::Always,
     }
@@ -206,8 +208,8 @@ pub fn plan_pull(
 ) -> Result<PullPlan, RemoteError> {
     let mut have: HashSet<ObjectId> = store.snapshots()?.into_iter().map(|(id, _)| id).collect();
     have.extend(store.pulled()?.into_iter().map(|p| p.id));
-    let mut expunged = store.expunged_ids()?;
-    expunged.extend(state.expunged.iter().copied());
+    state.refuse_unreadable()?;
+    let expunged = store.expunged_ids()?;
     let mut plan = PullPlan {
         purge: purge_of(state),
         ..PullPlan::default()
@@ -217,7 +219,7 @@ pub fn plan_pull(
             continue;
         };
         for id in doc.snapshot_ids().into_iter().filter(|id| have.insert(*id)) {
-            match expunged.contains(&id) {
+            match expunged.contains(&id) || state.is_expunged(&id) {
                 true => plan.refused.push((workspace.clone(), id)),
                 false => plan.snapshots.push((workspace.clone(), id)),
             }
@@ -246,7 +248,7 @@ pub fn download_pull(
     };
     for (workspace, id) in &plan.snapshots {
         let raw = download_record(remote, id, bytes)?;
-        let key = layout::record_key(id);
+        let key = remote.names().record(id);
         let corrupt = |why: String| RemoteError::Corrupt {
             key: key.clone(),
             why,
@@ -286,8 +288,9 @@ fn download_packs(
 ) -> Result<Vec<PathBuf>, RemoteError> {
     snap_store::fs::create_private_dir_all(staging)?;
     let mut out = Vec::with_capacity(packs.len());
+    let names = remote.names();
     for pack in packs {
-        let key = layout::pack_key(pack);
+        let key = names.pack(pack);
         let body = retry(|| remote.get(&key, None))?.ok_or_else(|| missing(&key))?;
         *bytes += body.len() as u64;
         out.push(write_staged(staging, pack, &body)?);
@@ -302,7 +305,7 @@ fn download_record(
     id: &ObjectId,
     bytes: &mut u64,
 ) -> Result<Vec<u8>, RemoteError> {
-    let key = layout::record_key(id);
+    let key = remote.names().record(id);
     let raw = retry(|| remote.get(&key, None))?.ok_or_else(|| missing(&key))?;
     if ObjectId::of(ObjectKind::Snapshot, &raw) != *id {
         return Err(RemoteError::Corrupt {

@@ -22,11 +22,9 @@ use std::time::Duration;
 use snap_store::ObjectId;
 
 use crate::backend::Remote;
-use crate::layout;
+use crate::names::Folder;
 use crate::state::RemoteState;
 use crate::{RemoteError, retry};
-
-pub use crate::layout::{TRASH, trash_key};
 
 /// What stays: the objects the newest refs' trees reach (without bases: those come from the
 /// remote's indexes), and the records those refs name.
@@ -62,6 +60,7 @@ pub fn live_records(
     remote: &dyn Remote,
     state: &RemoteState,
 ) -> Result<HashSet<ObjectId>, RemoteError> {
+    state.refuse_unreadable()?;
     let mut records = HashSet::new();
     for workspace in state.refs.keys() {
         let Some(doc) = state.read_ref(remote, workspace)? else {
@@ -70,7 +69,7 @@ pub fn live_records(
         records.extend(state.named_live(&doc));
         let history = doc.head.iter().chain(&doc.redo);
         let ids = history.filter_map(|h| ObjectId::from_hex(h));
-        records.extend(ids.filter(|id| !state.expunged.contains(id)));
+        records.extend(ids.filter(|id| !state.is_expunged(id)));
     }
     Ok(records)
 }
@@ -84,10 +83,12 @@ pub fn collect(
     grace: Duration,
     now_ns: i64,
 ) -> Result<GcReport, RemoteError> {
+    state.refuse_unreadable()?;
     let mut report = GcReport::default();
     remote.sweep_stale(crate::backend::STALE_TMP_AGE)?;
     delete_old_refs(remote, &mut report)?;
     let marks = read_marks(remote)?;
+    let names = &state.names;
     let mut judge = Judge {
         remote,
         marks: &marks,
@@ -97,21 +98,30 @@ pub fn collect(
     };
     let kept = packs_reached(state, live);
     for (pack, size) in &state.pack_files {
-        let key = layout::pack_key(pack);
-        let index = layout::index_key(pack);
+        let key = names.pack(pack);
+        let index = names.index(pack);
         judge.judge(&key, !kept.contains(pack), &[&index, &key], *size)?;
     }
-    for record in &state.records {
-        let key = layout::record_key(record);
-        let dead = !live.records.contains(record) || state.expunged.contains(record);
-        judge.judge(&key, dead, &[&key], 0)?;
+    for stray in &state.stray_packs {
+        judge.judge(&stray.key, true, &[&stray.key], stray.size)?;
+    }
+    let live_records: HashSet<String> = live.records.iter().map(|r| names.record(r)).collect();
+    let expunged_folder = names.folder(Folder::Expunged);
+    let snapshots_folder = names.folder(Folder::Snapshots);
+    for key in &state.record_keys {
+        let token = key.strip_prefix(&snapshots_folder).unwrap_or(key);
+        let expunged = state
+            .expunged_keys
+            .contains(&format!("{expunged_folder}{token}"));
+        judge.judge(key, !live_records.contains(key) || expunged, &[key], 0)?;
     }
     // Marks whose object is gone already (a collection killed after its deletes).
-    let present: HashSet<String> = (state.pack_files.keys().map(layout::pack_key))
-        .chain(state.records.iter().map(layout::record_key))
+    let present: HashSet<String> = (state.pack_files.keys().map(|p| names.pack(p)))
+        .chain(state.stray_packs.iter().map(|s| s.key.clone()))
+        .chain(state.record_keys.iter().cloned())
         .collect();
     for key in marks.keys().filter(|k| !present.contains(*k)) {
-        retry(|| remote.delete(&trash_key(key)))?;
+        retry(|| remote.delete(&names.trash(key)))?;
     }
     Ok(report)
 }
@@ -134,7 +144,7 @@ fn packs_reached(state: &RemoteState, live: &Live) -> HashSet<ObjectId> {
     }
     let worse = |pack: &ObjectId| {
         let absent = !state.pack_files.contains_key(pack);
-        (absent, state.marked.contains(&layout::pack_key(pack)))
+        (absent, state.marked.contains(&state.names.pack(pack)))
     };
     let mut kept = HashSet::new();
     let mut needed: HashSet<ObjectId> = live.objects.clone();
@@ -165,10 +175,11 @@ struct PackCopy {
 /// Deletes every ref of a workspace numbered below its newest, as a fresh listing shows it:
 /// a ref landed since the state was read is newer, never older, so it stays.
 fn delete_old_refs(remote: &dyn Remote, report: &mut GcReport) -> Result<(), RemoteError> {
-    let listed = retry(|| remote.list("refs/"))?;
+    let folder = remote.names().folder(Folder::Refs);
+    let listed = retry(|| remote.list(&folder))?;
     let parsed: Vec<(&str, &str, u64)> = (listed.iter())
         .filter_map(|l| {
-            let (workspace, n) = l.key.strip_prefix("refs/")?.split_once('/')?;
+            let (workspace, n) = l.key.strip_prefix(&folder)?.split_once('/')?;
             Some((l.key.as_str(), workspace, n.parse().ok()?))
         })
         .collect();
@@ -190,15 +201,29 @@ fn delete_old_refs(remote: &dyn Remote, report: &mut GcReport) -> Result<(), Rem
 /// is then past any grace period: a mark is only ever written by a collection).
 fn read_marks(remote: &dyn Remote) -> Result<HashMap<String, i64>, RemoteError> {
     let mut out = HashMap::new();
-    for listed in retry(|| remote.list(TRASH))? {
-        let Some(key) = listed.key.strip_prefix(TRASH) else {
+    let trash = remote.names().folder(Folder::Trash);
+    for listed in retry(|| remote.list(&trash))? {
+        let Some(key) = listed.key.strip_prefix(&trash) else {
             continue;
         };
-        let body = retry(|| remote.get(&listed.key, None))?;
+        // A mark that does not open reads as unreadable: past any grace, like a garbled one.
+        let body = match retry(|| remote.get(&listed.key, None)) {
+            Err(RemoteError::Corrupt { .. }) => None,
+            read => read?,
+        };
         let when = body.and_then(|b| String::from_utf8(b).ok()?.trim().parse().ok());
         out.insert(key.to_string(), when.unwrap_or(0));
     }
     Ok(out)
+}
+
+/// Whether the object `key` is there (one that does not open is).
+fn still_there(remote: &dyn Remote, key: &str) -> Result<bool, RemoteError> {
+    match retry(|| remote.get(key, Some(0..1))) {
+        Ok(found) => Ok(found.is_some()),
+        Err(RemoteError::Corrupt { .. }) => Ok(true),
+        Err(e) => Err(e),
+    }
 }
 
 /// The two phases, for one object.
@@ -220,7 +245,7 @@ impl Judge<'_> {
         deletes: &[&str],
         size: u64,
     ) -> Result<(), RemoteError> {
-        let mark = trash_key(key);
+        let mark = self.remote.names().trash(key);
         match (unreached, self.marks.get(key)) {
             (true, None) => {
                 let when = self.now_ns.to_string();
@@ -229,7 +254,7 @@ impl Judge<'_> {
             }
             (true, Some(&at)) if self.now_ns.saturating_sub(at) >= self.grace_ns => {
                 // A push that rebuilt this very pack removed the mark to keep it: look again.
-                if retry(|| self.remote.get(&mark, Some(0..1)))?.is_none() {
+                if !still_there(self.remote, &mark)? {
                     return Ok(());
                 }
                 for doomed in deletes {
@@ -279,7 +304,7 @@ mod tests {
             state.pack_files.insert(pack, 1);
             state.packs.insert(pack, objects);
         }
-        state.marked.insert(layout::pack_key(&a));
+        state.marked.insert(state.names.pack(&a));
         let live = Live {
             objects: [id(1)].into(),
             records: HashSet::new(),

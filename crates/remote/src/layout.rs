@@ -1,20 +1,13 @@
-//! The remote's layout (docs/FORMAT.md 9): which keys hold what, and the bytes of the two
-//! objects snap defines for it, the pack index and the ref.
+//! The remote's layout (docs/FORMAT.md 9): its marker, and the bytes of the two objects
+//! snap defines for it, the pack index and the ref. Which key holds what is [`crate::names`].
 //!
-//! ```text
-//! snap-remote                    "snap-remote 1\n", written create-only by the first push
-//! packs/<pack id hex>.pack       a sealed pack (FORMAT.md 5) holding no snapshot record
-//! index/<pack id hex>.idx        that pack's object ids (below)
-//! snapshots/<snapshot id hex>    a snapshot record, its kind-4 bytes
-//! refs/<workspace hex>/<n:020>   the workspace's history at its n-th push (below)
-//! expunged/<old snapshot id hex> the new id's hex an expunge gave that snapshot, or empty
-//!                                when it dropped it: never taken, pushed or kept again
-//! ```
 //! Every object is written once, create-only, in the order packs, index, records,
 //! expunged, ref: a push killed anywhere leaves only objects no ref reaches, and a reader
 //! sees a pack only once its index exists, a snapshot only once a ref names it and no
 //! `expunged/` object does. The records of expunged ids are the one thing a push deletes
-//! (after its ref): they may hold what the expunge took out.
+//! (after its ref): they may hold what the expunge took out. On an encrypted remote
+//! (layout 2) every object but the marker and the key objects is sealed
+//! ([`crate::sealed`]).
 
 use serde::{Deserialize, Serialize};
 use snap_store::ObjectId;
@@ -24,8 +17,12 @@ use crate::backend::Remote;
 
 /// The key naming the layout's version.
 pub const VERSION_KEY: &str = "snap-remote";
-/// Its content.
+/// Its content on a plain remote (layout 1).
 pub const VERSION_BODY: &[u8] = b"snap-remote 1\n";
+/// Its content on an encrypted remote (layout 2).
+pub const SEALED_VERSION_BODY: &[u8] = b"snap-remote 2\n";
+/// The newest layout this snap reads.
+const NEWEST_LAYOUT: u32 = 2;
 
 /// What the `snap-remote` marker says.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,8 +30,10 @@ pub enum Marker {
     /// No marker: no push has written here (a new remote, or not a remote at all).
     #[default]
     Absent,
-    /// The layout this snap reads and writes.
-    Current,
+    /// Layout 1: objects in the clear under their ids.
+    Plain,
+    /// Layout 2: objects sealed under keyed tokens, key objects under `keys/`.
+    Sealed,
 }
 
 /// Reads the marker. One of another version is refused: a newer layout is
@@ -44,13 +43,16 @@ pub fn read_marker(remote: &dyn Remote) -> Result<Marker, RemoteError> {
         return Ok(Marker::Absent);
     };
     if found == VERSION_BODY {
-        return Ok(Marker::Current);
+        return Ok(Marker::Plain);
+    }
+    if found == SEALED_VERSION_BODY {
+        return Ok(Marker::Sealed);
     }
     let text = String::from_utf8_lossy(&found);
     let line = text.lines().next().unwrap_or_default().to_string();
     let version = line.strip_prefix("snap-remote ").map(str::parse::<u32>);
     match version {
-        Some(Ok(n)) if n > 1 => Err(RemoteError::NewerLayout {
+        Some(Ok(n)) if n > NEWEST_LAYOUT => Err(RemoteError::NewerLayout {
             url: remote.describe(),
             found: line,
         }),
@@ -61,48 +63,7 @@ pub fn read_marker(remote: &dyn Remote) -> Result<Marker, RemoteError> {
     }
 }
 
-/// `packs/<id>.pack`.
-pub fn pack_key(id: &ObjectId) -> String {
-    format!("packs/{}.pack", id.to_hex())
-}
-
-/// `index/<id>.idx`.
-pub fn index_key(id: &ObjectId) -> String {
-    format!("index/{}.idx", id.to_hex())
-}
-
-/// `snapshots/<id>`.
-pub fn record_key(id: &ObjectId) -> String {
-    format!("snapshots/{}", id.to_hex())
-}
-
-/// `refs/<workspace>/`, the prefix of one workspace's refs.
-pub fn refs_prefix(workspace: &str) -> String {
-    format!("refs/{workspace}/")
-}
-
-/// `refs/<workspace>/<n>`, zero-padded so keys sort by `n`.
-pub fn ref_key(workspace: &str, n: u64) -> String {
-    format!("refs/{workspace}/{n:020}")
-}
-
-/// The prefix of a remote gc's marks (crate::gc).
-pub const TRASH: &str = "trash/";
-
-/// The mark of `key`.
-pub fn trash_key(key: &str) -> String {
-    format!("{TRASH}{key}")
-}
-
-/// The prefix of the expunged ids.
-pub const EXPUNGED: &str = "expunged/";
-
-/// `expunged/<old id>`.
-pub fn expunged_key(old: &ObjectId) -> String {
-    format!("{EXPUNGED}{}", old.to_hex())
-}
-
-/// The body of `expunged/<old id>`: the new id's hex, or nothing when the snapshot was
+/// The body of an `expunged/` object: the new id's hex, or nothing when the snapshot was
 /// dropped.
 pub fn encode_expunged(new: Option<&ObjectId>) -> Vec<u8> {
     new.map(|id| id.to_hex().into_bytes()).unwrap_or_default()
@@ -120,12 +81,6 @@ pub fn decode_expunged(key: &str, bytes: &[u8]) -> Result<Option<ObjectId>, Remo
             key: key.to_string(),
             why: "not a snapshot id".into(),
         })
-}
-
-/// The pack id a `packs/` or `index/` key names.
-pub fn id_in_key(key: &str, dir: &str, ext: &str) -> Option<ObjectId> {
-    let hex = key.strip_prefix(dir)?.strip_suffix(ext)?;
-    ObjectId::from_hex(hex)
 }
 
 /// Magic of an index object.
@@ -166,6 +121,15 @@ pub fn encode_index(pack: &ObjectId, objects: &[Indexed]) -> Vec<u8> {
     let sum = blake3::hash(&out);
     out.extend_from_slice(sum.as_bytes());
     out
+}
+
+/// The pack an index object names (its bytes 16..48), before any other check: how an
+/// encrypted remote's reader learns which pack a keyed index key stands for.
+pub fn index_pack(bytes: &[u8]) -> Option<ObjectId> {
+    let named = bytes
+        .get(16..INDEX_HEADER_LEN)
+        .filter(|_| bytes.starts_with(INDEX_MAGIC))?;
+    ObjectId::from_slice(named)
 }
 
 /// Decodes an index object, checking its sum, its length and that it names `pack`.

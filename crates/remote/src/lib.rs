@@ -8,7 +8,8 @@
 //! - [`url`]: remote URLs parsed and checked;
 //! - [`backend`]: the [`Remote`] trait (create-only put, ranged get, list, delete) and its
 //!   in-memory, `file://` and `s3://` backends;
-//! - [`layout`]: keys, the pack index and the ref;
+//! - [`layout`]: the marker, the pack index and the ref;
+//! - [`names`]: which key holds what, in the plain and the encrypted layout;
 //! - [`state`]: what a remote holds, read without locks;
 //! - [`push`]: the snapshots and objects the remote lacks, packed anew and uploaded;
 //! - [`repair`]: `push --repair`, damaged packs deleted and their objects sent again;
@@ -16,8 +17,10 @@
 //! - [`gc`]: `gc --remote`, what no newest ref reaches, marked, then deleted after a grace;
 //! - [`repack`]: the remote half of `snap expunge`, packs holding dead objects rewritten;
 //! - [`check`]: `verify --remote`, and the conditional-put check `remote add` runs;
-//! - [`crypt`]: the cryptography of the encrypted layout being built (keys, sealing, keyed
-//!   names); no command writes that layout yet.
+//! - [`crypt`]: the cryptography of the encrypted layout (keys, sealing, keyed names);
+//! - [`sealed`]: an encrypted remote behind the [`Remote`] trait, every object sealed;
+//! - [`keys`]: its key objects, made, added, removed and opened with a passphrase;
+//! - [`reseal`]: a plain remote moved to the encrypted layout in place.
 
 pub mod backend;
 pub mod check;
@@ -25,10 +28,14 @@ pub mod crypt;
 mod error;
 pub mod fetch;
 pub mod gc;
+pub mod keys;
 pub mod layout;
+pub mod names;
 pub mod push;
 pub mod repack;
 pub mod repair;
+pub mod reseal;
+pub mod sealed;
 pub mod state;
 pub mod url;
 

@@ -21,6 +21,7 @@ use snap_store::{ObjectId, Outgoing, SealedPack, Store};
 
 use crate::backend::{Put, Remote};
 use crate::layout::{self, Indexed, RefDoc};
+use crate::names::Folder;
 use crate::state::RemoteState;
 use crate::{RemoteError, retry};
 
@@ -41,8 +42,8 @@ pub struct PushPlan {
     renamed_head: Option<ObjectId>,
     /// The store's expunged ids the remote does not list yet.
     expunge: Vec<Renamed>,
-    /// Records of expunged ids the remote still holds: deleted after the ref.
-    doomed: Vec<ObjectId>,
+    /// The keys of records of expunged ids the remote still holds: deleted after the ref.
+    doomed: Vec<String>,
     /// True when the remote's newest ref already says what this one would.
     pub up_to_date: bool,
 }
@@ -105,9 +106,8 @@ pub fn plan_push(
 ) -> Result<PushPlan, RemoteError> {
     // A record a remote gc marked counts as absent: its snapshot's objects are looked over
     // again and sent where they are not readable there (see `upload_all` for the record).
-    let absent = |id: &ObjectId| {
-        !state.records.contains(id) || state.marked.contains(&layout::record_key(id))
-    };
+    let absent =
+        |id: &ObjectId| !state.has_record(id) || state.marked.contains(&state.names.record(id));
     // Ids the remote lists as expunged are left out by plan_push_of.
     let send: Vec<ObjectId> = (store.snapshots()?.iter())
         .map(|(id, _)| *id)
@@ -126,7 +126,7 @@ pub(crate) fn plan_push_of(
     newest: Option<&RefDoc>,
     send: &[ObjectId],
 ) -> Result<PushPlan, RemoteError> {
-    let live = |id: &ObjectId| !state.expunged.contains(id);
+    let live = |id: &ObjectId| !state.is_expunged(id);
     let send: Vec<ObjectId> = send.iter().copied().filter(live).collect();
     let snapshots = store.snapshots()?;
     let history = store.history()?;
@@ -172,7 +172,7 @@ fn same_history(old: &RefDoc, new: &RefDoc, head_renamed: bool, state: &RemoteSt
     let head_same = match head_renamed {
         false => old.head == new.head,
         true => (old.head.as_deref().and_then(ObjectId::from_hex))
-            .is_some_and(|h| !state.expunged.contains(&h)),
+            .is_some_and(|h| !state.is_expunged(&h)),
     };
     head_same && old.redo == new.redo && old.snapshots == new.snapshots
 }
@@ -181,22 +181,35 @@ fn same_history(old: &RefDoc, new: &RefDoc, head_renamed: bool, state: &RemoteSt
 struct ExpungePlan {
     /// The store's expunged ids the remote does not list.
     expunge: Vec<Renamed>,
-    /// The records of expunged ids (the store's or the remote's) the remote still holds.
-    doomed: Vec<ObjectId>,
+    /// The keys of the records of expunged ids (the store's or the remote's) the remote
+    /// still holds.
+    doomed: Vec<String>,
 }
 
 /// See [`ExpungePlan`].
 fn expunge_plan(store: &Store, state: &RemoteState) -> Result<ExpungePlan, RemoteError> {
     let renames = store.expunged_renames()?;
     let mut expunge: Vec<Renamed> = (renames.iter())
-        .filter(|(old, _)| !state.expunged.contains(old))
+        .filter(|(old, _)| !state.is_expunged(old))
         .map(|(&old, &new)| Renamed { old, new })
         .collect();
     expunge.sort_by_key(|r| r.old);
-    let gone: HashSet<&ObjectId> = state.expunged.iter().chain(renames.keys()).collect();
-    let mut doomed: Vec<ObjectId> = (state.records.iter())
-        .filter(|id| gone.contains(id))
-        .copied()
+    // A record and its expunged mark share the id's token, whatever the layout.
+    let names = &state.names;
+    let (snapshots, expunged) = (
+        names.folder(Folder::Snapshots),
+        names.folder(Folder::Expunged),
+    );
+    let renamed: HashSet<String> = renames.keys().map(|id| names.record(id)).collect();
+    let gone = |key: &String| {
+        let token = key.strip_prefix(&snapshots).unwrap_or(key);
+        renamed.contains(key) || state.expunged_keys.contains(&format!("{expunged}{token}"))
+    };
+    let mut doomed: Vec<String> = state
+        .record_keys
+        .iter()
+        .filter(|k| gone(k))
+        .cloned()
         .collect();
     doomed.sort();
     Ok(ExpungePlan { expunge, doomed })
@@ -242,7 +255,7 @@ fn upload_all(
         let reuses = matches!(sent, Ok(Sent::ReusedMarked));
         if reuses {
             let body = std::fs::read(&pack.path).map_err(|e| RemoteError::io(&pack.path, e))?;
-            reused.push((layout::pack_key(&pack.id), body));
+            reused.push((state.names.pack(&pack.id), body));
         }
         let _ = std::fs::remove_file(&pack.path);
         snap_store::failpoint!("push-after-pack");
@@ -257,16 +270,16 @@ fn upload_all(
     plan.outgoing
         .write_packs(staging, REMOTE_PACK_TARGET, &mut on_sealed)?;
     for (id, raw) in &plan.outgoing.records {
-        let key = layout::record_key(id);
+        let key = state.names.record(id);
         if retry(|| remote.put_if_absent(&key, raw))? == Put::Created {
             report.records += 1;
         } else if state.marked.contains(&key) {
-            retry(|| remote.delete(&layout::trash_key(&key)))?;
+            retry(|| remote.delete(&state.names.trash(&key)))?;
             reused.push((key, raw.clone()));
         }
     }
     for renamed in &plan.expunge {
-        let key = layout::expunged_key(&renamed.old);
+        let key = state.names.expunged(&renamed.old);
         let body = layout::encode_expunged(Some(&renamed.new));
         if retry(|| remote.put_if_absent(&key, &body))? == Put::Created {
             report.expunged += 1;
@@ -289,11 +302,11 @@ fn upload_all(
 /// Deletes the records of expunged ids, after a ref that no longer names them.
 fn delete_doomed(
     remote: &dyn Remote,
-    doomed: &[ObjectId],
+    doomed: &[String],
     report: &mut PushReport,
 ) -> Result<(), RemoteError> {
-    for id in doomed {
-        retry(|| remote.delete(&layout::record_key(id)))?;
+    for key in doomed {
+        retry(|| remote.delete(key))?;
         report.records_deleted += 1;
     }
     Ok(())
@@ -317,13 +330,13 @@ pub(crate) fn send_pack(
     state: &RemoteState,
     pack: &SealedPack,
 ) -> Result<Sent, RemoteError> {
-    let key = layout::pack_key(&pack.id);
+    let key = state.names.pack(&pack.id);
     let sent = if !state.pack_files.contains_key(&pack.id) {
         let body = std::fs::read(&pack.path).map_err(|e| RemoteError::io(&pack.path, e))?;
         retry(|| remote.put_if_absent(&key, &body))?;
         Sent::Uploaded
     } else if state.marked.contains(&key) {
-        retry(|| remote.delete(&layout::trash_key(&key)))?;
+        retry(|| remote.delete(&state.names.trash(&key)))?;
         Sent::ReusedMarked
     } else {
         Sent::Reused
@@ -333,18 +346,26 @@ pub(crate) fn send_pack(
             .map(|&(id, base)| Indexed { id, base })
             .collect();
         let index = layout::encode_index(&pack.id, &objects);
-        retry(|| remote.put_if_absent(&layout::index_key(&pack.id), &index))?;
+        retry(|| remote.put_if_absent(&state.names.index(&pack.id), &index))?;
     }
     Ok(sent)
 }
 
-/// Writes the layout's version object, or checks the one there.
+/// Writes the layout's version object (of the layout `remote` names objects by), or checks
+/// the one there.
 pub fn claim_layout(remote: &dyn Remote) -> Result<(), RemoteError> {
-    if retry(|| remote.put_if_absent(layout::VERSION_KEY, layout::VERSION_BODY))? == Put::Created {
+    let names = remote.names();
+    let body = names.marker_body();
+    if retry(|| remote.put_if_absent(layout::VERSION_KEY, body))? == Put::Created {
         return Ok(());
     }
     match layout::read_marker(remote)? {
-        layout::Marker::Current => Ok(()),
+        layout::Marker::Plain if !names.sealed() => Ok(()),
+        layout::Marker::Sealed if names.sealed() => Ok(()),
+        layout::Marker::Plain | layout::Marker::Sealed => Err(RemoteError::Encryption {
+            url: remote.describe(),
+            why: "a push of the other layout made it meanwhile".into(),
+        }),
         // Created by a racing push and deleted since: only a person does that.
         layout::Marker::Absent => Err(RemoteError::Corrupt {
             key: layout::VERSION_KEY.into(),
@@ -356,13 +377,13 @@ pub fn claim_layout(remote: &dyn Remote) -> Result<(), RemoteError> {
 /// Writes the ref create-only under the next free number; returns the number.
 fn put_ref(remote: &dyn Remote, mut doc: RefDoc) -> Result<u64, RemoteError> {
     for _ in 0..REF_ATTEMPTS {
-        let key = layout::ref_key(&doc.workspace, doc.n);
+        let key = remote.names().ref_key(&doc.workspace, doc.n);
         if retry(|| remote.put_if_absent(&key, &doc.encode()))? == Put::Created {
             return Ok(doc.n);
         }
         // Another push of this workspace took the number (the same store pushed from two
         // places): this ref is the store's whole history as of now, so it goes after theirs.
-        let listed = retry(|| remote.list(&layout::refs_prefix(&doc.workspace)))?;
+        let listed = retry(|| remote.list(&remote.names().refs_prefix(&doc.workspace)))?;
         let newest = (listed.iter())
             .filter_map(|l| l.key.rsplit('/').next()?.parse::<u64>().ok())
             .max()

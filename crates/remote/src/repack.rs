@@ -42,7 +42,7 @@ pub struct RepackReport {
 /// The indexed, unmarked packs that hold an object outside `live`, or a copy whose base
 /// only such packs hold (see the module's documentation), in id order.
 pub fn stale_packs(state: &RemoteState, live: &HashSet<ObjectId>) -> Vec<ObjectId> {
-    let unmarked = |pack: &ObjectId| !state.marked.contains(&layout::pack_key(pack));
+    let unmarked = |pack: &ObjectId| !state.marked.contains(&state.names.pack(pack));
     let packs: Vec<_> = state.packs.iter().filter(|(p, _)| unmarked(p)).collect();
     let mut stale: HashSet<ObjectId> = (packs.iter())
         .filter(|(_, objects)| objects.iter().any(|o| !live.contains(&o.id)))
@@ -113,8 +113,9 @@ pub fn mark_stale(
     report: &mut RepackReport,
 ) -> Result<(), RemoteError> {
     let when = now_ns.to_string();
+    let names = remote.names();
     for pack in stale {
-        let mark = layout::trash_key(&layout::pack_key(pack));
+        let mark = names.trash(&names.pack(pack));
         if retry(|| remote.put_if_absent(&mark, when.as_bytes()))? == crate::Put::Created {
             report.marked += 1;
         }
@@ -181,7 +182,7 @@ mod tests {
     #[test]
     fn marked_packs_are_not_stale_again_and_all_live_is_clean() {
         let mut s = state(vec![vec![whole(1), whole(2)], vec![whole(1)]]);
-        s.marked.insert(layout::pack_key(&id(100)));
+        s.marked.insert(s.names.pack(&id(100)));
         let live: HashSet<ObjectId> = [1].map(id).into();
         assert_eq!(stale_packs(&s, &live), Vec::<ObjectId>::new());
         let live: HashSet<ObjectId> = [1, 2].map(id).into();

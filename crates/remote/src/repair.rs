@@ -6,7 +6,8 @@
 use snap_store::{ObjectId, Store};
 
 use crate::backend::Remote;
-use crate::layout::{self, RefDoc};
+use crate::layout::RefDoc;
+use crate::names::{Folder, token_in};
 use crate::push::{PushPlan, plan_push_of};
 use crate::state::RemoteState;
 use crate::{RemoteError, check, retry};
@@ -20,10 +21,21 @@ pub fn drop_damaged(
     let damaged = check::damaged_packs(remote, state)?;
     for pack in &damaged {
         // The index first: a reader never meets an index whose pack is gone.
-        retry(|| remote.delete(&layout::index_key(pack)))?;
-        retry(|| remote.delete(&layout::pack_key(pack)))?;
+        retry(|| remote.delete(&state.names.index(pack)))?;
+        retry(|| remote.delete(&state.names.pack(pack)))?;
     }
     state.forget_packs(&damaged);
+    // An index that does not read names no pack: it goes with the pack of its token.
+    let (index, packs) = (
+        state.names.folder(Folder::Index),
+        state.names.folder(Folder::Packs),
+    );
+    for (key, _) in std::mem::take(&mut state.unreadable_indexes) {
+        retry(|| remote.delete(&key))?;
+        if let Some(token) = token_in(&key, &index, ".idx") {
+            retry(|| remote.delete(&format!("{packs}{token}.pack")))?;
+        }
+    }
     Ok(damaged)
 }
 

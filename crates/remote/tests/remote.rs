@@ -316,7 +316,7 @@ fn a_ref_number_taken_by_another_push_goes_to_the_next() {
     let plan = plan_push(&a.store, &state, "aaaa", None).unwrap();
     // Another push of the same workspace lands between the plan and its ref.
     remote
-        .put_if_absent(&snap_remote::layout::ref_key("aaaa", 1), b"{}")
+        .put_if_absent(&snap_remote::names::Names::Plain.ref_key("aaaa", 1), b"{}")
         .unwrap();
     let staging = tmp.path().join("staging");
     let report = upload(&remote, plan, &state, &staging, &|_| {}).unwrap();
@@ -496,7 +496,7 @@ fn a_record_whose_tree_the_remote_lacks_is_not_taken() {
     let raw = record.encode();
     let id = ObjectId::of(ObjectKind::Snapshot, &raw);
     remote
-        .put_if_absent(&snap_remote::layout::record_key(&id), &raw)
+        .put_if_absent(&snap_remote::names::Names::Plain.record(&id), &raw)
         .unwrap();
     let doc = snap_remote::layout::RefDoc {
         format: 1,
@@ -507,7 +507,7 @@ fn a_record_whose_tree_the_remote_lacks_is_not_taken() {
         snapshots: vec![id.to_hex()],
         pushed_ns: 0,
     };
-    let key = snap_remote::layout::ref_key(&doc.workspace, 1);
+    let key = snap_remote::names::Names::Plain.ref_key(&doc.workspace, 1);
     remote.put_if_absent(&key, &doc.encode()).unwrap();
     let refused = pull(&c, &remote, "cccc", "origin");
     assert!(matches!(refused, Err(RemoteError::Store(_))), "{refused:?}");
@@ -619,7 +619,7 @@ fn a_push_after_a_mark_does_not_rely_on_the_marked_packs() {
     push(&a, &remote, "aaaa").unwrap();
     let marked = collect(&[(&a.store, "aaaa")], &remote);
     assert_eq!(marked.marked, 2, "the pack and the record: {marked:?}");
-    let doomed: Vec<String> = (remote.list(snap_remote::gc::TRASH).unwrap().iter())
+    let doomed: Vec<String> = (remote.list("trash/").unwrap().iter())
         .filter_map(|l| l.key.strip_prefix("trash/packs/").map(str::to_string))
         .collect();
     assert_eq!(doomed.len(), 1);
@@ -635,10 +635,10 @@ fn a_push_after_a_mark_does_not_rely_on_the_marked_packs() {
     // A collector that judged before that push deletes the marked pack now.
     let pack = ObjectId::from_hex(doomed[0].trim_end_matches(".pack")).unwrap();
     remote
-        .delete(&snap_remote::layout::index_key(&pack))
+        .delete(&snap_remote::names::Names::Plain.index(&pack))
         .unwrap();
     remote
-        .delete(&snap_remote::layout::pack_key(&pack))
+        .delete(&snap_remote::names::Names::Plain.pack(&pack))
         .unwrap();
     let d = clone(&remote, Some("cccc"), &tmp.path().join("d")).unwrap();
     assert_same_history(&c.store, &d);
@@ -664,7 +664,7 @@ fn a_push_that_rebuilds_a_marked_pack_takes_its_mark_away() {
     c.save();
     push(&c, &remote, "cccc").unwrap();
     assert!(
-        remote.list(snap_remote::gc::TRASH).unwrap().len() <= 1,
+        remote.list("trash/").unwrap().len() <= 1,
         "the pack's mark went"
     );
     let after = collect(&[(&a.store, "aaaa"), (&c.store, "cccc")], &remote);
@@ -766,7 +766,7 @@ fn a_pull_retried_after_a_missing_object_still_takes_nothing() {
         let hex = key.trim_start_matches("packs/").trim_end_matches(".pack");
         let pack = ObjectId::from_hex(hex).unwrap();
         remote
-            .delete(&snap_remote::layout::index_key(&pack))
+            .delete(&snap_remote::names::Names::Plain.index(&pack))
             .unwrap();
         remote.delete(key).unwrap();
     }
@@ -848,8 +848,13 @@ fn a_huge_object_on_a_file_remote_is_refused_not_allocated() {
     file.set_len(1 << 40).unwrap(); // sparse: 1 TiB on paper, nothing on disk
     let got = remote.get(&format!("index/{}.idx", "ab".repeat(32)), None);
     assert!(matches!(got, Err(RemoteError::Corrupt { .. })), "{got:?}");
-    let verified = check::verify(remote.as_ref(), true);
-    assert!(verified.is_err(), "{verified:?}");
+    // Verify names the index among its problems; nothing is allocated for it.
+    let verified = check::verify(remote.as_ref(), true).unwrap();
+    let named = verified
+        .problems
+        .iter()
+        .any(|p| p.starts_with("index/abab"));
+    assert!(named, "{verified:?}");
 }
 
 /// Takes the top-level file `path` out of every snapshot of `saver`'s store as `snap
@@ -955,7 +960,7 @@ fn an_expunge_pushed_keeps_the_old_snapshots_off_the_remote_and_out_of_every_sto
     );
     let state = RemoteState::read(remote).unwrap();
     for (old, new) in &renamed {
-        assert!(state.expunged.contains(old) && !state.records.contains(old));
+        assert!(state.is_expunged(old) && !state.has_record(old));
         assert_eq!(state.resolve(remote, old).unwrap(), Some(*new));
     }
 
@@ -983,7 +988,7 @@ fn an_expunge_pushed_keeps_the_old_snapshots_off_the_remote_and_out_of_every_sto
         a.head.map(|h| h.to_hex()),
         "HEAD as the expunge renamed it"
     );
-    assert!(renamed.iter().all(|r| !state.records.contains(&r.0)));
+    assert!(renamed.iter().all(|r| !state.has_record(&r.0)));
     let c2 = clone(remote, Some(B), &tmp.path().join("c2")).unwrap();
     assert_eq!(c2.history().unwrap().head, a.head);
     assert!(snap_store::testing::store_holds(c2.dir(), TOKEN).is_empty());
@@ -997,4 +1002,297 @@ fn an_expunge_pushed_keeps_the_old_snapshots_off_the_remote_and_out_of_every_sto
     assert!(check::verify(remote, true).unwrap().problems.is_empty());
     let c3 = clone(remote, Some(A), &tmp.path().join("c3")).unwrap();
     assert_same_history(&a.store, &c3);
+}
+
+/// The encrypted layout (FORMAT.md 9.1): the same pushes, clones and collections through
+/// [`snap_remote::sealed::Sealed`], and what the bucket shows checked byte by byte.
+mod encrypted {
+    use super::*;
+    use snap_remote::crypt::{KdfParams, MasterKey};
+    use snap_remote::sealed::Sealed;
+
+    /// Small Argon2 parameters: these tests check the layout, not the KDF's cost.
+    const FAST: KdfParams = KdfParams {
+        m_kib: 64,
+        t: 1,
+        p: 1,
+    };
+
+    /// A new encrypted remote over `raw`, made as `snap remote add` makes it.
+    fn sealed(raw: &MemoryRemote, passphrase: &[u8]) -> Sealed {
+        let master = snap_remote::keys::create(raw, passphrase, FAST, 1).unwrap();
+        Sealed::new(Box::new(raw.clone()), master)
+    }
+
+    /// The same remote opened again with a passphrase, as `snap clone` opens it.
+    fn opened(raw: &MemoryRemote, passphrase: &[u8]) -> Result<Sealed, RemoteError> {
+        let master: MasterKey = snap_remote::keys::unlock(raw, passphrase)?;
+        Ok(Sealed::new(Box::new(raw.clone()), master))
+    }
+
+    /// Every object's raw bytes and key, as one who can read the bucket sees them.
+    fn bucket(raw: &MemoryRemote) -> Vec<(String, Vec<u8>)> {
+        (raw.list("").unwrap().into_iter())
+            .map(|l| (l.key.clone(), raw.get(&l.key, None).unwrap().unwrap()))
+            .collect()
+    }
+
+    fn holds(haystack: &[u8], needle: &[u8]) -> bool {
+        haystack.windows(needle.len()).any(|w| w == needle)
+    }
+
+    /// What must not show: 16-byte pieces of every file, every path, every id (snapshots,
+    /// trees, contents, local and remote packs) in hex and binary, the workspace id.
+    fn secrets(saver: &Saver, remote: &dyn Remote, workspace: &str) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = vec![workspace.as_bytes().to_vec()];
+        let snapshots = saver.store.snapshots().unwrap();
+        let roots: Vec<ObjectId> = snapshots.iter().map(|(_, r)| r.root).collect();
+        let mut ids: Vec<ObjectId> = snapshots.iter().map(|(id, _)| *id).collect();
+        ids.extend(saver.store.closure(&roots).unwrap());
+        ids.extend(RemoteState::read(remote).unwrap().packs.keys().copied());
+        for entry in std::fs::read_dir(saver.store.dir().join("packs")).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            out.push(name.trim_end_matches(".pack").as_bytes().to_vec());
+        }
+        for id in ids {
+            out.push(id.to_hex().into_bytes());
+            out.push(id.0.to_vec());
+        }
+        for (_, _, files) in contents(&saver.store) {
+            for (path, bytes) in files {
+                out.push(path.into_bytes());
+                out.extend(bytes.chunks_exact(16).step_by(7).map(<[u8]>::to_vec));
+            }
+        }
+        out
+    }
+
+    fn history(a: &mut Saver, remote: &dyn Remote, rounds: u64) {
+        for round in 0..rounds {
+            edit(a, round);
+            a.files
+                .insert(".env".into(), format!("TOKEN=tok-{round}-secret\n").into());
+            a.save();
+            if round % 3 == 2 {
+                push(a, remote, "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1").unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn the_bucket_shows_no_content_name_or_id_and_the_clone_is_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let raw = MemoryRemote::named("sealed-scan");
+        let remote = sealed(&raw, b"correct horse");
+        let mut a = Saver::new(&tmp.path().join("a"));
+        history(&mut a, &remote, 9);
+        let objects = bucket(&raw);
+        assert!(objects.len() > 10, "{}", objects.len());
+        for needle in secrets(&a, &remote, "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1") {
+            for (key, body) in &objects {
+                let shown = holds(body, &needle) || holds(key.as_bytes(), &needle);
+                assert!(!shown, "{key} shows {:?}", String::from_utf8_lossy(&needle));
+            }
+        }
+        let keys: Vec<&String> = objects.iter().map(|(k, _)| k).collect();
+        let laid = |k: &&String| k.starts_with("sealed/") || k.starts_with("keys/");
+        assert!(
+            keys.iter().all(|k| laid(k) || *k == "snap-remote"),
+            "{keys:?}"
+        );
+
+        let b = clone(
+            &opened(&raw, b"correct horse").unwrap(),
+            None,
+            &tmp.path().join("b"),
+        );
+        assert_same_history(&a.store, &b.unwrap());
+        assert!(check::verify(&remote, true).unwrap().problems.is_empty());
+        let wrong = opened(&raw, b"wrong horse").unwrap_err();
+        assert_eq!(
+            wrong.to_string(),
+            "no key of this remote opens with that passphrase"
+        );
+        let plain = RemoteState::read(&raw).unwrap_err();
+        assert!(plain.to_string().contains("encrypted"), "{plain}");
+    }
+
+    /// Each kind of object flipped, cut short, or swapped with another of its kind: a
+    /// clone fails naming it (or, for a record the ref does not need, verify names it),
+    /// and the store cloned into takes nothing.
+    #[test]
+    fn every_damaged_object_is_named_and_nothing_is_taken() {
+        let tmp = tempfile::tempdir().unwrap();
+        for (n, folder) in ["packs/", "index/", "snapshots/", "refs/"]
+            .iter()
+            .enumerate()
+        {
+            for harm in ["flip", "cut", "swap"] {
+                let name = format!("sealed-damage-{n}-{harm}");
+                let raw = MemoryRemote::named(&name);
+                let remote = sealed(&raw, b"pw");
+                let mut a = Saver::new(&tmp.path().join(&name));
+                history(&mut a, &remote, 6);
+                let prefix = format!("sealed/{folder}");
+                let keys: Vec<String> = (raw.list(&prefix).unwrap().into_iter())
+                    .map(|l| l.key)
+                    .collect();
+                let victim = keys.last().unwrap().clone();
+                let mut body = raw.get(&victim, None).unwrap().unwrap();
+                match harm {
+                    "flip" => {
+                        let middle = body.len() / 2;
+                        body[middle] ^= 0x20;
+                    }
+                    "cut" => body.truncate(body.len() - 5),
+                    _ => body = raw.get(&keys[0], None).unwrap().unwrap(),
+                }
+                if harm == "swap" && keys.len() < 2 {
+                    continue;
+                }
+                raw.delete(&victim).unwrap();
+                raw.put_if_absent(&victim, &body).unwrap();
+                let into = tmp.path().join(format!("{name}-clone"));
+                let cloned = clone(&opened(&raw, b"pw").unwrap(), None, &into);
+                let problems = check::verify(&remote, true).unwrap().problems;
+                let named = problems.iter().any(|p| p.starts_with(&victim));
+                match cloned {
+                    Err(e) => assert!(e.to_string().contains(&victim) || named, "{name}: {e}"),
+                    Ok(store) => panic!("{name}: cloned {:?}", store.snapshots().unwrap().len()),
+                }
+                assert!(named, "{name}: verify names {victim}: {problems:?}");
+                let taken = Store::open(&into).map(|s| s.snapshots().unwrap().len());
+                assert_eq!(
+                    taken.unwrap_or(0),
+                    0,
+                    "{name}: the failed clone took nothing"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn gc_and_expunge_work_on_an_encrypted_remote() {
+        let tmp = tempfile::tempdir().unwrap();
+        let raw = MemoryRemote::named("sealed-gc");
+        let remote = sealed(&raw, b"pw");
+        let mut a = Saver::new(&tmp.path().join("a"));
+        history(&mut a, &remote, 6);
+        let before = raw.list("sealed/packs/").unwrap().len();
+        drop_oldest(&a, 3);
+        push(&a, &remote, "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1").unwrap();
+        let marked = collect(&[(&a.store, "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1")], &remote);
+        assert!(marked.marked > 0, "{marked:?}");
+        assert!(raw.list("sealed/trash/").unwrap().len() == marked.marked);
+        let swept = collect(&[(&a.store, "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1")], &remote);
+        assert!(swept.deleted > 0, "{swept:?}");
+        assert!(raw.list("sealed/packs/").unwrap().len() <= before);
+        let b = clone(&opened(&raw, b"pw").unwrap(), None, &tmp.path().join("b")).unwrap();
+        assert_same_history(&a.store, &b);
+    }
+
+    #[test]
+    fn a_plain_remote_moves_to_the_encrypted_layout_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let raw = MemoryRemote::named("reseal");
+        let mut a = Saver::new(&tmp.path().join("a"));
+        for round in 0..6 {
+            edit(&mut a, round);
+            a.save();
+            push(&a, &raw, "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2").unwrap();
+        }
+        let master = snap_remote::keys::initial(&raw, b"pw", FAST, 1).unwrap();
+        let remote = Sealed::new(Box::new(raw.clone()), master);
+        let moved = snap_remote::reseal::reseal(&raw, &remote).unwrap();
+        assert!(
+            moved.copied > 0 && moved.deleted >= moved.copied,
+            "{moved:?}"
+        );
+        let keys: Vec<String> = raw.list("").unwrap().into_iter().map(|l| l.key).collect();
+        assert!(
+            keys.iter().all(|k| snap_remote::reseal::of_layout_two(k)),
+            "{keys:?}"
+        );
+        // Run again (as after a kill): nothing to copy, nothing lost.
+        let again = snap_remote::reseal::reseal(&raw, &remote).unwrap();
+        assert_eq!((again.copied, again.deleted), (0, 0));
+        let b = clone(&opened(&raw, b"pw").unwrap(), None, &tmp.path().join("b")).unwrap();
+        assert_same_history(&a.store, &b);
+        assert!(check::verify(&remote, true).unwrap().problems.is_empty());
+    }
+
+    /// Passes calls through until `left` writes (puts and deletes) have been made, then
+    /// fails every write as a killed process would.
+    #[derive(Clone, Debug)]
+    struct Killed {
+        inner: MemoryRemote,
+        left: std::sync::Arc<AtomicUsize>,
+    }
+
+    impl Killed {
+        fn spend(&self, key: &str) -> Result<(), RemoteError> {
+            let left = self.left.load(Ordering::SeqCst);
+            if left == 0 {
+                return Err(RemoteError::Corrupt {
+                    key: key.into(),
+                    why: "killed".into(),
+                });
+            }
+            self.left.store(left - 1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    impl Remote for Killed {
+        fn put_if_absent(&self, key: &str, body: &[u8]) -> Result<Put, RemoteError> {
+            self.spend(key)?;
+            self.inner.put_if_absent(key, body)
+        }
+        fn get(
+            &self,
+            key: &str,
+            range: Option<Range<u64>>,
+        ) -> Result<Option<Vec<u8>>, RemoteError> {
+            self.inner.get(key, range)
+        }
+        fn list(&self, prefix: &str) -> Result<Vec<Listed>, RemoteError> {
+            self.inner.list(prefix)
+        }
+        fn delete(&self, key: &str) -> Result<(), RemoteError> {
+            self.spend(key)?;
+            self.inner.delete(key)
+        }
+        fn describe(&self) -> String {
+            "killed".into()
+        }
+    }
+
+    /// A move killed after any number of its writes, then run again, ends whole.
+    #[test]
+    fn a_move_killed_at_every_write_is_finished_by_the_next() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut a = Saver::new(&tmp.path().join("a"));
+        for round in 0..3 {
+            edit(&mut a, round);
+            a.save();
+        }
+        for limit in 0..40 {
+            let name = format!("reseal-kill-{limit}");
+            let raw = MemoryRemote::named(&name);
+            push(&a, &raw, "c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3").unwrap();
+            let master = snap_remote::keys::initial(&raw, b"pw", FAST, 1).unwrap();
+            let left = std::sync::Arc::new(AtomicUsize::new(limit));
+            let plain = Killed {
+                inner: raw.clone(),
+                left: left.clone(),
+            };
+            let killed = Sealed::new(Box::new(plain.clone()), master);
+            let _ = snap_remote::reseal::reseal(&plain, &killed);
+            let remote = opened(&raw, b"pw").unwrap();
+            snap_remote::reseal::reseal(&raw, &remote).unwrap();
+            let into = tmp.path().join(&name);
+            let b = clone(&remote, None, &into).unwrap();
+            assert_same_history(&a.store, &b);
+        }
+    }
 }

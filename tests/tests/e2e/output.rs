@@ -482,7 +482,7 @@ fn docs_json_md_remote_keys_match_what_the_binary_prints() {
     write(&a, "a.txt", b"one\n");
     ok(&a, &["save"]);
     let documented = documented_remote_keys();
-    assert_eq!(documented.len(), 6, "{documented:?}");
+    assert_eq!(documented.len(), 8, "{documented:?}");
     for (title, docs) in documented {
         let printed: Vec<Value> = match title.as_str() {
             t if t.starts_with("`snap remote add") => vec![
@@ -490,6 +490,24 @@ fn docs_json_md_remote_keys_match_what_the_binary_prints() {
                 json(&a, &["remote", "list"]),
             ],
             "`snap push`" => vec![json(&a, &["push"])],
+            t if t.starts_with("`snap remote key") => vec![
+                json(&a, &["remote", "key", "add"]),
+                json(&a, &["remote", "key", "list"]),
+                json(&a, &["remote", "key", "remove", "keys/initial"]),
+            ],
+            "`snap remote encrypt`" => {
+                let (b, plain) = (top.path().join("b"), top.path().join("plain"));
+                std::fs::create_dir(&b).unwrap();
+                write(&b, "b.txt", b"two\n");
+                ok(&b, &["save"]);
+                let plain = format!("file://{}", plain.display());
+                ok(
+                    &b,
+                    &["remote", "add", "--create", "--no-encryption", "p", &plain],
+                );
+                ok(&b, &["push"]);
+                vec![json(&b, &["remote", "encrypt"])]
+            }
             "`snap pull`" => vec![json(&a, &["pull"])],
             t if t.starts_with("`snap clone") => {
                 vec![json(top.path(), &["clone", &url, "dir"])]

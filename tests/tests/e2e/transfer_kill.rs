@@ -721,6 +721,7 @@ fn one_round(
             let named = |keys: BTreeSet<String>| -> BTreeSet<String> {
                 let kept = ["snapshots/", "expunged/", "refs/"];
                 (keys.into_iter())
+                    .map(|k| k.strip_prefix("sealed/").map_or(k.clone(), str::to_string))
                     .filter(|k| kept.iter().any(|p| k.starts_with(p)))
                     .collect()
             };

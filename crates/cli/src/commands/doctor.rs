@@ -41,9 +41,27 @@ pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
             .collect(),
         snap_on_path: on_path.as_ref().map(|p| p.display().to_string()),
         watcher: crate::watch::status_of(ws.root()),
+        unencrypted_remotes: unencrypted_remotes(&ws),
     };
     emit(ctx, json::value(&doc), || print_doctor(&doc, &hooks));
     Ok(())
+}
+
+/// The configured remotes this store keeps no key for: plain ones (pushed before
+/// encryption, or added with `--no-encryption`).
+#[cfg(feature = "remote")]
+fn unencrypted_remotes(ws: &Workspace) -> Vec<String> {
+    let remotes = &ws.config().remote;
+    let plain = |url: &str| !super::remote_crypt::has_key(ws.store_dir(), url);
+    (remotes.iter())
+        .filter(|(_, r)| plain(&r.url))
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+#[cfg(not(feature = "remote"))]
+fn unencrypted_remotes(_: &Workspace) -> Vec<String> {
+    Vec::new()
 }
 
 /// The watcher's line: whether one runs, and whether it caught itself missing a change.
@@ -100,6 +118,7 @@ fn doctor_unopened(ctx: &Ctx, e: anyhow::Error) -> Result<()> {
         secret_paths: Vec::new(),
         snap_on_path: snap_on_path().map(|p| p.display().to_string()),
         watcher: crate::watch::status_of(&root),
+        unencrypted_remotes: Vec::new(),
     };
     emit(ctx, json::value(&doc), || print_doctor(&doc, &hooks));
     Ok(())
@@ -197,6 +216,12 @@ fn print_doctor(doc: &json::DoctorDoc, hooks: &[HookPlace]) {
     }
     for problem in &doc.store_problems {
         println!("store: damaged: {problem} (snap verify, then snap repair)");
+    }
+    for name in &doc.unencrypted_remotes {
+        println!(
+            "remote {name} is NOT encrypted: whoever reads its bucket reads the history \
+             (snap remote encrypt {name} moves it to the encrypted layout)"
+        );
     }
     for pack in &doc.history_outside_catalog {
         println!(

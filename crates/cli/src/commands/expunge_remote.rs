@@ -190,7 +190,7 @@ fn rewrite_one(ctx: &Ctx, name: &str, grace_ns: i64) -> Result<RemoteDone> {
     let mut done = RemoteDone::new(name, url.clone());
     done.records_deleted = pushed.report.records_deleted;
     done.expunged = pushed.report.expunged;
-    let remote = snap_remote::open(&url, Reach::Existing)?;
+    let remote = super::remote::open_at(ctx, &url)?;
     let state = RemoteState::read_existing(remote.as_ref())?;
     // Another workspace's newest snapshots decide what stays: their trees are pulled first
     // when this store lacks them (pulled snapshots stay apart, as `NAME#N`).

@@ -16,6 +16,10 @@ mod moves;
 mod recover;
 #[cfg(feature = "remote")]
 pub(crate) mod remote;
+#[cfg(feature = "remote")]
+pub(crate) mod remote_crypt;
+#[cfg(feature = "remote")]
+pub(crate) mod remote_keys;
 mod restore;
 #[cfg(feature = "remote")]
 mod resume_clone;

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use snap_remote::fetch::{choose_workspace, download_pull, fetch_workspace, plan_pull};
+use snap_remote::layout::Marker;
 use snap_remote::push::{plan_push, upload};
 use snap_remote::repair::plan_repair;
 use snap_remote::state::RemoteState;
@@ -18,6 +19,7 @@ use snap_remote::{Reach, Remote, check};
 use snap_tree::secrets::SecretScan;
 use snap_tree::{SaveOptions, Staging, Workspace};
 
+use super::remote_crypt::{Passphrase, create_encrypted, has_key, open_remote};
 use crate::render::human_bytes;
 use crate::render::path_shown;
 use crate::{Ctx, emit, json, open, open_reading};
@@ -28,8 +30,26 @@ pub(super) const CLONED_FROM: &str = "origin";
 /// The name pulled snapshots take when pulled from a URL no configured remote has.
 const UNNAMED: &str = "pulled";
 
-/// `snap remote add NAME URL`: checks that the server honours create-only puts first.
-pub(crate) fn add(ctx: &Ctx, name: &str, url: &str, reach: Reach) -> Result<()> {
+/// Whether a new remote is encrypted (`snap remote add --no-encryption` says not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Encryption {
+    /// Sealed under a master key a passphrase wraps (the default).
+    On,
+    /// In the clear.
+    Off,
+}
+
+/// `snap remote add NAME URL`: checks that the server honours create-only puts first, then
+/// makes a new remote an encrypted one (asking for its passphrase) unless told not to, or
+/// opens an encrypted one there with its passphrase.
+pub(crate) fn add(
+    ctx: &Ctx,
+    name: &str,
+    url: &str,
+    reach: Reach,
+    encryption: Encryption,
+    pass: Passphrase,
+) -> Result<()> {
     let sound = !name.is_empty()
         && name
             .bytes()
@@ -40,15 +60,62 @@ pub(crate) fn add(ctx: &Ctx, name: &str, url: &str, reach: Reach) -> Result<()> 
     let ws = open(ctx)?;
     let remote = snap_remote::open(url, reach)?;
     check::conditional_puts(remote.as_ref())?;
+    let encrypted = prepare_layout(ws.store_dir(), name, url, remote, encryption, pass)?;
     snap_tree::add_remote(ws.store_dir(), name, url)?;
     let doc = json::RemoteAddedDoc {
         name: name.to_string(),
         url: url.to_string(),
+        encrypted,
+    };
+    let how = if encrypted {
+        "encrypted"
+    } else {
+        "NOT encrypted"
     };
     emit(ctx, json::value(&doc), || {
-        println!("remote {name}: {url} (conditional puts checked)")
+        println!("remote {name}: {url} ({how}; conditional puts checked)")
     });
     Ok(())
+}
+
+/// Fixes a new remote's layout, or opens the one there; returns whether it is encrypted.
+fn prepare_layout(
+    store_dir: &Path,
+    name: &str,
+    url: &str,
+    remote: Box<dyn Remote>,
+    encryption: Encryption,
+    pass: Passphrase,
+) -> Result<bool> {
+    match (
+        snap_remote::layout::read_marker(remote.as_ref())?,
+        encryption,
+    ) {
+        (Marker::Sealed, Encryption::Off) => {
+            bail!("{url} is encrypted; --no-encryption applies only to a new remote")
+        }
+        (Marker::Sealed, Encryption::On) => {
+            open_remote(Some(store_dir), url, Reach::Existing, pass)?;
+            Ok(true)
+        }
+        (Marker::Plain, encryption) => {
+            if encryption == Encryption::On {
+                eprintln!(
+                    "warning: {url} holds an unencrypted history; snap remote encrypt {name} \
+                     moves it to the encrypted layout"
+                );
+            }
+            Ok(false)
+        }
+        (Marker::Absent, Encryption::On) => {
+            create_encrypted(store_dir, url, remote, pass)?;
+            Ok(true)
+        }
+        (Marker::Absent, Encryption::Off) => {
+            snap_remote::push::claim_layout(remote.as_ref())?;
+            Ok(false)
+        }
+    }
 }
 
 /// `snap remote remove NAME`: forgets the name; the remote's objects stay.
@@ -74,13 +141,19 @@ pub(crate) fn list(ctx: &Ctx) -> Result<()> {
                 name: name.clone(),
                 url: r.url.clone(),
                 default: r.default,
+                encrypted: has_key(ws.store_dir(), &r.url),
             })
             .collect(),
     };
     emit(ctx, json::value(&doc), || {
-        for (name, r) in remotes {
-            let mark = if r.default { " (default)" } else { "" };
-            println!("{name}\t{}{mark}", r.url);
+        for entry in &doc.remotes {
+            let mark = if entry.default { " (default)" } else { "" };
+            let how = if entry.encrypted {
+                "encrypted"
+            } else {
+                "NOT encrypted"
+            };
+            println!("{}\t{}{mark}\t{how}", entry.name, entry.url);
         }
     });
     Ok(())
@@ -88,7 +161,7 @@ pub(crate) fn list(ctx: &Ctx) -> Result<()> {
 
 /// The URL `given` names: a URL as it is, else a remote of the config (the default one
 /// when `None`).
-fn remote_url(ws: &Workspace, given: Option<&str>) -> Result<String> {
+pub(super) fn remote_url(ws: &Workspace, given: Option<&str>) -> Result<String> {
     remote_named(ws, given).map(|(_, url)| url)
 }
 
@@ -109,6 +182,27 @@ fn remote_named(ws: &Workspace, given: Option<&str>) -> Result<(String, String)>
             Some(name) => bail!("there is no remote named {name} (snap remote list)"),
             None => bail!("no remote to use: name one, or add one with snap remote add NAME URL"),
         },
+    }
+}
+
+/// The existing remote at `url`, opened with the key this store keeps for it (or a
+/// passphrase, when it is encrypted and the store has not met it).
+pub(super) fn open_at(ctx: &Ctx, url: &str) -> Result<Box<dyn Remote>> {
+    let store_dir = open_reading(ctx)?.store_dir().to_path_buf();
+    let pass = Passphrase::default();
+    Ok(open_remote(Some(&store_dir), url, Reach::Existing, pass)?.remote)
+}
+
+/// The remote a push writes to: as [`open_at`], and a remote no push has written to yet
+/// made an encrypted one first (a passphrase is asked for), unless `snap remote add
+/// --no-encryption` made it a plain one.
+fn open_for_push(ctx: &Ctx, url: &str, reach: Reach) -> Result<Box<dyn Remote>> {
+    let store_dir = open_reading(ctx)?.store_dir().to_path_buf();
+    let opened = open_remote(Some(&store_dir), url, reach, Passphrase::default())?;
+    let fresh = opened.marker == Marker::Absent && !opened.remote.names().sealed();
+    match fresh {
+        true => create_encrypted(&store_dir, url, opened.remote, Passphrase::default()),
+        false => Ok(opened.remote),
     }
 }
 
@@ -179,7 +273,7 @@ pub(super) fn push_to(ctx: &Ctx, url: &str, mode: PushMode, reach: Reach) -> Res
     let workspace = open_reading(ctx)?
         .workspace_id()?
         .context("the store records no workspace id yet: save first")?;
-    let remote = snap_remote::open(url, reach)?;
+    let remote = open_for_push(ctx, url, reach)?;
     let mut state = match reach {
         Reach::Create => RemoteState::read(remote.as_ref())?,
         Reach::Existing => RemoteState::read_existing(remote.as_ref())?,
@@ -275,7 +369,7 @@ pub(super) fn pull_from(ctx: &Ctx, given: Option<&str>) -> Result<PullDone> {
             ws.workspace_id()?.unwrap_or_default(),
         )
     };
-    let remote = snap_remote::open(&url, Reach::Existing)?;
+    let remote = open_at(ctx, &url)?;
     let state = RemoteState::read_existing(remote.as_ref())?;
     let (plan, staging) = {
         let ws = open_reading(ctx)?;
@@ -345,7 +439,7 @@ pub(crate) fn gc(ctx: &Ctx, given: Option<&str>, grace: &str) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("--grace {grace}: {e}"))?
         .unwrap_or(0);
     let url = remote_url(&open_reading(ctx)?, given.filter(|g| !g.is_empty()))?;
-    let remote = snap_remote::open(&url, Reach::Existing)?;
+    let remote = open_at(ctx, &url)?;
     let state = RemoteState::read_existing(remote.as_ref())?;
     let live = live_of(ctx, remote.as_ref(), &state)?.live;
     let grace = std::time::Duration::from_nanos(u64::try_from(grace_ns).unwrap_or(0));
@@ -454,7 +548,7 @@ fn warn_secrets(ctx: &Ctx, ws: &Workspace) -> Result<()> {
 /// `snap verify --remote [REMOTE|URL]`.
 pub(crate) fn verify(ctx: &Ctx, given: Option<&str>, read_data: bool) -> Result<()> {
     let url = remote_url(&open_reading(ctx)?, given.filter(|g| !g.is_empty()))?;
-    let remote = snap_remote::open(&url, Reach::Existing)?;
+    let remote = open_at(ctx, &url)?;
     let found = check::verify(remote.as_ref(), read_data)?;
     let doc = json::RemoteVerifyDoc {
         ok: found.problems.is_empty(),
@@ -485,7 +579,13 @@ pub(crate) fn verify(ctx: &Ctx, given: Option<&str>, read_data: bool) -> Result<
 }
 
 /// `snap clone URL DIR [--workspace ID]`.
-pub(crate) fn clone(ctx: &Ctx, url: &str, dir: &Path, workspace: Option<&str>) -> Result<()> {
+pub(crate) fn clone(
+    ctx: &Ctx,
+    url: &str,
+    dir: &Path,
+    workspace: Option<&str>,
+    pass: Passphrase,
+) -> Result<()> {
     let dest = ctx.start.join(dir);
     // A clone killed during its checkout left the export's staging there: gone with its
     // process, so the retry finds the destination empty again.
@@ -499,7 +599,9 @@ pub(crate) fn clone(ctx: &Ctx, url: &str, dir: &Path, workspace: Option<&str>) -
         return report_finished(ctx, &ws, &dest, url);
     }
     refuse_occupied(&dest)?;
-    let remote = snap_remote::open(url, Reach::Existing)?;
+    // A wrong passphrase stops the clone here, before anything is made.
+    let opened = open_remote(None, url, Reach::Existing, pass)?;
+    let remote = opened.remote;
     let state = RemoteState::read_existing(remote.as_ref())?;
     let id = choose_workspace(remote.as_ref(), &state, workspace)?;
     std::fs::create_dir_all(parent).with_context(|| parent.display().to_string())?;
@@ -507,7 +609,12 @@ pub(crate) fn clone(ctx: &Ctx, url: &str, dir: &Path, workspace: Option<&str>) -
     let staging = parent.join(format!("{prefix}{}", std::process::id()));
     std::fs::create_dir(&staging).with_context(|| staging.display().to_string())?;
     let bar = crate::progress::Transfer::new(ctx, "cloning", state.pack_files.values().sum());
-    let cloned = clone_through(remote.as_ref(), &state, &id, url, &staging, &dest, &bar);
+    let from = From {
+        remote: remote.as_ref(),
+        url,
+        key: opened.unlocked.as_ref(),
+    };
+    let cloned = clone_through(&from, &state, &id, &staging, &dest, &bar);
     drop(bar);
     let _ = std::fs::remove_dir_all(&staging);
     let fetched = cloned?;
@@ -572,17 +679,28 @@ fn finished(ws: &Workspace) -> Result<()> {
     }
 }
 
+/// The remote a clone takes from.
+struct From<'a> {
+    remote: &'a dyn Remote,
+    url: &'a str,
+    /// Its key, kept by the new store, when it is encrypted.
+    key: Option<&'a snap_remote::crypt::MasterKey>,
+}
+
 /// Fills a store in `staging`, checks HEAD out into `dest`, then moves the store there.
 fn clone_through(
-    remote: &dyn Remote,
+    from: &From,
     state: &RemoteState,
     id: &str,
-    url: &str,
     staging: &Path,
     dest: &Path,
     bar: &crate::progress::Transfer,
 ) -> Result<snap_remote::fetch::FetchReport> {
+    let (remote, url) = (from.remote, from.url);
     let ws = Workspace::init(staging, None, false)?;
+    if let Some(key) = from.key {
+        super::remote_crypt::save_key(ws.store_dir(), url, key)?;
+    }
     // Until the first save in DIR: a clone run again finishes this one if it is killed.
     let mark = ws.store_dir().join(super::resume_clone::CLONING);
     std::fs::write(&mark, b"").with_context(|| mark.display().to_string())?;

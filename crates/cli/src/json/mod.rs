@@ -27,8 +27,9 @@ pub use history::{
 pub use moves::{ExpungeDoc, MoveDoc, PendingDoc, RevertDoc};
 #[cfg(feature = "remote")]
 pub use remote::{
-    CloneDoc, CloneFinishedDoc, PullDoc, PushDoc, RemoteAddedDoc, RemoteEntryDoc, RemoteGcDoc,
-    RemoteListDoc, RemoteRemovedDoc, RemoteVerifyDoc,
+    CloneDoc, CloneFinishedDoc, PullDoc, PushDoc, RemoteAddedDoc, RemoteEncryptedDoc,
+    RemoteEntryDoc, RemoteGcDoc, RemoteKeyAddedDoc, RemoteKeyDoc, RemoteKeyRemovedDoc,
+    RemoteKeysDoc, RemoteListDoc, RemoteRemovedDoc, RemoteVerifyDoc,
 };
 pub use upkeep::{
     DeleteDoc, GcDoc, LargeCostDoc, ProblemDoc, PruneDoc, RepairDoc, StoreStatsDoc, VerifyDoc,
@@ -308,6 +309,8 @@ pub struct DoctorDoc {
     pub snap_on_path: Option<String>,
     /// The running watcher's `snap watch --status`, or null.
     pub watcher: Option<Value>,
+    /// The configured remotes whose objects are not encrypted, by name.
+    pub unencrypted_remotes: Vec<String>,
 }
 
 /// Where one agent's hook is, or would go.

@@ -11,6 +11,48 @@ use super::SnapshotDoc;
 pub struct RemoteAddedDoc {
     pub name: String,
     pub url: String,
+    pub encrypted: bool,
+}
+
+/// `snap remote key add [REMOTE]`.
+#[derive(Serialize)]
+pub struct RemoteKeyAddedDoc {
+    pub remote: String,
+    pub added: String,
+}
+
+/// `snap remote key list [REMOTE]`.
+#[derive(Serialize)]
+pub struct RemoteKeysDoc {
+    pub remote: String,
+    pub keys: Vec<RemoteKeyDoc>,
+}
+
+/// One key object.
+#[derive(Serialize)]
+pub struct RemoteKeyDoc {
+    pub name: String,
+    pub created_ns: i64,
+    pub kdf: String,
+    pub m_kib: u32,
+    pub t: u32,
+    pub p: u32,
+}
+
+/// `snap remote key remove NAME [REMOTE]`.
+#[derive(Serialize)]
+pub struct RemoteKeyRemovedDoc {
+    pub remote: String,
+    pub removed: String,
+}
+
+/// `snap remote encrypt [REMOTE]`.
+#[derive(Serialize)]
+pub struct RemoteEncryptedDoc {
+    pub remote: String,
+    pub copied: usize,
+    pub bytes: u64,
+    pub deleted: usize,
 }
 
 /// `snap remote remove NAME`.
@@ -30,6 +72,7 @@ pub struct RemoteEntryDoc {
     pub name: String,
     pub url: String,
     pub default: bool,
+    pub encrypted: bool,
 }
 
 /// `snap push`.

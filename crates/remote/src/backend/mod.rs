@@ -61,6 +61,11 @@ pub trait Remote: Send + Sync + std::fmt::Debug {
         let _ = age;
         Ok(0)
     }
+    /// How objects are named here: by their ids on a plain remote, by keyed tokens on an
+    /// encrypted one (crate::sealed).
+    fn names(&self) -> crate::names::Names {
+        crate::names::Names::Plain
+    }
 }
 
 /// Whether opening a remote may create it.

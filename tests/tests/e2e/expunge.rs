@@ -162,7 +162,17 @@ fn a_pull_never_brings_an_expunged_secret_back() {
     ok(&a, &["save", "-m", "one"]);
     write(&a, "README.md", b"# app, two\n");
     ok(&a, &["save", "-m", "two"]);
-    ok(&a, &["remote", "add", "--create", "origin", &url]);
+    ok(
+        &a,
+        &[
+            "remote",
+            "add",
+            "--create",
+            "--no-encryption",
+            "origin",
+            &url,
+        ],
+    );
     ok(&a, &["push"]);
     ok(top.path(), &["clone", &url, "b"]);
     ok(&b, &["push"]);
@@ -223,7 +233,17 @@ fn what_killed_transfers_left_is_swept() {
     write(&a, "secret.txt", format!("key={TOKEN}\n").as_bytes());
     write(&a, "README.md", b"# app\n");
     ok(&a, &["save"]);
-    ok(&a, &["remote", "add", "--create", "origin", &url]);
+    ok(
+        &a,
+        &[
+            "remote",
+            "add",
+            "--create",
+            "--no-encryption",
+            "origin",
+            &url,
+        ],
+    );
     ok(&a, &["push"]);
     let staged = |kind: &str| {
         let dir = a.join(format!(".snap/tmp/{kind}-{DEAD}"));
@@ -354,7 +374,17 @@ fn an_expunge_pushed_leaves_the_remote_and_every_later_clone() {
     let token = TOKEN.as_bytes();
     write(&a, "README.md", b"# app\n");
     ok(&a, &["save", "-m", "one"]);
-    ok(&a, &["remote", "add", "--create", "origin", &url]);
+    ok(
+        &a,
+        &[
+            "remote",
+            "add",
+            "--create",
+            "--no-encryption",
+            "origin",
+            &url,
+        ],
+    );
     ok(&a, &["push"]);
     write(&a, "secret.txt", format!("key={TOKEN}\n").as_bytes());
     ok(&a, &["save", "-m", "two"]);
@@ -439,7 +469,17 @@ fn pushed_with_files_that_stay(a: &std::path::Path, url: &str) {
     ok(a, &["save", "-m", "one"]);
     write(a, "README.md", b"# app, two\n");
     ok(a, &["save", "-m", "two"]);
-    ok(a, &["remote", "add", "--create", "origin", url]);
+    ok(
+        a,
+        &[
+            "remote",
+            "add",
+            "--create",
+            "--no-encryption",
+            "origin",
+            url,
+        ],
+    );
     ok(a, &["push"]);
 }
 

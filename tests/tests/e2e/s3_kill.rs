@@ -98,7 +98,12 @@ fn prepare(
     let a = r.join("a");
     let status = Command::new("cp").arg("-a").arg(tpl).arg(&a).status();
     assert!(status.unwrap().success());
-    run(&a, env, &["remote", "add", "origin", url], "prepare");
+    run(
+        &a,
+        env,
+        &["remote", "add", "--no-encryption", "origin", url],
+        "prepare",
+    );
     if kind == Kind::Expunge {
         run(&a, env, &["push"], "prepare");
     }

@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 pub mod powerloss;
+pub mod seaweed;
 
 /// The path of binary `name` (`snap` or `snap-undo`) of this checkout, built on first use.
 pub fn bin(name: &str) -> PathBuf {

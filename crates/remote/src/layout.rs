@@ -14,6 +14,7 @@ use snap_store::ObjectId;
 
 use crate::RemoteError;
 use crate::backend::Remote;
+use crate::names::Names;
 
 /// The key naming the layout's version.
 pub const VERSION_KEY: &str = "snap-remote";
@@ -23,6 +24,14 @@ pub const VERSION_BODY: &[u8] = b"snap-remote 1\n";
 pub const SEALED_VERSION_BODY: &[u8] = b"snap-remote 2\n";
 /// The newest layout this snap reads.
 const NEWEST_LAYOUT: u32 = 2;
+
+/// The marker's body for a remote naming objects by `names`.
+pub fn marker_body(names: &Names) -> &'static [u8] {
+    match names.sealed() {
+        false => VERSION_BODY,
+        true => SEALED_VERSION_BODY,
+    }
+}
 
 /// What the `snap-remote` marker says.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

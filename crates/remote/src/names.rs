@@ -125,14 +125,6 @@ impl Names {
         format!("{}{key}", self.folder(Folder::Trash))
     }
 
-    /// The layout marker's body for these names.
-    pub fn marker_body(&self) -> &'static [u8] {
-        match self {
-            Names::Plain => crate::layout::VERSION_BODY,
-            Names::Keyed(_) => crate::layout::SEALED_VERSION_BODY,
-        }
-    }
-
     /// Whether objects are sealed under these names.
     pub fn sealed(&self) -> bool {
         matches!(self, Names::Keyed(_))

@@ -332,8 +332,12 @@ pub(crate) fn send_pack(
 ) -> Result<Sent, RemoteError> {
     let key = state.names.pack(&pack.id);
     let sent = if !state.pack_files.contains_key(&pack.id) {
-        let body = std::fs::read(&pack.path).map_err(|e| RemoteError::io(&pack.path, e))?;
-        retry(|| remote.put_if_absent(&key, &body))?;
+        // The first try takes the buffer; a retry (rare) reads the pack file again.
+        let mut first = Some(read_with_room(&pack.path)?);
+        retry(|| match first.take() {
+            Some(body) => remote.put_owned(&key, body),
+            None => remote.put_owned(&key, read_with_room(&pack.path)?),
+        })?;
         Sent::Uploaded
     } else if state.marked.contains(&key) {
         retry(|| remote.delete(&state.names.trash(&key)))?;
@@ -351,11 +355,24 @@ pub(crate) fn send_pack(
     Ok(sent)
 }
 
+/// A pack file's bytes, in a buffer with room for a seal's overhead (crate::crypt), so an
+/// encrypted remote seals it without a second buffer.
+fn read_with_room(path: &Path) -> Result<Vec<u8>, RemoteError> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|e| RemoteError::io(path, e))?;
+    let len = file.metadata().map_err(|e| RemoteError::io(path, e))?.len();
+    let room = usize::try_from(len).unwrap_or(0) + crate::crypt::SEALED_OVERHEAD;
+    let mut body = Vec::with_capacity(room);
+    file.read_to_end(&mut body)
+        .map_err(|e| RemoteError::io(path, e))?;
+    Ok(body)
+}
+
 /// Writes the layout's version object (of the layout `remote` names objects by), or checks
 /// the one there.
 pub fn claim_layout(remote: &dyn Remote) -> Result<(), RemoteError> {
     let names = remote.names();
-    let body = names.marker_body();
+    let body = layout::marker_body(&names);
     if retry(|| remote.put_if_absent(layout::VERSION_KEY, body))? == Put::Created {
         return Ok(());
     }

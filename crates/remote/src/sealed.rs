@@ -64,6 +64,14 @@ impl Remote for Sealed {
         self.inner.put_if_absent(key, &sealed)
     }
 
+    fn put_owned(&self, key: &str, body: Vec<u8>) -> Result<Put, RemoteError> {
+        if in_clear(key) {
+            return self.inner.put_if_absent(key, &body);
+        }
+        let sealed = self.key.seal_vec(key, body).map_err(|e| damaged(e, key))?;
+        self.inner.put_if_absent(key, &sealed)
+    }
+
     /// The whole object is read and opened, then `range` cut from the plaintext: an
     /// authenticated object cannot be checked in part.
     fn get(&self, key: &str, range: Option<Range<u64>>) -> Result<Option<Vec<u8>>, RemoteError> {
@@ -73,7 +81,10 @@ impl Remote for Sealed {
         let Some(sealed) = self.inner.get(key, None)? else {
             return Ok(None);
         };
-        let plain = self.key.open(key, &sealed).map_err(|e| damaged(e, key))?;
+        let plain = self
+            .key
+            .open_vec(key, sealed)
+            .map_err(|e| damaged(e, key))?;
         Ok(Some(match range {
             None => plain,
             Some(r) => {

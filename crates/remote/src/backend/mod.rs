@@ -47,6 +47,11 @@ pub trait Remote: Send + Sync + std::fmt::Debug {
     /// Stores `body` under `key` unless an object of that key exists: exactly one of any
     /// number of racing creates of one key returns [`Put::Created`].
     fn put_if_absent(&self, key: &str, body: &[u8]) -> Result<Put, RemoteError>;
+    /// [`Remote::put_if_absent`] of a buffer the caller gives up: a backend that transforms
+    /// bodies (crate::sealed) does so where they lie. Bodies of a pack's size come this way.
+    fn put_owned(&self, key: &str, body: Vec<u8>) -> Result<Put, RemoteError> {
+        self.put_if_absent(key, &body)
+    }
     /// The object's bytes (`range` of them when given); `None` when there is no such object.
     fn get(&self, key: &str, range: Option<Range<u64>>) -> Result<Option<Vec<u8>>, RemoteError>;
     /// Every object whose key starts with `prefix`, in key order.

@@ -32,7 +32,8 @@ pub fn force_no_links(on: bool) {
 
 /// The scanner's walk, for the suites that check what it lists and what its caches trust.
 pub mod scan {
-    pub use crate::scan::files::{gone_dirs, stat_key, walk, walk_excluding};
+    pub use crate::scan::files::{gone_dirs, walk, walk_excluding};
+    pub use crate::scan::read::stat_key;
     pub use crate::scan::walk::Walk;
     pub use crate::scan::walker::DirCacheView;
 }

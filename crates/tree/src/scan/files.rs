@@ -2,15 +2,13 @@
 //! writer racing the read), hashed, chunked and stored, the stat cache consulted first, and
 //! the stored entries handed back as the flat tree a save commits.
 
-use std::fs::Metadata;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use rayon::prelude::*;
 use snap_store::{EntryKind, ObjectId, ObjectWriter, StatEntry, StatKey, StatRows};
 
-use super::read::{FileStore, store_entry};
+use super::read::{FileStore, StoredEntry, store_entry};
 use super::walk::{Unreadable, Walk, WalkEntry};
 use super::walker::DirCacheView;
 use crate::config::Config;
@@ -147,31 +145,6 @@ pub fn gone_dirs(cache: &snap_store::PathMap<Vec<u8>, Vec<u8>>, walk: &Walk) -> 
         .filter(|dir| !found.contains(dir.as_slice()))
         .cloned()
         .collect()
-}
-
-/// The stat key the cache compares, from `std` metadata (equal to the walker's from `fstatat`).
-pub fn stat_key(meta: &Metadata) -> StatKey {
-    StatKey {
-        size: meta.len(),
-        mtime_ns: meta
-            .mtime()
-            .saturating_mul(1_000_000_000)
-            .saturating_add(meta.mtime_nsec()),
-        ctime_ns: meta
-            .ctime()
-            .saturating_mul(1_000_000_000)
-            .saturating_add(meta.ctime_nsec()),
-        ino: meta.ino(),
-        mode: meta.mode(),
-    }
-}
-
-pub(super) fn file_kind(meta: &Metadata) -> EntryKind {
-    if meta.mode() & 0o100 != 0 {
-        EntryKind::Executable
-    } else {
-        EntryKind::File
-    }
 }
 
 /// The stat cache as a scan uses it: the entries, and the filesystem clock at scan start.
@@ -368,10 +341,6 @@ const STORE_CHUNK: usize = 1 << 16;
 fn trusted(stat: &Option<StatKey>, hit: &Option<&StatEntry>) -> bool {
     matches!((stat, hit), (Some(key), Some(hit)) if hit.trusted_for(key))
 }
-
-/// A path, its stored entry, the stat cache entry to record when it was hashed, and (for a
-/// regular file) the stat the scan settled on.
-pub(super) type StoredEntry = (Vec<u8>, Node, Option<StatEntry>, Option<StatKey>);
 
 /// BLAKE3 over every entry in path order (path length u32 LE, path, kind byte, size u64 LE,
 /// id): everything the trees are built from, so two scans with equal digests build the same

@@ -12,7 +12,7 @@
 
 pub(crate) mod content;
 pub(crate) mod files;
-mod read;
+pub(crate) mod read;
 pub(crate) mod rules;
 pub(crate) mod walk;
 pub(crate) mod walker;
@@ -23,9 +23,10 @@ pub(crate) use content::store_content;
 pub(crate) use content::store_reader;
 pub use files::ScanReport;
 pub(crate) use files::{
-    CacheView, Stored, cannot_read, file_paths, gone_dirs, prune_under, stat_key, store_path,
-    store_walk, take_file_stats, walk_excluding,
+    CacheView, Stored, cannot_read, file_paths, gone_dirs, prune_under, store_path, store_walk,
+    take_file_stats, walk_excluding,
 };
+pub(crate) use read::stat_key;
 pub use walk::Unreadable;
 pub(crate) use walk::{Walk, WalkSum, subtree_sums};
 pub(crate) use walker::DirCacheView;

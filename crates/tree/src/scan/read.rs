@@ -7,10 +7,9 @@ use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use snap_store::{EntryKind, ObjectId, ObjectKind, ObjectWriter, StatEntry};
+use snap_store::{EntryKind, ObjectId, ObjectKind, ObjectWriter, StatEntry, StatKey};
 
 use super::content::{Content, STREAM_THRESHOLD, store_content_against, store_stream};
-use super::files::{StoredEntry, file_kind, stat_key};
 use crate::error::TreeError;
 use crate::flat::{Node, UNBUILT};
 use crate::paths::abs;
@@ -280,6 +279,35 @@ fn same_stat(a: &Metadata, b: &Metadata) -> bool {
         b.ctime_nsec(),
         b.ino(),
     )
+}
+
+/// A path, its stored entry, the stat cache entry to record when it was hashed, and (for a
+/// regular file) the stat the scan settled on.
+pub(super) type StoredEntry = (Vec<u8>, Node, Option<StatEntry>, Option<StatKey>);
+
+/// The stat key the cache compares, from `std` metadata (equal to the walker's from `fstatat`).
+pub fn stat_key(meta: &Metadata) -> StatKey {
+    StatKey {
+        size: meta.len(),
+        mtime_ns: meta
+            .mtime()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(meta.mtime_nsec()),
+        ctime_ns: meta
+            .ctime()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(meta.ctime_nsec()),
+        ino: meta.ino(),
+        mode: meta.mode(),
+    }
+}
+
+pub(super) fn file_kind(meta: &Metadata) -> EntryKind {
+    if meta.mode() & 0o100 != 0 {
+        EntryKind::Executable
+    } else {
+        EntryKind::File
+    }
 }
 
 #[cfg(test)]

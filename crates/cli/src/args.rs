@@ -199,8 +199,12 @@ pub enum Command {
     /// Name the remotes push and clone use (`snap remote add origin s3://bucket/prefix`).
     #[cfg(feature = "remote")]
     Remote {
+        /// With no action, list the remotes, each with its URL and whether it is encrypted
+        /// (`snap remote -v`, git's spelling; `snap remote list` says the same).
+        #[arg(short, long)]
+        verbose: bool,
         #[command(subcommand)]
-        action: RemoteAction,
+        action: Option<RemoteAction>,
     },
     /// Send the history to a remote, only what it lacks (`snap push`, `snap push origin`).
     #[cfg(feature = "remote")]

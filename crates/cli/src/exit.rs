@@ -188,6 +188,13 @@ fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
              the catalog from what the packs still hold)",
         );
     }
+    if remote_damage(e) {
+        message.push_str(
+            " (nothing of it was used; `snap verify --remote --read-data` lists every damaged \
+             object, and `snap push --repair` from a store that holds their content sends \
+             it again)",
+        );
+    }
     eprintln!("error: {message}");
     if json_mode && e.downcast_ref::<Reported>().is_none() {
         println!("{}", json::value(&json::ErrorDoc { error: &message }));
@@ -203,6 +210,23 @@ fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
             .get()
             .map_or(ExitCode::FAILURE, |code| ExitCode::from(*code)),
     }
+}
+
+/// True when a remote object failed its check (damaged, cut, moved, or failing
+/// authentication on an encrypted remote).
+#[cfg(feature = "remote")]
+fn remote_damage(e: &anyhow::Error) -> bool {
+    (e.chain()).any(|c| {
+        matches!(
+            c.downcast_ref::<snap_remote::RemoteError>(),
+            Some(snap_remote::RemoteError::Corrupt { .. })
+        )
+    })
+}
+
+#[cfg(not(feature = "remote"))]
+fn remote_damage(_: &anyhow::Error) -> bool {
+    false
 }
 
 /// True when a signal ended the wait for the store lock.

@@ -234,7 +234,7 @@ fn run(cli: Cli) -> Result<()> {
         } => commands::remote::verify(&ctx, Some(&remote), read_data),
         Command::Verify { read_data, .. } => commands::lifecycle::verify(&ctx, read_data),
         #[cfg(feature = "remote")]
-        Command::Remote { action } => match action {
+        Command::Remote { action, .. } => match action.unwrap_or(args::RemoteAction::List) {
             args::RemoteAction::Add {
                 name,
                 url,
@@ -247,16 +247,16 @@ fn run(cli: Cli) -> Result<()> {
                     false => snap_remote::Reach::Existing,
                 };
                 let encryption = match no_encryption {
-                    true => commands::remote::Encryption::Off,
-                    false => commands::remote::Encryption::On,
+                    true => commands::remote_config::Encryption::Off,
+                    false => commands::remote_config::Encryption::On,
                 };
                 let pass = commands::remote_crypt::Passphrase {
                     file: password_file.as_deref(),
                 };
-                commands::remote::add(&ctx, &name, &url, reach, encryption, pass)
+                commands::remote_config::add(&ctx, &name, &url, reach, encryption, pass)
             }
-            args::RemoteAction::Remove { name } => commands::remote::remove(&ctx, &name),
-            args::RemoteAction::List => commands::remote::list(&ctx),
+            args::RemoteAction::Remove { name } => commands::remote_config::remove(&ctx, &name),
+            args::RemoteAction::List => commands::remote_config::list(&ctx),
             args::RemoteAction::Key { action } => commands::remote_keys::run(&ctx, action),
             args::RemoteAction::Encrypt {
                 remote,

@@ -21,7 +21,9 @@ use snap_remote::{Reach, Remote};
 use snap_tree::Workspace;
 
 #[cfg(feature = "remote")]
-use super::remote::{LacksTrees, PushMode, live_of, now_ns, pull_from, push_to};
+use super::remote::{LacksTrees, PushMode, live_of, pull_from, push_to};
+#[cfg(feature = "remote")]
+use super::remote_crypt::now_ns;
 use crate::render::human_bytes;
 use crate::{Ctx, open_reading};
 

@@ -17,6 +17,8 @@ mod recover;
 #[cfg(feature = "remote")]
 pub(crate) mod remote;
 #[cfg(feature = "remote")]
+pub(crate) mod remote_config;
+#[cfg(feature = "remote")]
 pub(crate) mod remote_crypt;
 #[cfg(feature = "remote")]
 pub(crate) mod remote_keys;

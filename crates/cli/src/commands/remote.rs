@@ -1,5 +1,6 @@
-//! `snap remote add|remove|list`, `snap push`, `snap clone` and `snap verify --remote`: the
-//! history on S3-compatible storage or in a directory (snap-remote; docs/FORMAT.md 9).
+//! `snap push`, `pull`, `clone`, `gc --remote` and `verify --remote`: the history on
+//! S3-compatible storage or in a directory (snap-remote; docs/FORMAT.md 9). Naming remotes
+//! is `remote_config.rs`; keys and passphrases `remote_crypt.rs` and `remote_keys.rs`.
 //!
 //! The store's lock is held only while planning: a push reads the remote first, opens the
 //! store to plan, closes it (the plan keeps the pack files it reads open), then uploads, so
@@ -19,145 +20,13 @@ use snap_remote::{Reach, Remote, check};
 use snap_tree::secrets::SecretScan;
 use snap_tree::{SaveOptions, Staging, Workspace};
 
-use super::remote_crypt::{Passphrase, create_encrypted, has_key, open_remote};
+use super::remote_crypt::{Passphrase, create_encrypted, now_ns, open_remote};
 use crate::render::human_bytes;
 use crate::render::path_shown;
 use crate::{Ctx, emit, json, open, open_reading};
 
-/// The name `snap clone` gives the remote it cloned from.
-pub(super) const CLONED_FROM: &str = "origin";
-
 /// The name pulled snapshots take when pulled from a URL no configured remote has.
 const UNNAMED: &str = "pulled";
-
-/// Whether a new remote is encrypted (`snap remote add --no-encryption` says not).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Encryption {
-    /// Sealed under a master key a passphrase wraps (the default).
-    On,
-    /// In the clear.
-    Off,
-}
-
-/// `snap remote add NAME URL`: checks that the server honours create-only puts first, then
-/// makes a new remote an encrypted one (asking for its passphrase) unless told not to, or
-/// opens an encrypted one there with its passphrase.
-pub(crate) fn add(
-    ctx: &Ctx,
-    name: &str,
-    url: &str,
-    reach: Reach,
-    encryption: Encryption,
-    pass: Passphrase,
-) -> Result<()> {
-    let sound = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if !sound || name.contains("://") {
-        bail!("remote names are letters, digits, - and _ (got {name:?})");
-    }
-    let ws = open(ctx)?;
-    let remote = snap_remote::open(url, reach)?;
-    check::conditional_puts(remote.as_ref())?;
-    let encrypted = prepare_layout(ws.store_dir(), name, url, remote, encryption, pass)?;
-    snap_tree::add_remote(ws.store_dir(), name, url)?;
-    let doc = json::RemoteAddedDoc {
-        name: name.to_string(),
-        url: url.to_string(),
-        encrypted,
-    };
-    let how = if encrypted {
-        "encrypted"
-    } else {
-        "NOT encrypted"
-    };
-    emit(ctx, json::value(&doc), || {
-        println!("remote {name}: {url} ({how}; conditional puts checked)")
-    });
-    Ok(())
-}
-
-/// Fixes a new remote's layout, or opens the one there; returns whether it is encrypted.
-fn prepare_layout(
-    store_dir: &Path,
-    name: &str,
-    url: &str,
-    remote: Box<dyn Remote>,
-    encryption: Encryption,
-    pass: Passphrase,
-) -> Result<bool> {
-    match (
-        snap_remote::layout::read_marker(remote.as_ref())?,
-        encryption,
-    ) {
-        (Marker::Sealed, Encryption::Off) => {
-            bail!("{url} is encrypted; --no-encryption applies only to a new remote")
-        }
-        (Marker::Sealed, Encryption::On) => {
-            open_remote(Some(store_dir), url, Reach::Existing, pass)?;
-            Ok(true)
-        }
-        (Marker::Plain, encryption) => {
-            if encryption == Encryption::On {
-                eprintln!(
-                    "warning: {url} holds an unencrypted history; snap remote encrypt {name} \
-                     moves it to the encrypted layout"
-                );
-            }
-            Ok(false)
-        }
-        (Marker::Absent, Encryption::On) => {
-            create_encrypted(store_dir, url, remote, pass)?;
-            Ok(true)
-        }
-        (Marker::Absent, Encryption::Off) => {
-            snap_remote::push::claim_layout(remote.as_ref())?;
-            Ok(false)
-        }
-    }
-}
-
-/// `snap remote remove NAME`: forgets the name; the remote's objects stay.
-pub(crate) fn remove(ctx: &Ctx, name: &str) -> Result<()> {
-    let ws = open(ctx)?;
-    snap_tree::remove_remote(ws.store_dir(), name)?;
-    let doc = json::RemoteRemovedDoc {
-        removed: name.to_string(),
-    };
-    emit(ctx, json::value(&doc), || {
-        println!("removed remote {name} (its objects stay on the server)")
-    });
-    Ok(())
-}
-
-/// `snap remote list`.
-pub(crate) fn list(ctx: &Ctx) -> Result<()> {
-    let ws = open_reading(ctx)?;
-    let remotes = &ws.config().remote;
-    let doc = json::RemoteListDoc {
-        remotes: (remotes.iter())
-            .map(|(name, r)| json::RemoteEntryDoc {
-                name: name.clone(),
-                url: r.url.clone(),
-                default: r.default,
-                encrypted: has_key(ws.store_dir(), &r.url),
-            })
-            .collect(),
-    };
-    emit(ctx, json::value(&doc), || {
-        for entry in &doc.remotes {
-            let mark = if entry.default { " (default)" } else { "" };
-            let how = if entry.encrypted {
-                "encrypted"
-            } else {
-                "NOT encrypted"
-            };
-            println!("{}\t{}{mark}\t{how}", entry.name, entry.url);
-        }
-    });
-    Ok(())
-}
 
 /// The URL `given` names: a URL as it is, else a remote of the config (the default one
 /// when `None`).
@@ -199,7 +68,10 @@ pub(super) fn open_at(ctx: &Ctx, url: &str) -> Result<Box<dyn Remote>> {
 fn open_for_push(ctx: &Ctx, url: &str, reach: Reach) -> Result<Box<dyn Remote>> {
     let store_dir = open_reading(ctx)?.store_dir().to_path_buf();
     let opened = open_remote(Some(&store_dir), url, reach, Passphrase::default())?;
-    let fresh = opened.marker == Marker::Absent && !opened.remote.names().sealed();
+    // Only `snap push` makes a remote (Reach::Create): an expunge's push never does.
+    let fresh = reach == Reach::Create
+        && opened.marker == Marker::Absent
+        && !opened.remote.names().sealed();
     match fresh {
         true => create_encrypted(&store_dir, url, opened.remote, Passphrase::default()),
         false => Ok(opened.remote),
@@ -522,12 +394,6 @@ impl std::fmt::Display for LacksTrees {
 
 impl std::error::Error for LacksTrees {}
 
-/// Nanoseconds since the epoch, the time remote marks are given.
-pub(super) fn now_ns() -> i64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    now.map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
-
 /// Before anything leaves: names the secret-looking paths history holds (stderr).
 fn warn_secrets(ctx: &Ctx, ws: &Workspace) -> Result<()> {
     let hits = ws.secrets(SecretScan::Paths)?;
@@ -708,7 +574,7 @@ fn clone_through(
     let fetched = fetch_workspace(remote, state, id, ws.store(), &tmp, &|done| {
         bar.update(done)
     })?;
-    snap_tree::add_remote(ws.store_dir(), CLONED_FROM, url)?;
+    snap_tree::add_remote(ws.store_dir(), super::resume_clone::CLONED_FROM, url)?;
     if ws.head()?.is_some() {
         ws.export("@", &[], dest)?;
     } else {

@@ -227,12 +227,13 @@ pub(crate) fn create_encrypted(
     pass: Passphrase,
 ) -> Result<Box<dyn Remote>> {
     let passphrase = pass.read(Asked::New, url)?;
-    let key = keys::create(
-        raw.as_ref(),
-        &passphrase,
-        KdfParams::DEFAULT,
-        super::remote::now_ns(),
-    )?;
+    let key = keys::create(raw.as_ref(), &passphrase, KdfParams::DEFAULT, now_ns())?;
     save_key(store_dir, url, &key)?;
     Ok(Box::new(Sealed::new(raw, key)))
+}
+
+/// Nanoseconds since the epoch, the time remote marks are given.
+pub(crate) fn now_ns() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }

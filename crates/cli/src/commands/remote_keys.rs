@@ -8,8 +8,8 @@ use snap_remote::layout::{self, Marker};
 use snap_remote::sealed::Sealed;
 use snap_remote::{Reach, Remote, keys};
 
-use super::remote::{now_ns, remote_url};
-use super::remote_crypt::{Asked, Passphrase, save_key, saved_key};
+use super::remote::remote_url;
+use super::remote_crypt::{Asked, Passphrase, now_ns, save_key, saved_key};
 use crate::{Ctx, emit, json, open_reading};
 
 /// Runs one `snap remote key` action.

@@ -13,6 +13,9 @@
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
+/// The name `snap clone` gives the remote it cloned from.
+pub(super) const CLONED_FROM: &str = "origin";
+
 use anyhow::{Context, Result};
 use snap_tree::{Run, STORE_DIR, Workspace};
 
@@ -126,7 +129,7 @@ fn is_clone_of(root: &Path, url: &str) -> bool {
     let Ok(ws) = Workspace::discover(root, None) else {
         return false;
     };
-    let origin = ws.config().remote_url(Some(super::remote::CLONED_FROM));
+    let origin = ws.config().remote_url(Some(CLONED_FROM));
     origin.is_some_and(|(_, u)| u == url) && ws.head().is_ok_and(|h| h.is_some())
 }
 

@@ -92,6 +92,11 @@ impl Seaweed {
         panic!("SeaweedFS did not answer on {}", self.port);
     }
 
+    /// The S3 endpoint, `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
     pub fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("AWS_ACCESS_KEY_ID", "snaptest".into()),

@@ -245,24 +245,46 @@ fn two_workspaces_push_to_one_remote_and_clone_apart() {
     assert_same_history(&c.store, &d);
 }
 
-/// Passes calls through until `puts_left` create-only puts have been made, then fails every
-/// call as a dropped connection would.
-#[derive(Debug)]
-struct Dying {
-    inner: MemoryRemote,
-    puts_left: AtomicUsize,
+/// What a [`Dying`] remote counts toward its death.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kills {
+    /// Create-only puts: a push's connection dropped.
+    Puts,
+    /// Puts and deletes: a process killed while it writes.
+    Writes,
 }
 
-impl Remote for Dying {
-    fn put_if_absent(&self, key: &str, body: &[u8]) -> Result<Put, RemoteError> {
-        let left = self.puts_left.load(Ordering::SeqCst);
+/// Passes calls through until `left` of the calls it `kills` have been made, then fails
+/// each of them as a dropped connection or a killed process would. Clones share the count.
+#[derive(Clone, Debug)]
+struct Dying {
+    inner: MemoryRemote,
+    left: std::sync::Arc<AtomicUsize>,
+    kills: Kills,
+}
+
+impl Dying {
+    fn new(inner: MemoryRemote, left: usize, kills: Kills) -> Dying {
+        let left = std::sync::Arc::new(AtomicUsize::new(left));
+        Dying { inner, left, kills }
+    }
+
+    fn spend(&self, key: &str) -> Result<(), RemoteError> {
+        let left = self.left.load(Ordering::SeqCst);
         if left == 0 {
             return Err(RemoteError::Corrupt {
                 key: key.into(),
                 why: "killed".into(),
             });
         }
-        self.puts_left.store(left - 1, Ordering::SeqCst);
+        self.left.store(left - 1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+impl Remote for Dying {
+    fn put_if_absent(&self, key: &str, body: &[u8]) -> Result<Put, RemoteError> {
+        self.spend(key)?;
         self.inner.put_if_absent(key, body)
     }
     fn get(&self, key: &str, range: Option<Range<u64>>) -> Result<Option<Vec<u8>>, RemoteError> {
@@ -272,6 +294,9 @@ impl Remote for Dying {
         self.inner.list(prefix)
     }
     fn delete(&self, key: &str) -> Result<(), RemoteError> {
+        if self.kills == Kills::Writes {
+            self.spend(key)?;
+        }
         self.inner.delete(key)
     }
     fn describe(&self) -> String {
@@ -289,10 +314,7 @@ fn a_push_killed_at_every_put_is_resumed_whole() {
     }
     for kill_after in 0..12 {
         let name = format!("killed-{kill_after}");
-        let dying = Dying {
-            inner: MemoryRemote::named(&name),
-            puts_left: AtomicUsize::new(kill_after),
-        };
+        let dying = Dying::new(MemoryRemote::named(&name), kill_after, Kills::Puts);
         if push(&a, &dying, "aaaa").is_ok() {
             continue;
         }
@@ -692,11 +714,8 @@ fn a_push_of_several_packs_killed_between_them_is_resumed_whole() {
         // Only the second snapshot stays: the first one's tree is reached through it alone.
         drop_oldest(&a, 1);
         let name = format!("several-{seed}");
-        let dying = Dying {
-            inner: MemoryRemote::named(&name),
-            // The layout key, the first pack and its index.
-            puts_left: AtomicUsize::new(3),
-        };
+        // The layout key, the first pack and its index.
+        let dying = Dying::new(MemoryRemote::named(&name), 3, Kills::Puts);
         let killed = push(&a, &dying, "aaaa");
         assert!(
             matches!(&killed, Err(RemoteError::Corrupt { why, .. }) if why == "killed"),
@@ -1221,52 +1240,6 @@ mod encrypted {
         assert!(check::verify(&remote, true).unwrap().problems.is_empty());
     }
 
-    /// Passes calls through until `left` writes (puts and deletes) have been made, then
-    /// fails every write as a killed process would.
-    #[derive(Clone, Debug)]
-    struct Killed {
-        inner: MemoryRemote,
-        left: std::sync::Arc<AtomicUsize>,
-    }
-
-    impl Killed {
-        fn spend(&self, key: &str) -> Result<(), RemoteError> {
-            let left = self.left.load(Ordering::SeqCst);
-            if left == 0 {
-                return Err(RemoteError::Corrupt {
-                    key: key.into(),
-                    why: "killed".into(),
-                });
-            }
-            self.left.store(left - 1, Ordering::SeqCst);
-            Ok(())
-        }
-    }
-
-    impl Remote for Killed {
-        fn put_if_absent(&self, key: &str, body: &[u8]) -> Result<Put, RemoteError> {
-            self.spend(key)?;
-            self.inner.put_if_absent(key, body)
-        }
-        fn get(
-            &self,
-            key: &str,
-            range: Option<Range<u64>>,
-        ) -> Result<Option<Vec<u8>>, RemoteError> {
-            self.inner.get(key, range)
-        }
-        fn list(&self, prefix: &str) -> Result<Vec<Listed>, RemoteError> {
-            self.inner.list(prefix)
-        }
-        fn delete(&self, key: &str) -> Result<(), RemoteError> {
-            self.spend(key)?;
-            self.inner.delete(key)
-        }
-        fn describe(&self) -> String {
-            "killed".into()
-        }
-    }
-
     /// A move killed after any number of its writes, then run again, ends whole.
     #[test]
     fn a_move_killed_at_every_write_is_finished_by_the_next() {
@@ -1281,11 +1254,7 @@ mod encrypted {
             let raw = MemoryRemote::named(&name);
             push(&a, &raw, "c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3").unwrap();
             let master = snap_remote::keys::initial(&raw, b"pw", FAST, 1).unwrap();
-            let left = std::sync::Arc::new(AtomicUsize::new(limit));
-            let plain = Killed {
-                inner: raw.clone(),
-                left: left.clone(),
-            };
+            let plain = Dying::new(raw.clone(), limit, Kills::Writes);
             let killed = Sealed::new(Box::new(plain.clone()), master);
             let _ = snap_remote::reseal::reseal(&plain, &killed);
             let remote = opened(&raw, b"pw").unwrap();

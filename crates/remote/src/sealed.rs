@@ -20,18 +20,15 @@ pub const KEYS: &str = "keys/";
 #[derive(Debug)]
 pub struct Sealed {
     inner: Box<dyn Remote>,
-    names: Names,
     key: Arc<MasterKey>,
 }
 
 impl Sealed {
     /// `inner`, its objects sealed under `key`.
     pub fn new(inner: Box<dyn Remote>, key: MasterKey) -> Sealed {
-        let key = Arc::new(key);
         Sealed {
             inner,
-            names: Names::Keyed(key.clone()),
-            key,
+            key: Arc::new(key),
         }
     }
 }
@@ -114,7 +111,7 @@ impl Remote for Sealed {
     }
 
     fn names(&self) -> Names {
-        self.names.clone()
+        Names::Keyed(self.key.clone())
     }
 }
 

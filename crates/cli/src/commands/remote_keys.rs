@@ -38,11 +38,20 @@ fn target(ctx: &Ctx, given: Option<&str>) -> Result<(Box<dyn Remote>, String, st
     Ok((remote, url, ws.store_dir().to_path_buf()))
 }
 
+/// Refuses a remote that is not encrypted: it has no keys.
+fn require_encrypted(raw: &dyn Remote, url: &str) -> Result<()> {
+    if layout::read_marker(raw)? != Marker::Sealed {
+        bail!(
+            "{url} is not encrypted: it has no keys (snap remote encrypt moves it to the \
+             encrypted layout)"
+        );
+    }
+    Ok(())
+}
+
 /// The master key of the encrypted remote at `url`: the store's, else from a passphrase.
 fn master_of(raw: &dyn Remote, store_dir: &std::path::Path, url: &str) -> Result<MasterKey> {
-    if layout::read_marker(raw)? != Marker::Sealed {
-        bail!("{url} is not encrypted (snap remote encrypt moves it to the encrypted layout)");
-    }
+    require_encrypted(raw, url)?;
     if let Some(key) = saved_key(store_dir, url)? {
         return Ok(key);
     }
@@ -78,9 +87,7 @@ pub(crate) fn add(ctx: &Ctx, given: Option<&str>, pass: Passphrase) -> Result<()
 /// `snap remote key list [REMOTE]`.
 pub(crate) fn list(ctx: &Ctx, given: Option<&str>) -> Result<()> {
     let (raw, url, _) = target(ctx, given)?;
-    if layout::read_marker(raw.as_ref())? != Marker::Sealed {
-        bail!("{url} is not encrypted: it has no keys");
-    }
+    require_encrypted(raw.as_ref(), &url)?;
     let entries = keys::list(raw.as_ref())?;
     let doc = json::RemoteKeysDoc {
         remote: url.clone(),
@@ -115,9 +122,7 @@ pub(crate) fn list(ctx: &Ctx, given: Option<&str>) -> Result<()> {
 /// last key object is refused.
 pub(crate) fn remove(ctx: &Ctx, name: &str, given: Option<&str>) -> Result<()> {
     let (raw, url, _) = target(ctx, given)?;
-    if layout::read_marker(raw.as_ref())? != Marker::Sealed {
-        bail!("{url} is not encrypted: it has no keys");
-    }
+    require_encrypted(raw.as_ref(), &url)?;
     let removed = keys::remove(raw.as_ref(), name)?;
     let doc = json::RemoteKeyRemovedDoc {
         remote: url.clone(),

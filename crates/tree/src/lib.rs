@@ -25,6 +25,7 @@
 //! # }
 //! ```
 
+mod capture;
 mod config;
 pub mod diff;
 pub mod display;
@@ -34,8 +35,11 @@ pub mod history;
 mod inside;
 mod interrupt;
 mod marker;
+mod moves;
 mod observer;
+mod parts;
 mod paths;
+mod record;
 mod restore;
 mod scan;
 pub mod secrets;
@@ -44,6 +48,7 @@ mod source;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod testing_hooks;
+mod upkeep;
 mod workspace;
 
 pub use config::{
@@ -68,6 +73,13 @@ pub use source::{
 };
 // The store's types that the layers above name (the CLI, the Python crate, benches): named
 // here, so the CLI depends on the tree alone and never reaches into the store.
+pub use capture::large::{LargeCost, LargeFile};
+pub use capture::save::{SaveOutcome, Status};
+pub use history::blame::BlameLine;
+pub use history::sessions::Told;
+pub use moves::{MoveOutcome, RevertOf, RevertOutcome};
+pub use parts::Run;
+pub use record::SaveOptions;
 pub use snap_store::fs::staging::{owner_gone, owner_in};
 pub use snap_store::fs::write_atomic;
 pub use snap_store::{
@@ -75,9 +87,7 @@ pub use snap_store::{
     SnapshotRecord, Staging, StoreError, StoreStats, UntrackedFile, UntrackedWhy, cap_lock_wait,
     on_lock_wait, stop_lock_wait_on,
 };
-pub use workspace::{
-    BlameLine, ExportOutcome, ExpungeAsk, ExpungeOutcome, LargeCost, LargeFile, LogEntry,
-    MoveOutcome, PathChange, Recovered, Renamed, RevertOf, RevertOutcome, Run, SaveOptions,
-    SaveOutcome, Snapshot, Status, Taken, Told, Tracking, Workspace, find_root,
-    remove_stale_export_staging, repair,
-};
+pub use snapshot::{LogEntry, PathChange, Recovered, Snapshot};
+pub use upkeep::export::{ExportOutcome, remove_stale_export_staging};
+pub use upkeep::expunge::{ExpungeAsk, ExpungeOutcome, Renamed, Taken, Tracking};
+pub use workspace::{Workspace, find_root, repair};

@@ -7,7 +7,10 @@
 //! counts a timeline shows are in the records. [`turns`] finds where a turn begins and ends;
 //! [`fold`] folds a turn's autosaves into one line of the log.
 
+pub(crate) mod blame;
 mod fold;
+pub(crate) mod query;
+pub(crate) mod sessions;
 mod turns;
 
 use std::collections::{BTreeSet, HashMap, HashSet};

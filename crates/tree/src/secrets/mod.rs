@@ -10,9 +10,9 @@ pub mod rules;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use snap_store::{EntryKind, ObjectId};
+use snap_store::{EntryKind, ObjectId, Store};
 
-use crate::Workspace;
+use crate::config::Config;
 use crate::error::TreeError;
 
 /// Contents larger than this are not scanned for tokens (a secret file is small).
@@ -94,75 +94,77 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-impl Workspace {
-    /// Every secret-looking path any snapshot holds, in path order.
-    pub fn secrets(&self, scan: SecretScan) -> Result<Vec<SecretHit>, TreeError> {
-        let patterns = &self.config().secret_paths;
-        let mut hits: BTreeMap<Vec<u8>, String> = BTreeMap::new();
-        let mut seen_trees: HashSet<(ObjectId, Vec<u8>)> = HashSet::new();
-        let mut judged: HashMap<ObjectId, Option<&'static rules::Rule>> = HashMap::new();
-        let mut stack: Vec<(ObjectId, Vec<u8>)> = (self.store().snapshots()?.into_iter())
-            .map(|(_, r)| (r.root, Vec::new()))
-            .collect();
-        while let Some((tree, dir)) = stack.pop() {
-            if !seen_trees.insert((tree, dir.clone())) {
-                continue;
-            }
-            for entry in self.store().read_tree(&tree)?.entries {
-                let path = join(&dir, &entry.name);
-                match entry.kind {
-                    EntryKind::Dir => stack.push((entry.id, path)),
-                    EntryKind::Symlink => {}
-                    EntryKind::File | EntryKind::Executable => {
-                        let by_name = name_pattern(patterns, &entry.name);
-                        let confirm = by_name.filter(|p| CONFIRMED_BY_CONTENT.contains(p));
-                        match (by_name, scan) {
-                            (Some(p), SecretScan::Paths) => {
-                                hits.entry(path)
-                                    .or_insert_with(|| format!("its name matches {p}"));
-                                continue;
-                            }
-                            (Some(p), SecretScan::PathsAndContents) if confirm.is_none() => {
-                                hits.entry(path)
-                                    .or_insert_with(|| format!("its name matches {p}"));
-                                continue;
-                            }
-                            _ => {}
-                        }
-                        let scanned =
-                            scan == SecretScan::PathsAndContents && entry.size <= MAX_SCANNED_BYTES;
-                        if !scanned || hits.contains_key(&path) {
+/// Every secret-looking path any snapshot of `store` holds, in path order.
+pub(crate) fn secrets_in(
+    store: &Store,
+    config: &Config,
+    scan: SecretScan,
+) -> Result<Vec<SecretHit>, TreeError> {
+    let patterns = &config.secret_paths;
+    let mut hits: BTreeMap<Vec<u8>, String> = BTreeMap::new();
+    let mut seen_trees: HashSet<(ObjectId, Vec<u8>)> = HashSet::new();
+    let mut judged: HashMap<ObjectId, Option<&'static rules::Rule>> = HashMap::new();
+    let mut stack: Vec<(ObjectId, Vec<u8>)> = (store.snapshots()?.into_iter())
+        .map(|(_, r)| (r.root, Vec::new()))
+        .collect();
+    while let Some((tree, dir)) = stack.pop() {
+        if !seen_trees.insert((tree, dir.clone())) {
+            continue;
+        }
+        for entry in store.read_tree(&tree)?.entries {
+            let path = join(&dir, &entry.name);
+            match entry.kind {
+                EntryKind::Dir => stack.push((entry.id, path)),
+                EntryKind::Symlink => {}
+                EntryKind::File | EntryKind::Executable => {
+                    let by_name = name_pattern(patterns, &entry.name);
+                    let confirm = by_name.filter(|p| CONFIRMED_BY_CONTENT.contains(p));
+                    match (by_name, scan) {
+                        (Some(p), SecretScan::Paths) => {
+                            hits.entry(path)
+                                .or_insert_with(|| format!("its name matches {p}"));
                             continue;
                         }
-                        // One read per distinct content; its verdict holds at every path.
-                        let rule = match judged.get(&entry.id) {
-                            Some(rule) => *rule,
-                            None => {
-                                let content = self.store().read_file(&entry.id)?;
-                                let rule = rules::rule_matching(&content);
-                                judged.insert(entry.id, rule);
-                                rule
-                            }
-                        };
-                        let found = match (confirm, rule) {
-                            (Some(p), Some(r)) if r.id == "private-key" => {
-                                Some(format!("its name matches {p} and it holds {}", r.what))
-                            }
-                            (None, Some(r)) => Some(format!("it holds {} (rule {})", r.what, r.id)),
-                            _ => None,
-                        };
-                        if let Some(why) = found {
-                            hits.insert(path, why);
+                        (Some(p), SecretScan::PathsAndContents) if confirm.is_none() => {
+                            hits.entry(path)
+                                .or_insert_with(|| format!("its name matches {p}"));
+                            continue;
                         }
+                        _ => {}
+                    }
+                    let scanned =
+                        scan == SecretScan::PathsAndContents && entry.size <= MAX_SCANNED_BYTES;
+                    if !scanned || hits.contains_key(&path) {
+                        continue;
+                    }
+                    // One read per distinct content; its verdict holds at every path.
+                    let rule = match judged.get(&entry.id) {
+                        Some(rule) => *rule,
+                        None => {
+                            let content = store.read_file(&entry.id)?;
+                            let rule = rules::rule_matching(&content);
+                            judged.insert(entry.id, rule);
+                            rule
+                        }
+                    };
+                    let found = match (confirm, rule) {
+                        (Some(p), Some(r)) if r.id == "private-key" => {
+                            Some(format!("its name matches {p} and it holds {}", r.what))
+                        }
+                        (None, Some(r)) => Some(format!("it holds {} (rule {})", r.what, r.id)),
+                        _ => None,
+                    };
+                    if let Some(why) = found {
+                        hits.insert(path, why);
                     }
                 }
             }
         }
-        Ok(hits
-            .into_iter()
-            .map(|(path, why)| SecretHit { path, why })
-            .collect())
     }
+    Ok(hits
+        .into_iter()
+        .map(|(path, why)| SecretHit { path, why })
+        .collect())
 }
 
 #[cfg(test)]

@@ -3,83 +3,30 @@
 //! store's recorded identity, rolling an interrupted move forward) and the handle's
 //! accessors; each operation lives in a submodule.
 
-mod blame;
-mod capture;
-mod export;
-mod expunge;
-mod large;
-mod lifecycle;
-mod memo;
-mod moves;
-mod partial;
-mod query;
-mod record;
-mod recover;
-mod save;
-mod sessions;
+mod verbs;
 
-use crate::config::Config;
-use crate::diff::{self, DiffEntry, FileDiff, Side, TreeDiff};
-use crate::error::TreeError;
-use crate::flat::{
-    self, Change, FlatTree, Node, UNBUILT, build_trees, count_changes, diff_files, flatten,
-};
-use crate::marker::{Marker, Op};
-use crate::observer::{Event, Observer, Phase, Ticker};
-use crate::restore::{self, Plan};
-use crate::scan::{self, STORE_DIR, ScanReport};
-use rustix::fs::{Mode, OFlags};
-use snap_store::{
-    ChangeStats, Commit, DirCacheUpdate, EntryKind, GcReport, HistoryState, ObjectId, ObjectKind,
-    ObjectWriter, PruneReport, RepairReport, Retention, ScanMemo, SnapshotKind, SnapshotRecord,
-    StatCacheUpdate, StatEntry, StatKey, Store, StoreStats, VerifyReport, WalkMemo,
-    WorkspaceIdentity,
-};
-use std::collections::{HashMap, HashSet};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-pub use crate::snapshot::{LogEntry, PathChange, Recovered, Snapshot};
-pub use blame::BlameLine;
-use capture::{Capture, CaptureMode};
-pub use export::{ExportOutcome, remove_stale_export_staging};
-pub use expunge::{ExpungeAsk, ExpungeOutcome, Renamed, Taken, Tracking};
-pub use large::{LargeCost, LargeFile};
-use memo::WalkBasis;
-pub use moves::{MoveOutcome, RevertOf, RevertOutcome};
-use record::{After, FoundFile, NewSnapshot, Unsaved, flat_totals, totals_after};
-pub use save::{SaveOptions, SaveOutcome, Status};
-pub use sessions::Told;
+use snap_store::{RepairReport, Store, WorkspaceIdentity};
 
-/// A working tree with its store open (and locked).
+use crate::config::Config;
+use crate::error::TreeError;
+use crate::marker::Marker;
+use crate::moves::Mover;
+use crate::observer::{Event, Observer};
+use crate::parts::{ObserverSlot, Parts, canonical};
+use crate::scan::STORE_DIR;
+use crate::snapshot::Recovered;
+use crate::source::ChangeSource;
+
+/// A working tree with its store open (and locked): the facade every front end holds. Each
+/// verb delegates to the phase that does the work (`verbs.rs`).
 #[derive(Debug)]
 pub struct Workspace {
-    root: PathBuf,
-    store: Store,
-    config: Config,
+    parts: Parts,
     recovered: Vec<Recovered>,
-    observer: ObserverSlot,
-    /// A stop request moves check between files (see `interrupt`).
-    stop: Option<Arc<AtomicBool>>,
-    /// What a save may ask instead of walking the whole tree (a watcher).
-    source: Option<Arc<dyn crate::ChangeSource>>,
-}
-
-/// Holds the observer; exists so that `Workspace` can derive `Debug`.
-#[derive(Default)]
-struct ObserverSlot(Option<Observer>);
-
-impl std::fmt::Debug for ObserverSlot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "Some(observer)"
-        } else {
-            "None"
-        })
-    }
 }
 
 /// What opening a workspace does with an interrupted undo, redo or restore.
@@ -110,22 +57,6 @@ pub fn find_root(start: &Path) -> Option<PathBuf> {
         .ancestors()
         .find(|d| d.join(STORE_DIR).join("packs").is_dir())
         .map(Path::to_path_buf)
-}
-
-/// Whether a command changes anything, or only reports what it would change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Run {
-    /// Carry it out.
-    Apply,
-    /// Change nothing; report what would change (`--dry-run`).
-    DryRun,
-}
-
-impl Run {
-    /// `DryRun` when `dry_run`, as a command-line flag gives it.
-    pub fn dry_run_if(dry_run: bool) -> Run {
-        if dry_run { Run::DryRun } else { Run::Apply }
-    }
 }
 
 /// How a command may claim a store recorded for another root.
@@ -182,16 +113,6 @@ fn own_root(start: &Path, store_dir: &Path) -> Option<PathBuf> {
     let parent = store_dir.parent()?;
     let own = store_dir.file_name() == Some(STORE_DIR.as_ref()) && start.starts_with(parent);
     own.then(|| parent.to_path_buf())
-}
-
-fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64)
-}
-
-fn canonical(dir: &Path) -> Result<PathBuf, TreeError> {
-    dir.canonicalize().map_err(|e| TreeError::io(dir, e))
 }
 
 /// The directory `path` names once it is made, without making it: each existing prefix
@@ -260,7 +181,7 @@ impl Workspace {
     /// Interrupted operations waiting to be finished (only a workspace opened with
     /// [`Workspace::discover_reading`] can have any).
     pub fn pending(&self) -> Result<Vec<Marker>, TreeError> {
-        Marker::find(self.store.dir())
+        Marker::find(self.parts.store.dir())
     }
 
     /// Creates a store for the workspace at `root` (in `root/.snap` unless `store_dir` says),
@@ -304,16 +225,18 @@ impl Workspace {
         let root = settle_root(start, &store_dir, claim, records)?;
         let config = Config::load(&store_dir)?;
         let mut ws = Workspace {
-            root,
-            store,
-            config,
+            parts: Parts {
+                root,
+                store,
+                config,
+                observer: ObserverSlot::default(),
+                stop: crate::interrupt::process_flag(),
+                source: None,
+            },
             recovered: Vec::new(),
-            observer: ObserverSlot::default(),
-            stop: crate::interrupt::process_flag(),
-            source: None,
         };
         if interrupted == Interrupted::Finish {
-            ws.recover()?;
+            ws.recovered = Mover::new(&ws.parts).recover()?;
         }
         Ok(ws)
     }
@@ -321,7 +244,7 @@ impl Workspace {
     /// Makes moves stop between two files once `flag` is set (instead of the process-wide
     /// flag of [`crate::stop_moves_on`]).
     pub fn set_stop_flag(&mut self, flag: Arc<AtomicBool>) {
-        self.stop = Some(flag);
+        self.parts.stop = Some(flag);
     }
 
     /// Sets the callback that hears of snapshots, restores, recoveries, errors and progress.
@@ -330,71 +253,38 @@ impl Workspace {
         for r in &self.recovered {
             observer(&Event::Recovered(r));
         }
-        self.observer = ObserverSlot(Some(observer));
+        self.parts.observer = ObserverSlot(Some(observer));
     }
 
     /// Sets the change source that saves, `status` and `diff` ask what changed since their
     /// last capture, so that they read only that (see `crate::ChangeSource`).
-    pub fn set_change_source(&mut self, source: Arc<dyn crate::ChangeSource>) {
-        self.source = Some(source);
-    }
-
-    fn emit(&self, event: Event<'_>) {
-        if let Some(observe) = &self.observer.0 {
-            observe(&event);
-        }
-    }
-
-    /// Reports an error to the observer on its way out.
-    fn observed<T>(&self, result: Result<T, TreeError>) -> Result<T, TreeError> {
-        if let Err(e) = &result {
-            self.emit(Event::Error(e));
-        }
-        result
+    pub fn set_change_source(&mut self, source: Arc<dyn ChangeSource>) {
+        self.parts.source = Some(source);
     }
 
     /// The workspace root.
     pub fn root(&self) -> &Path {
-        &self.root
+        &self.parts.root
     }
 
     /// The workspace id the store recorded (32 hex digits), if it has recorded one yet: a
     /// store opened only for reading, before any writing command, may not have.
     pub fn workspace_id(&self) -> Result<Option<String>, TreeError> {
-        Ok(WorkspaceIdentity::read(self.store.dir())?.map(|i| i.id_hex()))
+        Ok(WorkspaceIdentity::read(self.parts.store.dir())?.map(|i| i.id_hex()))
     }
 
     /// The open store.
     pub fn store(&self) -> &Store {
-        &self.store
+        &self.parts.store
     }
 
     /// The configuration in force.
     pub fn config(&self) -> &Config {
-        &self.config
+        &self.parts.config
     }
 
     /// Interrupted operations finished when this workspace was opened.
     pub fn recovered(&self) -> &[Recovered] {
         &self.recovered
-    }
-
-    /// The working tree as a plan is carried out in it.
-    fn work_tree(&self, op: restore::OpId) -> restore::WorkTree<'_> {
-        restore::WorkTree {
-            root: &self.root,
-            store: &self.store,
-            max_file_size: self.config.max_file_size,
-            stop: self.stop.as_deref(),
-            op,
-        }
-    }
-
-    fn writer(&self, run: Run) -> ObjectWriter<'_> {
-        if run == Run::DryRun {
-            self.store.dry_writer()
-        } else {
-            self.store.writer()
-        }
     }
 }

@@ -16,12 +16,14 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use super::{
-    Capture, CaptureMode, EntryKind, FlatTree, ObjectWriter, StatCacheUpdate, TreeError, UNBUILT,
-    Workspace, flat, scan,
-};
+use crate::capture::Snapshotter;
+use crate::capture::cascade::{Capture, CaptureMode};
+use crate::error::TreeError;
+use crate::flat::{self, FlatTree, UNBUILT};
+use crate::scan;
 use crate::scan::walker::{Descend, walk_seeded};
 use crate::source::{DirtyDir, Scope};
+use snap_store::{EntryKind, ObjectWriter, StatCacheUpdate};
 use snap_store::{PathMap, WatchMemo};
 
 /// What the reads of a partial capture covered.
@@ -57,10 +59,10 @@ fn ancestors_and_self(path: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
-impl Workspace {
+impl Snapshotter<'_> {
     /// The capture of the tree `memo.root` changed only in `dirs`; `None` when the source's
     /// answer cannot be used (the whole walk then runs).
-    pub(super) fn capture_partial(
+    pub(crate) fn capture_partial(
         &self,
         writer: &ObjectWriter<'_>,
         memo: &WatchMemo,
@@ -75,7 +77,7 @@ impl Workspace {
             return Ok(None);
         };
         let targets: Vec<Vec<u8>> = alone.iter().chain(&whole).cloned().collect();
-        let Ok((old, listed)) = flat::list_dirs(&self.store, &memo.root, &targets) else {
+        let Ok((old, listed)) = flat::list_dirs(&self.parts.store, &memo.root, &targets) else {
             return Ok(None);
         };
         let alone = with_parents_where_new(&old, alone, &whole);
@@ -139,15 +141,21 @@ impl Workspace {
         mut alone: BTreeSet<Vec<u8>>,
         mut whole: BTreeSet<Vec<u8>>,
     ) -> Result<Reads, TreeError> {
-        let skip = Some(self.store.dir());
+        let skip = Some(self.parts.store.dir());
         let mut reads = Reads::default();
         while !alone.is_empty() || !whole.is_empty() {
             let alone_now: Vec<Vec<u8>> = std::mem::take(&mut alone).into_iter().collect();
             let whole_now: Vec<Vec<u8>> = std::mem::take(&mut whole).into_iter().collect();
-            let read = walk_seeded(&self.root, &self.config, skip, &alone_now, Descend::Nothing)?;
+            let read = walk_seeded(
+                &self.parts.root,
+                &self.parts.config,
+                skip,
+                &alone_now,
+                Descend::Nothing,
+            )?;
             let walked = walk_seeded(
-                &self.root,
-                &self.config,
+                &self.parts.root,
+                &self.parts.config,
                 skip,
                 &whole_now,
                 Descend::Everything,
@@ -212,8 +220,8 @@ impl Workspace {
             .map(|(path, _, _)| path.as_slice())
             .collect();
         files.sort_unstable();
-        let cached = self.store.stat_entries(&files)?;
-        let start = super::capture::ScanStart {
+        let cached = self.parts.store.stat_entries(&files)?;
+        let start = crate::capture::cascade::ScanStart {
             fs_now_ns,
             old_walk: None,
             clean_root: None,

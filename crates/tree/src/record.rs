@@ -1,12 +1,47 @@
 //! Recording snapshots: committing packs, line counts, snapshot records, and the automatic
 //! snapshots that keep unsaved work before a move.
 
-use super::{
-    Change, ChangeStats, Commit, EntryKind, Event, FlatTree, HistoryState, Node, ObjectId,
-    ObjectKind, ObjectWriter, Op, PathChange, SaveOptions, Snapshot, SnapshotKind, SnapshotRecord,
-    StatCacheUpdate, TreeError, UNBUILT, Workspace, count_changes, diff, diff_files, flat, now_ns,
-    restore, scan,
+use crate::diff;
+use crate::error::TreeError;
+use crate::flat::{self, Change, FlatTree, Node, UNBUILT, count_changes, diff_files};
+use crate::marker::Op;
+use crate::observer::Event;
+use crate::parts::Parts;
+use crate::parts::now_ns;
+use crate::restore;
+use crate::scan;
+use crate::snapshot::{PathChange, Snapshot};
+use snap_store::{
+    ChangeStats, Commit, EntryKind, HistoryState, ObjectId, ObjectKind, ObjectWriter, SnapshotKind,
+    SnapshotRecord, StatCacheUpdate,
 };
+
+/// What `save` records besides the tree.
+#[derive(Clone, Debug, Default)]
+pub struct SaveOptions {
+    /// Free text shown by `log`.
+    pub message: String,
+    /// Agent step (turn) number; makes the snapshot resolvable as `step:N`.
+    pub step: Option<u64>,
+    /// Agent session name.
+    pub session: Option<String>,
+    /// Free key=value metadata, kept in the order given.
+    pub meta: Vec<(String, String)>,
+    /// Make a snapshot even when nothing changed.
+    pub allow_empty: bool,
+}
+
+/// Commits snapshots to the catalog: one commit from a `NewSnapshot`.
+#[derive(Clone, Copy)]
+pub(crate) struct Recorder<'a> {
+    pub(crate) parts: &'a Parts,
+}
+
+impl<'a> Recorder<'a> {
+    pub(crate) fn new(parts: &'a Parts) -> Recorder<'a> {
+        Recorder { parts }
+    }
+}
 
 /// A capture's tree and cache entries, with whether it differs from HEAD.
 pub(super) struct Unsaved<'a> {
@@ -97,20 +132,20 @@ impl FoundFile {
     }
 }
 
-impl Workspace {
+impl Recorder<'_> {
     /// Saves what `found` hold now, over `base`, as a snapshot of kind auto-before-`op`
     /// (detached: HEAD does not move); returns `base` with their new entries.
-    pub(super) fn save_found(
+    pub(crate) fn save_found(
         &self,
         op: Op,
         found: &[FoundFile],
         base: &FlatTree,
         (parent, parent_flat): (Option<&Snapshot>, &FlatTree),
     ) -> Result<FlatTree, TreeError> {
-        let writer = self.store.writer();
+        let writer = self.parts.store.writer();
         let mut flat = base.clone();
         for FoundFile { path, read } in found {
-            let node = scan::store_path(&self.root, read, &writer)?;
+            let node = scan::store_path(&self.parts.root, read, &writer)?;
             let mut ancestor = flat::split(path).0;
             while !ancestor.is_empty() {
                 // Rebuilt (its id unbuilt), keeping the mode it had.
@@ -171,14 +206,14 @@ impl Workspace {
         Ok(flat)
     }
 
-    pub(super) fn commit_packs(
+    pub(crate) fn commit_packs(
         &self,
         writer: ObjectWriter<'_>,
         stat_cache: StatCacheUpdate,
     ) -> Result<(), TreeError> {
         let packs = writer.finish()?;
         if !packs.is_empty() || !stat_cache.is_empty() {
-            self.store.commit(&Commit {
+            self.parts.store.commit(&Commit {
                 packs,
                 stat_cache,
                 ..Commit::default()
@@ -190,7 +225,7 @@ impl Workspace {
     /// Text lines added and removed by `changes`, when few enough files changed to count them
     /// cheaply. Old content comes from the store; new content from the store or, for objects
     /// this command has not committed yet, from the working tree it was just read from.
-    pub(super) fn line_stats(
+    pub(crate) fn line_stats(
         &self,
         old: &FlatTree,
         new: &FlatTree,
@@ -203,8 +238,8 @@ impl Workspace {
             let node = flat
                 .get(path)
                 .filter(|n| matches!(n.kind, EntryKind::File | EntryKind::Executable))?;
-            self.store.read_file(&node.id).ok().or_else(|| {
-                crate::inside::read_file(&self.root, path, diff::MAX_DIFF_BYTES as u64).ok()
+            self.parts.store.read_file(&node.id).ok().or_else(|| {
+                crate::inside::read_file(&self.parts.root, path, diff::MAX_DIFF_BYTES as u64).ok()
             })
         };
         let mut total = (0, 0);
@@ -226,7 +261,7 @@ impl Workspace {
 
     /// Writes the snapshot `new` describes and commits it with what `writer` stored and the
     /// stat cache changes.
-    pub(super) fn record_snapshot(
+    pub(crate) fn record_snapshot(
         &self,
         writer: ObjectWriter<'_>,
         stat_cache: StatCacheUpdate,
@@ -238,7 +273,7 @@ impl Workspace {
     }
 
     /// The record of the snapshot `new` describes: the only step that reads its flat trees.
-    pub(super) fn new_record(&self, new: NewSnapshot<'_>) -> Result<SnapshotRecord, TreeError> {
+    pub(crate) fn new_record(&self, new: NewSnapshot<'_>) -> Result<SnapshotRecord, TreeError> {
         let NewSnapshot {
             kind,
             opts,
@@ -260,7 +295,7 @@ impl Workspace {
             lines: self.line_stats(parent_flat, flat, changes),
         };
         Ok(SnapshotRecord {
-            seq: self.store.next_seq()?,
+            seq: self.parts.store.next_seq()?,
             root,
             parent: parent.map(|p| p.id),
             time_ns: now_ns(),
@@ -275,7 +310,7 @@ impl Workspace {
 
     /// Writes `record` and commits it with what `writer` stored and the stat cache changes;
     /// with [`After::Advance`], HEAD moves to it and the redo stack empties.
-    pub(super) fn commit_record(
+    pub(crate) fn commit_record(
         &self,
         writer: ObjectWriter<'_>,
         stat_cache: StatCacheUpdate,
@@ -288,7 +323,7 @@ impl Workspace {
             head: Some(id),
             redo: Vec::new(),
         });
-        self.store.commit(&Commit {
+        self.parts.store.commit(&Commit {
             packs,
             snapshots: vec![(id, record.clone())],
             history,
@@ -296,14 +331,14 @@ impl Workspace {
             ..Commit::default()
         })?;
         let snapshot = Snapshot { id, record };
-        self.emit(Event::SnapshotCreated(&snapshot));
+        self.parts.emit(Event::SnapshotCreated(&snapshot));
         Ok(snapshot)
     }
 
     /// Commits what a capture wrote: when the tree had unsaved changes, as an automatic
     /// snapshot of them (child of `parent`), so no undo, redo or restore ever loses work;
     /// otherwise only its packs and stat cache entries.
-    pub(super) fn keep_unsaved(
+    pub(crate) fn keep_unsaved(
         &self,
         writer: ObjectWriter<'_>,
         unsaved: Unsaved<'_>,
@@ -324,7 +359,7 @@ impl Workspace {
                 (diff, totals)
             }
             (Some(p), None) => (
-                flat::diff_stored(&self.store, &p.record.root, unsaved.flat)?,
+                flat::diff_stored(&self.parts.store, &p.record.root, unsaved.flat)?,
                 flat_totals(unsaved.flat),
             ),
             (None, _) => (

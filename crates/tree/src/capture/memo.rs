@@ -12,13 +12,18 @@
 
 use std::collections::BTreeSet;
 
-use super::{EntryKind, HashMap, HashSet, ObjectId, Plan, WalkMemo, Workspace, flat, scan};
+use crate::capture::Snapshotter;
+use crate::flat;
+use crate::restore::Plan;
+use crate::scan;
 use crate::scan::walk::WalkSum;
+use snap_store::{EntryKind, ObjectId, WalkMemo};
+use std::collections::{HashMap, HashSet};
 
 /// What a move needs to leave a walk memo for the tree it makes: each directory's own share
 /// of the digest of the walk that found the tree before it, and the clock that walk's
 /// verdicts rest on.
-pub(super) struct WalkBasis {
+pub(crate) struct WalkBasis {
     pub(super) shares: HashMap<Vec<u8>, WalkSum>,
     pub(super) written_ns: i64,
 }
@@ -35,12 +40,12 @@ impl WalkBasis {
     }
 }
 
-impl Workspace {
+impl Snapshotter<'_> {
     /// The walk memo of the tree a move just made to `target_root` by carrying out `plan`,
     /// from `basis`, the walk before it; `None` when it cannot be vouched for (the plan
     /// changed an ignore file, a directory it touched does not list what the target lists,
     /// or could not be read). The memo only saves work, so no error of its own stops a move.
-    pub(super) fn memo_after_move(
+    pub(crate) fn memo_after_move(
         &self,
         basis: &WalkBasis,
         plan: &Plan,
@@ -75,8 +80,9 @@ impl Workspace {
     /// the same tracked names with the same kinds, its own mode the one recorded, and nothing
     /// that makes the walk drop it (only left-out entries).
     fn share_as_target(&self, dir: &[u8], root: &ObjectId) -> Option<WalkSum> {
-        let skip = Some(self.store.dir());
-        let share = crate::scan::walker::dir_share(&self.root, &self.config, skip, dir).ok()??;
+        let skip = Some(self.parts.store.dir());
+        let share = crate::scan::walker::dir_share(&self.parts.root, &self.parts.config, skip, dir)
+            .ok()??;
         let hollow = share.left_out && share.tracked.is_empty() && !dir.is_empty();
         if share.inexact || hollow {
             return None;
@@ -84,11 +90,11 @@ impl Workspace {
         let tree = if dir.is_empty() {
             *root
         } else {
-            let node = flat::entry_at(&self.store, root, dir).ok()??;
+            let node = flat::entry_at(&self.parts.store, root, dir).ok()??;
             let moded = node.mode == Some(share.mode);
             (node.kind == EntryKind::Dir && moded).then_some(node.id)?
         };
-        let entries = self.store.read_tree(&tree).ok()?.entries;
+        let entries = self.parts.store.read_tree(&tree).ok()?.entries;
         let mut want: Vec<(&[u8], EntryKind)> = entries
             .iter()
             .map(|e| (e.name.as_slice(), e.kind))

@@ -1,23 +1,24 @@
 //! Store upkeep through the workspace: prune, gc (also automatic after saves), verify, stats
 //! and delete.
 
-use super::{
-    Event, GcReport, Phase, PruneReport, Retention, Run, StoreStats, TreeError, VerifyReport,
-    Workspace, now_ns,
-};
+use crate::error::TreeError;
+use crate::observer::{Event, Phase};
+use crate::parts::{Run, now_ns};
+use crate::upkeep::Upkeep;
+use snap_store::{GcReport, PruneReport, Retention, StoreStats, VerifyReport};
 
-impl Workspace {
+impl Upkeep<'_> {
     /// Applies the retention rules after a save, when `auto` is on: by count and age, then
     /// by size (`max_store_bytes`), which may drop more.
-    pub(super) fn auto_retention(&self) -> Result<Option<(PruneReport, GcReport)>, TreeError> {
-        let retention = &self.config.retention;
+    pub(crate) fn auto_retention(&self) -> Result<Option<(PruneReport, GcReport)>, TreeError> {
+        let retention = &self.parts.config.retention;
         if !retention.auto {
             return Ok(None);
         }
         let by_count = self.prune_by_count()?;
         let by_size = match retention.max_store_bytes {
             0 => None,
-            max => self.store.prune_to_size(max)?,
+            max => self.parts.store.prune_to_size(max)?,
         };
         let Some(mut by_size) = by_size else {
             return Ok(by_count);
@@ -37,71 +38,71 @@ impl Workspace {
     /// when nothing is due: a count of a catalog table, and past the threshold the oldest
     /// snapshot's time (a week of agent saves is all inside `keep_within`).
     fn prune_by_count(&self) -> Result<Option<(PruneReport, GcReport)>, TreeError> {
-        let retention = &self.config.retention;
-        if self.store.snapshot_count()? <= retention.auto_threshold() {
+        let retention = &self.parts.config.retention;
+        if self.parts.store.snapshot_count()? <= retention.auto_threshold() {
             return Ok(None);
         }
         let policy = retention.policy().map_err(|why| TreeError::Config {
-            path: self.store.dir().join("config.toml"),
+            path: self.parts.store.dir().join("config.toml"),
             why,
         })?;
         let now = now_ns();
-        if !self.store.prune_due(&policy, now)? {
+        if !self.parts.store.prune_due(&policy, now)? {
             return Ok(None);
         }
-        let pruned = self.store.prune(&policy, now, false)?;
+        let pruned = self.parts.store.prune(&policy, now, false)?;
         let gc = if pruned.removed.is_empty() {
             GcReport::default()
         } else {
-            self.store.gc()?
+            self.parts.store.gc()?
         };
         Ok(Some((pruned, gc)))
     }
 
-    /// Drops snapshots outside `policy` (HEAD, the undo chain and the redo stack stay).
-    pub fn prune(&self, policy: &Retention, run: Run) -> Result<PruneReport, TreeError> {
-        Ok(self.store.prune(policy, now_ns(), run == Run::DryRun)?)
+    pub(crate) fn prune(&self, policy: &Retention, run: Run) -> Result<PruneReport, TreeError> {
+        Ok(self
+            .parts
+            .store
+            .prune(policy, now_ns(), run == Run::DryRun)?)
     }
 
-    /// Reclaims the space of objects no snapshot references.
-    pub fn gc(&self) -> Result<GcReport, TreeError> {
+    pub(crate) fn gc(&self) -> Result<GcReport, TreeError> {
         let progress = |done, total| {
-            self.emit(Event::Progress {
+            self.parts.emit(Event::Progress {
                 phase: Phase::Gc,
                 done,
                 total,
             })
         };
-        self.observed(
-            self.store
+        self.parts.observed(
+            self.parts
+                .store
                 .gc_with_progress(&progress)
                 .map_err(TreeError::from),
         )
     }
 
-    /// Checks the store; with `read_data`, every object's bytes.
-    pub fn verify(&self, read_data: bool) -> Result<VerifyReport, TreeError> {
+    pub(crate) fn verify(&self, read_data: bool) -> Result<VerifyReport, TreeError> {
         let progress = |done, total| {
-            self.emit(Event::Progress {
+            self.parts.emit(Event::Progress {
                 phase: Phase::Verify,
                 done,
                 total,
             })
         };
-        self.observed(
-            self.store
+        self.parts.observed(
+            self.parts
+                .store
                 .verify_with_progress(read_data, &progress)
                 .map_err(TreeError::from),
         )
     }
 
-    /// Store size and what gc would reclaim.
-    pub fn stats(&self) -> Result<StoreStats, TreeError> {
-        Ok(self.store.stats()?)
+    pub(crate) fn stats(&self) -> Result<StoreStats, TreeError> {
+        Ok(self.parts.store.stats()?)
     }
 
-    /// Removes every snapshot and reclaims their space; the working tree is not touched.
-    pub fn delete_all(&self) -> Result<(usize, GcReport), TreeError> {
-        Ok(self.store.delete_all()?)
+    pub(crate) fn delete_all(&self) -> Result<(usize, GcReport), TreeError> {
+        Ok(self.parts.store.delete_all()?)
     }
 }

@@ -4,7 +4,10 @@
 
 use similar::{ChangeTag, TextDiff};
 
-use super::{EntryKind, Snapshot, TreeError, Workspace};
+use crate::error::TreeError;
+use crate::history::query::Reader;
+use crate::snapshot::Snapshot;
+use snap_store::EntryKind;
 
 /// One line of a file and the snapshot that brought it.
 #[derive(Clone, Debug)]
@@ -22,11 +25,8 @@ struct Open {
     here: usize,
 }
 
-impl Workspace {
-    /// Each line of `path` as snapshot `at` holds it, with the snapshot that brought it. A
-    /// file absent from a snapshot's parent, or a parent pruned away, credits every line
-    /// still open to that snapshot. Binary files are refused.
-    pub fn blame(&self, at: &Snapshot, path: &[u8]) -> Result<Vec<BlameLine>, TreeError> {
+impl Reader<'_> {
+    pub(crate) fn blame(&self, at: &Snapshot, path: &[u8]) -> Result<Vec<BlameLine>, TreeError> {
         let content = self.read_file(at, path)?;
         if crate::diff::is_binary(&content) {
             return Err(TreeError::BinaryFile(

@@ -8,6 +8,8 @@
 
 mod rewrite;
 
+use crate::history::query::Reader;
+use crate::record::Recorder;
 use std::collections::{HashMap, HashSet};
 
 use snap_store::{
@@ -15,8 +17,10 @@ use snap_store::{
     PurgeReport, SnapshotRecord, StatCacheUpdate,
 };
 
-use super::{Run, Workspace, count_changes, diff_files, flat};
 use crate::error::TreeError;
+use crate::flat::{self, count_changes, diff_files};
+use crate::parts::Run;
+use crate::upkeep::Upkeep;
 use crate::{FlatTree, add_exclude_path};
 
 pub use rewrite::Taken;
@@ -70,14 +74,16 @@ pub struct ExpungeOutcome {
     pub purge: Option<PurgeReport>,
 }
 
-impl Workspace {
-    /// Takes `ask.paths` out of history (see the module's documentation). Refused while
-    /// pack files the catalog does not name may hold history: a purge would delete them.
-    pub fn expunge(&self, ask: ExpungeAsk<'_>, run: Run) -> Result<ExpungeOutcome, TreeError> {
+impl Upkeep<'_> {
+    pub(crate) fn expunge(
+        &self,
+        ask: ExpungeAsk<'_>,
+        run: Run,
+    ) -> Result<ExpungeOutcome, TreeError> {
         // Every unnamed pack gc would keep, not only those holding a snapshot the catalog
         // lacks: the purge's last step could delete none of them, and would stop there,
         // leaving every writing command to fail on the pending purge until a repair.
-        if let Some(path) = self.store.unnamed_packs_kept()?.first() {
+        if let Some(path) = self.parts.store.unnamed_packs_kept()?.first() {
             return Err(TreeError::ExpungeRefused(format!(
                 "{} may hold history the catalog does not name: run `snap repair` first",
                 path.display()
@@ -85,15 +91,15 @@ impl Workspace {
         }
         let targets = self.expunge_targets(ask.snapshots)?;
         let writer = match run {
-            Run::DryRun => self.store.dry_writer(),
+            Run::DryRun => self.parts.store.dry_writer(),
             Run::Apply => {
                 // Before any pack of the rewrite is sealed: a kill before the commit is then
                 // rolled back by the next writing command, never taken in by a repair.
-                self.store.begin_pack_intent()?;
-                self.store.writer()
+                self.parts.store.begin_pack_intent()?;
+                self.parts.store.writer()
             }
         };
-        let mut rewriter = Rewriter::new(&self.store, &writer, ask.paths);
+        let mut rewriter = Rewriter::new(&self.parts.store, &writer, ask.paths);
         let plan = self.plan_expunge(&mut rewriter, targets.as_ref())?;
         let taken: Vec<(Vec<u8>, Taken)> = rewriter.taken.clone().into_iter().collect();
         let excluded = self.on_disk(ask);
@@ -109,12 +115,12 @@ impl Workspace {
         }
         if plan.renamed.is_empty() {
             drop(writer);
-            self.store.abort_pack_intent()?;
+            self.parts.store.abort_pack_intent()?;
             return Ok(out);
         }
         // The config first: killed after it, the path is left out and history as it was.
         for path in &out.excluded {
-            add_exclude_path(self.store.dir(), &String::from_utf8_lossy(path))?;
+            add_exclude_path(self.parts.store.dir(), &String::from_utf8_lossy(path))?;
         }
         for (_, record) in &plan.records {
             writer.put(ObjectKind::Snapshot, &record.encode())?;
@@ -124,8 +130,8 @@ impl Workspace {
             .collect();
         let mut commit = self.expunge_commit(plan, removed_files)?;
         commit.packs = writer.finish()?;
-        self.store.commit_expunge(commit)?;
-        out.purge = Some(self.store.purge()?);
+        self.parts.store.commit_expunge(commit)?;
+        out.purge = Some(self.parts.store.purge()?);
         Ok(out)
     }
 
@@ -136,7 +142,7 @@ impl Workspace {
         }
         let mut out = HashSet::new();
         for r in refs {
-            out.insert(self.resolve(r)?.id);
+            out.insert(Reader::new(self.parts).resolve(r)?.id);
         }
         Ok(Some(out))
     }
@@ -147,7 +153,11 @@ impl Workspace {
             return Vec::new();
         }
         (ask.paths.iter())
-            .filter(|p| crate::scan::abs(&self.root, p).symlink_metadata().is_ok())
+            .filter(|p| {
+                crate::scan::abs(&self.parts.root, p)
+                    .symlink_metadata()
+                    .is_ok()
+            })
             .cloned()
             .collect()
     }
@@ -162,7 +172,7 @@ impl Workspace {
         let mut plan = ExpungePlan::default();
         // Old id -> (new id, new root, what its tree no longer holds).
         let mut now: HashMap<ObjectId, (ObjectId, Rewritten)> = HashMap::new();
-        for (id, record) in self.store.snapshots()? {
+        for (id, record) in self.parts.store.snapshots()? {
             let held = targets.is_none_or(|t| t.contains(&id));
             let root = match held {
                 true => rewriter.root(record.root)?,
@@ -219,8 +229,11 @@ impl Workspace {
         // Against its parent, or against nothing when it has none or the parent was pruned
         // (as `show` and `log --stats` count it): everything it holds was added.
         let (mut old, mut new) = match self.stored_parent(record)? {
-            Some(parent_root) => flat::unfold_pair(&self.store, &parent_root, &record.root)?,
-            None => (FlatTree::new(), flat::flatten(&self.store, &record.root)?),
+            Some(parent_root) => flat::unfold_pair(&self.parts.store, &parent_root, &record.root)?,
+            None => (
+                FlatTree::new(),
+                flat::flatten(&self.parts.store, &record.root)?,
+            ),
         };
         let gone = |flat: &mut FlatTree, lost: bool| {
             for path in rewriter.paths().iter().filter(|_| lost) {
@@ -232,7 +245,7 @@ impl Workspace {
         let changes = diff_files(&old, &new);
         (stats.added, stats.modified, stats.deleted) = count_changes(&changes);
         if stats.lines.is_some() {
-            stats.lines = self.line_stats(&old, &new, &changes);
+            stats.lines = Recorder::new(self.parts).line_stats(&old, &new, &changes);
         }
         Ok(stats)
     }
@@ -243,7 +256,7 @@ impl Workspace {
         let Some(parent) = record.parent else {
             return Ok(None);
         };
-        match self.store.snapshot(&parent) {
+        match self.parts.store.snapshot(&parent) {
             Ok(parent) => Ok(Some(parent.root)),
             Err(snap_store::StoreError::MissingObject { .. }) => Ok(None),
             Err(e) => Err(e.into()),
@@ -255,7 +268,7 @@ impl Workspace {
         plan: ExpungePlan,
         removed_files: Vec<Vec<u8>>,
     ) -> Result<Commit, TreeError> {
-        let state = self.store.history()?;
+        let state = self.parts.store.history()?;
         let map = |id: ObjectId| plan.ids.get(&id).copied().unwrap_or(id);
         Ok(Commit {
             snapshots: plan.records,

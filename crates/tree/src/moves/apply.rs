@@ -2,27 +2,39 @@
 //! versions other processes wrote are saved first, the saved copy of everything replaced is
 //! read back beforehand, and a failed plan is rolled back (docs/SAFETY.md).
 
-use super::Scanned;
-use crate::workspace::{
-    Commit, EntryKind, Event, FlatTree, FoundFile, HistoryState, Marker, ObjectId, Op, Phase, Plan,
-    Snapshot, StatCacheUpdate, Ticker, TreeError, Workspace, restore, scan,
-};
+use super::steps::Scanned;
+use crate::capture::Snapshotter;
+use crate::error::TreeError;
+use crate::flat::FlatTree;
+use crate::marker::{Marker, Op};
+use crate::moves::Mover;
+use crate::observer::{Event, Phase, Ticker};
+use crate::record::FoundFile;
+use crate::record::Recorder;
+use crate::restore::{self, Plan};
+use crate::scan;
+use crate::snapshot::Snapshot;
 use rayon::iter::{IntoParallelIterator, ParallelIterator};
+use snap_store::{Commit, EntryKind, HistoryState, ObjectId, StatCacheUpdate};
 
-impl Workspace {
+impl Mover<'_> {
     /// Carries out `plan` guarded, for the operation `marker` records; then saves the files
     /// found holding neither side, and the versions other processes wrote that the steps
     /// displaced (as a snapshot of `parent`'s tree with them, listed by `log --all`), and
     /// carries out the found files' steps too. Returns what was touched, and every path kept.
-    pub(in crate::workspace) fn apply_saving_first(
+    pub(crate) fn apply_saving_first(
         &self,
         marker: &Marker,
         plan: &Plan,
         sides: restore::Sides<'_>,
         parent: (Option<&Snapshot>, &FlatTree),
     ) -> Result<restore::Applied, TreeError> {
-        let tree = self.work_tree(marker.op_id());
-        let ticker = Ticker::new(self.observer.0.as_ref(), Phase::Restore, plan.len() as u64);
+        let tree = self.parts.work_tree(marker.op_id());
+        let ticker = Ticker::new(
+            self.parts.observer.0.as_ref(),
+            Phase::Restore,
+            plan.len() as u64,
+        );
         let mut applied = restore::apply_with(tree, plan, sides, &|| ticker.tick())?;
         let differs = std::mem::take(&mut applied.differs);
         let displaced = std::mem::take(&mut applied.displaced);
@@ -30,8 +42,9 @@ impl Workspace {
             return Ok(applied);
         }
         let found = FoundFile::list(&differs, &displaced);
-        let saved = self.save_found(marker.op, &found, sides.before, parent)?;
-        restore::drop_displaced(&self.root, &displaced)?;
+        let saved =
+            Recorder::new(self.parts).save_found(marker.op, &found, sides.before, parent)?;
+        restore::drop_displaced(&self.parts.root, &displaced)?;
         applied.saved_first = found.into_iter().map(|f| f.path).collect();
         if differs.is_empty() {
             return Ok(applied);
@@ -47,8 +60,8 @@ impl Workspace {
         let second = restore::apply(tree, &rest, again)?;
         if !second.displaced.is_empty() {
             let found = FoundFile::list(&[], &second.displaced);
-            self.save_found(marker.op, &found, &saved, parent)?;
-            restore::drop_displaced(&self.root, &second.displaced)?;
+            Recorder::new(self.parts).save_found(marker.op, &found, &saved, parent)?;
+            restore::drop_displaced(&self.parts.root, &second.displaced)?;
             applied
                 .saved_first
                 .extend(found.into_iter().map(|f| f.path));
@@ -71,7 +84,7 @@ impl Workspace {
     /// (after a kill, a directory the plan removes may still hold the operation's own
     /// temporary file) is taken once more, guarded, and what is still not as the plan
     /// leaves it is named as kept. `applied` gathers both passes.
-    pub(in crate::workspace) fn complete(
+    pub(crate) fn complete(
         &self,
         marker: &Marker,
         plan: &Plan,
@@ -80,7 +93,7 @@ impl Workspace {
         applied: &mut restore::Applied,
     ) -> Result<(), TreeError> {
         let named: Vec<Vec<u8>> = (applied.kept.iter().chain(&marker.kept).cloned()).collect();
-        let undone = restore::unfinished(&self.root, plan, &named)?;
+        let undone = restore::unfinished(&self.parts.root, plan, &named)?;
         if undone.is_empty() {
             return Ok(());
         }
@@ -97,7 +110,7 @@ impl Workspace {
         let named: Vec<Vec<u8>> = (applied.kept.iter().chain(&marker.kept).cloned()).collect();
         applied
             .kept
-            .extend(restore::unfinished(&self.root, &rest, &named)?);
+            .extend(restore::unfinished(&self.parts.root, &rest, &named)?);
         applied.kept.sort_unstable();
         applied.kept.dedup();
         Ok(())
@@ -109,7 +122,7 @@ impl Workspace {
     /// written again from the working tree (which the scan found holding it), so that the
     /// move never destroys the last sound copy of anything; a file that no longer hashes to
     /// it has changed since the scan, and the move is refused.
-    pub(in crate::workspace) fn keep_sound_copies(
+    pub(crate) fn keep_sound_copies(
         &self,
         plan: &Plan,
         before: &FlatTree,
@@ -123,21 +136,21 @@ impl Workspace {
         copies.sort_unstable();
         copies.dedup_by_key(|(id, _)| *id);
         let copies: Vec<(ObjectId, &[u8])> = (copies.into_par_iter())
-            .filter(|(id, _)| self.store.check_file(id).is_err())
+            .filter(|(id, _)| self.parts.store.check_file(id).is_err())
             .collect();
         if copies.is_empty() {
             return Ok(());
         }
-        let writer = self.store.rewriting_writer();
+        let writer = self.parts.store.rewriting_writer();
         for (id, path) in &copies {
-            if scan::store_path(&self.root, path, &writer)?.id != *id {
+            if scan::store_path(&self.parts.root, path, &writer)?.id != *id {
                 return Err(TreeError::ChangedDuringMove {
-                    path: scan::abs(&self.root, path),
+                    path: scan::abs(&self.parts.root, path),
                 });
             }
         }
         let packs = writer.finish()?;
-        self.store.commit(&Commit {
+        self.parts.store.commit(&Commit {
             packs,
             ..Commit::default()
         })?;
@@ -148,7 +161,7 @@ impl Workspace {
     /// returned to its `before` state only while it holds the target's. Nothing else is
     /// touched (judged from the scan, not from the ignore rules the failed move may have
     /// half changed).
-    pub(in crate::workspace) fn roll_back(
+    pub(crate) fn roll_back(
         &self,
         op: restore::OpId,
         plan: &Plan,
@@ -168,12 +181,17 @@ impl Workspace {
             before: &now,
             after: &then,
         };
-        let applied = restore::apply(self.work_tree(op), &back, sides)?;
+        let applied = restore::apply(self.parts.work_tree(op), &back, sides)?;
         // A version another process wrote while the failed move ran is kept, not dropped.
         if !applied.displaced.is_empty() {
             let found = FoundFile::list(&[], &applied.displaced);
-            self.save_found(Op::Restore, &found, full.before, (None, full.before))?;
-            restore::drop_displaced(&self.root, &applied.displaced)?;
+            Recorder::new(self.parts).save_found(
+                Op::Restore,
+                &found,
+                full.before,
+                (None, full.before),
+            )?;
+            restore::drop_displaced(&self.parts.root, &applied.displaced)?;
         }
         Ok(())
     }
@@ -194,11 +212,11 @@ impl Workspace {
     ) -> TreeError {
         let swept = self.sweep_leftovers(marker, plan, sides, parent).is_ok();
         let back = self.roll_back(marker.op_id(), plan, sides).is_ok();
-        let modes = restore::put_back(&self.root, &marker.lifted, &Plan::default()).is_ok();
+        let modes = restore::put_back(&self.parts.root, &marker.lifted, &Plan::default()).is_ok();
         if swept
             && back
             && modes
-            && let Err(removed) = marker.remove(self.store.dir())
+            && let Err(removed) = marker.remove(self.parts.store.dir())
         {
             return removed;
         }
@@ -210,7 +228,7 @@ impl Workspace {
     /// changed only while it holds what the scan saw, and a file found changed anyway is
     /// saved first. If the working tree cannot be changed, the paths the plan touched are put
     /// back and the marker removed, so the store stays usable. Returns the paths kept.
-    pub(in crate::workspace) fn move_to(
+    pub(crate) fn move_to(
         &self,
         op: Op,
         target: &Snapshot,
@@ -218,11 +236,11 @@ impl Workspace {
         scanned: Scanned<'_>,
         (plan, target_flat): (&Plan, &FlatTree),
     ) -> Result<Vec<Vec<u8>>, TreeError> {
-        restore::check_unchanged(&self.root, plan, scanned.stats)?;
+        restore::check_unchanged(&self.parts.root, plan, scanned.stats)?;
         let mut plan = plan.clone();
         let mut ruled_out = self.keep_ruled_out(&mut plan, scanned.flat);
         // Read-only directories it must fill are lifted; one snap may not chmod is kept.
-        let read_only = restore::read_only_dirs(&self.root, &plan)?;
+        let read_only = restore::read_only_dirs(&self.parts.root, &plan)?;
         plan.leave_out(&read_only.refused);
         ruled_out.extend(read_only.refused);
         ruled_out.sort_unstable();
@@ -236,9 +254,9 @@ impl Workspace {
             op_id: Some(restore::OpId::new()),
             lifted: read_only.lift,
         };
-        marker.write(self.store.dir())?;
+        marker.write(self.parts.store.dir())?;
         snap_store::failpoint!("marker-written");
-        restore::lift(&self.root, &marker.lifted)?;
+        restore::lift(&self.parts.root, &marker.lifted)?;
         let sides = restore::Sides {
             before: scanned.flat,
             after: target_flat,
@@ -254,13 +272,15 @@ impl Workspace {
             Err(TreeError::Interrupted) => return Err(TreeError::Interrupted),
             Err(e) => return Err(self.abandon(&marker, &plan, sides, parent, e)),
         };
-        restore::put_back(&self.root, &marker.lifted, &plan)?;
+        restore::put_back(&self.parts.root, &marker.lifted, &plan)?;
         // Only a move that left every planned path as the target has it leaves a memo.
         let memo = (scanned.basis)
             .filter(|_| applied.kept.is_empty() && ruled_out.is_empty())
-            .and_then(|basis| self.memo_after_move(basis, &plan, &target.record.root));
+            .and_then(|basis| {
+                Snapshotter::new(self.parts).memo_after_move(basis, &plan, &target.record.root)
+            });
         snap_store::failpoint!("before-head-commit");
-        self.store.commit(&Commit {
+        self.parts.store.commit(&Commit {
             history: Some(HistoryState {
                 head: Some(marker.head),
                 redo: marker.redo.clone(),
@@ -273,8 +293,8 @@ impl Workspace {
             ..Commit::default()
         })?;
         snap_store::failpoint!("after-head-commit");
-        marker.remove(self.store.dir())?;
-        self.emit(Event::Restored {
+        marker.remove(self.parts.store.dir())?;
+        self.parts.emit(Event::Restored {
             op,
             head: target,
             paths_touched: applied.touched,

@@ -1,28 +1,20 @@
 //! `save`, `status` and `diff`: the working tree against HEAD, found as a save finds it.
 
-use super::large::{LargeFile, large_added};
-use super::{
-    After, Capture, CaptureMode, DiffEntry, EntryKind, FileDiff, FlatTree, GcReport, HashSet,
-    NewSnapshot, Node, ObjectId, ObjectWriter, PathChange, PruneReport, ScanReport, Side, Snapshot,
-    SnapshotKind, StatCacheUpdate, TreeDiff, TreeError, Workspace, diff, diff_files, flat,
-    flat_totals, scan, totals_after,
-};
+use crate::capture::Snapshotter;
+use crate::capture::cascade::{Capture, CaptureMode};
+use crate::capture::large::{LargeFile, large_added};
+use crate::diff::{self, DiffEntry, FileDiff, Side, TreeDiff};
+use crate::error::TreeError;
+use crate::flat::{self, FlatTree, Node, diff_files};
+use crate::history::query::Reader;
+use crate::record::Recorder;
+use crate::record::{After, NewSnapshot, SaveOptions, flat_totals, totals_after};
+use crate::scan::ScanReport;
+use crate::snapshot::{PathChange, Snapshot};
+use crate::upkeep::Upkeep;
 use snap_store::UntrackedFile;
-
-/// What `save` records besides the tree.
-#[derive(Clone, Debug, Default)]
-pub struct SaveOptions {
-    /// Free text shown by `log`.
-    pub message: String,
-    /// Agent step (turn) number; makes the snapshot resolvable as `step:N`.
-    pub step: Option<u64>,
-    /// Agent session name.
-    pub session: Option<String>,
-    /// Free key=value metadata, kept in the order given.
-    pub meta: Vec<(String, String)>,
-    /// Make a snapshot even when nothing changed.
-    pub allow_empty: bool,
-}
+use snap_store::{GcReport, ObjectId, ObjectWriter, PruneReport, SnapshotKind, StatCacheUpdate};
+use std::collections::HashSet;
 
 /// The result of a save.
 #[derive(Clone, Debug)]
@@ -80,15 +72,14 @@ pub(super) struct AgainstHead {
     pub(super) report: ScanReport,
 }
 
-impl Workspace {
-    /// Snapshots the working tree if it differs from HEAD (or always, with `allow_empty`).
-    pub fn save(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
-        self.observed(self.save_inner(opts))
+impl Snapshotter<'_> {
+    pub(crate) fn save(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
+        self.parts.observed(self.save_inner(opts))
     }
 
-    pub(super) fn save_inner(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
-        let head = self.head()?;
-        let writer = self.store.writer();
+    pub(crate) fn save_inner(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
+        let head = Reader::new(self.parts).head()?;
+        let writer = self.parts.store.writer();
         let clean_root = head.as_ref().map(|h| h.record.root);
         let mut cap = self.capture_with(
             &writer,
@@ -99,7 +90,7 @@ impl Workspace {
         let untracked = self.untracked(&cap.report.too_large)?;
         cap.cache.untracked = untracked.now;
         if head.as_ref().is_some_and(|h| h.record.root == cap.root) && !opts.allow_empty {
-            self.commit_packs(writer, cap.cache)?;
+            Recorder::new(self.parts).commit_packs(writer, cap.cache)?;
             return Ok(SaveOutcome {
                 snapshot: None,
                 changes: Vec::new(),
@@ -113,12 +104,17 @@ impl Workspace {
         // `head_flat` holds just the old entries of the changed paths, which is all the line
         // counts need.
         let (changes, head_flat) = self.diff_from_head(&writer, head.as_ref(), &mut cap)?;
-        let large_added = large_added(&changes, &head_flat, &cap.flat, self.config.large_file_size);
+        let large_added = large_added(
+            &changes,
+            &head_flat,
+            &cap.flat,
+            self.parts.config.large_file_size,
+        );
         let totals = match (cap.pruned.is_empty(), &head) {
             (false, Some(h)) => totals_after(&h.record.stats, &changes, &head_flat, &cap.flat),
             _ => flat_totals(&cap.flat),
         };
-        let record = self.new_record(NewSnapshot {
+        let record = Recorder::new(self.parts).new_record(NewSnapshot {
             kind: SnapshotKind::Save,
             opts,
             root: cap.root,
@@ -132,15 +128,16 @@ impl Workspace {
         // The commit reads none of the working tree's entries: a first save of a million
         // files gives their memory back before its commit, which has its own peak.
         drop(std::mem::take(&mut cap.flat));
-        let snapshot = self.commit_record(writer, cap.cache, record, After::Advance)?;
-        let retention = self.auto_retention()?;
+        let snapshot =
+            Recorder::new(self.parts).commit_record(writer, cap.cache, record, After::Advance)?;
+        let retention = Upkeep::new(self.parts).auto_retention()?;
         // gc merges small packs itself; otherwise a save past the pack threshold ends with a
         // bounded merge, so one-file saves do not leave a pack file each. The snapshot is
         // committed: a failed merge is reported, never the save's failure.
         let merge = retention
             .as_ref()
             .is_none_or(|(p, _)| p.removed.is_empty())
-            .then(|| self.store.merge_small_packs());
+            .then(|| self.parts.store.merge_small_packs());
         let upkeep_error = merge.and_then(|m| m.err()).map(|e| e.to_string());
         Ok(SaveOutcome {
             snapshot: Some(snapshot),
@@ -153,20 +150,16 @@ impl Workspace {
         })
     }
 
-    /// Records a snapshot of an empty tree as HEAD's child, reading and touching no file:
-    /// the empty baseline a new store can start from (as `git commit --allow-empty` on an
-    /// empty index). The files on disk are then unsaved changes against it: the next save
-    /// records them, and a move back to it saves them first, so nothing is lost.
-    pub fn save_empty_tree(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
-        let head = self.head()?;
-        let writer = self.store.writer();
+    pub(crate) fn save_empty_tree(&self, opts: &SaveOptions) -> Result<SaveOutcome, TreeError> {
+        let head = Reader::new(self.parts).head()?;
+        let writer = self.parts.store.writer();
         let mut empty = FlatTree::new();
         let root = flat::build_trees_reusing(&writer, &mut empty, &|_| None)?;
         let (changes, head_flat) = match &head {
-            Some(h) => flat::diff_stored(&self.store, &h.record.root, &empty)?,
+            Some(h) => flat::diff_stored(&self.parts.store, &h.record.root, &empty)?,
             None => (Vec::new(), FlatTree::new()),
         };
-        let snapshot = self.record_snapshot(
+        let snapshot = Recorder::new(self.parts).record_snapshot(
             writer,
             StatCacheUpdate::default(),
             NewSnapshot {
@@ -192,23 +185,22 @@ impl Workspace {
         })
     }
 
-    /// The working tree against HEAD; writes nothing.
-    pub fn status(&self) -> Result<Status, TreeError> {
-        let head = self.head()?;
+    pub(crate) fn status(&self) -> Result<Status, TreeError> {
+        let head = Reader::new(self.parts).head()?;
         let against = self.against_head(head.as_ref())?;
-        let redo_depth = self.store.history()?.redo.len();
+        let redo_depth = self.parts.store.history()?.redo.len();
         // Only status lists directory-level changes, so only status looks for them.
         let dirs = match &head {
             Some(h) if h.record.root == against.root => Vec::new(),
             _ => flat::dir_changes(
-                &self.store,
+                &self.parts.store,
                 head.as_ref().map(|h| &h.record.root),
                 &against.new,
             )?,
         };
-        let threshold = self.config.large_file_size;
+        let threshold = self.parts.config.large_file_size;
         let large_added = large_added(&against.changes, &against.old, &against.new, threshold);
-        let renames = self.renames_among(
+        let renames = Reader::new(self.parts).renames_among(
             &Side::Snapshot(head.clone().map(Box::new)),
             &Side::WorkingTree,
             &against.changes,
@@ -228,8 +220,8 @@ impl Workspace {
 
     /// What differs from `head` to the working tree, found as a save finds it (the walk
     /// memo, the pruned scan, a diff by tree ids); writes nothing.
-    pub(super) fn against_head(&self, head: Option<&Snapshot>) -> Result<AgainstHead, TreeError> {
-        let writer = self.store.dry_writer();
+    fn against_head(&self, head: Option<&Snapshot>) -> Result<AgainstHead, TreeError> {
+        let writer = self.parts.store.dry_writer();
         let mut cap = self.capture_with(
             &writer,
             CaptureMode::Save {
@@ -253,7 +245,7 @@ impl Workspace {
     /// The changes from `head` to the capture `cap`, and HEAD's entries of the changed paths.
     /// Only the directories whose tree ids differ from HEAD's are read. When HEAD differs
     /// from the tree cache under a directory `cap` pruned, `cap` becomes a whole capture.
-    pub(super) fn diff_from_head(
+    pub(crate) fn diff_from_head(
         &self,
         writer: &ObjectWriter<'_>,
         head: Option<&Snapshot>,
@@ -263,7 +255,7 @@ impl Workspace {
             return Ok((diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()));
         };
         let pruned = |dir: &[u8]| cap.pruned.contains(dir);
-        match flat::diff_stored_pruned(&self.store, &h.record.root, &cap.flat, &pruned) {
+        match flat::diff_stored_pruned(&self.parts.store, &h.record.root, &cap.flat, &pruned) {
             Ok(Some(diff)) => return Ok(diff),
             Ok(None) => {}
             Err(snap_store::StoreError::MissingObject { .. }) => {
@@ -272,7 +264,7 @@ impl Workspace {
             Err(e) => return Err(e.into()),
         }
         *cap = self.capture_with(writer, CaptureMode::Whole)?;
-        match flat::diff_stored(&self.store, &h.record.root, &cap.flat) {
+        match flat::diff_stored(&self.parts.store, &h.record.root, &cap.flat) {
             Err(snap_store::StoreError::MissingObject { .. }) => self.diff_from_lost(writer, cap),
             diff => Ok(diff?),
         }
@@ -293,9 +285,7 @@ impl Workspace {
         Ok((diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()))
     }
 
-    /// The files that differ from `from` (default HEAD) to `to` (default the working tree),
-    /// limited to `paths` (and what is under them) when any are given. Writes nothing.
-    pub fn diff(
+    pub(crate) fn diff(
         &self,
         from: Option<&str>,
         to: Option<&str>,
@@ -303,11 +293,11 @@ impl Workspace {
     ) -> Result<TreeDiff, TreeError> {
         let from_head = from.is_none();
         let from = match from {
-            Some(r) => Side::Snapshot(Some(Box::new(self.resolve(r)?))),
-            None => Side::Snapshot(self.head()?.map(Box::new)),
+            Some(r) => Side::Snapshot(Some(Box::new(Reader::new(self.parts).resolve(r)?))),
+            None => Side::Snapshot(Reader::new(self.parts).head()?.map(Box::new)),
         };
         let to = match to {
-            Some(r) => Side::Snapshot(Some(Box::new(self.resolve(r)?))),
+            Some(r) => Side::Snapshot(Some(Box::new(Reader::new(self.parts).resolve(r)?))),
             None => Side::WorkingTree,
         };
         let (old, new, changes) = match (&from, &to) {
@@ -322,7 +312,8 @@ impl Workspace {
             (Side::Snapshot(Some(a)), Side::WorkingTree) => self.against_snapshot(a)?,
             // Two snapshots: only the directories whose trees differ are read.
             (Side::Snapshot(Some(a)), Side::Snapshot(Some(b))) => {
-                let (old, new) = flat::unfold_pair(&self.store, &a.record.root, &b.record.root)?;
+                let (old, new) =
+                    flat::unfold_pair(&self.parts.store, &a.record.root, &b.record.root)?;
                 let changes = diff_files(&old, &new);
                 (old, new, changes)
             }
@@ -354,33 +345,38 @@ impl Workspace {
         &self,
         a: &Snapshot,
     ) -> Result<(FlatTree, FlatTree, Vec<PathChange>), TreeError> {
-        let head = self.head()?;
+        let head = Reader::new(self.parts).head()?;
         let mut against = self.against_head(head.as_ref())?;
         match head {
             // The tree is HEAD's: two stored trees, each unfolded against the other.
             Some(h) if h.record.root == against.root => {
-                let (old, new) = flat::unfold_pair(&self.store, &a.record.root, &h.record.root)?;
+                let (old, new) =
+                    flat::unfold_pair(&self.parts.store, &a.record.root, &h.record.root)?;
                 let changes = diff_files(&old, &new);
                 Ok((old, new, changes))
             }
             _ => {
                 let pruned = |dir: &[u8]| against.pruned.contains(dir);
-                flat::unfold_pruned(&self.store, &mut against.new, &pruned, &a.record.root)?;
-                let (changes, old) = flat::diff_stored(&self.store, &a.record.root, &against.new)?;
+                flat::unfold_pruned(&self.parts.store, &mut against.new, &pruned, &a.record.root)?;
+                let (changes, old) =
+                    flat::diff_stored(&self.parts.store, &a.record.root, &against.new)?;
                 Ok((old, against.new, changes))
             }
         }
     }
 
-    pub(super) fn side_flat(&self, side: &Side) -> Result<FlatTree, TreeError> {
+    pub(crate) fn side_flat(&self, side: &Side) -> Result<FlatTree, TreeError> {
         match side {
-            Side::Snapshot(s) => self.flat_of(s.as_deref()),
-            Side::WorkingTree => Ok(self.capture(&self.store.dry_writer())?.flat),
+            Side::Snapshot(s) => Reader::new(self.parts).flat_of(s.as_deref()),
+            Side::WorkingTree => Ok(self.capture(&self.parts.store.dry_writer())?.flat),
         }
     }
 
-    /// The line diff of one entry of `diff` (symlinks diff their targets).
-    pub fn file_diff(&self, diff: &TreeDiff, entry: &DiffEntry) -> Result<FileDiff, TreeError> {
+    pub(crate) fn file_diff(
+        &self,
+        diff: &TreeDiff,
+        entry: &DiffEntry,
+    ) -> Result<FileDiff, TreeError> {
         // Over the line-diff limit is binary by size: never read whole (files are streamed).
         let too_large = |n: &Option<Node>| n.is_some_and(|n| n.size > diff::MAX_DIFF_BYTES as u64);
         if too_large(&entry.old) || too_large(&entry.new) {
@@ -391,34 +387,12 @@ impl Workspace {
         }
         let old = entry
             .old
-            .map(|n| self.side_content(&diff.from, &entry.path, &n))
+            .map(|n| Reader::new(self.parts).side_content(&diff.from, &entry.path, &n))
             .transpose()?;
         let new = entry
             .new
-            .map(|n| self.side_content(&diff.to, &entry.path, &n))
+            .map(|n| Reader::new(self.parts).side_content(&diff.to, &entry.path, &n))
             .transpose()?;
         Ok(diff::diff_files(old.as_deref(), new.as_deref()))
-    }
-
-    pub(super) fn side_content(
-        &self,
-        side: &Side,
-        path: &[u8],
-        node: &Node,
-    ) -> Result<Vec<u8>, TreeError> {
-        let abs = scan::abs(&self.root, path);
-        match (side, node.kind) {
-            (Side::Snapshot(_), _) => Ok(self.store.read_file(&node.id)?),
-            // Beneath the root, following no link (see `crate::inside`).
-            (Side::WorkingTree, EntryKind::Symlink) => {
-                let root =
-                    crate::inside::open_root(&self.root).map_err(|e| TreeError::io(&abs, e))?;
-                crate::inside::read_link(&root, path).map_err(|e| TreeError::io(&abs, e))
-            }
-            (Side::WorkingTree, _) => {
-                crate::inside::read_file(&self.root, path, diff::MAX_DIFF_BYTES as u64)
-                    .map_err(|e| TreeError::io(&abs, e))
-            }
-        }
     }
 }

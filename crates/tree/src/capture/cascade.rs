@@ -19,17 +19,25 @@
 //!
 //! Anything a cache cannot vouch for is read, hashed and stored.
 
-use super::{
-    DirCacheUpdate, Event, FlatTree, HashSet, Mode, OFlags, ObjectId, ObjectWriter, Observer,
-    OpenOptionsExt, Phase, ScanMemo, ScanReport, StatCacheUpdate, StatEntry, StatKey, Ticker,
-    TreeError, WalkBasis, WalkMemo, Workspace, build_trees, flat, now_ns, scan,
-};
+use crate::capture::Snapshotter;
+use crate::capture::memo::WalkBasis;
+use crate::error::TreeError;
+use crate::flat::{self, FlatTree, build_trees};
+use crate::observer::{Event, Observer, Phase, Ticker};
+use crate::parts::now_ns;
+use crate::scan::{self, ScanReport};
 use crate::source::{Changes, WatchToken};
+use rustix::fs::{Mode, OFlags};
+use snap_store::{
+    DirCacheUpdate, ObjectId, ObjectWriter, ScanMemo, StatCacheUpdate, StatEntry, StatKey, WalkMemo,
+};
 use snap_store::{PathMap, WatchMemo};
+use std::collections::HashSet;
+use std::os::unix::fs::OpenOptionsExt;
 
 /// What a capture is for, which decides the shortcuts it may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum CaptureMode {
+pub(crate) enum CaptureMode {
     /// A save, status or diff against HEAD: when the walk finds the tree as the walk memo
     /// left it and HEAD is `head`, the tree is HEAD.
     Save {
@@ -58,7 +66,7 @@ pub(super) enum CaptureMode {
 /// Whether a move's capture may take the change source's answer for which directories
 /// changed, or walks and stats every path itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Heed {
+pub(crate) enum Heed {
     /// Ask the source: an undo, redo or restore, whose guard reads each file it replaces
     /// again and saves first what differs.
     Source,
@@ -108,20 +116,20 @@ impl Asked {
 
 /// Reports how long each step of a capture took to the observer ([`Event::Timing`]); does
 /// nothing, not even format its message, without one.
-pub(super) struct PhaseTimer<'a> {
+pub(crate) struct PhaseTimer<'a> {
     start: std::time::Instant,
     observer: Option<&'a Observer>,
 }
 
 impl<'a> PhaseTimer<'a> {
-    pub(super) fn new(observer: Option<&'a Observer>) -> PhaseTimer<'a> {
+    pub(crate) fn new(observer: Option<&'a Observer>) -> PhaseTimer<'a> {
         PhaseTimer {
             start: std::time::Instant::now(),
             observer,
         }
     }
 
-    pub(super) fn mark(&self, step: impl FnOnce() -> String) {
+    pub(crate) fn mark(&self, step: impl FnOnce() -> String) {
         if let Some(observe) = self.observer {
             observe(&Event::Timing {
                 step: &step(),
@@ -136,35 +144,35 @@ impl<'a> PhaseTimer<'a> {
 const RACY_RECHECK_MAX: usize = 32;
 
 /// Tree cache entries to write: each built directory's subtree memo.
-pub(super) type TreeMemos = Vec<(Vec<u8>, WalkMemo)>;
+pub(crate) type TreeMemos = Vec<(Vec<u8>, WalkMemo)>;
 
 /// Each directory's subtree digest and newest mtime (see [`scan::subtree_sums`]).
-pub(super) type Subtrees = PathMap<Vec<u8>, (scan::WalkSum, i64)>;
+pub(crate) type Subtrees = PathMap<Vec<u8>, (scan::WalkSum, i64)>;
 
 /// The tree cache: each directory's subtree memo, as the last exact scan left it.
-pub(super) type TreeCache = PathMap<Vec<u8>, WalkMemo>;
+pub(crate) type TreeCache = PathMap<Vec<u8>, WalkMemo>;
 
 /// Directories whose trees the tree cache vouches for, with their ids.
-pub(super) type CleanTrees = PathMap<Vec<u8>, ObjectId>;
+pub(crate) type CleanTrees = PathMap<Vec<u8>, ObjectId>;
 
 /// The stat cache as loaded beside the walk.
-pub(super) type LoadedStatCache = Result<Vec<(Vec<u8>, StatEntry)>, snap_store::StoreError>;
+pub(crate) type LoadedStatCache = Result<Vec<(Vec<u8>, StatEntry)>, snap_store::StoreError>;
 
 /// What a capture knows once its walk is done, for the part that stores.
-pub(super) struct ScanStart {
-    pub(super) fs_now_ns: i64,
+pub(crate) struct ScanStart {
+    pub(crate) fs_now_ns: i64,
     /// The walk memo as stored before this capture.
-    pub(super) old_walk: Option<WalkMemo>,
+    pub(crate) old_walk: Option<WalkMemo>,
     /// HEAD's root, for a save.
-    pub(super) clean_root: Option<ObjectId>,
-    pub(super) keep_stats: bool,
+    pub(crate) clean_root: Option<ObjectId>,
+    pub(crate) keep_stats: bool,
     /// Leave out what lies under directories the tree cache vouches for.
-    pub(super) prune: bool,
-    pub(super) dirs: DirCacheUpdate,
+    pub(crate) prune: bool,
+    pub(crate) dirs: DirCacheUpdate,
 }
 
 /// The capture of a tree the walk memo vouches for: `root`, nothing read or built.
-pub(super) fn unchanged_capture(
+pub(crate) fn unchanged_capture(
     root: ObjectId,
     mut walk: scan::Walk,
     dirs: DirCacheUpdate,
@@ -209,28 +217,28 @@ pub(super) fn unchanged_capture(
     }
 }
 
-pub(super) struct Capture {
-    pub(super) flat: FlatTree,
+pub(crate) struct Capture {
+    pub(crate) flat: FlatTree,
     /// Each regular file's stat as the scan saw it, in no particular order; only when asked
     /// for (moves check that nothing changed since), else empty.
-    pub(super) stats: Vec<(Vec<u8>, StatKey)>,
-    pub(super) root: ObjectId,
-    pub(super) report: ScanReport,
+    pub(crate) stats: Vec<(Vec<u8>, StatKey)>,
+    pub(crate) root: ObjectId,
+    pub(crate) report: ScanReport,
     /// What this capture teaches the stat cache; empty for a dry capture, whose objects are
     /// not stored and so must never be vouched for.
-    pub(super) cache: StatCacheUpdate,
+    pub(crate) cache: StatCacheUpdate,
     /// Directories whose entries `flat` leaves out (their ids are known): a save's scan
     /// prunes what the tree cache vouches for. Empty for a whole capture.
-    pub(super) pruned: HashSet<Vec<u8>>,
+    pub(crate) pruned: HashSet<Vec<u8>>,
     /// For a move, when its walk pinned the tree `root` down: what the walk memo of the tree
     /// after the move is made from.
-    pub(super) basis: Option<WalkBasis>,
+    pub(crate) basis: Option<WalkBasis>,
 }
 
 /// The directories whose subtree digest is the one the tree cache holds, with every entry
 /// under them older than the scan that cached it (the walk memo's rule, per directory), and
 /// their tree ids.
-pub(super) fn clean_trees(subtrees: &Subtrees, cached: &TreeCache) -> CleanTrees {
+pub(crate) fn clean_trees(subtrees: &Subtrees, cached: &TreeCache) -> CleanTrees {
     subtrees
         .iter()
         .filter_map(|(path, (sum, newest))| {
@@ -243,7 +251,7 @@ pub(super) fn clean_trees(subtrees: &Subtrees, cached: &TreeCache) -> CleanTrees
 /// Builds the trees of `flat`, the `clean` directories taking their ids from the tree
 /// cache (and nothing under them built). Returns the root and the new tree cache entries of
 /// the directories built.
-pub(super) fn build_reusing(
+pub(crate) fn build_reusing(
     writer: &ObjectWriter<'_>,
     flat: &mut FlatTree,
     (subtrees, clean, previous): (&Subtrees, &CleanTrees, &TreeCache),
@@ -280,20 +288,20 @@ pub(super) fn build_reusing(
     Ok((root, trees))
 }
 
-impl Workspace {
-    pub(super) fn capture(&self, writer: &ObjectWriter<'_>) -> Result<Capture, TreeError> {
+impl Snapshotter<'_> {
+    pub(crate) fn capture(&self, writer: &ObjectWriter<'_>) -> Result<Capture, TreeError> {
         self.capture_with(writer, CaptureMode::Whole)
     }
 
     /// As [`Self::capture`], for what `mode` says the capture is for. A save asks the change
     /// source, if any, what changed since its last capture, and reads only that when it can;
     /// otherwise, and for every other capture, the whole tree is walked.
-    pub(super) fn capture_with(
+    pub(crate) fn capture_with(
         &self,
         writer: &ObjectWriter<'_>,
         mode: CaptureMode,
     ) -> Result<Capture, TreeError> {
-        let timer = PhaseTimer::new(self.observer.0.as_ref());
+        let timer = PhaseTimer::new(self.parts.observer.0.as_ref());
         let fs_now_ns = self.fs_clock();
         // A move asks too, for the capture it plans from; a whole capture never does.
         let asked = match mode {
@@ -335,11 +343,14 @@ impl Workspace {
     /// The change source's answer, when there is a source: asked with the token of the last
     /// capture it answered, if that capture walked under this config.
     fn ask_source(&self) -> Result<Option<Asked>, TreeError> {
-        let Some(source) = &self.source else {
+        let Some(source) = &self.parts.source else {
             return Ok(None);
         };
-        let fingerprint = self.config.capture_fingerprint(Some(self.store.dir()));
-        let memo = (self.store.watch_memo()?).filter(|m| m.fingerprint == fingerprint);
+        let fingerprint = self
+            .parts
+            .config
+            .capture_fingerprint(Some(self.parts.store.dir()));
+        let memo = (self.parts.store.watch_memo()?).filter(|m| m.fingerprint == fingerprint);
         let since = memo.map(|m| WatchToken {
             instance: m.instance,
             seq: m.seq,
@@ -386,7 +397,7 @@ impl Workspace {
             CaptureMode::Whole => (false, None, None, false),
         };
         let (dir_cache, mut dirs) = self.dir_cache()?;
-        let old_walk = self.store.walk_memo()?;
+        let old_walk = self.parts.store.walk_memo()?;
         timer.mark(|| format!("directory cache read ({} records)", dir_cache.records.len()));
         // A save after a save mostly finds the tree as the walk memo left it, and then needs
         // no stat cache; otherwise the cache loads while the walk waits on the filesystem.
@@ -439,12 +450,12 @@ impl Workspace {
         if racy.len() > RACY_RECHECK_MAX {
             return Ok(false);
         }
-        let hasher = self.store.dry_writer();
+        let hasher = self.parts.store.dry_writer();
         for path in racy {
-            let Ok(now) = scan::store_path(&self.root, path, &hasher) else {
+            let Ok(now) = scan::store_path(&self.parts.root, path, &hasher) else {
                 return Ok(false);
             };
-            let head = flat::entry_at(&self.store, &memo.root, path)?;
+            let head = flat::entry_at(&self.parts.store, &memo.root, path)?;
             if !head.is_some_and(|h| h.kind == now.kind && h.id == now.id) {
                 return Ok(false);
             }
@@ -454,7 +465,7 @@ impl Workspace {
 
     /// The rest of a capture the walk memo could not answer: reads and stores what changed
     /// (leaving out, for a save, what the tree cache vouches for), then builds the trees.
-    pub(super) fn store_capture(
+    pub(crate) fn store_capture(
         &self,
         writer: &ObjectWriter<'_>,
         mut walk: scan::Walk,
@@ -470,7 +481,7 @@ impl Workspace {
         let subtrees = exact.then(|| scan::subtree_sums(&walk));
         let (previous, clean) = match &subtrees {
             Some(subtrees) => {
-                let previous = self.store.tree_cache()?;
+                let previous = self.parts.store.tree_cache()?;
                 let clean = clean_trees(subtrees, &previous);
                 (previous, clean)
             }
@@ -486,8 +497,11 @@ impl Workspace {
         };
         let cached = match (preloaded, pruned) {
             (Some(cached), _) => cached?,
-            (None, 0) => self.store.stat_cache()?,
-            (None, _) => self.store.stat_entries(&scan::file_paths(&mut walk))?,
+            (None, 0) => self.parts.store.stat_cache()?,
+            (None, _) => self
+                .parts
+                .store
+                .stat_entries(&scan::file_paths(&mut walk))?,
         };
         let mut stored = self.store_files(writer, walk, &cached, &start)?;
         // A cached path under a pruned directory was not walked past, not removed.
@@ -551,7 +565,7 @@ impl Workspace {
     }
 
     /// Reads and stores the walked files the stat cache does not vouch for.
-    pub(super) fn store_files(
+    pub(crate) fn store_files(
         &self,
         writer: &ObjectWriter<'_>,
         walk: scan::Walk,
@@ -563,15 +577,15 @@ impl Workspace {
             fs_now_ns: start.fs_now_ns,
         };
         let ticker = Ticker::new(
-            self.observer.0.as_ref(),
+            self.parts.observer.0.as_ref(),
             Phase::Scan,
             walk.entries.len() as u64,
         );
         scan::store_walk(
-            &self.root,
+            &self.parts.root,
             walk,
             writer,
-            self.config.max_file_size,
+            self.parts.config.max_file_size,
             &view,
             start.keep_stats,
             &|| ticker.tick(),
@@ -580,7 +594,7 @@ impl Workspace {
 
     /// Walks the tree with the directory cache; with `preload`, loads the stat cache (one
     /// catalog read) on another thread meanwhile.
-    pub(super) fn walk_loading(
+    pub(crate) fn walk_loading(
         &self,
         records: &PathMap<Vec<u8>, Vec<u8>>,
         fs_now_ns: i64,
@@ -588,8 +602,13 @@ impl Workspace {
     ) -> (Option<LoadedStatCache>, Result<scan::Walk, TreeError>) {
         let view = scan::DirCacheView { records, fs_now_ns };
         std::thread::scope(|s| {
-            let cached = preload.then(|| s.spawn(|| self.store.stat_cache()));
-            let walk = scan::walk_excluding(&self.root, &self.config, Some(self.store.dir()), view);
+            let cached = preload.then(|| s.spawn(|| self.parts.store.stat_cache()));
+            let walk = scan::walk_excluding(
+                &self.parts.root,
+                &self.parts.config,
+                Some(self.parts.store.dir()),
+                view,
+            );
             let cached = cached.map(|c| c.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
             (cached, walk)
         })
@@ -599,7 +618,7 @@ impl Workspace {
     /// `clean_root`; the memo to store when it changed; and the tree cache entries of the
     /// directories built. With `subtrees` (the walk pinned the tree down), the `clean`
     /// directories take their ids from the tree cache instead of being built.
-    pub(super) fn tree_root(
+    pub(crate) fn tree_root(
         &self,
         writer: &ObjectWriter<'_>,
         stored: &mut scan::Stored,
@@ -607,7 +626,7 @@ impl Workspace {
         (subtrees, clean, previous): (Option<&Subtrees>, &CleanTrees, &TreeCache),
         fs_now_ns: i64,
     ) -> Result<(ObjectId, Option<ScanMemo>, TreeMemos), TreeError> {
-        let memo = self.store.scan_memo()?;
+        let memo = self.parts.store.scan_memo()?;
         let same_entries = memo.filter(|m| m.digest == stored.digest);
         // HEAD's trees are in the store, and these entries are the ones that built them.
         if let Some(m) = same_entries.filter(|m| Some(m.root) == clean_root) {
@@ -631,9 +650,12 @@ impl Workspace {
 
     /// The directory cache, empty when it was built under another config; and the update
     /// that starts it afresh in that case.
-    pub(super) fn dir_cache(&self) -> Result<(snap_store::DirCache, DirCacheUpdate), TreeError> {
-        let mut cache = self.store.dir_cache()?;
-        let fingerprint = self.config.walk_fingerprint(Some(self.store.dir()));
+    pub(crate) fn dir_cache(&self) -> Result<(snap_store::DirCache, DirCacheUpdate), TreeError> {
+        let mut cache = self.parts.store.dir_cache()?;
+        let fingerprint = self
+            .parts
+            .config
+            .walk_fingerprint(Some(self.parts.store.dir()));
         let mut update = DirCacheUpdate::default();
         if cache.fingerprint != Some(fingerprint) {
             cache.records.clear();
@@ -647,14 +669,14 @@ impl Workspace {
     /// with: the mtime of an unnamed file created in the workspace root (`O_TMPFILE`, never
     /// visible to a scan). A store on another filesystem may keep finer timestamps, so its
     /// clock is only the fallback, then the system clock (a read-only workspace and store).
-    pub(super) fn fs_clock(&self) -> i64 {
+    pub(crate) fn fs_clock(&self) -> i64 {
         let flags = OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC;
-        if let Ok(fd) = rustix::fs::openat(rustix::fs::CWD, &self.root, flags, Mode::RUSR)
+        if let Ok(fd) = rustix::fs::openat(rustix::fs::CWD, &self.parts.root, flags, Mode::RUSR)
             && let Ok(st) = rustix::fs::fstat(&fd)
         {
             return crate::scan::walker::stat_key(&st).mtime_ns;
         }
-        let path = self.store.dir().join("clock");
+        let path = self.parts.store.dir().join("clock");
         let written = std::fs::OpenOptions::new()
             .write(true)
             .create(true)

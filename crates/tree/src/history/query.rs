@@ -1,14 +1,29 @@
 //! Reading history: snapshots by id or reference, their files and changes, the log.
 
+use crate::diff;
+use crate::parts::Parts;
+use crate::scan;
 use std::collections::HashSet;
 
-use super::{
-    EntryKind, FlatTree, LogEntry, Node, ObjectId, PathChange, Snapshot, TreeError, Workspace,
-    diff_files, flat, flatten,
-};
 use crate::diff::{DiffEntry, Side, TreeDiff};
+use crate::error::TreeError;
+use crate::flat::{self, FlatTree, Node, diff_files, flatten};
 use crate::flat::{Change, Rename, SIMILAR_MAX_BYTES, SIMILAR_MAX_FILES, SIMILAR_MAX_TOTAL};
 use crate::history::Lines;
+use crate::snapshot::{LogEntry, PathChange, Snapshot};
+use snap_store::{EntryKind, ObjectId};
+
+/// Reads history from the store: snapshots, their trees and files, what changed, sessions, blame.
+#[derive(Clone, Copy)]
+pub(crate) struct Reader<'a> {
+    pub(crate) parts: &'a Parts,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(parts: &'a Parts) -> Reader<'a> {
+        Reader { parts }
+    }
+}
 
 /// Each change with its entry on the side it exists (`old` for a deletion, else `new`).
 fn present_in<'a>(
@@ -34,38 +49,33 @@ fn comparable(node: &Node) -> bool {
 /// The largest file [`Workspace::read_file`] holds in memory whole (blame, `cat --json`).
 pub const MAX_READ_WHOLE: u64 = 64 << 20;
 
-impl Workspace {
-    /// A snapshot by id.
-    pub fn snapshot(&self, id: ObjectId) -> Result<Snapshot, TreeError> {
+impl<'a> Reader<'a> {
+    pub(crate) fn snapshot(&self, id: ObjectId) -> Result<Snapshot, TreeError> {
         Ok(Snapshot {
             id,
-            record: self.store.snapshot(&id)?,
+            record: self.parts.store.snapshot(&id)?,
         })
     }
 
-    /// Resolves a reference (`@`, `@~N`, `last`, `#SEQ`, `step:N`, id prefix).
-    pub fn resolve(&self, reference: &str) -> Result<Snapshot, TreeError> {
-        let (id, record) = self.store.resolve(reference)?;
+    pub(crate) fn resolve(&self, reference: &str) -> Result<Snapshot, TreeError> {
+        let (id, record) = self.parts.store.resolve(reference)?;
         Ok(Snapshot { id, record })
     }
 
-    /// HEAD, if any snapshot exists.
-    pub fn head(&self) -> Result<Option<Snapshot>, TreeError> {
-        self.store
+    pub(crate) fn head(&self) -> Result<Option<Snapshot>, TreeError> {
+        self.parts
+            .store
             .history()?
             .head
             .map(|id| self.snapshot(id))
             .transpose()
     }
 
-    /// Every path of a snapshot.
-    pub fn files(&self, snapshot: &Snapshot) -> Result<FlatTree, TreeError> {
-        Ok(flatten(&self.store, &snapshot.record.root)?)
+    pub(crate) fn files(&self, snapshot: &Snapshot) -> Result<FlatTree, TreeError> {
+        Ok(flatten(&self.parts.store, &snapshot.record.root)?)
     }
 
-    /// The paths of a snapshot at or under `paths` (every path when none is given, or the
-    /// root is), reading only the trees on the way to them and those under them.
-    pub fn files_under(
+    pub(crate) fn files_under(
         &self,
         snapshot: &Snapshot,
         paths: &[Vec<u8>],
@@ -79,7 +89,7 @@ impl Workspace {
                 continue;
             };
             if node.kind == EntryKind::Dir {
-                let inside = flatten(&self.store, &node.id)?;
+                let inside = flatten(&self.parts.store, &node.id)?;
                 out.extend(inside.into_iter().map(|(p, n)| (flat::join(path, &p), n)));
             }
             out.insert(path.clone(), node);
@@ -87,18 +97,23 @@ impl Workspace {
         Ok(out)
     }
 
-    /// The entry at `path` in a snapshot, reading only the trees on the way to it.
-    pub fn entry_of(&self, snapshot: &Snapshot, path: &[u8]) -> Result<Option<Node>, TreeError> {
-        Ok(flat::entry_at(&self.store, &snapshot.record.root, path)?)
+    pub(crate) fn entry_of(
+        &self,
+        snapshot: &Snapshot,
+        path: &[u8],
+    ) -> Result<Option<Node>, TreeError> {
+        Ok(flat::entry_at(
+            &self.parts.store,
+            &snapshot.record.root,
+            path,
+        )?)
     }
 
-    pub(super) fn flat_of(&self, snapshot: Option<&Snapshot>) -> Result<FlatTree, TreeError> {
+    pub(crate) fn flat_of(&self, snapshot: Option<&Snapshot>) -> Result<FlatTree, TreeError> {
         snapshot.map_or_else(|| Ok(FlatTree::new()), |s| self.files(s))
     }
 
-    /// The content of `path` in a snapshot (a symlink's target for a link), whole: refused
-    /// over [`MAX_READ_WHOLE`] (see [`Workspace::file_chunks`]).
-    pub fn read_file(&self, snapshot: &Snapshot, path: &[u8]) -> Result<Vec<u8>, TreeError> {
+    pub(crate) fn read_file(&self, snapshot: &Snapshot, path: &[u8]) -> Result<Vec<u8>, TreeError> {
         let node = self.file_node(snapshot, path)?;
         if node.size > MAX_READ_WHOLE {
             return Err(TreeError::TooLargeToRead {
@@ -107,17 +122,16 @@ impl Workspace {
                 limit: MAX_READ_WHOLE,
             });
         }
-        Ok(self.store.read_file(&node.id)?)
+        Ok(self.parts.store.read_file(&node.id)?)
     }
 
-    /// The content of `path` in a snapshot as its chunks, read one at a time, with its entry.
-    pub fn file_chunks(
+    pub(crate) fn file_chunks(
         &self,
         snapshot: &Snapshot,
         path: &[u8],
-    ) -> Result<(Node, snap_store::FileChunks<'_>), TreeError> {
+    ) -> Result<(Node, snap_store::FileChunks<'a>), TreeError> {
         let node = self.file_node(snapshot, path)?;
-        Ok((node, self.store.file_chunks(&node.id)?))
+        Ok((node, self.parts.store.file_chunks(&node.id)?))
     }
 
     /// The entry of the file or symlink at `path` in a snapshot.
@@ -136,38 +150,35 @@ impl Workspace {
             })
     }
 
-    /// The parent snapshot, unless this is a root or the parent was pruned.
-    pub fn parent_of(&self, snapshot: &Snapshot) -> Result<Option<Snapshot>, TreeError> {
+    pub(crate) fn parent_of(&self, snapshot: &Snapshot) -> Result<Option<Snapshot>, TreeError> {
         let Some(parent) = snapshot.record.parent else {
             return Ok(None);
         };
-        match self.store.snapshot(&parent) {
+        match self.parts.store.snapshot(&parent) {
             Ok(record) => Ok(Some(Snapshot { id: parent, record })),
             Err(snap_store::StoreError::MissingObject { .. }) => Ok(None),
             Err(e) => Err(e.into()),
         }
     }
 
-    /// True when `snapshot` names a parent that prune dropped: it is the first snapshot kept
-    /// of its line, and what it changed is not known (it is not "everything added").
-    pub fn parent_pruned(&self, snapshot: &Snapshot) -> Result<bool, TreeError> {
+    pub(crate) fn parent_pruned(&self, snapshot: &Snapshot) -> Result<bool, TreeError> {
         Ok(snapshot.record.parent.is_some() && self.parent_of(snapshot)?.is_none())
     }
 
-    /// What changed in `snapshot` against its parent (everything, if the parent was pruned).
-    pub fn changes_of(&self, snapshot: &Snapshot) -> Result<Vec<PathChange>, TreeError> {
+    pub(crate) fn changes_of(&self, snapshot: &Snapshot) -> Result<Vec<PathChange>, TreeError> {
         Ok(self.change_list_of(snapshot)?.0)
     }
 
-    /// [`Workspace::changes_of`], with the exact renames among them (`show`, the UI).
-    pub fn change_list_of(
+    pub(crate) fn change_list_of(
         &self,
         snapshot: &Snapshot,
     ) -> Result<(Vec<PathChange>, Vec<Rename>), TreeError> {
         let (old, new) = match self.parent_of(snapshot)? {
-            Some(parent) => {
-                flat::unfold_pair(&self.store, &parent.record.root, &snapshot.record.root)?
-            }
+            Some(parent) => flat::unfold_pair(
+                &self.parts.store,
+                &parent.record.root,
+                &snapshot.record.root,
+            )?,
             None => (FlatTree::new(), self.files(snapshot)?),
         };
         let changes = diff_files(&old, &new);
@@ -177,9 +188,7 @@ impl Workspace {
         Ok((changes, renames))
     }
 
-    /// The renames among a diff's entries: exact by content id, then similar (see
-    /// [`crate::flat::similar_renames`]) among the deletions and additions left.
-    pub fn renames_in(&self, diff: &TreeDiff) -> Result<Vec<Rename>, TreeError> {
+    pub(crate) fn renames_in(&self, diff: &TreeDiff) -> Result<Vec<Rename>, TreeError> {
         let present = |e: &DiffEntry| match e.change {
             Change::Deleted => e.old,
             Change::Added => e.new,
@@ -190,7 +199,7 @@ impl Workspace {
     }
 
     /// [`Workspace::renames_in`] for `changes` from `old` to `new`, the sides they are on.
-    pub(super) fn renames_among(
+    pub(crate) fn renames_among(
         &self,
         from: &Side,
         to: &Side,
@@ -201,14 +210,15 @@ impl Workspace {
         self.renames_with_similar(from, to, present_in(changes, old, new))
     }
 
-    /// The exact renames `snapshot` made against its parent, reading trees only, no file:
-    /// what `log` counts on each line (similar renames would read every row's files).
-    pub fn exact_renames_of(&self, snapshot: &Snapshot) -> Result<Vec<Rename>, TreeError> {
+    pub(crate) fn exact_renames_of(&self, snapshot: &Snapshot) -> Result<Vec<Rename>, TreeError> {
         let Some(parent) = self.parent_of(snapshot)? else {
             return Ok(Vec::new());
         };
-        let (old, new) =
-            flat::unfold_pair(&self.store, &parent.record.root, &snapshot.record.root)?;
+        let (old, new) = flat::unfold_pair(
+            &self.parts.store,
+            &parent.record.root,
+            &snapshot.record.root,
+        )?;
         let changes = diff_files(&old, &new);
         Ok(flat::exact_renames(present_in(&changes, &old, &new)))
     }
@@ -250,12 +260,10 @@ impl Workspace {
         Ok(renames)
     }
 
-    /// What `snapshot` changed against its parent (against an empty tree when it has none
-    /// or the parent was pruned), as a diff whose entries [`Workspace::file_diff`] shows.
-    pub fn diff_of(&self, snapshot: &Snapshot) -> Result<TreeDiff, TreeError> {
+    pub(crate) fn diff_of(&self, snapshot: &Snapshot) -> Result<TreeDiff, TreeError> {
         let parent = self.parent_of(snapshot)?;
         let (old, new) = match &parent {
-            Some(p) => flat::unfold_pair(&self.store, &p.record.root, &snapshot.record.root)?,
+            Some(p) => flat::unfold_pair(&self.parts.store, &p.record.root, &snapshot.record.root)?,
             None => (FlatTree::new(), self.files(snapshot)?),
         };
         let entries = (diff_files(&old, &new).into_iter())
@@ -268,31 +276,27 @@ impl Workspace {
         })
     }
 
-    /// The snapshots pulled from remotes (`snap pull`), by remote and origin number: never
-    /// part of this workspace's history, named `REMOTE#N`.
-    pub fn pulled(&self) -> Result<Vec<snap_store::Pulled>, TreeError> {
-        let mut pulled = self.store.pulled()?;
+    pub(crate) fn pulled(&self) -> Result<Vec<snap_store::Pulled>, TreeError> {
+        let mut pulled = self.parts.store.pulled()?;
         pulled
             .sort_by(|a, b| (&a.remote, a.record.seq, a.id).cmp(&(&b.remote, b.record.seq, b.id)));
         Ok(pulled)
     }
 
-    /// Snapshots newest first: HEAD's ancestry and the redo stack, or every one with `all`.
-    pub fn log(&self, all: bool) -> Result<Vec<LogEntry>, TreeError> {
+    pub(crate) fn log(&self, all: bool) -> Result<Vec<LogEntry>, TreeError> {
         Ok(self.history()?.log(Lines::all_if(all)))
     }
 
-    /// The log (as [`Self::log`]) of only the snapshots that changed any of `paths`
-    /// (workspace-relative; a directory counts when anything under it changed, and `""` is
-    /// the whole tree): the entry a snapshot's tree holds at the path differs from its
-    /// parent's, in kind, content, size or mode. Only the trees along each path are read.
-    /// A first snapshot changed whatever it holds; one whose parent is gone from the store
-    /// counts as changing everything, since nothing says otherwise.
-    pub fn log_touching(&self, all: bool, paths: &[Vec<u8>]) -> Result<Vec<LogEntry>, TreeError> {
-        let roots: std::collections::HashMap<ObjectId, ObjectId> = (self.store.snapshots()?)
-            .into_iter()
-            .map(|(id, record)| (id, record.root))
-            .collect();
+    pub(crate) fn log_touching(
+        &self,
+        all: bool,
+        paths: &[Vec<u8>],
+    ) -> Result<Vec<LogEntry>, TreeError> {
+        let roots: std::collections::HashMap<ObjectId, ObjectId> =
+            (self.parts.store.snapshots()?)
+                .into_iter()
+                .map(|(id, record)| (id, record.root))
+                .collect();
         let mut out = Vec::new();
         for entry in self.log(all)? {
             let record = &entry.snapshot.record;
@@ -343,6 +347,28 @@ impl Workspace {
                 mode: None,
             }));
         }
-        Ok(flat::entry_at(&self.store, root, path)?)
+        Ok(flat::entry_at(&self.parts.store, root, path)?)
+    }
+
+    pub(crate) fn side_content(
+        &self,
+        side: &Side,
+        path: &[u8],
+        node: &Node,
+    ) -> Result<Vec<u8>, TreeError> {
+        let abs = scan::abs(&self.parts.root, path);
+        match (side, node.kind) {
+            (Side::Snapshot(_), _) => Ok(self.parts.store.read_file(&node.id)?),
+            // Beneath the root, following no link (see `crate::inside`).
+            (Side::WorkingTree, EntryKind::Symlink) => {
+                let root = crate::inside::open_root(&self.parts.root)
+                    .map_err(|e| TreeError::io(&abs, e))?;
+                crate::inside::read_link(&root, path).map_err(|e| TreeError::io(&abs, e))
+            }
+            (Side::WorkingTree, _) => {
+                crate::inside::read_file(&self.parts.root, path, diff::MAX_DIFF_BYTES as u64)
+                    .map_err(|e| TreeError::io(&abs, e))
+            }
+        }
     }
 }

@@ -7,34 +7,39 @@
 //! save the file "deleted", move back to HEAD, keep the file, and do the same at every
 //! undo), and a restore records at such a path what a save right after would record.
 
-use crate::workspace::{
-    Capture, Change, EntryKind, FlatTree, ObjectId, Plan, Snapshot, TreeError, Workspace, flat,
-    restore, scan,
-};
+use crate::capture::Snapshotter;
+use crate::capture::cascade::Capture;
+use crate::error::TreeError;
+use crate::flat::{self, Change, FlatTree};
+use crate::moves::Mover;
+use crate::restore::{self, Plan};
+use crate::scan;
+use crate::snapshot::Snapshot;
+use snap_store::{EntryKind, ObjectId};
 
-impl Workspace {
+impl Mover<'_> {
     /// True when `rel` holds, on disk now, something a save leaves out for what it is (not
     /// for the ignore rules): a FIFO, socket or device, a file over `max_file_size`, or one
     /// snap may not read (or in a directory it may not search). Nothing is read but, at most,
     /// one open.
-    pub(in crate::workspace) fn untrackable_on_disk(&self, rel: &[u8]) -> bool {
-        let meta = match std::fs::symlink_metadata(scan::abs(&self.root, rel)) {
+    pub(crate) fn untrackable_on_disk(&self, rel: &[u8]) -> bool {
+        let meta = match std::fs::symlink_metadata(scan::abs(&self.parts.root, rel)) {
             Ok(meta) => meta,
             // In a directory snap may not search: the walk named that directory.
             Err(e) => return scan::cannot_read(&e),
         };
         let kind = meta.file_type();
         if kind.is_dir() {
-            let opened = std::fs::read_dir(scan::abs(&self.root, rel));
+            let opened = std::fs::read_dir(scan::abs(&self.parts.root, rel));
             return opened.as_ref().is_err_and(scan::cannot_read);
         }
         if kind.is_symlink() {
             return false;
         }
-        if !kind.is_file() || meta.len() > self.config.max_file_size {
+        if !kind.is_file() || meta.len() > self.parts.config.max_file_size {
             return true;
         }
-        let opened = crate::inside::open_root(&self.root)
+        let opened = crate::inside::open_root(&self.parts.root)
             .and_then(|root| crate::inside::open_file(&root, rel));
         opened.as_ref().is_err_and(scan::cannot_read)
     }
@@ -43,7 +48,7 @@ impl Workspace {
     /// as something no save can record: HEAD's tree is then all a save could say of it, so a
     /// move neither saves it first nor counts it as a step. Checked exactly: the capture with
     /// HEAD's entries put back at those paths must build HEAD's root.
-    pub(in crate::workspace) fn differs_only_where_untrackable(
+    pub(crate) fn differs_only_where_untrackable(
         &self,
         cap: &Capture,
         head: &Snapshot,
@@ -54,8 +59,12 @@ impl Workspace {
         let (changes, old) = match diff {
             Some(diff) => (&diff.0, &diff.1),
             None => {
-                match flat::diff_stored_pruned(&self.store, &head.record.root, &cap.flat, &pruned)?
-                {
+                match flat::diff_stored_pruned(
+                    &self.parts.store,
+                    &head.record.root,
+                    &cap.flat,
+                    &pruned,
+                )? {
                     Some(found) => {
                         whole = found;
                         (&whole.0, &whole.1)
@@ -83,7 +92,7 @@ impl Workspace {
                     // goes back with the files below it.
                     let dir = match old.get(up) {
                         Some(dir) => Some(*dir),
-                        None => flat::entry_at(&self.store, &head.record.root, up)?,
+                        None => flat::entry_at(&self.parts.store, &head.record.root, up)?,
                     };
                     match dir {
                         Some(dir) if self.untrackable_on_disk(up) => {
@@ -97,7 +106,7 @@ impl Workspace {
             with_head.insert(path.clone(), *node);
             flat::unbuild_above(&mut with_head, path);
         }
-        let hasher = self.store.dry_writer();
+        let hasher = self.parts.store.dry_writer();
         let root = flat::build_trees_reusing(&hasher, &mut with_head, &|_| None)?;
         Ok(root == head.record.root)
     }
@@ -106,7 +115,7 @@ impl Workspace {
     /// right to remove (ignored or oversize files): the walk does not track such a directory,
     /// so a save right after would record it gone. Named with the kept paths. Only parents
     /// of removed paths can be such, and each is checked in the target's stored trees.
-    pub(in crate::workspace) fn left_hollow(
+    pub(crate) fn left_hollow(
         &self,
         plan: &Plan,
         target_root: &ObjectId,
@@ -118,7 +127,7 @@ impl Workspace {
             .collect();
         let mut out = Vec::new();
         for dir in parents {
-            let occupied = std::fs::read_dir(scan::abs(&self.root, dir))
+            let occupied = std::fs::read_dir(scan::abs(&self.parts.root, dir))
                 .is_ok_and(|mut entries| entries.next().is_some());
             if occupied && self.empty_dir_in(target_root, dir)? {
                 out.push(dir.to_vec());
@@ -128,12 +137,8 @@ impl Workspace {
     }
 
     /// True when the tree `root` has an empty directory at `path`.
-    pub(in crate::workspace) fn empty_dir_in(
-        &self,
-        root: &ObjectId,
-        path: &[u8],
-    ) -> Result<bool, TreeError> {
-        let mut tree = self.store.read_tree(root)?;
+    pub(crate) fn empty_dir_in(&self, root: &ObjectId, path: &[u8]) -> Result<bool, TreeError> {
+        let mut tree = self.parts.store.read_tree(root)?;
         for name in path.split(|b| *b == b'/') {
             let Some(entry) = tree.entries.iter().find(|e| e.name == name) else {
                 return Ok(false);
@@ -141,7 +146,7 @@ impl Workspace {
             if entry.kind != EntryKind::Dir {
                 return Ok(false);
             }
-            tree = self.store.read_tree(&entry.id)?;
+            tree = self.parts.store.read_tree(&entry.id)?;
         }
         Ok(tree.entries.is_empty())
     }
@@ -149,7 +154,7 @@ impl Workspace {
     /// When `plan` changed an ignore file, the paths it thereby made visible: files the move
     /// had no right to touch (ignored before it) that the next save would now record. They
     /// are named with the kept paths, so that nothing a save records after a move is silent.
-    pub(in crate::workspace) fn made_visible(
+    pub(crate) fn made_visible(
         &self,
         plan: &Plan,
         target: &Snapshot,
@@ -157,8 +162,8 @@ impl Workspace {
         if !plan.changes_rules() {
             return Ok(Vec::new());
         }
-        let now = self.capture(&self.store.dry_writer())?;
-        let (changes, _) = flat::diff_stored(&self.store, &target.record.root, &now.flat)?;
+        let now = Snapshotter::new(self.parts).capture(&self.parts.store.dry_writer())?;
+        let (changes, _) = flat::diff_stored(&self.parts.store, &target.record.root, &now.flat)?;
         Ok(changes.into_iter().map(|(path, _)| path).collect())
     }
 
@@ -166,11 +171,7 @@ impl Workspace {
     /// now, before the move) or the default excludes leave out, and the paths it would
     /// remove that the rules as the move leaves them leave out, with everything under them;
     /// returns them.
-    pub(in crate::workspace) fn keep_ruled_out(
-        &self,
-        plan: &mut Plan,
-        current: &FlatTree,
-    ) -> Vec<Vec<u8>> {
+    pub(crate) fn keep_ruled_out(&self, plan: &mut Plan, current: &FlatTree) -> Vec<Vec<u8>> {
         let mut kept = self.keep_ruled_out_now(plan, current);
         kept.extend(self.keep_ruled_out_after(plan));
         kept.sort_unstable();
@@ -191,8 +192,8 @@ impl Workspace {
             .map(|(p, node)| {
                 // A symlinked ignore file is never read; one that does not read is no rules.
                 let bytes = (node.kind != EntryKind::Symlink
-                    && node.size <= self.config.max_ignore_file_bytes)
-                    .then(|| self.store.read_file(&node.id).ok())
+                    && node.size <= self.parts.config.max_ignore_file_bytes)
+                    .then(|| self.parts.store.read_file(&node.id).ok())
                     .flatten();
                 (p.clone(), bytes)
             });
@@ -201,9 +202,9 @@ impl Workspace {
             .map(|p| (p.clone(), None));
         let after = written.chain(removed).collect();
         let mut judge = crate::scan::rules::IgnoreJudge::after_move(
-            &self.root,
-            &self.config,
-            Some(self.store.dir()),
+            &self.parts.root,
+            &self.parts.config,
+            Some(self.parts.store.dir()),
             after,
         );
         let gone_dirs = plan.remove_dirs.iter().rev().map(|p| (p, true));
@@ -220,13 +221,12 @@ impl Workspace {
     }
 
     /// The paths `plan` would create that the ignore rules as they are now leave out.
-    pub(in crate::workspace) fn keep_ruled_out_now(
-        &self,
-        plan: &mut Plan,
-        current: &FlatTree,
-    ) -> Vec<Vec<u8>> {
-        let mut judge =
-            crate::scan::rules::IgnoreJudge::new(&self.root, &self.config, Some(self.store.dir()));
+    pub(crate) fn keep_ruled_out_now(&self, plan: &mut Plan, current: &FlatTree) -> Vec<Vec<u8>> {
+        let mut judge = crate::scan::rules::IgnoreJudge::new(
+            &self.parts.root,
+            &self.parts.config,
+            Some(self.parts.store.dir()),
+        );
         let new_dirs = plan.make_dirs.iter().map(|p| (p, true));
         let new_files = plan.write.iter().map(|(p, _)| (p, false));
         let mut kept: Vec<Vec<u8>> = Vec::new();

@@ -9,13 +9,19 @@
 //! from a change source's answer), and each path it would take back is then read again
 //! from the disk.
 
-use super::{MoveOutcome, Unfold};
+use super::MoveOutcome;
+use super::steps::Unfold;
+use crate::capture::cascade::Heed;
+use crate::error::TreeError;
+use crate::flat::{self, FlatTree, Node, UNBUILT};
 use crate::history::History;
+use crate::history::query::Reader;
+use crate::moves::Mover;
+use crate::parts::Run;
+use crate::record::SaveOptions;
 use crate::restore;
-use crate::workspace::capture::Heed;
-use crate::workspace::{
-    EntryKind, FlatTree, Node, Run, SaveOptions, Snapshot, TreeError, UNBUILT, Workspace, flat,
-};
+use crate::snapshot::Snapshot;
+use snap_store::EntryKind;
 
 /// What to take back.
 #[derive(Clone, Copy, Debug)]
@@ -52,18 +58,14 @@ struct Sorted {
     conflicts: Vec<Vec<u8>>,
 }
 
-impl Workspace {
-    /// Takes back what `of` changed, only at `paths` if any are given: each path the change
-    /// touched that still holds what it left gets its earlier state back (content, mode,
-    /// kind; what the change created goes away), each file changed since is a conflict. A
-    /// snapshot whose parent is no longer in the store is refused.
-    pub fn revert(
+impl Mover<'_> {
+    pub(crate) fn revert(
         &self,
         of: RevertOf<'_>,
         paths: &[Vec<u8>],
         run: Run,
     ) -> Result<RevertOutcome, TreeError> {
-        self.observed(self.revert_inner(of, paths, run))
+        self.parts.observed(self.revert_inner(of, paths, run))
     }
 
     fn revert_inner(
@@ -74,11 +76,11 @@ impl Workspace {
     ) -> Result<RevertOutcome, TreeError> {
         let span = self.revert_span(of)?;
         let units = self.changed_units(&span, paths)?;
-        let head = self.head()?;
+        let head = Reader::new(self.parts).head()?;
         // Walked whole, never read from a change source's answer: which paths are unchanged
         // since the change is what this move decides.
         let unfold = (Unfold::Along(&units), Heed::Walk);
-        let start = self.restore_start(self.writer(run), head.as_ref(), unfold)?;
+        let start = self.restore_start(self.parts.writer(run), head.as_ref(), unfold)?;
         let after = self.unfold_units(&span, &units)?;
         let sorted = self.sort_on_disk(&units, &start.cap.flat, &after)?;
         let target = self.restore_paths(&start, head.as_ref(), &span.before, &sorted.revert)?;
@@ -99,10 +101,10 @@ impl Workspace {
     /// The change `of` names: a snapshot against its parent, or a turn from the state before
     /// it to its newest snapshot on that line.
     fn revert_span(&self, of: RevertOf<'_>) -> Result<Span, TreeError> {
-        let history: History = self.history()?;
+        let history: History = Reader::new(self.parts).history()?;
         match of {
             RevertOf::Snapshot(reference) => {
-                let after = self.resolve(reference)?;
+                let after = Reader::new(self.parts).resolve(reference)?;
                 let seq = format!("#{}", after.record.seq);
                 let item = history.get(&after.id).ok_or(TreeError::NoSnapshots)?;
                 let parent = history.parent(item);
@@ -114,12 +116,15 @@ impl Workspace {
                 })
             }
             RevertOf::Turn(reference) => {
-                let asked = self.resolve(reference)?;
+                let asked = Reader::new(self.parts).resolve(reference)?;
                 let turn = history.turn_of(&asked.id).map_err(|e| match e {
                     TreeError::NothingToUndo(why) => TreeError::NothingToRevert(why),
                     e => e,
                 })?;
-                let (before, after) = (self.snapshot(turn.before)?, self.snapshot(turn.last)?);
+                let (before, after) = (
+                    Reader::new(self.parts).snapshot(turn.before)?,
+                    Reader::new(self.parts).snapshot(turn.last)?,
+                );
                 let message = format!(
                     "revert turn {} of {} (#{}..#{})",
                     turn.step, turn.session, before.record.seq, after.record.seq
@@ -149,7 +154,7 @@ impl Workspace {
             let gone = (!after.contains_key(unit)).then_some((unit.as_slice(), None));
             within.chain(gone)
         });
-        let differ = restore::differing(&self.root, &self.store, wanted)?;
+        let differ = restore::differing(&self.parts.root, &self.parts.store, wanted)?;
         if differ.is_empty() {
             return Ok(sorted);
         }
@@ -163,7 +168,7 @@ impl Workspace {
     /// Both sides of the change, listed along `units`.
     fn unfold_units(&self, span: &Span, units: &[Vec<u8>]) -> Result<FlatTree, TreeError> {
         Ok(flat::unfold_along(
-            &self.store,
+            &self.parts.store,
             &span.after.record.root,
             units,
         )?)
@@ -174,7 +179,7 @@ impl Workspace {
     /// back whole when nothing changed under it since, else through what is inside it).
     fn changed_units(&self, span: &Span, paths: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, TreeError> {
         let (before, after) = flat::unfold_pair(
-            &self.store,
+            &self.parts.store,
             &span.before.record.root,
             &span.after.record.root,
         )?;
@@ -290,7 +295,7 @@ fn under_a_file(current: &FlatTree, path: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workspace::ObjectId;
+    use snap_store::ObjectId;
 
     fn file(byte: u8) -> Node {
         Node {

@@ -2,37 +2,44 @@
 //! a new snapshot so that undo returns to the state before; what it records at paths it
 //! keeps is what a save right after would. The move itself is `move_to` (in `apply`).
 
-use super::{
-    AutoSave, MoveOutcome, RestoreStart, RestoreTarget, SavedFirst, Scanned, Unfold, merge_paths,
-    totals_under,
+use super::MoveOutcome;
+use super::steps::{
+    AutoSave, RestoreStart, RestoreTarget, SavedFirst, Scanned, Unfold, merge_paths, totals_under,
 };
-use crate::workspace::capture::Heed;
-use crate::workspace::{
-    After, CaptureMode, ChangeStats, FlatTree, NewSnapshot, ObjectWriter, Op, Plan, Run,
-    SaveOptions, Snapshot, SnapshotKind, StatCacheUpdate, TreeError, Unsaved, Workspace,
-    diff_files, flat, flat_totals, totals_after,
-};
+use crate::capture::Snapshotter;
+use crate::capture::cascade::CaptureMode;
+use crate::capture::cascade::Heed;
+use crate::error::TreeError;
+use crate::flat::{self, FlatTree, diff_files};
+use crate::history::query::Reader;
+use crate::marker::Op;
+use crate::moves::Mover;
+use crate::parts::Run;
+use crate::record::Recorder;
+use crate::record::{After, NewSnapshot, SaveOptions, Unsaved, flat_totals, totals_after};
+use crate::restore::Plan;
+use crate::snapshot::Snapshot;
+use snap_store::{ChangeStats, ObjectWriter, SnapshotKind, StatCacheUpdate};
 
-impl Workspace {
-    /// Makes the working tree (or only `paths`) match `reference`, recorded as a new snapshot
-    /// of kind `restore` so that `undo` returns to the state before it.
-    pub fn restore(
+impl Mover<'_> {
+    pub(crate) fn restore(
         &self,
         reference: &str,
         paths: &[Vec<u8>],
         run: Run,
     ) -> Result<MoveOutcome, TreeError> {
-        self.observed(self.restore_inner(reference, paths, run))
+        self.parts
+            .observed(self.restore_inner(reference, paths, run))
     }
 
-    pub(in crate::workspace) fn restore_inner(
+    pub(crate) fn restore_inner(
         &self,
         reference: &str,
         paths: &[Vec<u8>],
         run: Run,
     ) -> Result<MoveOutcome, TreeError> {
-        let source = self.resolve(reference)?;
-        let head = self.head()?;
+        let source = Reader::new(self.parts).resolve(reference)?;
+        let head = Reader::new(self.parts).head()?;
         let whole = paths.is_empty() || paths.iter().any(|p| p.is_empty());
         // Planned as undo is, from HEAD's tree (or the unsaved changes', saved first) where
         // the walk memo or the tree cache vouches for it, unfolded where the restore needs.
@@ -40,7 +47,11 @@ impl Workspace {
             true => Unfold::Against(&source.record.root),
             false => Unfold::Along(paths),
         };
-        let start = self.restore_start(self.writer(run), head.as_ref(), (unfold, Heed::Source))?;
+        let start = self.restore_start(
+            self.parts.writer(run),
+            head.as_ref(),
+            (unfold, Heed::Source),
+        )?;
         let target = if whole {
             self.restore_whole(&start.cap.flat, &source)?
         } else {
@@ -59,7 +70,7 @@ impl Workspace {
 
     /// The capture a restore plans from, the dirty tree saved first (not in a dry run);
     /// `source` says whether the change source may name what to read.
-    pub(in crate::workspace) fn restore_start<'s>(
+    pub(crate) fn restore_start<'s>(
         &'s self,
         writer: ObjectWriter<'s>,
         head: Option<&Snapshot>,
@@ -73,7 +84,7 @@ impl Workspace {
             prune: false,
             source: Heed::Walk,
         };
-        let cap = self.capture_with(&writer, mode)?;
+        let cap = Snapshotter::new(self.parts).capture_with(&writer, mode)?;
         let first = SavedFirst {
             writer,
             saved: None,
@@ -85,7 +96,7 @@ impl Workspace {
     /// changes are saved (again, if the disk differs from what was saved first), and the
     /// tree is moved to `target`, recorded as a `restore` snapshot with `opts`. `source` is
     /// what the outcome names as restored from.
-    pub(in crate::workspace) fn finish_restore(
+    pub(crate) fn finish_restore(
         &self,
         run: Run,
         (head, start): (Option<Snapshot>, RestoreStart<'_>),
@@ -114,7 +125,7 @@ impl Workspace {
             cache: cap.cache,
             diff: None,
         };
-        let kept = self.keep_unsaved(
+        let kept = Recorder::new(self.parts).keep_unsaved(
             writer,
             unsaved,
             base.as_ref(),
@@ -129,8 +140,8 @@ impl Workspace {
             return Ok(outcome);
         }
         let parent = outcome.auto_saved.clone().or(head);
-        let created = self.record_snapshot(
-            self.store.writer(),
+        let created = Recorder::new(self.parts).record_snapshot(
+            self.parts.store.writer(),
             StatCacheUpdate::default(),
             NewSnapshot {
                 kind: SnapshotKind::Restore,
@@ -170,7 +181,7 @@ impl Workspace {
         current: &FlatTree,
         source: &Snapshot,
     ) -> Result<RestoreTarget, TreeError> {
-        let (plan, part) = Plan::to_stored(&self.store, &source.record.root, current)?;
+        let (plan, part) = Plan::to_stored(&self.parts.store, &source.record.root, current)?;
         let stats = &source.record.stats;
         Ok(RestoreTarget {
             root: source.record.root,
@@ -184,7 +195,7 @@ impl Workspace {
     /// What restoring `paths` of `source` moves the captured tree to: those paths merged
     /// into it. The capture is whole, or unfolded along `paths` (its other directories single
     /// nodes whose trees are in the store); its totals are those of the snapshot it is.
-    pub(in crate::workspace) fn restore_paths(
+    pub(crate) fn restore_paths(
         &self,
         start: &RestoreStart<'_>,
         head: Option<&Snapshot>,
@@ -197,7 +208,7 @@ impl Workspace {
             .filter(|s| s.record.root == start.cap.root)
             .map(|s| &s.record.stats);
         let totals: Option<&ChangeStats> = known;
-        let source_part = flat::unfold_along(&self.store, &source.record.root, paths)?;
+        let source_part = flat::unfold_along(&self.parts.store, &source.record.root, paths)?;
         let mut merged = merge_paths(current, &source_part, paths, source.record.seq)?;
         // Every directory above a restored path is rebuilt (also where the path is only
         // taken away); any other with an id is unchanged below and taken as built.
@@ -258,7 +269,7 @@ impl Workspace {
         // sibling folded under its id): the plan's part of the target, which a whole restore
         // holds, lists only what the plan touches. A target built for a restore of some paths
         // is not in the store yet, and its part is then the whole tree.
-        let mut whole = match flat::unfold_along(&self.store, &target.root, &kept) {
+        let mut whole = match flat::unfold_along(&self.parts.store, &target.root, &kept) {
             Ok(along) => along,
             Err(_) => target.flat.clone(),
         };

@@ -1,12 +1,22 @@
 //! Undo and redo, and what every move shares around its writing: the capture of the
 //! working tree, the unsaved changes saved first, the plan, and the finish that moves HEAD.
 
-use super::{AutoSave, MoveOutcome, RestoreStart, SavedFirst, Scanned, Unfold, saved_root_is};
-use crate::workspace::capture::Heed;
-use crate::workspace::{
-    Capture, CaptureMode, FlatTree, ObjectId, ObjectWriter, Op, Plan, Run, Snapshot, TreeError,
-    Unsaved, Workspace, flat,
-};
+use super::MoveOutcome;
+use super::steps::{AutoSave, RestoreStart, SavedFirst, Scanned, Unfold, saved_root_is};
+use crate::capture::Snapshotter;
+use crate::capture::cascade::Heed;
+use crate::capture::cascade::{Capture, CaptureMode};
+use crate::error::TreeError;
+use crate::flat::{self, FlatTree};
+use crate::history::query::Reader;
+use crate::marker::Op;
+use crate::moves::Mover;
+use crate::parts::Run;
+use crate::record::Recorder;
+use crate::record::Unsaved;
+use crate::restore::Plan;
+use crate::snapshot::Snapshot;
+use snap_store::{ObjectId, ObjectWriter};
 
 /// The redo stack after an undo that passed `outcome.passed`: saved unsaved changes start a
 /// new line of history (the old stack goes) and are the first snapshot passed.
@@ -31,9 +41,9 @@ struct PreparedMove<'s> {
     saved: Option<Snapshot>,
 }
 
-impl Workspace {
+impl Mover<'_> {
     /// Walks `steps` parents back from `from`: the snapshots passed (nearest first) and the target.
-    pub(in crate::workspace) fn walk_back(
+    pub(crate) fn walk_back(
         &self,
         from: &Snapshot,
         steps: u64,
@@ -42,7 +52,7 @@ impl Workspace {
         let mut current = from.clone();
         for taken in 0..steps {
             // A parent that prune removed ends the chain like a root does.
-            let Some(parent) = self.parent_of(&current)? else {
+            let Some(parent) = Reader::new(self.parts).parent_of(&current)? else {
                 return Err(TreeError::NothingToUndo(format!(
                     "HEAD #{} has only {taken} snapshot(s) before it",
                     from.record.seq
@@ -54,18 +64,12 @@ impl Workspace {
         Ok((passed, current))
     }
 
-    /// Moves HEAD `n` snapshots back and makes the working tree match. Unsaved changes are
-    /// saved first (as an `auto-before-undo` snapshot, which then counts as the first step).
-    pub fn undo(&self, n: u64, run: Run) -> Result<MoveOutcome, TreeError> {
-        self.observed(self.undo_inner(n, run))
+    pub(crate) fn undo(&self, n: u64, run: Run) -> Result<MoveOutcome, TreeError> {
+        self.parts.observed(self.undo_inner(n, run))
     }
 
-    pub(in crate::workspace) fn undo_inner(
-        &self,
-        n: u64,
-        run: Run,
-    ) -> Result<MoveOutcome, TreeError> {
-        let head = self
+    pub(crate) fn undo_inner(&self, n: u64, run: Run) -> Result<MoveOutcome, TreeError> {
+        let head = Reader::new(self.parts)
             .head()?
             .ok_or_else(|| TreeError::NothingToUndo("there are no snapshots yet".into()))?;
         if n == 0 {
@@ -73,7 +77,7 @@ impl Workspace {
                 "the number of steps must be at least 1".into(),
             ));
         }
-        let history = self.store.history()?;
+        let history = self.parts.store.history()?;
         // Unsaved changes count as the first step back.
         let prepared = self.prepare_move(Op::Undo, run, (&head, AutoSave::Undo), |dirty| {
             self.walk_back(&head, if dirty { n - 1 } else { n })
@@ -81,19 +85,16 @@ impl Workspace {
         self.finish_undo(&head, prepared, history.redo)
     }
 
-    /// Moves HEAD back to `target`, an ancestor of HEAD (or HEAD itself, which then only
-    /// puts aside unsaved changes), as an undo of that many steps: unsaved changes are saved
-    /// first, and redo comes back the same way.
-    pub fn undo_to(&self, target: &ObjectId, run: Run) -> Result<MoveOutcome, TreeError> {
-        self.observed(self.undo_to_inner(target, run))
+    pub(crate) fn undo_to(&self, target: &ObjectId, run: Run) -> Result<MoveOutcome, TreeError> {
+        self.parts.observed(self.undo_to_inner(target, run))
     }
 
     fn undo_to_inner(&self, target: &ObjectId, run: Run) -> Result<MoveOutcome, TreeError> {
-        let head = self
+        let head = Reader::new(self.parts)
             .head()?
             .ok_or_else(|| TreeError::NothingToUndo("there are no snapshots yet".into()))?;
         let steps = self.steps_back_to(&head, target)?;
-        let history = self.store.history()?;
+        let history = self.parts.store.history()?;
         let prepared = self.prepare_move(Op::Undo, run, (&head, AutoSave::Undo), |dirty| {
             if steps == 0 && !dirty {
                 let why = format!("HEAD is already #{}", head.record.seq);
@@ -109,7 +110,7 @@ impl Workspace {
         let mut current = head.clone();
         let mut steps = 0;
         while current.id != *target {
-            let Some(parent) = self.parent_of(&current)? else {
+            let Some(parent) = Reader::new(self.parts).parent_of(&current)? else {
                 let why = format!("{} is not before HEAD #{}", target.short(), head.record.seq);
                 return Err(TreeError::NothingToUndo(why));
             };
@@ -119,30 +120,24 @@ impl Workspace {
         Ok(steps)
     }
 
-    /// Moves HEAD `n` snapshots forward along the redo stack. Unsaved changes are saved first
-    /// as an `auto-before-redo` snapshot (kept, shown by `log --all`), leaving the stack whole.
-    pub fn redo(&self, n: u64, run: Run) -> Result<MoveOutcome, TreeError> {
-        self.observed(self.redo_inner(n, run))
+    pub(crate) fn redo(&self, n: u64, run: Run) -> Result<MoveOutcome, TreeError> {
+        self.parts.observed(self.redo_inner(n, run))
     }
 
-    pub(in crate::workspace) fn redo_inner(
-        &self,
-        n: u64,
-        run: Run,
-    ) -> Result<MoveOutcome, TreeError> {
-        let history = self.store.history()?;
+    pub(crate) fn redo_inner(&self, n: u64, run: Run) -> Result<MoveOutcome, TreeError> {
+        let history = self.parts.store.history()?;
         if n == 0 || history.redo.len() < n as usize {
             let why = format!("the redo stack holds {} snapshot(s)", history.redo.len());
             return Err(TreeError::NothingToRedo(why));
         }
-        let head = self
+        let head = Reader::new(self.parts)
             .head()?
             .ok_or_else(|| TreeError::NothingToRedo("there are no snapshots yet".into()))?;
         let keep = history.redo.len() - n as usize;
         let passed = history.redo[keep..]
             .iter()
             .rev()
-            .map(|id| self.snapshot(*id))
+            .map(|id| Reader::new(self.parts).snapshot(*id))
             .collect::<Result<Vec<_>, _>>()?;
         let target = passed
             .last()
@@ -166,7 +161,7 @@ impl Workspace {
         (head, auto): (&Snapshot, AutoSave),
         choose: impl FnOnce(bool) -> Result<(Vec<Snapshot>, Snapshot), TreeError>,
     ) -> Result<PreparedMove<'_>, TreeError> {
-        let writer = self.writer(run);
+        let writer = self.parts.writer(run);
         let (mut cap, diff) = self.capture_before_move(&writer, head, Heed::Source)?;
         // A tree that differs from HEAD only where no save can record what is on disk is
         // HEAD's as far as history can say: not saved first, not a step (see `kept`).
@@ -185,7 +180,8 @@ impl Workspace {
             &head.record.root,
             Unfold::Against(&target.record.root),
         )?;
-        let (plan, target_part) = Plan::to_stored(&self.store, &target.record.root, &cap.flat)?;
+        let (plan, target_part) =
+            Plan::to_stored(&self.parts.store, &target.record.root, &cap.flat)?;
         let changes = plan.changes(&cap.flat);
         let outcome = MoveOutcome::planned(op, run, dirty, target, passed, changes);
         Ok(PreparedMove {
@@ -214,14 +210,17 @@ impl Workspace {
             prune,
             source,
         };
-        let cap = self.capture_with(writer, mode(true))?;
+        let cap = Snapshotter::new(self.parts).capture_with(writer, mode(true))?;
         if cap.pruned.is_empty() || writer.is_dry_run() {
             return Ok((cap, None));
         }
         let pruned = |dir: &[u8]| cap.pruned.contains(dir);
-        match flat::diff_stored_pruned(&self.store, &head.record.root, &cap.flat, &pruned)? {
+        match flat::diff_stored_pruned(&self.parts.store, &head.record.root, &cap.flat, &pruned)? {
             Some(diff) => Ok((cap, Some(diff))),
-            None => Ok((self.capture_with(writer, mode(false))?, None)),
+            None => Ok((
+                Snapshotter::new(self.parts).capture_with(writer, mode(false))?,
+                None,
+            )),
         }
     }
 
@@ -232,7 +231,7 @@ impl Workspace {
     /// restore has never needed them, since it can read the tree on disk whole, so a HEAD
     /// whose pack is damaged or gone does not stop it: it reads the disk instead. Returns
     /// the capture, the writer to go on with, and the unsaved changes' snapshot.
-    pub(in crate::workspace) fn capture_for_restore<'s>(
+    pub(crate) fn capture_for_restore<'s>(
         &'s self,
         writer: ObjectWriter<'s>,
         head: &Snapshot,
@@ -244,7 +243,7 @@ impl Workspace {
                 prune: false,
                 source: Heed::Walk,
             };
-            self.capture_with(writer, mode)
+            Snapshotter::new(self.parts).capture_with(writer, mode)
         };
         let (mut cap, diff) = match self.capture_before_move(&writer, head, source) {
             Err(TreeError::Store(_)) => {
@@ -293,9 +292,15 @@ impl Workspace {
             cache: std::mem::take(&mut cap.cache),
             diff,
         };
-        let saved = self.keep_unsaved(writer, unsaved, Some(head), auto.kind(), auto.after())?;
+        let saved = Recorder::new(self.parts).keep_unsaved(
+            writer,
+            unsaved,
+            Some(head),
+            auto.kind(),
+            auto.after(),
+        )?;
         Ok(SavedFirst {
-            writer: self.writer(Run::Apply),
+            writer: self.parts.writer(Run::Apply),
             saved,
         })
     }
@@ -317,21 +322,23 @@ impl Workspace {
         if cap.pruned.is_empty() && !vouched {
             return Ok(());
         }
-        let stored = vouched || self.store.contains(&cap.root)?;
+        let stored = vouched || self.parts.store.contains(&cap.root)?;
         cap.flat = match (unfold, stored) {
             (Unfold::Against(target), true) => {
-                flat::unfold_against(&self.store, &cap.root, target)?
+                flat::unfold_against(&self.parts.store, &cap.root, target)?
             }
-            (Unfold::Along(paths), true) => flat::unfold_along(&self.store, &cap.root, paths)?,
+            (Unfold::Along(paths), true) => {
+                flat::unfold_along(&self.parts.store, &cap.root, paths)?
+            }
             (unfold, false) => {
                 let mut flat = std::mem::take(&mut cap.flat);
                 let pruned = |dir: &[u8]| cap.pruned.contains(dir);
                 match unfold {
                     Unfold::Against(target) => {
-                        flat::unfold_pruned(&self.store, &mut flat, &pruned, target)?
+                        flat::unfold_pruned(&self.parts.store, &mut flat, &pruned, target)?
                     }
                     Unfold::Along(paths) => {
-                        flat::unfold_pruned_along(&self.store, &mut flat, &pruned, paths)?
+                        flat::unfold_pruned_along(&self.parts.store, &mut flat, &pruned, paths)?
                     }
                 }
                 flat
@@ -375,7 +382,7 @@ impl Workspace {
         }
         // Unsaved changes were saved in `prepare_move`; what is left is the capture's packs
         // and cache rows (a tree that was HEAD's).
-        self.commit_packs(writer, cap.cache)?;
+        Recorder::new(self.parts).commit_packs(writer, cap.cache)?;
         outcome.auto_saved = saved;
         let redo = redo(&mut outcome);
         // The tree the marker names must be in the store: the unsaved changes' when they were

@@ -1,54 +1,64 @@
 //! Finishing interrupted undos, redos and restores (docs/SAFETY.md): the roll-forward a
 //! writing command runs when it opens the workspace, and `snap recover`.
 
-use super::{
-    EntryKind, FlatTree, FoundFile, HashSet, HistoryState, Marker, ObjectId, Plan, Recovered,
-    Snapshot, TreeError, Workspace, flat, restore,
-};
+use crate::error::TreeError;
+use crate::flat::{self, FlatTree};
+use crate::history::query::Reader;
+use crate::marker::Marker;
+use crate::moves::Mover;
+use crate::record::FoundFile;
+use crate::record::Recorder;
+use crate::restore::{self, Plan};
+use crate::snapshot::{Recovered, Snapshot};
+use snap_store::{EntryKind, HistoryState, ObjectId};
+use std::collections::HashSet;
 
-impl Workspace {
+impl Mover<'_> {
     /// Finishes each interrupted operation by replaying its recorded plan, guarded: only the
     /// paths between the tree it started from and its target are touched, each only while it
     /// holds one of those two states; a file holding anything else is saved first
     /// (docs/SAFETY.md). Every step is checked done, directories included, before HEAD and
     /// the redo stack are committed and the marker removed.
-    pub(super) fn recover(&mut self) -> Result<(), TreeError> {
-        for marker in Marker::find(self.store.dir())? {
-            let head = self.snapshot(marker.head)?;
+    pub(crate) fn recover(&self) -> Result<Vec<Recovered>, TreeError> {
+        let mut recovered = Vec::new();
+        for marker in Marker::find(self.parts.store.dir())? {
+            let head = Reader::new(self.parts).snapshot(marker.head)?;
             let from = match marker.from {
                 Some(from) => from,
                 // An older marker did not record it: before HEAD moves, HEAD is (nearly
                 // always) the tree the move started from, and the guards cover the rest.
-                None => self.head()?.map_or(head.record.root, |h| h.record.root),
+                None => Reader::new(self.parts)
+                    .head()?
+                    .map_or(head.record.root, |h| h.record.root),
             };
             // Both trees, each unfolded only where the other differs: the paths the plan
             // touches, with all that the guards compare them with.
-            let (before, after) = flat::unfold_pair(&self.store, &from, &head.record.root)?;
+            let (before, after) = flat::unfold_pair(&self.parts.store, &from, &head.record.root)?;
             let mut plan = Plan::new(&before, &after);
             plan.leave_out(&marker.kept);
             let sides = restore::Sides {
                 before: &before,
                 after: &after,
             };
-            restore::lift(&self.root, &marker.lifted)?;
+            restore::lift(&self.parts.root, &marker.lifted)?;
             // Its own temporary files first: a kill can leave one in a directory the plan
             // removes, which would then stay, emptied only by the sweep.
             let swept = self.sweep_leftovers(&marker, &plan, sides, (Some(&head), &after))?;
             let parent = (Some(&head), &after);
             let mut applied = self.apply_saving_first(&marker, &plan, sides, parent)?;
             self.complete(&marker, &plan, sides, parent, &mut applied)?;
-            restore::put_back(&self.root, &marker.lifted, &plan)?;
-            self.store.set_history(HistoryState {
+            restore::put_back(&self.parts.root, &marker.lifted, &plan)?;
+            self.parts.store.set_history(HistoryState {
                 head: Some(marker.head),
                 redo: marker.redo.clone(),
             })?;
-            marker.remove(self.store.dir())?;
+            marker.remove(self.parts.store.dir())?;
             let mut kept = applied.kept;
             kept.extend(marker.kept.iter().cloned());
             kept.extend(swept.kept);
             kept.sort_unstable();
             kept.dedup();
-            self.recovered.push(Recovered {
+            recovered.push(Recovered {
                 op: marker.op,
                 head,
                 paths_touched: applied.touched + swept.removed,
@@ -58,8 +68,8 @@ impl Workspace {
         }
         // An expunge killed after its rewrite: the bytes it took out of history leave the
         // packs now, before this command writes anything of its own.
-        self.store.finish_purge()?;
-        Ok(())
+        self.parts.store.finish_purge()?;
+        Ok(recovered)
     }
 
     /// Removes the temporary files operation `marker` itself left in the directories its
@@ -69,7 +79,7 @@ impl Workspace {
     /// tree is in now, with its parent) that `log --all` lists, under its own name; one the
     /// store cannot hold is left and named. A marker from before format 3 names no
     /// operation, so nothing is removed for it.
-    pub(super) fn sweep_leftovers(
+    pub(crate) fn sweep_leftovers(
         &self,
         marker: &Marker,
         plan: &Plan,
@@ -86,30 +96,24 @@ impl Workspace {
             .filter(|n| n.kind != EntryKind::Dir)
             .map(|n| n.id)
             .collect();
-        let left = restore::sweep_own_temps(self.work_tree(op), dirs, &known)?;
+        let left = restore::sweep_own_temps(self.parts.work_tree(op), dirs, &known)?;
         if !left.unknown.is_empty() {
             let found = FoundFile::list(&[], &left.unknown);
-            self.save_found(marker.op, &found, tree.1, tree)?;
-            restore::drop_displaced(&self.root, &left.unknown)?;
+            Recorder::new(self.parts).save_found(marker.op, &found, tree.1, tree)?;
+            restore::drop_displaced(&self.parts.root, &left.unknown)?;
         }
         Ok(Swept {
             removed: left.removed + left.unknown.len(),
             kept: left.kept,
         })
     }
-
-    /// Finishes interrupted operations (already done by opening); returns what was finished.
-    pub fn recover_now(&mut self) -> Result<Vec<Recovered>, TreeError> {
-        self.recover()?;
-        Ok(self.recovered.clone())
-    }
 }
 
-/// What [`Workspace::sweep_leftovers`] did.
+/// What [`Mover::sweep_leftovers`] did.
 #[derive(Debug, Default)]
-pub(super) struct Swept {
+pub(crate) struct Swept {
     /// Temporary files removed (after storing those the store lacked).
-    pub(super) removed: usize,
+    pub(crate) removed: usize,
     /// The operation's names holding what the store cannot hold, left as they are.
-    pub(super) kept: Vec<Vec<u8>>,
+    pub(crate) kept: Vec<Vec<u8>>,
 }

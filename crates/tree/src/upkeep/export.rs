@@ -8,11 +8,18 @@
 //! later export removes only a staging directory whose owner file says a dead process of
 //! snap's made it: never a directory for its name alone.
 
-use super::{
-    EntryKind, FlatTree, Mode, Node, OFlags, ObjectId, OpenOptionsExt, Path, PathBuf, Plan,
-    Snapshot, TreeError, Workspace, canonical, flat, restore,
-};
+use crate::error::TreeError;
+use crate::flat::{self, FlatTree, Node};
+use crate::history::query::Reader;
+use crate::parts::canonical;
+use crate::restore::{self, Plan};
+use crate::snapshot::Snapshot;
+use crate::upkeep::Upkeep;
 use rustix::fs::RenameFlags;
+use rustix::fs::{Mode, OFlags};
+use snap_store::{EntryKind, ObjectId};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 
 /// Entries written per step of an export: a whole-tree plan at a million files would be held
 /// at once (docs/PERFORMANCE.md, "Figures behind the code").
@@ -44,10 +51,8 @@ pub struct ExportOutcome {
     pub files: usize,
 }
 
-impl Workspace {
-    /// Writes snapshot `reference` (only `paths` and what is under them, when given) into
-    /// `dest`, which must be empty or absent, and outside the workspace.
-    pub fn export(
+impl Upkeep<'_> {
+    pub(crate) fn export(
         &self,
         reference: &str,
         paths: &[Vec<u8>],
@@ -56,15 +61,14 @@ impl Workspace {
         self.export_in_steps(reference, paths, dest, EXPORT_STEP_ENTRIES)
     }
 
-    /// As [`Self::export`], writing at most `step` entries per step (at least one).
-    pub fn export_in_steps(
+    pub(crate) fn export_in_steps(
         &self,
         reference: &str,
         paths: &[Vec<u8>],
         dest: &Path,
         step: usize,
     ) -> Result<ExportOutcome, TreeError> {
-        let snapshot = self.resolve(reference)?;
+        let snapshot = Reader::new(self.parts).resolve(reference)?;
         let roots = self.export_roots(&snapshot, paths)?;
         let existed = dest.exists();
         let dir = self.export_dir(dest)?;
@@ -133,9 +137,9 @@ impl Workspace {
     fn export_tree<'a>(&'a self, root: &'a Path) -> restore::WorkTree<'a> {
         restore::WorkTree {
             root,
-            store: &self.store,
+            store: &self.parts.store,
             max_file_size: u64::MAX,
-            stop: self.stop.as_deref(),
+            stop: self.parts.stop.as_deref(),
             op: restore::OpId::new(),
         }
     }
@@ -177,7 +181,7 @@ impl Workspace {
         wanted.sort_unstable();
         let (mut above, mut given) = (FlatTree::new(), Vec::<(Vec<u8>, Node)>::new());
         for path in wanted {
-            let Some(node) = flat::entry_at(&self.store, root, &path)? else {
+            let Some(node) = flat::entry_at(&self.parts.store, root, &path)? else {
                 return Err(TreeError::PathNotInSnapshot(
                     String::from_utf8_lossy(&path).into_owned(),
                     format!("#{}", snapshot.record.seq),
@@ -188,7 +192,7 @@ impl Workspace {
             }
             let mut up = flat::split(&path).0;
             while !up.is_empty() {
-                if let Some(node) = flat::entry_at(&self.store, root, up)? {
+                if let Some(node) = flat::entry_at(&self.parts.store, root, up)? {
                     above.insert(up.to_vec(), node);
                 }
                 up = flat::split(up).0;
@@ -205,7 +209,7 @@ impl Workspace {
             path: dir.to_path_buf(),
             why: why.to_string(),
         };
-        if resolved(dest)?.starts_with(&self.root) {
+        if resolved(dest)?.starts_with(&self.parts.root) {
             let why = "it is inside the workspace; export writes outside it";
             return Err(refuse(dest, why));
         }

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use snap_store::{EntryKind, ObjectId, ObjectKind, UntrackedFile, UntrackedWhy};
 
-use super::Workspace;
+use crate::capture::Snapshotter;
 use crate::error::TreeError;
 use crate::flat::{Change, FlatTree};
 use crate::snapshot::PathChange;
@@ -68,13 +68,13 @@ pub(super) fn large_added(
         .collect()
 }
 
-impl Workspace {
+impl Snapshotter<'_> {
     /// The files on disk a save with report `too_large` cannot keep, against the last
     /// save's list: each file of that list is looked at again (a partial scan's report
     /// names only what it walked), and each `exclude_paths` entry that is a file.
     pub(super) fn untracked(&self, too_large: &[(Vec<u8>, u64)]) -> Result<Untracked, TreeError> {
-        let before = self.store.untracked()?;
-        let root_fd = crate::inside::open_root(&self.root).ok();
+        let before = self.parts.store.untracked()?;
+        let root_fd = crate::inside::open_root(&self.parts.root).ok();
         let mut now: Vec<UntrackedFile> = (too_large.iter())
             .map(|(path, size)| untracked(path, *size, UntrackedWhy::TooLarge))
             .collect();
@@ -82,7 +82,7 @@ impl Workspace {
         for file in &before {
             // A file that left `exclude_paths` was saved since: its loss is no longer one.
             let listed = match file.why {
-                UntrackedWhy::Excluded => self.config.excludes_path(&file.path),
+                UntrackedWhy::Excluded => self.parts.config.excludes_path(&file.path),
                 UntrackedWhy::TooLarge => true,
             };
             match seen(root_fd.as_ref(), &file.path) {
@@ -94,7 +94,7 @@ impl Workspace {
                 _ => {}
             }
         }
-        for path in &self.config.exclude_paths {
+        for path in &self.parts.config.exclude_paths {
             let rel = path
                 .trim_start_matches("./")
                 .trim_end_matches('/')
@@ -117,25 +117,23 @@ impl Workspace {
 
     /// True when a file of `size`, listed for `why`, is still one no snapshot can hold.
     fn cannot_keep(&self, why: UntrackedWhy, size: u64) -> bool {
-        why == UntrackedWhy::Excluded || size > self.config.max_file_size
+        why == UntrackedWhy::Excluded || size > self.parts.config.max_file_size
     }
 
-    /// What large files cost the store: each distinct tree of history read once, each
-    /// distinct large content and chunk counted once.
-    pub fn large_cost(&self) -> Result<LargeCost, TreeError> {
-        let threshold = self.config.large_file_size;
+    pub(crate) fn large_cost(&self) -> Result<LargeCost, TreeError> {
+        let threshold = self.parts.config.large_file_size;
         let mut cost = LargeCost::default();
         let mut seen_trees: HashSet<ObjectId> = HashSet::new();
         let mut seen_contents: HashSet<ObjectId> = HashSet::new();
         let mut seen_chunks: HashSet<ObjectId> = HashSet::new();
-        let mut stack: Vec<ObjectId> = (self.store.snapshots()?.into_iter())
+        let mut stack: Vec<ObjectId> = (self.parts.store.snapshots()?.into_iter())
             .map(|(_, r)| r.root)
             .collect();
         while let Some(tree) = stack.pop() {
             if !seen_trees.insert(tree) {
                 continue;
             }
-            for entry in self.store.read_tree(&tree)?.entries {
+            for entry in self.parts.store.read_tree(&tree)?.entries {
                 match entry.kind {
                     EntryKind::Dir => stack.push(entry.id),
                     EntryKind::Symlink => {}
@@ -159,12 +157,12 @@ impl Workspace {
         id: &ObjectId,
         seen: &mut HashSet<ObjectId>,
     ) -> Result<u64, TreeError> {
-        let mut bytes = self.store.stored_len(id)?.unwrap_or(0);
-        let (kind, raw) = self.store.read(id)?;
+        let mut bytes = self.parts.store.stored_len(id)?.unwrap_or(0);
+        let (kind, raw) = self.parts.store.read(id)?;
         if kind == ObjectKind::ChunkList {
             for chunk in snap_store::ChunkList::decode(*id, &raw)?.chunks {
                 if seen.insert(chunk.id) {
-                    bytes += self.store.stored_len(&chunk.id)?.unwrap_or(0);
+                    bytes += self.parts.store.stored_len(&chunk.id)?.unwrap_or(0);
                 }
             }
         }

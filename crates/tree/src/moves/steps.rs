@@ -1,66 +1,32 @@
-//! Moves: undo, redo, restore and revert, each planned from the working tree and written by
-//! one protocol (`move_to`: marker, guarded apply, HEAD, marker removed; docs/SAFETY.md).
-//!
-//! [`undo`] holds undo and redo and what every move shares before and after writing (the
-//! capture, saving unsaved changes first, finishing); [`restoring`] plans a restore of a
-//! snapshot or of some paths, [`revert`] a restore taking back one snapshot's or turn's
-//! change; [`apply`] writes a plan, saving what it displaces first, and rolls it back;
-//! [`kept`] decides what a move leaves alone. This file holds the types they share.
+//! What the steps of a move hand one another: the target of a restore, the scan, what was
+//! saved first, how a target is unfolded, and the small sums they share.
 
-mod apply;
-mod kept;
-mod restoring;
-mod revert;
-mod undo;
-
-pub use revert::{RevertOf, RevertOutcome};
-
-use crate::workspace::{
-    After, Capture, Change, EntryKind, FlatTree, Node, ObjectId, ObjectWriter, Op, PathChange,
-    Plan, Run, Snapshot, SnapshotKind, StatKey, TreeError, UNBUILT, WalkBasis, flat,
-};
-
-/// The result of an undo, redo or restore (or of its preview).
-#[derive(Clone, Debug)]
-pub struct MoveOutcome {
-    /// Undo, redo or restore.
-    pub op: Op,
-    /// True for a preview: nothing was written.
-    pub dry_run: bool,
-    /// The unsaved changes saved before moving (not in a preview).
-    pub auto_saved: Option<Snapshot>,
-    /// True when the working tree had unsaved changes.
-    pub was_dirty: bool,
-    /// The snapshot the working tree now matches (HEAD), or would match.
-    pub target: Snapshot,
-    /// For restore: the new snapshot recording it.
-    pub created: Option<Snapshot>,
-    /// Snapshots stepped over, nearest to where we started first.
-    pub passed: Vec<Snapshot>,
-    /// Paths that differ between the working tree and the target, in path order.
-    pub changes: Vec<PathChange>,
-    /// Planned paths left exactly as they were (docs/SAFETY.md): ignored, excluded, oversize or
-    /// special files, directories still holding such files, and files that changed again
-    /// after being saved. In path order. A preview names those the ignore rules keep.
-    pub kept: Vec<Vec<u8>>,
-}
+use super::MoveOutcome;
+use crate::capture::cascade::Capture;
+use crate::capture::memo::WalkBasis;
+use crate::error::TreeError;
+use crate::flat::{self, Change, FlatTree, Node, UNBUILT};
+use crate::record::After;
+use crate::restore::Plan;
+use crate::snapshot::Snapshot;
+use snap_store::{EntryKind, ObjectId, ObjectWriter, SnapshotKind, StatKey};
 
 /// What a restore moves the tree to: the root, the plan from the current tree, the target's
 /// entries the plan needs (all of them when only some paths are restored), the changes it
 /// records and the whole tree's files and bytes.
-pub(super) struct RestoreTarget {
-    pub(super) root: ObjectId,
-    pub(super) plan: Plan,
-    pub(super) flat: FlatTree,
-    pub(super) changes: Vec<(Vec<u8>, Change)>,
-    pub(super) totals: (u64, u64),
+pub(crate) struct RestoreTarget {
+    pub(crate) root: ObjectId,
+    pub(crate) plan: Plan,
+    pub(crate) flat: FlatTree,
+    pub(crate) changes: Vec<(Vec<u8>, Change)>,
+    pub(crate) totals: (u64, u64),
 }
 
 /// The automatic snapshot a move takes of unsaved changes before it writes anything, and
 /// what it does to HEAD: an undo's is its first step back (HEAD advances to it), a redo's
 /// leaves the redo stack whole (detached), a restore's is the parent of the restore.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum AutoSave {
+pub(crate) enum AutoSave {
     /// Before an undo.
     Undo,
     /// Before a redo.
@@ -71,7 +37,7 @@ pub(super) enum AutoSave {
 
 impl AutoSave {
     /// The kind of the automatic snapshot.
-    pub(super) fn kind(self) -> SnapshotKind {
+    pub(crate) fn kind(self) -> SnapshotKind {
         match self {
             AutoSave::Undo => SnapshotKind::AutoBeforeUndo,
             AutoSave::Redo => SnapshotKind::AutoBeforeRedo,
@@ -80,7 +46,7 @@ impl AutoSave {
     }
 
     /// Whether HEAD moves to the automatic snapshot.
-    pub(super) fn after(self) -> After {
+    pub(crate) fn after(self) -> After {
         match self {
             AutoSave::Redo => After::Detached,
             AutoSave::Undo | AutoSave::Restore => After::Advance,
@@ -90,66 +56,42 @@ impl AutoSave {
 
 /// A move's writer after the unsaved changes were saved first (or were not: clean, or a
 /// preview), with the snapshot that saved them.
-pub(super) struct SavedFirst<'s> {
-    pub(super) writer: ObjectWriter<'s>,
-    pub(super) saved: Option<Snapshot>,
+pub(crate) struct SavedFirst<'s> {
+    pub(crate) writer: ObjectWriter<'s>,
+    pub(crate) saved: Option<Snapshot>,
 }
 
 /// What a restore plans from: the capture of the working tree, and what saving its unsaved
 /// changes first left.
-pub(super) struct RestoreStart<'s> {
-    pub(super) cap: Capture,
-    pub(super) first: SavedFirst<'s>,
+pub(crate) struct RestoreStart<'s> {
+    pub(crate) cap: Capture,
+    pub(crate) first: SavedFirst<'s>,
 }
 
 /// How much of a stored tree a move plans from: where a target tree differs from it, or
 /// along the paths a restore of some paths replaces.
 #[derive(Clone, Copy)]
-pub(super) enum Unfold<'a> {
+pub(crate) enum Unfold<'a> {
     Against(&'a ObjectId),
     Along(&'a [Vec<u8>]),
 }
 
-impl MoveOutcome {
-    /// The outcome as planned, before anything is saved or written.
-    pub(super) fn planned(
-        op: Op,
-        run: Run,
-        was_dirty: bool,
-        target: Snapshot,
-        passed: Vec<Snapshot>,
-        changes: Vec<PathChange>,
-    ) -> MoveOutcome {
-        MoveOutcome {
-            op,
-            dry_run: run == Run::DryRun,
-            auto_saved: None,
-            was_dirty,
-            target,
-            created: None,
-            passed,
-            changes,
-            kept: Vec::new(),
-        }
-    }
-}
-
 /// The working tree as a move's scan found it.
-pub(super) struct Scanned<'a> {
+pub(crate) struct Scanned<'a> {
     /// Every tracked path.
-    pub(super) flat: &'a FlatTree,
+    pub(crate) flat: &'a FlatTree,
     /// Each regular file's stat, in no particular order.
-    pub(super) stats: &'a [(Vec<u8>, StatKey)],
+    pub(crate) stats: &'a [(Vec<u8>, StatKey)],
     /// The root tree of `flat`, in the store.
-    pub(super) root: ObjectId,
+    pub(crate) root: ObjectId,
     /// The snapshot whose tree is `root` (the unsaved changes', or HEAD).
-    pub(super) parent: Option<&'a Snapshot>,
+    pub(crate) parent: Option<&'a Snapshot>,
     /// What the walk memo of the tree after the move is made from, if anything.
-    pub(super) basis: Option<&'a WalkBasis>,
+    pub(crate) basis: Option<&'a WalkBasis>,
 }
 
 /// The working tree `base` with everything at or under each of `paths` taken from `source`.
-pub(super) fn merge_paths(
+pub(crate) fn merge_paths(
     base: &FlatTree,
     source: &FlatTree,
     paths: &[Vec<u8>],
@@ -193,7 +135,7 @@ pub(super) fn merge_paths(
 }
 
 /// True when the tree a move's capture found (`root`) was saved first, so is in the store.
-pub(super) fn saved_root_is(outcome: &MoveOutcome, root: &ObjectId) -> bool {
+pub(crate) fn saved_root_is(outcome: &MoveOutcome, root: &ObjectId) -> bool {
     outcome
         .auto_saved
         .as_ref()
@@ -202,7 +144,7 @@ pub(super) fn saved_root_is(outcome: &MoveOutcome, root: &ObjectId) -> bool {
 
 /// The files and bytes of `flat` at and below `paths` (none within another); `None` when
 /// a directory there may be folded (its files not listed).
-pub(super) fn totals_under(flat: &FlatTree, paths: &[Vec<u8>]) -> Option<(u64, u64)> {
+pub(crate) fn totals_under(flat: &FlatTree, paths: &[Vec<u8>]) -> Option<(u64, u64)> {
     let mut totals = (0, 0);
     for (path, node) in paths.iter().flat_map(|p| flat::within(flat, p)) {
         match node.kind {

@@ -23,6 +23,8 @@ pub mod delta;
 pub mod frame;
 pub mod frames;
 pub mod read;
+#[cfg(feature = "testing")]
+pub(crate) mod search;
 pub mod slice;
 pub mod write;
 

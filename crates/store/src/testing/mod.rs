@@ -15,11 +15,9 @@ pub mod fault;
 #[cfg(feature = "testing")]
 pub mod journal;
 #[cfg(feature = "testing")]
+pub use crate::pack::search::store_holds;
+#[cfg(feature = "testing")]
 pub use failpoint::{FAILPOINTS, failpoint};
-#[cfg(feature = "testing")]
-mod search;
-#[cfg(feature = "testing")]
-pub use search::store_holds;
 
 /// Deterministic bytes zstd cannot shrink, for suites that need content of a size: a
 /// xorshift stream from `seed`, eight bytes a step.

@@ -15,7 +15,8 @@ use rustix::fs::{AtFlags, FileType};
 use rustix::io::Errno;
 use snap_store::Store;
 
-use super::{Plan, fail, guard, open_dir_at, open_root};
+use super::floor::{fail, open_dir_at, open_root};
+use super::{Plan, guard};
 use crate::error::TreeError;
 use crate::flat::{Node, permission_bits, split};
 

@@ -18,7 +18,8 @@ use std::path::Path;
 
 use rustix::io::Errno;
 
-use super::{Plan, fail, injected, open_dir_at};
+use super::floor::{fail, open_dir_at};
+use super::{Plan, injected};
 use crate::error::TreeError;
 use crate::flat::split;
 

@@ -10,8 +10,9 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use snap_store::{EntryKind, ObjectId, ObjectWriter};
 
+use super::floor::{fail, open_dir_at};
 use super::swap::{self, PutBack, Refused};
-use super::{DisplacedFile, Sides, WorkTree, fail, open_dir_at};
+use super::{DisplacedFile, Sides, WorkTree};
 use crate::error::TreeError;
 use crate::flat::{Node, modes_differ, split};
 use crate::scan;

@@ -12,7 +12,8 @@ use std::path::Path;
 use rustix::fs::{AtFlags, Mode};
 use serde::{Deserialize, Serialize};
 
-use super::{Plan, open_dir_at, open_root};
+use super::Plan;
+use super::floor::{open_dir_at, open_root};
 use crate::error::TreeError;
 use crate::flat::split;
 
@@ -114,7 +115,7 @@ fn set(root: &Path, dirs: &[LiftedDir], mode: impl Fn(&LiftedDir) -> u16) -> Res
                 Err(_) => continue,
             }
         };
-        changed.map_err(|e| super::fail("set mode", root, &dir.path, e))?;
+        changed.map_err(|e| super::floor::fail("set mode", root, &dir.path, e))?;
     }
     Ok(())
 }

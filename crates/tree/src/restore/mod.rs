@@ -10,7 +10,6 @@
 //! by path for a small restore, by one `syncfs` for a large one.
 
 use std::ffi::OsStr;
-use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,17 +17,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
-use snap_store::{EntryKind, ObjectId, StatKey, Store, StoreError, TreeEntry};
+use snap_store::{EntryKind, ObjectId, Store};
 
 use crate::error::TreeError;
-use crate::flat::{
-    Change, FlatTree, Node, Paired, children, flatten, join, modes_differ, pair_by_name, split,
-};
+use crate::flat::{FlatTree, Node, split};
 use crate::scan;
 
 mod check;
 mod clock;
 mod durable;
+mod floor;
 mod guard;
 mod lift;
 mod plan;
@@ -37,6 +35,7 @@ mod write;
 
 pub use check::{differing, unfinished};
 use durable::{Durability, sync_restored};
+use floor::{fail, open_dir, open_dir_at, open_root, remove};
 use guard::{Found, Guarded, Wrote};
 pub use lift::{LiftedDir, lift, put_back, read_only_dirs};
 pub use plan::{Plan, check_unchanged, is_rule_file};
@@ -355,49 +354,6 @@ fn write_guarded(g: &Guarded<'_>, path: &[u8], node: &Node) -> Result<bool, Tree
     })
 }
 
-fn fail(action: &'static str, root: &Path, path: &[u8], e: Errno) -> TreeError {
-    let why = match e {
-        Errno::LOOP | Errno::NOTDIR => {
-            "a parent directory was replaced by a symlink or file; refusing to follow it"
-                .to_string()
-        }
-        e => std::io::Error::from(e).to_string(),
-    };
-    TreeError::Restore {
-        action,
-        path: scan::abs(root, path),
-        why,
-    }
-}
-
-/// Opens the directory `rel` under the root, one component at a time, never following links.
-fn open_dir(root: &Path, root_fd: &OwnedFd, rel: &[u8]) -> Result<OwnedFd, TreeError> {
-    open_dir_at(root_fd, rel).map_err(|e| fail("open directory", root, rel, e))
-}
-
-/// As [`open_dir`], with the bare error.
-fn open_dir_at(root_fd: &OwnedFd, rel: &[u8]) -> Result<OwnedFd, Errno> {
-    let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
-    let mut fd = rustix::fs::openat(root_fd, ".", flags, Mode::empty())?;
-    if rel.is_empty() {
-        return Ok(fd);
-    }
-    for component in rel.split(|&c| c == b'/') {
-        fd = rustix::fs::openat(&fd, OsStr::from_bytes(component), flags, Mode::empty())?;
-    }
-    Ok(fd)
-}
-
-fn remove(root: &Path, root_fd: &OwnedFd, path: &[u8], flags: AtFlags) -> Result<bool, TreeError> {
-    let (parent, name) = split(path);
-    let dir = open_dir(root, root_fd, parent)?;
-    match rustix::fs::unlinkat(&dir, OsStr::from_bytes(name), flags) {
-        Ok(()) | Err(Errno::NOENT) => Ok(true),
-        Err(Errno::NOTEMPTY | Errno::EXIST) if flags.contains(AtFlags::REMOVEDIR) => Ok(false),
-        Err(e) => Err(fail("remove", root, path, e)),
-    }
-}
-
 /// Unlinks the temporary files holding displaced versions, once the caller has stored them.
 pub fn drop_displaced(root: &Path, displaced: &[DisplacedFile]) -> Result<(), TreeError> {
     if displaced.is_empty() {
@@ -413,11 +369,6 @@ pub fn drop_displaced(root: &Path, displaced: &[DisplacedFile]) -> Result<(), Tr
         }
     }
     Ok(())
-}
-
-fn open_root(root: &Path) -> Result<OwnedFd, TreeError> {
-    let flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC;
-    rustix::fs::open(root, flags, Mode::empty()).map_err(|e| TreeError::io(root, e.into()))
 }
 
 /// What a roll-forward found of its own operation's temporary files.

@@ -3,10 +3,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{
-    Change, EntryKind, FlatTree, Node, ObjectId, Paired, Path, StatKey, Store, StoreError,
-    TreeEntry, TreeError, children, flatten, join, modes_differ, pair_by_name, scan,
+use super::{Path, TreeError, scan};
+use crate::flat::{
+    Change, FlatTree, Node, Paired, children, flatten, join, modes_differ, pair_by_name,
 };
+use snap_store::{EntryKind, ObjectId, StatKey, Store, StoreError, TreeEntry};
 
 /// What a restore does, computed before anything is touched.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

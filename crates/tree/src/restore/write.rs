@@ -12,8 +12,9 @@ use rustix::io::Errno;
 use snap_store::{EntryKind, StatEntry, StatKey};
 
 use super::durable::sync_file;
+use super::floor::{fail, open_dir};
 use super::guard::{Guarded, Wrote};
-use super::{clock, fail, open_dir, swap};
+use super::{clock, swap};
 use crate::error::TreeError;
 use crate::flat::{Node, split};
 

@@ -19,7 +19,7 @@ pub enum TreeError {
         source: std::io::Error,
     },
     /// No ancestor of the starting directory holds a store; carries the starting directory.
-    #[error("no snap store found in {0} or any parent (run `snap init` or `snap save` there)")]
+    #[error("no snap store found in {0} or any parent")]
     NoWorkspace(PathBuf),
     /// A store named at the workspace root or above it, which would hold the workspace (and
     /// leave nothing to save, the walk skipping the store); carries the store and the root.
@@ -92,6 +92,12 @@ pub enum TreeError {
         /// The parse or validation error.
         why: String,
     },
+    /// The directory of the watchers' sockets is not this user's alone.
+    #[error(
+        "{0} is not a directory of this user's alone (mode 0700): refusing to use it for the watcher's socket"
+    )]
+    SharedSocketDir(PathBuf),
+
     /// Undo cannot take the steps asked for (zero, or past the history); carries why.
     #[error("nothing to undo: {0}")]
     NothingToUndo(String),
@@ -110,7 +116,7 @@ pub enum TreeError {
         candidates: Vec<String>,
     },
     /// An operation that needs a snapshot ran before the first save.
-    #[error("there are no snapshots yet (run `snap save` first)")]
+    #[error("there are no snapshots yet")]
     NoSnapshots,
     /// A path asked for is absent; carries the path (lossy UTF-8) and the snapshot (`#SEQ`).
     #[error("path {0} is not in snapshot {1}")]

@@ -49,6 +49,7 @@ mod source;
 pub mod testing;
 mod testing_hooks;
 mod upkeep;
+pub mod watcher;
 mod workspace;
 
 pub use config::{

@@ -40,7 +40,9 @@ impl Source {
 
     /// Opens for an action: an interrupted move is finished first, as every writing command does.
     pub fn write<T>(&self, f: impl FnOnce(&Workspace) -> Result<T, UiError>) -> Result<T, UiError> {
-        let ws = Workspace::discover(&self.start, self.store.as_deref())?;
+        let mut ws = Workspace::discover(&self.start, self.store.as_deref())?;
+        // A move asks the workspace's watcher, as the CLI's do, instead of walking the tree.
+        snap_tree::watcher::attach(&mut ws);
         f(&ws)
     }
 

@@ -411,7 +411,7 @@ fn help_groups_the_commands_by_purpose() {
 
 /// The top-level keys of each document in a `text` block of JSON.md (examples there may
 /// elide values with `...`, so they are scanned, not parsed), document by document.
-fn documented_keys(block: &str) -> Vec<Vec<String>> {
+pub(crate) fn documented_keys(block: &str) -> Vec<Vec<String>> {
     let (mut docs, mut depth, mut in_str, mut escaped) = (Vec::new(), 0, false, false);
     let (mut current, mut token): (Vec<String>, Option<String>) = (Vec::new(), None);
     let mut last_string = None;

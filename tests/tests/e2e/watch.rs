@@ -774,3 +774,35 @@ grep -c "changed directories read" "$LOG" | sed 's/^/partial /'
         "saves still read from the watcher: {stdout}"
     );
 }
+
+/// docs/JSON.md's watcher documents against what the binary prints: a running watcher's
+/// status, none running, and a stop.
+#[test]
+fn docs_json_md_watcher_documents_match_what_the_binary_prints() {
+    let doc = std::fs::read_to_string(snap_e2e::docs_dir().join("JSON.md")).unwrap();
+    let section = doc.split("\n## `snap watch --status`\n").nth(1).unwrap();
+    let section = section.split("\n## ").next().unwrap();
+    let running = section.split("```text\n").nth(1).unwrap();
+    let running = running.split("```").next().unwrap();
+    let documented = crate::output::documented_keys(running);
+    let keys = |v: &serde_json::Value| {
+        let mut keys: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        keys
+    };
+    let w = Watched::new();
+    let none = w.status();
+    assert_eq!(keys(&none), ["root", "running"], "{none}");
+    assert_eq!(none["running"], false);
+    w.start_with(&[]);
+    let status = w.status();
+    assert_eq!(vec![keys(&status)], documented, "{status}");
+    assert_eq!(status["running"], true);
+    assert_eq!(status["root"], w.root.to_string_lossy().as_ref());
+    let stop = w.ok(&["--json", "watch", "--stop"]);
+    let stop: serde_json::Value = serde_json::from_slice(&stop.stdout).unwrap();
+    assert_eq!(keys(&stop), ["pid", "running", "stopped"], "{stop}");
+    assert_eq!(stop["pid"], status["pid"]);
+    assert_eq!(stop["stopped"], true);
+    w.assert_socket_goes("stopped");
+}

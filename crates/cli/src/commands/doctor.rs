@@ -2,12 +2,17 @@
 //! (and does history lie outside its catalog), and does `snap` on PATH name this program or
 //! snapd's.
 
-use super::{Ctx, Result, Workspace, emit, json};
+use crate::ctx::{Ctx, emit};
 use crate::hook::install::{HookPlace, installed, is_build_output};
+use crate::json;
 use crate::snapd::snap_on_path;
+use crate::watch::status::StatusDoc;
+use anyhow::Result;
+use serde::Serialize;
+use snap_tree::Workspace;
 
 pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
-    let ws = match crate::open_reading(ctx) {
+    let ws = match crate::open::open_reading(ctx) {
         Ok(ws) => ws,
         Err(e) => return doctor_unopened(ctx, e),
     };
@@ -21,7 +26,7 @@ pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
         .map(|m| m.op.as_str().to_string())
         .collect();
     let on_path = snap_on_path();
-    let doc = json::DoctorDoc {
+    let doc = DoctorDoc {
         root: ws.root().display().to_string(),
         hooks: hooks.iter().map(hook_doc).collect(),
         last_hook_save: last_save.as_ref().map(json::SnapshotDoc::from),
@@ -65,7 +70,7 @@ fn unencrypted_remotes(_: &Workspace) -> Vec<String> {
 }
 
 /// The watcher's line: whether one runs, and whether it caught itself missing a change.
-fn print_watcher(status: Option<&serde_json::Value>) {
+fn print_watcher(status: Option<&StatusDoc>) {
     let Some(s) = status else {
         println!(
             "watcher: none running (snap watch --background makes saves read only what changed)"
@@ -74,16 +79,16 @@ fn print_watcher(status: Option<&serde_json::Value>) {
     };
     println!(
         "watcher: pid {}, {} directories watched",
-        s["pid"], s["directories_watched"]
+        s.pid, s.directories_watched
     );
-    if let Some(doubt) = s["doubt"].as_str() {
+    if let Some(doubt) = &s.doubt {
         println!("      every save walks the whole tree: {doubt}");
     }
-    if let Some(path) = s["last_silent_change"].as_str() {
+    if let Some(path) = &s.last_silent_change {
         println!(
             "      it missed a change in {path} ({} in all) and started a new epoch: its \
              filesystem may not report every write",
-            s["silent_changes"]
+            s.silent_changes
         );
     }
 }
@@ -102,7 +107,7 @@ fn doctor_unopened(ctx: &Ctx, e: anyhow::Error) -> Result<()> {
     let store = (ctx.store.clone()).unwrap_or_else(|| root.join(snap_tree::STORE_DIR));
     let hooks = installed(&root);
     let failure = crate::hook::log::last_failure(&store);
-    let doc = json::DoctorDoc {
+    let doc = DoctorDoc {
         root: root.display().to_string(),
         hooks: hooks.iter().map(hook_doc).collect(),
         last_hook_save: None,
@@ -124,17 +129,17 @@ fn doctor_unopened(ctx: &Ctx, e: anyhow::Error) -> Result<()> {
     Ok(())
 }
 
-fn hook_doc(h: &HookPlace) -> json::HookPlaceDoc {
-    json::HookPlaceDoc {
+fn hook_doc(h: &HookPlace) -> HookPlaceDoc {
+    HookPlaceDoc {
         agent: h.agent,
         installed: h.installed,
         binary: h.binary.as_ref().map(|b| b.display().to_string()),
         binary_exists: h.binary.as_ref().is_some_and(|b| b.is_file()),
         binary_is_build_output: h.binary.as_deref().is_some_and(is_build_output),
         scope: match h.scope {
-            crate::args::HookScope::Local => "local",
-            crate::args::HookScope::Project => "project",
-            crate::args::HookScope::User => "user",
+            crate::hook::agents::HookScope::Local => "local",
+            crate::hook::agents::HookScope::Project => "project",
+            crate::hook::agents::HookScope::User => "user",
         },
         path: h.path.display().to_string(),
     }
@@ -164,7 +169,7 @@ fn set_aside_catalogs(store: &std::path::Path) -> Vec<String> {
     found
 }
 
-fn print_doctor(doc: &json::DoctorDoc, hooks: &[HookPlace]) {
+fn print_doctor(doc: &DoctorDoc, hooks: &[HookPlace]) {
     println!("workspace {}", doc.root);
     print_watcher(doc.watcher.as_ref());
     for h in hooks {
@@ -182,15 +187,14 @@ fn print_doctor(doc: &json::DoctorDoc, hooks: &[HookPlace]) {
                     bin.display()
                 );
             }
-            if h.agent == "codex" {
-                println!("      Codex runs it only once you trust it in /hooks");
+            if let Some(reminder) = h.reminder {
+                println!("      {reminder}");
             }
         }
     }
     if !hooks.iter().any(|h| h.installed) {
-        println!(
-            "hook: none installed (snap-undo hook install --agent claude|codex|gemini|cursor|cline|opencode)"
-        );
+        let agents = crate::hook::known::names().replace(", ", "|");
+        println!("hook: none installed (snap-undo hook install --agent {agents})");
     }
     match &doc.last_hook_save {
         Some(s) => println!(
@@ -242,4 +246,47 @@ fn print_doctor(doc: &json::DoctorDoc, hooks: &[HookPlace]) {
             "PATH: `snap` is {other}, not this program (snapd's?): type snap-undo, or put this one first"
         );
     }
+}
+
+/// `snap doctor` takes no arguments of its own.
+#[derive(Debug, clap::Args)]
+pub(crate) struct DoctorArgs {}
+
+/// Runs `snap doctor`.
+pub(crate) fn run(ctx: &Ctx, _args: DoctorArgs) -> Result<()> {
+    cmd_doctor(ctx)
+}
+
+/// `snap doctor`.
+#[derive(Serialize)]
+pub(crate) struct DoctorDoc {
+    pub root: String,
+    pub hooks: Vec<HookPlaceDoc>,
+    pub last_hook_save: Option<json::SnapshotDoc>,
+    pub hook_failure: Option<json::HookFailureDoc>,
+    pub store_ok: bool,
+    pub store_problems: Vec<String>,
+    pub history_outside_catalog: Vec<String>,
+    pub set_aside_catalogs: Vec<String>,
+    pub pending: Vec<String>,
+    /// Secret-looking paths history holds (names only).
+    pub secret_paths: Vec<String>,
+    pub snap_on_path: Option<String>,
+    /// The running watcher's `snap watch --status`, or null.
+    pub watcher: Option<StatusDoc>,
+    /// The configured remotes whose objects are not encrypted, by name.
+    pub unencrypted_remotes: Vec<String>,
+}
+
+/// Where one agent's hook is, or would go.
+#[derive(Serialize)]
+pub(crate) struct HookPlaceDoc {
+    pub agent: &'static str,
+    pub installed: bool,
+    pub binary: Option<String>,
+    pub binary_exists: bool,
+    /// The binary is a cargo build output (`target/<profile>/`), which `cargo clean` deletes.
+    pub binary_is_build_output: bool,
+    pub scope: &'static str,
+    pub path: String,
 }

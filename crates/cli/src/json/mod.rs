@@ -24,7 +24,7 @@ pub use history::{
     BlameDoc, BlameLineDoc, CatDoc, DiffDetail, DiffDoc, DiffFileDoc, ErrorDoc, ExportDoc, LogDoc,
     LogEntryDoc, LsDoc, LsEntryDoc, PulledDoc, RecoverDoc, RecoveredDoc,
 };
-pub use moves::{ExpungeDoc, MoveDoc, PendingDoc, RevertDoc};
+pub use moves::{MoveDoc, PendingDoc, RevertDoc};
 #[cfg(feature = "remote")]
 pub use remote::{
     CloneDoc, CloneFinishedDoc, PullDoc, PushDoc, RemoteAddedDoc, RemoteEncryptedDoc,
@@ -290,40 +290,6 @@ pub struct StatusDoc {
     pub skipped: SkippedDoc,
     /// Files of at least `large_file_size` bytes the next save would take for the first time.
     pub large_added: Vec<LargeDoc>,
-}
-
-/// `snap doctor`.
-#[derive(Serialize)]
-pub struct DoctorDoc {
-    pub root: String,
-    pub hooks: Vec<HookPlaceDoc>,
-    pub last_hook_save: Option<SnapshotDoc>,
-    pub hook_failure: Option<HookFailureDoc>,
-    pub store_ok: bool,
-    pub store_problems: Vec<String>,
-    pub history_outside_catalog: Vec<String>,
-    pub set_aside_catalogs: Vec<String>,
-    pub pending: Vec<String>,
-    /// Secret-looking paths history holds (names only).
-    pub secret_paths: Vec<String>,
-    pub snap_on_path: Option<String>,
-    /// The running watcher's `snap watch --status`, or null.
-    pub watcher: Option<Value>,
-    /// The configured remotes whose objects are not encrypted, by name.
-    pub unencrypted_remotes: Vec<String>,
-}
-
-/// Where one agent's hook is, or would go.
-#[derive(Serialize)]
-pub struct HookPlaceDoc {
-    pub agent: &'static str,
-    pub installed: bool,
-    pub binary: Option<String>,
-    pub binary_exists: bool,
-    /// The binary is a cargo build output (`target/<profile>/`), which `cargo clean` deletes.
-    pub binary_is_build_output: bool,
-    pub scope: &'static str,
-    pub path: String,
 }
 
 /// The last failed `snap hook` call, when no hook save has succeeded since.

@@ -3,6 +3,7 @@
 //! the queue, so the answer accounts for every write made before the query was sent (the
 //! queue is read in order). The watcher never opens the store: its lock belongs to writers.
 
+use super::status::StatusDoc;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
@@ -11,12 +12,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags};
-use serde_json::json;
 
 use super::autosave::Autosave;
 use super::exec::Owner;
 use super::watches::{COOKIE_PREFIX, Watches, check_silence, everything};
-use super::wire::{self, Request};
+use snap_tree::watcher::wire::{self, Request};
 
 /// How long a query waits for its cookie before the watcher doubts itself.
 const COOKIE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -189,7 +189,7 @@ impl Daemon {
                 };
                 wire::encode_changes(&changes)
             }
-            Request::Status => self.status().to_string().into_bytes(),
+            Request::Status => serde_json::to_vec(&self.status()).unwrap_or_default(),
             Request::Stop => b"ok".to_vec(),
         };
         let _ = wire::send(&mut stream, &body);
@@ -231,28 +231,29 @@ impl Daemon {
         }
     }
 
-    fn status(&self) -> serde_json::Value {
+    fn status(&self) -> StatusDoc {
         let w = &self.watches;
-        json!({
-            "running": true,
-            "pid": std::process::id(),
-            "root": self.root.to_string_lossy(),
-            "directories_watched": w.watched(),
-            "unwatched": w.unwatched.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect::<Vec<_>>(),
-            "epoch": w.log.epochs,
-            "instance": w.log.instance.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-            "seq": w.log.seq,
-            "events": w.events,
-            "queries": self.queries,
-            "doubt": w.doubt,
-            "memory_bytes": resident_bytes(),
-            "uptime_s": self.started.elapsed().as_secs(),
-            "idle_timeout_s": self.idle.map(|d| d.as_secs()),
-            "autosaves": self.autosave.as_ref().map(|a| a.saves),
-            "checks": w.stamps.checks,
-            "silent_changes": w.stamps.mismatches,
-            "last_silent_change": w.stamps.last_mismatch,
-        })
+        let text = |p: &Vec<u8>| String::from_utf8_lossy(p).into_owned();
+        StatusDoc {
+            running: true,
+            pid: std::process::id(),
+            root: self.root.to_string_lossy().into_owned(),
+            directories_watched: w.watched(),
+            unwatched: w.unwatched.iter().map(text).collect(),
+            epoch: w.log.epochs,
+            instance: w.log.instance.iter().map(|b| format!("{b:02x}")).collect(),
+            seq: w.log.seq,
+            events: w.events,
+            queries: self.queries,
+            doubt: w.doubt.clone(),
+            memory_bytes: resident_bytes(),
+            uptime_s: self.started.elapsed().as_secs(),
+            idle_timeout_s: self.idle.map(|d| d.as_secs()),
+            autosaves: self.autosave.as_ref().map(|a| a.saves),
+            checks: w.stamps.checks,
+            silent_changes: w.stamps.mismatches,
+            last_silent_change: w.stamps.last_mismatch.clone(),
+        }
     }
 }
 

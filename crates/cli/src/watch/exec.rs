@@ -27,13 +27,12 @@ use rustix::process::Pid;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use snap_tree::{SaveOptions, Workspace};
 
-use super::client::WatchClient;
 use super::files::Files;
-use super::wire::Request;
 use super::{Duties, Place, Started, background};
-use crate::Ctx;
-use crate::args::ExecArgs;
+use crate::ctx::Ctx;
 use crate::hook::bounded::{FIELD_CAP, capped};
+use snap_tree::watcher::WatchClient;
+use snap_tree::watcher::wire::Request;
 
 /// How long the watcher gets to finish an autosave and exit once asked to stop; past it,
 /// it is stuck, and killed (an autosave it started goes on by itself).
@@ -110,7 +109,7 @@ fn start_watcher(
         Ok(Started::New(child)) => Some(child),
         Ok(Started::Found) => None,
         Err(e) => {
-            let why = crate::exit::one_line(&e);
+            let why = crate::render::one_line(&e);
             eprintln!("warning: no autosaves during the run: {why}");
             None
         }
@@ -211,8 +210,8 @@ fn save_after(ctx: &Ctx, tags: &Tags, step: u64, code: u8) -> Result<()> {
 
 /// The workspace, made if there is none yet.
 fn open_or_init(ctx: &Ctx) -> Result<Workspace> {
-    Ok(match crate::open(ctx) {
-        Err(e) if crate::is_missing_store(&e) => {
+    Ok(match crate::open::open(ctx) {
+        Err(e) if crate::open::is_missing_store(&e) => {
             Workspace::init(&ctx.start, ctx.store.as_deref(), false)?
         }
         other => other?,
@@ -320,4 +319,18 @@ fn run_id() -> String {
     ]
     .concat();
     blake3::hash(&seed).to_hex()[..8].to_string()
+}
+
+/// `snap exec`: a command run between two saves, with autosaves while it runs.
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// The agent's name for the snapshots (`agent` meta); the command's name otherwise.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// How long the tree must be quiet before an autosave during the run.
+    #[arg(long, value_name = "QUIET", default_value = "2s")]
+    pub quiet_for: String,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
 }

@@ -11,15 +11,14 @@
 
 mod autosave;
 mod check;
-mod client;
 mod daemon;
 pub(crate) mod exec;
 mod files;
 mod linked;
 mod mounts;
 mod paths;
+pub(crate) mod status;
 mod watches;
-mod wire;
 
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
@@ -31,16 +30,16 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use serde_json::{Value, json};
 use snap_tree::{Config, STORE_DIR, Workspace};
 
-use crate::Ctx;
-use crate::args::WatchArgs;
+use crate::ctx::Ctx;
+use crate::json;
 use autosave::{Autosave, Tag};
-use client::WatchClient;
 use daemon::{Daemon, Exit};
+use snap_tree::watcher::WatchClient;
+use snap_tree::watcher::wire::{self, Request};
+use status::{NoneDoc, StatusDoc, StoppedDoc};
 use watches::Watches;
-use wire::Request;
 
 /// How long `--background` waits for the watcher's first scan.
 const START_TIMEOUT: Duration = Duration::from_secs(300);
@@ -153,19 +152,8 @@ pub(crate) fn cmd_watch(ctx: &Ctx, args: WatchArgs) -> Result<()> {
     foreground(ctx, &place, &duties)
 }
 
-/// Attaches the workspace's watcher, if one listens, as the change source of `ws`.
-pub(crate) fn attach(ws: &mut Workspace) {
-    let Some(dir) = wire::existing_socket_dir() else {
-        return;
-    };
-    let socket = wire::socket_path(&dir, ws.root());
-    if socket.exists() {
-        ws.set_change_source(Arc::new(WatchClient { socket }));
-    }
-}
-
 /// The status of the workspace's watcher, when one answers.
-pub(crate) fn status_of(root: &Path) -> Option<Value> {
+pub(crate) fn status_of(root: &Path) -> Option<StatusDoc> {
     let socket = wire::socket_path(&wire::existing_socket_dir()?, root);
     ask_status(&WatchClient { socket })
 }
@@ -335,18 +323,16 @@ enum Started {
     Found,
 }
 
-fn ask_status(client: &WatchClient) -> Option<Value> {
+fn ask_status(client: &WatchClient) -> Option<StatusDoc> {
     let frame = client.ask(&Request::Status).ok()?;
     serde_json::from_slice(&frame).ok()
 }
 
-fn report_started(ctx: &Ctx, status: &Value, what: &str) -> Result<()> {
-    crate::emit_done(ctx, status.clone(), || {
+fn report_started(ctx: &Ctx, status: &StatusDoc, what: &str) -> Result<()> {
+    crate::ctx::emit_done(ctx, json::value(status), || {
         println!(
             "{what} {} (pid {}, {} directories)",
-            status["root"].as_str().unwrap_or("?"),
-            status["pid"],
-            status["directories_watched"]
+            status.root, status.pid, status.directories_watched
         );
     });
     Ok(())
@@ -358,7 +344,12 @@ fn stop(ctx: &Ctx, place: &Place) -> Result<()> {
         socket: socket.clone(),
     };
     let Some(status) = ask_status(&client) else {
-        crate::emit_done(ctx, json!({"running": false, "stopped": false}), || {
+        let doc = StoppedDoc {
+            running: false,
+            stopped: false,
+            pid: None,
+        };
+        crate::ctx::emit_done(ctx, json::value(&doc), || {
             println!("no watcher runs for {}", place.root.display());
         });
         return Ok(());
@@ -368,7 +359,7 @@ fn stop(ctx: &Ctx, place: &Place) -> Result<()> {
         .context("cannot reach the watcher to stop it")?;
     // Gone once its process is: until then it holds the lock a new watcher needs. (A
     // watcher's child is not ours to wait for, so its pid is polled.)
-    let pid = status["pid"].as_i64().and_then(|p| i32::try_from(p).ok());
+    let pid = i32::try_from(status.pid).ok();
     let pid = pid.and_then(rustix::process::Pid::from_raw);
     let alive = |pid: Option<rustix::process::Pid>| {
         pid.is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
@@ -377,17 +368,18 @@ fn stop(ctx: &Ctx, place: &Place) -> Result<()> {
     while (socket.exists() || alive(pid)) && asked.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(10));
     }
-    crate::emit_done(
-        ctx,
-        json!({"running": false, "stopped": true, "pid": status["pid"]}),
-        || {
-            println!(
-                "stopped the watcher of {} (pid {})",
-                place.root.display(),
-                status["pid"]
-            );
-        },
-    );
+    let doc = StoppedDoc {
+        running: false,
+        stopped: true,
+        pid: Some(status.pid),
+    };
+    crate::ctx::emit_done(ctx, json::value(&doc), || {
+        println!(
+            "stopped the watcher of {} (pid {})",
+            place.root.display(),
+            status.pid
+        );
+    });
     Ok(())
 }
 
@@ -396,37 +388,69 @@ fn status(ctx: &Ctx, place: &Place) -> Result<()> {
         socket: place.socket()?,
     };
     let Some(status) = ask_status(&client) else {
-        let root = place.root.to_string_lossy();
-        crate::emit(ctx, json!({"running": false, "root": root}), || {
-            println!("no watcher runs for {root}");
-        });
+        let root = place.root.to_string_lossy().into_owned();
+        crate::ctx::emit(
+            ctx,
+            json::value(&NoneDoc {
+                running: false,
+                root: root.clone(),
+            }),
+            || {
+                println!("no watcher runs for {root}");
+            },
+        );
         return Ok(());
     };
-    crate::emit(ctx, status.clone(), || print_status(&status));
+    crate::ctx::emit(ctx, json::value(&status), || print_status(&status));
     Ok(())
 }
 
-fn print_status(s: &Value) {
-    println!(
-        "watching {} (pid {})",
-        s["root"].as_str().unwrap_or("?"),
-        s["pid"]
-    );
-    println!("  directories watched: {}", s["directories_watched"]);
+fn print_status(s: &StatusDoc) {
+    println!("watching {} (pid {})", s.root, s.pid);
+    println!("  directories watched: {}", s.directories_watched);
     println!(
         "  epoch {}, {} events, {} queries",
-        s["epoch"], s["events"], s["queries"]
+        s.epoch, s.events, s.queries
     );
-    if let Some(bytes) = s["memory_bytes"].as_u64() {
+    if let Some(bytes) = s.memory_bytes {
         println!("  memory: {:.1} MiB", bytes as f64 / f64::from(1 << 20));
     }
-    if let Some(unwatched) = s["unwatched"].as_array().filter(|u| !u.is_empty()) {
+    if !s.unwatched.is_empty() {
         println!(
             "  unwatched (read again at every save): {}",
-            unwatched.len()
+            s.unwatched.len()
         );
     }
-    if let Some(doubt) = s["doubt"].as_str() {
+    if let Some(doubt) = &s.doubt {
         println!("  every save walks the whole tree: {doubt}");
     }
+}
+
+/// `snap watch`: in the foreground (for a service manager) unless a flag says otherwise.
+#[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    /// Start the watcher in the background; returns once its first scan is done.
+    #[arg(long, conflicts_with_all = ["stop", "status"])]
+    pub background: bool,
+    /// Stop the running watcher.
+    #[arg(long, conflicts_with = "status")]
+    pub stop: bool,
+    /// How the running watcher is doing (with --json: its pid, directories, epoch, memory).
+    #[arg(long)]
+    pub status: bool,
+    /// Save by itself once the tree has been quiet this long (default 2s), with meta
+    /// `source=watch`: writers without hooks get snapshots too.
+    #[arg(long, value_name = "QUIET", num_args = 0..=1, default_missing_value = "2s",
+          conflicts_with_all = ["stop", "status"])]
+    pub autosave: Option<String>,
+    /// The session its autosaves are tagged with (`snap exec` passes its own).
+    #[arg(long, hide = true, requires = "autosave")]
+    pub session: Option<String>,
+    /// The session's turn its autosaves are tagged with (`snap exec` passes its run's).
+    #[arg(long, hide = true, requires = "session")]
+    pub step: Option<u64>,
+    /// The pid of the `snap exec` that started it, as its parent: no idle timeout, and it
+    /// exits once that process is gone.
+    #[arg(long, hide = true, conflicts_with_all = ["stop", "status"])]
+    pub owner: Option<u32>,
 }

@@ -1,4 +1,4 @@
-//! Asking a workspace's watcher, as the change source of a save, status or diff. A watcher
+//! Asking a workspace's watcher (`snap watch`, a daemon of the CLI), as the change source of a save, status or diff. A watcher
 //! that cannot be reached, answers late or answers nonsense is an answer too: *everything*,
 //! and the capture walks the whole tree as it would without one.
 
@@ -6,9 +6,8 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use snap_tree::{ChangeSource, Changes, WatchToken};
-
 use super::wire::{self, Request};
+use crate::source::{ChangeSource, Changes, WatchToken};
 
 /// How long a client waits for an answer: the watcher's cookie wait (2 s) and a margin, so
 /// that a stopped or stuck watcher costs a save at most this before it walks as usual.
@@ -16,13 +15,14 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The watcher listening on `socket`.
 #[derive(Debug)]
-pub(crate) struct WatchClient {
-    pub(crate) socket: PathBuf,
+pub struct WatchClient {
+    /// The socket (see [`super::wire::socket_path`]).
+    pub socket: PathBuf,
 }
 
 impl WatchClient {
     /// Sends `request` and returns the answer's frame.
-    pub(crate) fn ask(&self, request: &Request) -> std::io::Result<Vec<u8>> {
+    pub fn ask(&self, request: &Request) -> std::io::Result<Vec<u8>> {
         let mut stream = UnixStream::connect(&self.socket)?;
         stream.set_read_timeout(Some(ANSWER_TIMEOUT))?;
         stream.set_write_timeout(Some(ANSWER_TIMEOUT))?;

@@ -15,8 +15,8 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
-use snap_tree::{Changes, DirtyDir, Scope, WatchToken};
+use crate::error::TreeError;
+use crate::source::{Changes, DirtyDir, Scope, WatchToken};
 
 const MAGIC: &[u8; 4] = b"SNW1";
 /// The longest frame either side accepts (a watcher naming every directory of a large tree).
@@ -24,7 +24,7 @@ const MAX_FRAME: u32 = 256 << 20;
 
 /// What a client asks.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Request {
+pub enum Request {
     /// What changed since the token (none: the client has no token yet).
     Query(Option<WatchToken>),
     /// How the watcher is doing, as JSON.
@@ -43,27 +43,23 @@ fn socket_dir_path(uid: u32) -> PathBuf {
 
 /// The directory the sockets of this user live in, made if missing and checked: owned by
 /// this user, no access for anyone else.
-pub(crate) fn socket_dir() -> Result<PathBuf> {
+pub fn socket_dir() -> Result<PathBuf, TreeError> {
     let uid = rustix::process::geteuid().as_raw();
     let dir = socket_dir_path(uid);
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e).with_context(|| format!("cannot create {}", dir.display())),
+        Err(e) => return Err(TreeError::io(&dir, e)),
     }
-    let meta = std::fs::symlink_metadata(&dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?;
+    let meta = std::fs::symlink_metadata(&dir).map_err(|e| TreeError::io(&dir, e))?;
     if !meta.is_dir() || meta.uid() != uid || meta.permissions().mode() & 0o077 != 0 {
-        bail!(
-            "{} is not a directory of this user's alone (mode 0700): refusing to use it for the watcher's socket",
-            dir.display()
-        );
+        return Err(TreeError::SharedSocketDir(dir));
     }
     Ok(dir)
 }
 
 /// The socket directory if it exists and passes [`socket_dir`]'s checks; never made.
-pub(crate) fn existing_socket_dir() -> Option<PathBuf> {
+pub fn existing_socket_dir() -> Option<PathBuf> {
     let uid = rustix::process::geteuid().as_raw();
     let dir = socket_dir_path(uid);
     let meta = std::fs::symlink_metadata(&dir).ok()?;
@@ -71,14 +67,14 @@ pub(crate) fn existing_socket_dir() -> Option<PathBuf> {
 }
 
 /// The socket path of the watcher of the workspace at `root` (canonical).
-pub(crate) fn socket_path(dir: &Path, root: &Path) -> PathBuf {
+pub fn socket_path(dir: &Path, root: &Path) -> PathBuf {
     use std::os::unix::ffi::OsStrExt;
     let hash = blake3::hash(root.as_os_str().as_bytes());
     dir.join(format!("{}.sock", &hash.to_hex()[..24]))
 }
 
 /// Writes one frame.
-pub(crate) fn send(to: &mut impl Write, body: &[u8]) -> std::io::Result<()> {
+pub fn send(to: &mut impl Write, body: &[u8]) -> std::io::Result<()> {
     let len = u32::try_from(body.len()).map_err(|_| std::io::Error::other("frame too large"))?;
     to.write_all(&len.to_le_bytes())?;
     to.write_all(body)?;
@@ -86,7 +82,7 @@ pub(crate) fn send(to: &mut impl Write, body: &[u8]) -> std::io::Result<()> {
 }
 
 /// Reads one frame.
-pub(crate) fn receive(from: &mut impl Read) -> std::io::Result<Vec<u8>> {
+pub fn receive(from: &mut impl Read) -> std::io::Result<Vec<u8>> {
     let mut len = [0u8; 4];
     from.read_exact(&mut len)?;
     let len = u32::from_le_bytes(len);
@@ -99,7 +95,8 @@ pub(crate) fn receive(from: &mut impl Read) -> std::io::Result<Vec<u8>> {
 }
 
 impl Request {
-    pub(crate) fn encode(&self) -> Vec<u8> {
+    /// The request as a frame's body.
+    pub fn encode(&self) -> Vec<u8> {
         let mut out = MAGIC.to_vec();
         match self {
             Request::Query(token) => {
@@ -112,7 +109,8 @@ impl Request {
         out
     }
 
-    pub(crate) fn decode(bytes: &[u8]) -> Option<Request> {
+    /// The request a frame's body holds, if it is one.
+    pub fn decode(bytes: &[u8]) -> Option<Request> {
         let mut r = Cursor(bytes.strip_prefix(MAGIC)?);
         let request = match r.byte()? {
             1 => Request::Query(r.token()?),
@@ -125,7 +123,7 @@ impl Request {
 }
 
 /// A query's answer as sent.
-pub(crate) fn encode_changes(changes: &Changes) -> Vec<u8> {
+pub fn encode_changes(changes: &Changes) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     match changes {
         Changes::Dirs { now, dirs } => {
@@ -150,7 +148,7 @@ pub(crate) fn encode_changes(changes: &Changes) -> Vec<u8> {
 }
 
 /// A query's answer as received; `None` when malformed.
-pub(crate) fn decode_changes(bytes: &[u8]) -> Option<Changes> {
+pub fn decode_changes(bytes: &[u8]) -> Option<Changes> {
     let mut r = Cursor(bytes.strip_prefix(MAGIC)?);
     let changes = match r.byte()? {
         0 => {

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use snap_tree::{StoreError, TreeError};
 
-use crate::{hook, json, signals};
+use crate::render::one_line;
+use crate::{hints, hook, json, signals};
 
 /// Exit code when there is nothing to undo or redo.
 const EXIT_NOTHING_TO_DO: u8 = 3;
@@ -182,6 +183,9 @@ impl std::error::Error for Reported {}
 
 fn report_error(e: &anyhow::Error, json_mode: bool) -> ExitCode {
     let mut message = one_line(e);
+    if let Some(hint) = hints::after(e) {
+        message.push_str(hint);
+    }
     if is_damage(e) {
         message.push_str(
             " (`snap verify` names every damaged snapshot and path; `snap repair` rebuilds \
@@ -255,20 +259,4 @@ fn store_errors(e: &anyhow::Error) -> impl Iterator<Item = &StoreError> {
         };
         cause.downcast_ref::<StoreError>().or(tree)
     })
-}
-
-/// The error and its causes on one line. Library errors already name their source in their
-/// own message (`path: os error`), so a cause already said is not said twice.
-pub(crate) fn one_line(e: &anyhow::Error) -> String {
-    let mut message = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            if !message.is_empty() {
-                message.push_str(": ");
-            }
-            message.push_str(&text);
-        }
-    }
-    message.replace('\n', " ")
 }

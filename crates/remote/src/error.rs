@@ -90,13 +90,13 @@ pub enum RemoteError {
     },
     /// A `file://` remote whose directory is not there (only a push or `remote add
     /// --create` makes one).
-    #[error("{url} does not exist (a push, or snap remote add --create, makes a remote)")]
+    #[error("{url} does not exist")]
     NoRemote {
         /// The remote.
         url: String,
     },
     /// The remote lacks the `snap-remote` marker: no push ever wrote to it.
-    #[error("{url} is not a snap remote (no snap-remote marker; a push makes one)")]
+    #[error("{url} is not a remote (no snap-remote marker)")]
     NotARemote {
         /// The remote.
         url: String,

@@ -20,7 +20,7 @@ pub enum StoreError {
     #[error("a write into a new pack in {0} failed earlier; nothing of it was kept")]
     WriterFailed(PathBuf),
     /// The directory holds no store (no `packs/` in it); carries the store directory.
-    #[error("no snap store at {0} (run `snap init` or `snap save` first)")]
+    #[error("no snap store at {0}")]
     NotFound(PathBuf),
     /// Making a store in a directory that holds something else; carries the directory and
     /// one entry that is not snap's.
@@ -143,7 +143,7 @@ pub enum StoreError {
     #[error("{0} is a symlink; snap never follows links among its own files (remove it)")]
     Symlink(PathBuf),
     /// `.snap/workspace` is damaged; carries its path.
-    #[error("{0} is damaged; run `snap init --force` in the workspace root to record it again")]
+    #[error("{0} is damaged")]
     BadIdentity(PathBuf),
     /// An environment variable whose value cannot be used.
     #[error("{name}={value:?}: {why}")]

@@ -12,8 +12,6 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::args;
-
 /// Set while stdout flows into a pager: what is printed reaches a terminal after all.
 static PAGING: AtomicBool = AtomicBool::new(false);
 
@@ -32,19 +30,6 @@ pub(crate) enum Paging {
     Page,
     /// Straight to stdout.
     Plain,
-}
-
-/// `log`, `diff`, `show` and `blame` page, unless `--json` or `--no-pager` was given.
-pub(crate) fn wanted(cli: &args::Cli) -> Paging {
-    use args::Command as C;
-    let reads_history = matches!(
-        cli.command,
-        C::Log(_) | C::Diff(_) | C::Show { .. } | C::Blame { .. }
-    );
-    match reads_history && !cli.json && !cli.no_pager {
-        true => Paging::Page,
-        false => Paging::Plain,
-    }
 }
 
 /// Whether output may be coloured: it reaches a terminal (directly or through the pager) and

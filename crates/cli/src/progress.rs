@@ -26,7 +26,7 @@ fn label(phase: Phase) -> &'static str {
 }
 
 /// The observer this run wants: bars, timing lines, both or neither (`None`).
-pub fn observer(ctx: &crate::Ctx) -> Option<Observer> {
+pub fn observer(ctx: &crate::ctx::Ctx) -> Option<Observer> {
     let bars = ctx.progress.then(bars);
     if !ctx.timing {
         return bars;
@@ -104,7 +104,7 @@ pub struct Transfer(Option<ProgressBar>);
 #[cfg(feature = "remote")]
 impl Transfer {
     /// A bar labelled `label` for `total` bytes (a guess is fine: it only draws).
-    pub fn new(ctx: &crate::Ctx, label: &'static str, total: u64) -> Transfer {
+    pub fn new(ctx: &crate::ctx::Ctx, label: &'static str, total: u64) -> Transfer {
         let bar = ctx.progress.then(|| {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
             let style = ProgressStyle::with_template("{msg} {bytes}/{total_bytes} {wide_bar}")

@@ -354,3 +354,19 @@ pub fn human_bytes(n: u64) -> String {
         format!("{v:.1} {}", UNITS[unit])
     }
 }
+
+/// The error and its causes on one line. Library errors already name their source in their
+/// own message (`path: os error`), so a cause already said is not said twice.
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            if !message.is_empty() {
+                message.push_str(": ");
+            }
+            message.push_str(&text);
+        }
+    }
+    message.replace('\n', " ")
+}

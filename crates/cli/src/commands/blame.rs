@@ -1,7 +1,14 @@
 //! `snap blame FILE [REF]`: each line of a file with the snapshot that brought it, and that
 //! snapshot's session, step, tool and agent.
 
-use super::{Ctx, Path, Result, emit, json, open_reading, path_str, text_shown, workspace_paths};
+use super::workspace_paths;
+use crate::ctx::{Ctx, emit};
+use crate::json;
+use crate::open::open_reading;
+use crate::render::{path_str, text_shown};
+use anyhow::Result;
+use std::path::Path;
+use std::path::PathBuf;
 
 pub(crate) fn cmd_blame(ctx: &Ctx, path: &Path, reference: &str) -> Result<()> {
     let ws = open_reading(ctx)?;
@@ -34,4 +41,19 @@ pub(crate) fn cmd_blame(ctx: &Ctx, path: &Path, reference: &str) -> Result<()> {
         }
     });
     Ok(())
+}
+
+/// `snap blame`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BlameArgs {
+    /// The file.
+    pub(crate) path: PathBuf,
+    /// The snapshot whose version is blamed: @, @~N, last, #SEQ, step:N or an id prefix.
+    #[arg(default_value = "@")]
+    pub(crate) reference: String,
+}
+
+/// Runs `snap blame`.
+pub(crate) fn run(ctx: &Ctx, args: BlameArgs) -> Result<()> {
+    cmd_blame(ctx, &args.path, &args.reference)
 }

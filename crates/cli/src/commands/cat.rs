@@ -1,10 +1,15 @@
 //! `snap cat REF PATH`: one file's bytes from a snapshot.
 
 use std::io::Write;
+use std::path::PathBuf;
 
-use super::{
-    Context, Ctx, Path, Result, bail, json, open_reading, path_shown, path_str, workspace_paths,
-};
+use super::workspace_paths;
+use crate::ctx::Ctx;
+use crate::json;
+use crate::open::open_reading;
+use crate::render::{path_shown, path_str};
+use anyhow::{Context, Result, bail};
+use std::path::Path;
 
 pub(crate) fn cmd_cat(ctx: &Ctx, reference: &str, path: &Path) -> Result<()> {
     let ws = open_reading(ctx)?;
@@ -71,4 +76,18 @@ fn write_chunks(chunks: snap_tree::FileChunks<'_>) -> Result<()> {
     }
     out.flush().context("writing to stdout")?;
     Ok(())
+}
+
+/// `snap cat`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CatArgs {
+    /// Snapshot reference.
+    pub(crate) reference: String,
+    /// Path in the snapshot.
+    pub(crate) path: PathBuf,
+}
+
+/// Runs `snap cat`.
+pub(crate) fn run(ctx: &Ctx, args: CatArgs) -> Result<()> {
+    cmd_cat(ctx, &args.reference, &args.path)
 }

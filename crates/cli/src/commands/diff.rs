@@ -2,6 +2,7 @@
 //! file cut at `--max-lines`, binary files summarized by size, colour only on a terminal.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use anyhow::Result;
 use serde_json::Value;
@@ -9,10 +10,10 @@ use snap_tree::flat::{Listed, Rename};
 use snap_tree::{Change, DiffEntry, FileDiff, Side, TreeDiff};
 
 use super::workspace_paths;
-use crate::args::DiffArgs;
+use crate::ctx::{Ctx, emit};
 use crate::json;
+use crate::open::open_reading;
 use crate::render::{change_letter, path_shown, path_str};
-use crate::{Ctx, emit, open_reading};
 
 /// One file as the diff shows it: a changed path, or a rename (an addition whose `old`
 /// side is the deletion it pairs with, `from` naming that path).
@@ -380,4 +381,67 @@ fn paint(line: &str, colour: bool) -> String {
         _ => return line.to_string(),
     };
     format!("\x1b[{code}m{line}\x1b[0m")
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// From this snapshot (default @, HEAD).
+    pub from: Option<String>,
+    /// To this snapshot (default: the working tree).
+    pub to: Option<String>,
+    /// Only these paths.
+    #[arg(last = true)]
+    pub paths: Vec<PathBuf>,
+    /// One line per file with lines added and removed, and a total line under them.
+    #[arg(long, conflicts_with = "name_status")]
+    pub stat: bool,
+    /// One line per file with its status letter (A, M, D; R and how alike, OLD NEW, for a file moved).
+    #[arg(long)]
+    pub name_status: bool,
+    /// Which page of files to show.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub page: u64,
+    /// Files per page (default 25; with --stat or --name-status, every file).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub files_per_page: Option<u64>,
+    /// Diff lines shown per file (0: every line); the rest is cut with a note.
+    #[arg(long, default_value_t = 500)]
+    pub max_lines: usize,
+}
+
+impl DiffArgs {
+    /// Files per page: as given, else 25 for full diffs and every file for the one-line forms.
+    pub fn per_page(&self) -> u64 {
+        let one_line = self.stat || self.name_status;
+        self.files_per_page
+            .unwrap_or(if one_line { u64::MAX } else { 25 })
+    }
+
+    /// The command line that shows `page`, with every flag given kept.
+    pub fn page_command(&self, page: u64) -> String {
+        let mut cmd = String::from("snap diff");
+        for side in [&self.from, &self.to].into_iter().flatten() {
+            cmd.push_str(&format!(" '{side}'"));
+        }
+        if self.stat {
+            cmd.push_str(" --stat");
+        }
+        if self.name_status {
+            cmd.push_str(" --name-status");
+        }
+        if let Some(n) = self.files_per_page {
+            cmd.push_str(&format!(" --files-per-page {n}"));
+        }
+        if self.max_lines != 500 {
+            cmd.push_str(&format!(" --max-lines {}", self.max_lines));
+        }
+        cmd.push_str(&format!(" --page {page}"));
+        if !self.paths.is_empty() {
+            cmd.push_str(" --");
+            for p in &self.paths {
+                cmd.push_str(&format!(" '{}'", p.display()));
+            }
+        }
+        cmd
+    }
 }

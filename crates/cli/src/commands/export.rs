@@ -1,6 +1,11 @@
 //! `snap export REF DIR [-- PATHS]`: a snapshot written into another directory.
 
-use super::{Ctx, Path, PathBuf, Result, emit_done, json, open_reading, workspace_paths};
+use super::workspace_paths;
+use crate::ctx::{Ctx, emit_done};
+use crate::json;
+use crate::open::open_reading;
+use anyhow::Result;
+use std::path::{Path, PathBuf};
 
 pub(crate) fn cmd_export(ctx: &Ctx, reference: &str, dir: &Path, paths: &[PathBuf]) -> Result<()> {
     let ws = open_reading(ctx)?;
@@ -21,4 +26,23 @@ pub(crate) fn cmd_export(ctx: &Ctx, reference: &str, dir: &Path, paths: &[PathBu
         );
     });
     Ok(())
+}
+
+/// `snap export`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ExportArgs {
+    /// Snapshot: @, @~N, last, #SEQ, step:N or an id prefix.
+    pub(crate) reference: String,
+    /// An empty or absent directory outside the workspace. (Not named `dir`: that is the
+    /// global `-C`'s id, and clap would give this value to it.)
+    #[arg(value_name = "DIR")]
+    pub(crate) into: PathBuf,
+    /// Only these paths.
+    #[arg(last = true)]
+    pub(crate) paths: Vec<PathBuf>,
+}
+
+/// Runs `snap export`.
+pub(crate) fn run(ctx: &Ctx, args: ExportArgs) -> Result<()> {
+    cmd_export(ctx, &args.reference, &args.into, &args.paths)
 }

@@ -2,6 +2,9 @@
 //! out of history for good (docs/SAFETY.md names it a deliberate loss), the bytes gone from
 //! the store. A person's decision: it needs `--yes`, and no MCP tool offers it.
 
+use crate::render::path_str;
+use serde::Serialize;
+use snap_tree::PurgeReport;
 use snap_tree::secrets::{SecretHit, SecretScan};
 use snap_tree::{ExpungeAsk, ExpungeOutcome, Run, Tracking};
 
@@ -9,7 +12,13 @@ use super::expunge_remote::{
     RemoteChoice, RemoteDone, add_pending, chosen, pending, print_remotes, rewrite_remotes,
     set_pending,
 };
-use super::{Ctx, PathBuf, Result, emit, json, json_only, open, path_shown, workspace_paths};
+use super::workspace_paths;
+use crate::ctx::{Ctx, emit, json_only};
+use crate::json;
+use crate::open::open;
+use crate::render::path_shown;
+use anyhow::Result;
+use std::path::PathBuf;
 
 /// What `snap expunge` was asked.
 pub(crate) struct ExpungeCall<'a> {
@@ -94,7 +103,7 @@ pub(crate) fn cmd_expunge(ctx: &Ctx, call: ExpungeCall<'_>) -> Result<()> {
         ctx,
         json_only(ctx, || {
             let secrets = call.secrets.then_some(&found);
-            json::value(&json::ExpungeDoc::new(&out, secrets, &done))
+            json::value(&ExpungeDoc::new(&out, secrets, &done))
         }),
         || {
             print_expunge(&out, call.secrets.then_some(&found[..]));
@@ -213,5 +222,170 @@ fn plural(n: usize, what: &str) -> String {
     match n {
         1 => format!("1 {what}"),
         n => format!("{n} {what}s"),
+    }
+}
+
+/// `snap expunge`.
+#[derive(Debug, clap::Args)]
+pub struct ExpungeArgs {
+    /// Files or directories to take out of history.
+    #[arg(required_unless_present_any = ["secrets", "resume"])]
+    pub paths: Vec<PathBuf>,
+    /// Only from this snapshot (repeatable); by default from every one.
+    #[arg(long = "snapshot", value_name = "REF")]
+    pub snapshots: Vec<String>,
+    /// Find secret-looking paths and contents in history and list them (with --yes, expunge
+    /// them too).
+    #[arg(long)]
+    pub secrets: bool,
+    /// Leave the config alone: by default each expunged path still on disk joins
+    /// exclude_paths, or the next save would record it again.
+    #[arg(long)]
+    pub keep_tracking: bool,
+    /// Expunge: history loses the paths for good.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub yes: bool,
+    /// Say which snapshots and bytes would go; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Rewrite only this remote (by default every configured one: the expunge is pushed
+    /// there and each pack holding the bytes is rewritten without them).
+    #[arg(long, value_name = "NAME", conflicts_with = "no_remote")]
+    pub remote: Option<String>,
+    /// Leave the remotes as they are (they keep the bytes until `snap expunge --resume`).
+    #[arg(long)]
+    pub no_remote: bool,
+    /// Finish the remote half of an earlier expunge (a remote that could not be reached,
+    /// or a kill).
+    #[arg(long, conflicts_with_all = ["paths", "secrets", "dry_run", "snapshots", "no_remote"])]
+    pub resume: bool,
+    /// How long a rewritten remote keeps the old packs before they are deleted (for pushes
+    /// from other machines that planned against them); 0 deletes them at once.
+    #[arg(long, value_name = "DUR", default_value = "1h")]
+    pub grace: String,
+}
+
+/// Runs `snap expunge`.
+pub(crate) fn run(ctx: &Ctx, args: ExpungeArgs) -> Result<()> {
+    let call = ExpungeCall {
+        paths: &args.paths,
+        snapshots: &args.snapshots,
+        secrets: args.secrets,
+        tracking: match args.keep_tracking {
+            true => snap_tree::Tracking::Keep,
+            false => snap_tree::Tracking::Exclude,
+        },
+        run: match (args.yes, args.dry_run) {
+            (true, _) => Some(snap_tree::Run::Apply),
+            (false, true) => Some(snap_tree::Run::DryRun),
+            (false, false) => None,
+        },
+        remotes: match (args.no_remote, args.remote.clone()) {
+            (true, _) => RemoteChoice::None,
+            (false, Some(name)) => RemoteChoice::Named(name),
+            (false, None) => RemoteChoice::Every,
+        },
+        resume: args.resume,
+        grace: &args.grace,
+    };
+    cmd_expunge(ctx, call)
+}
+
+/// `snap expunge`: the snapshots given new ids, what was taken out by path, the paths
+/// excluded from now on, the purge, and (`--secrets`) what looked secret.
+#[derive(Serialize)]
+pub struct ExpungeDoc {
+    pub dry_run: bool,
+    pub renamed: Vec<RenamedDoc>,
+    pub paths: Vec<ExpungedPathDoc>,
+    pub excluded: Vec<String>,
+    pub purge: Option<PurgeDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<Vec<SecretDoc>>,
+    /// What the expunge did on each remote it rewrote.
+    pub remotes: Vec<RemoteDone>,
+}
+
+#[derive(Serialize)]
+pub struct RenamedDoc {
+    pub seq: u64,
+    pub old: String,
+    pub new: String,
+    pub held: bool,
+}
+
+#[derive(Serialize)]
+pub struct ExpungedPathDoc {
+    pub path: String,
+    pub versions: usize,
+    pub bytes: u64,
+    pub files: usize,
+}
+
+#[derive(Serialize)]
+pub struct PurgeDoc {
+    pub packs_rewritten: usize,
+    pub objects_removed: usize,
+    pub objects_reencoded: usize,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+}
+
+#[derive(Serialize)]
+pub struct SecretDoc {
+    pub path: String,
+    pub why: String,
+}
+
+impl ExpungeDoc {
+    pub fn new(
+        o: &ExpungeOutcome,
+        secrets: Option<&Vec<SecretHit>>,
+        remotes: &[RemoteDone],
+    ) -> ExpungeDoc {
+        ExpungeDoc {
+            remotes: remotes.to_vec(),
+            dry_run: o.dry_run,
+            renamed: (o.renamed.iter())
+                .map(|r| RenamedDoc {
+                    seq: r.seq,
+                    old: r.old.to_hex(),
+                    new: r.new.to_hex(),
+                    held: r.held,
+                })
+                .collect(),
+            paths: (o.taken.iter())
+                .map(|(p, t)| ExpungedPathDoc {
+                    path: path_str(p),
+                    versions: t.versions.len(),
+                    bytes: t.bytes,
+                    files: t.files.len(),
+                })
+                .collect(),
+            excluded: o.excluded.iter().map(|p| path_str(p)).collect(),
+            purge: o.purge.as_ref().map(PurgeDoc::from),
+            secrets: secrets.map(|hits| hits.iter().map(SecretDoc::from).collect()),
+        }
+    }
+}
+
+impl From<&PurgeReport> for PurgeDoc {
+    fn from(p: &PurgeReport) -> PurgeDoc {
+        PurgeDoc {
+            packs_rewritten: p.packs_rewritten,
+            objects_removed: p.objects_removed,
+            objects_reencoded: p.objects_reencoded,
+            bytes_before: p.bytes_before,
+            bytes_after: p.bytes_after,
+        }
+    }
+}
+
+impl From<&SecretHit> for SecretDoc {
+    fn from(h: &SecretHit) -> SecretDoc {
+        SecretDoc {
+            path: path_str(&h.path),
+            why: h.why.clone(),
+        }
     }
 }

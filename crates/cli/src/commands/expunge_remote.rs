@@ -24,8 +24,9 @@ use snap_tree::Workspace;
 use super::remote::{LacksTrees, PushMode, live_of, pull_from, push_to};
 #[cfg(feature = "remote")]
 use super::remote_crypt::now_ns;
+use crate::ctx::Ctx;
+use crate::open::open_reading;
 use crate::render::human_bytes;
-use crate::{Ctx, open_reading};
 
 /// The file listing the remotes an expunge has still to rewrite.
 const PENDING: &str = "expunge-remotes";

@@ -1,6 +1,9 @@
 //! `snap init`: create the store, or claim one (`--force`).
 
-use super::{Ctx, Result, Workspace, emit_done, json};
+use crate::ctx::{Ctx, emit_done};
+use crate::json;
+use anyhow::Result;
+use snap_tree::Workspace;
 
 pub(crate) fn cmd_init(ctx: &Ctx, force: bool) -> Result<()> {
     let wanted = ctx.store.clone().unwrap_or_else(|| ctx.start.join(".snap"));
@@ -24,4 +27,18 @@ pub(crate) fn cmd_init(ctx: &Ctx, force: bool) -> Result<()> {
         },
     );
     Ok(())
+}
+
+/// `snap init`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct InitArgs {
+    /// Allow a store in `/` or your home directory, and claim an external store recorded
+    /// for another root (a workspace that moved).
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+/// Runs `snap init`.
+pub(crate) fn run(ctx: &Ctx, args: InitArgs) -> Result<()> {
+    cmd_init(ctx, args.force)
 }

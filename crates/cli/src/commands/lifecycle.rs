@@ -6,8 +6,10 @@ use snap_tree::secrets::SecretHit;
 use snap_tree::{GcReport, Retention, StoreStats};
 use snap_tree::{Workspace, parse_duration};
 
+use crate::ctx::{Ctx, emit, emit_done};
+use crate::json;
+use crate::open::open;
 use crate::render::{human_bytes, path_shown, path_str, snapshot_line};
-use crate::{Ctx, emit, emit_done, json, open};
 
 /// What `log --stats` shows: the store, what large files cost it, and secret-looking paths.
 pub struct StatsView<'a> {
@@ -197,7 +199,7 @@ pub fn gc(ctx: &Ctx) -> Result<()> {
 }
 
 pub fn verify(ctx: &Ctx, read_data: bool) -> Result<()> {
-    let ws = match crate::open_reading(ctx) {
+    let ws = match crate::open::open_reading(ctx) {
         Ok(ws) => ws,
         Err(e) => return verify_unopened(ctx, read_data, e),
     };
@@ -399,4 +401,93 @@ fn verify_unopened(ctx: &Ctx, read_data: bool, e: anyhow::Error) -> Result<()> {
             .to_string(),
     )
     .into())
+}
+
+/// `snap prune`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct PruneArgs {
+    /// Keep the newest N snapshots.
+    #[arg(long)]
+    pub(crate) keep_last: Option<u64>,
+    /// Keep snapshots younger than this (30m, 12h, 7d, 2w).
+    #[arg(long, value_name = "DUR")]
+    pub(crate) keep_within: Option<String>,
+    /// Show what would be dropped, drop nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+}
+
+/// `snap gc`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct GcArgs {
+    /// Collect a remote instead (the default one, or the one named).
+    #[cfg(feature = "remote")]
+    #[arg(long, value_name = "REMOTE", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) remote: Option<String>,
+    /// With --remote: how long an object stays marked before it is deleted (a push
+    /// running longer than this while a gc runs may lose what it relies on).
+    #[cfg(feature = "remote")]
+    #[arg(long, value_name = "DUR", default_value = "1h", requires = "remote")]
+    pub(crate) grace: String,
+}
+
+/// `snap verify`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct VerifyArgs {
+    /// Also decompress and rehash every object.
+    #[arg(long)]
+    pub(crate) read_data: bool,
+    /// Check a remote instead (the default one, or the one named): refs, records, packs.
+    #[cfg(feature = "remote")]
+    #[arg(long, value_name = "REMOTE", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) remote: Option<String>,
+}
+
+/// `snap repair` takes no arguments of its own.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RepairArgs {}
+
+/// `snap delete`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct DeleteArgs {
+    /// Every snapshot (the only mode there is).
+    #[arg(long, required = true)]
+    pub(crate) all: bool,
+    /// Confirm.
+    #[arg(long)]
+    pub(crate) yes: bool,
+}
+
+/// Runs `snap prune`.
+pub(crate) fn run_prune(ctx: &Ctx, args: PruneArgs) -> Result<()> {
+    prune(ctx, args.keep_last, args.keep_within, args.dry_run)
+}
+
+/// Runs `snap gc`: the store's, or with `--remote` a remote's.
+pub(crate) fn run_gc(ctx: &Ctx, args: GcArgs) -> Result<()> {
+    #[cfg(feature = "remote")]
+    if let Some(remote) = &args.remote {
+        return crate::commands::remote::gc(ctx, Some(remote), &args.grace);
+    }
+    let _ = args;
+    gc(ctx)
+}
+
+/// Runs `snap verify`: the store's, or with `--remote` a remote's.
+pub(crate) fn run_verify(ctx: &Ctx, args: VerifyArgs) -> Result<()> {
+    #[cfg(feature = "remote")]
+    if let Some(remote) = &args.remote {
+        return crate::commands::remote::verify(ctx, Some(remote), args.read_data);
+    }
+    verify(ctx, args.read_data)
+}
+
+/// Runs `snap repair`.
+pub(crate) fn run_repair(ctx: &Ctx, _args: RepairArgs) -> Result<()> {
+    repair(ctx)
+}
+
+/// Runs `snap delete`.
+pub(crate) fn run_delete(ctx: &Ctx, args: DeleteArgs) -> Result<()> {
+    delete_all(ctx, args.yes)
 }

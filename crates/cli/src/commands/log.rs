@@ -2,8 +2,13 @@
 //! and `--stats`; a turn's autosaves are folded into the line above them unless `-v` or
 //! `--all` asks for each (`--json` lists every snapshot).
 
-use super::{Ctx, LogArgs, Result, emit, json, lifecycle, log_line, oneline, open_reading};
+use super::lifecycle;
+use crate::ctx::{Ctx, emit};
+use crate::json;
+use crate::open::open_reading;
 use crate::render::Colour;
+use crate::render::{log_line, oneline};
+use anyhow::Result;
 
 pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
     let ws = open_reading(ctx)?;
@@ -132,4 +137,52 @@ fn print_pulled(pulled: &[snap_tree::Pulled]) {
             crate::render::snapshot_line(&snapshot)
         );
     }
+}
+
+/// `--since DUR`: nanoseconds back from now, `None` for "0" (no limit).
+#[derive(Clone, Copy, Debug)]
+pub struct Since(pub Option<i64>);
+
+/// Parsed by clap, so a bad duration is a usage error (exit 2), as a bad number is.
+fn parse_since(value: &str) -> Result<Since, String> {
+    snap_tree::parse_duration(value).map(Since)
+}
+
+/// `snap log`'s filters.
+#[derive(Debug, clap::Args)]
+pub struct LogArgs {
+    /// At most N rows.
+    #[arg(short = 'n', long = "max-count")]
+    pub max_count: Option<usize>,
+    /// Include snapshots abandoned by a save after an undo.
+    #[arg(long)]
+    pub all: bool,
+    /// Only snapshots saved with this step.
+    #[arg(long)]
+    pub step: Option<u64>,
+    /// Only snapshots saved with this session, or with the one session it begins (the 8
+    /// characters --oneline prints).
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Only snapshots younger than this (30m, 12h, 7d, 2w).
+    #[arg(long, value_name = "DUR", value_parser = parse_since)]
+    pub since: Option<Since>,
+    /// Also show the store's size and what gc would reclaim.
+    #[arg(long)]
+    pub stats: bool,
+    /// One short line a snapshot: short id, sequence, short session, message, tool.
+    #[arg(long)]
+    pub oneline: bool,
+    /// Every autosave on a line of its own (else a turn's autosaves are folded into the
+    /// line above them: "(+3 autosaves)").
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Only snapshots that changed these paths (files or directories: anything under them).
+    #[arg(last = true, value_name = "PATHS")]
+    pub paths: Vec<std::path::PathBuf>,
+}
+
+/// Runs `snap log`.
+pub(crate) fn run(ctx: &Ctx, args: LogArgs) -> Result<()> {
+    cmd_log(ctx, args)
 }

@@ -1,8 +1,12 @@
 //! `snap ls REF [-- PATHS]`: the paths in a snapshot.
 
-use super::{
-    Ctx, PathBuf, Result, emit, json, kind_str, open_reading, path_shown, path_str, workspace_paths,
-};
+use super::workspace_paths;
+use crate::ctx::{Ctx, emit};
+use crate::json;
+use crate::open::open_reading;
+use crate::render::{kind_str, path_shown, path_str};
+use anyhow::Result;
+use std::path::PathBuf;
 
 pub(crate) fn cmd_ls(ctx: &Ctx, reference: &str, paths: &[PathBuf]) -> Result<()> {
     let ws = open_reading(ctx)?;
@@ -32,4 +36,19 @@ pub(crate) fn cmd_ls(ctx: &Ctx, reference: &str, paths: &[PathBuf]) -> Result<()
         }
     });
     Ok(())
+}
+
+/// `snap ls`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct LsArgs {
+    /// Snapshot reference (default @).
+    pub(crate) reference: Option<String>,
+    /// Only these paths.
+    #[arg(last = true)]
+    pub(crate) paths: Vec<PathBuf>,
+}
+
+/// Runs `snap ls`.
+pub(crate) fn run(ctx: &Ctx, args: LsArgs) -> Result<()> {
+    cmd_ls(ctx, args.reference.as_deref().unwrap_or("@"), &args.paths)
 }

@@ -1,19 +1,21 @@
-//! One file per command (as jj lays out its CLI); `diff` and the store-lifecycle commands
-//! too. Shared here: the imports every command uses and the path arguments' resolution.
+//! One file per command (as jj lays out its CLI): its `...Args` type, its `run`, its body and
+//! its JSON document; the store-lifecycle commands share `lifecycle.rs`, the remote ones
+//! `remote*.rs`. Shared here: the path arguments' resolution.
 
-mod blame;
-mod cat;
+pub(crate) mod blame;
+pub(crate) mod cat;
+pub(crate) mod completions;
 pub(crate) mod diff;
 pub(crate) mod doctor;
-mod export;
+pub(crate) mod export;
 pub(crate) mod expunge;
 pub(crate) mod expunge_remote;
-mod init;
+pub(crate) mod init;
 pub(crate) mod lifecycle;
-mod log;
-mod ls;
-mod moves;
-mod recover;
+pub(crate) mod log;
+pub(crate) mod ls;
+pub(crate) mod moves;
+pub(crate) mod recover;
 #[cfg(feature = "remote")]
 pub(crate) mod remote;
 #[cfg(feature = "remote")]
@@ -22,43 +24,20 @@ pub(crate) mod remote_config;
 pub(crate) mod remote_crypt;
 #[cfg(feature = "remote")]
 pub(crate) mod remote_keys;
-mod restore;
+pub(crate) mod restore;
 #[cfg(feature = "remote")]
-mod resume_clone;
-mod revert;
-mod save;
-mod show;
-mod status;
+pub(crate) mod resume_clone;
+pub(crate) mod revert;
+pub(crate) mod save;
+pub(crate) mod show;
+pub(crate) mod status;
 pub(crate) mod ui;
-
-pub(crate) use blame::cmd_blame;
-pub(crate) use cat::cmd_cat;
-pub(crate) use doctor::cmd_doctor;
-pub(crate) use export::cmd_export;
-pub(crate) use init::cmd_init;
-pub(crate) use log::cmd_log;
-pub(crate) use ls::cmd_ls;
-pub(crate) use moves::{Way, cmd_move};
-pub(crate) use recover::cmd_recover;
-pub(crate) use restore::cmd_restore;
-pub(crate) use revert::{RevertAsk, cmd_revert};
-pub(crate) use save::cmd_save;
-pub(crate) use show::cmd_show;
-pub(crate) use status::cmd_status;
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
-use snap_tree::{Change, PathChange, Run, SaveOptions, TreeError, Workspace};
-
-use crate::args::{Category, LogArgs, MoveArgs, SaveArgs};
-use crate::render::{
-    kind_str, log_line, oneline, path_shown, path_str, print_changes, print_dir_changes,
-    print_kept, print_large_added, print_move, print_skipped, print_untracked_removed,
-    recovered_line, snapshot_line, text_shown,
-};
-use crate::{Ctx, emit, emit_done, json, json_only, open, open_reading, progress};
+use anyhow::{Context, Result};
+use snap_tree::{TreeError, Workspace};
 
 /// Turns paths given relative to the start directory into workspace-relative path bytes.
 pub(crate) fn workspace_paths(

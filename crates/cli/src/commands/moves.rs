@@ -1,6 +1,11 @@
 //! `snap undo`, `snap rewind` and `snap redo`: move along the undo chain.
 
-use super::{Ctx, MoveArgs, Result, Run, bail, emit, json, json_only, open, print_move};
+use crate::ctx::{Ctx, emit, json_only};
+use crate::json;
+use crate::open::open;
+use crate::render::print_move;
+use anyhow::{Result, bail};
+use snap_tree::Run;
 
 /// Which way a move goes along the undo chain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,4 +40,23 @@ pub(crate) fn cmd_move(ctx: &Ctx, args: MoveArgs, way: Way) -> Result<()> {
         || print_move(&out, ctx.quiet),
     );
     Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MoveArgs {
+    /// How many snapshots (with --turn: agent turns) to move.
+    #[arg(default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub n: u64,
+    /// Whole agent turns, as `snap hook` recorded them: undo goes back to the start of the
+    /// Nth last turn of HEAD's session (hand edits made before it kept); redo brings back
+    /// the N turns an undo passed.
+    #[arg(long, conflicts_with = "to")]
+    pub turn: bool,
+    /// Undo back to this snapshot, one of HEAD's ancestors, as an undo of that many steps
+    /// (redo brings them back): @~N, #SEQ, step:N or an id prefix.
+    #[arg(long, value_name = "REF")]
+    pub to: Option<String>,
+    /// Show what would change, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }

@@ -1,6 +1,10 @@
 //! `snap recover`: finish an interrupted undo, redo or restore.
 
-use super::{Ctx, Result, Workspace, bail, emit, json, print_kept, recovered_line};
+use crate::ctx::{Ctx, emit};
+use crate::json;
+use crate::render::{print_kept, recovered_line};
+use anyhow::{Result, bail};
+use snap_tree::Workspace;
 
 pub(crate) fn cmd_recover(ctx: &Ctx) -> Result<()> {
     let ws = Workspace::discover(&ctx.start, ctx.store.as_deref())?;
@@ -27,4 +31,13 @@ pub(crate) fn cmd_recover(ctx: &Ctx) -> Result<()> {
         bail!("more than one interrupted operation was found; check `snap status`");
     }
     Ok(())
+}
+
+/// `snap recover` takes no arguments of its own.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RecoverArgs {}
+
+/// Runs `snap recover`.
+pub(crate) fn run(ctx: &Ctx, _args: RecoverArgs) -> Result<()> {
+    cmd_recover(ctx)
 }

@@ -9,6 +9,7 @@
 //! moves the store in, and saves once, which records nothing and seeds the caches.
 
 use std::path::Path;
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use snap_remote::fetch::{choose_workspace, download_pull, fetch_workspace, plan_pull};
@@ -21,9 +22,11 @@ use snap_tree::secrets::SecretScan;
 use snap_tree::{SaveOptions, Staging, Workspace};
 
 use super::remote_crypt::{Passphrase, create_encrypted, now_ns, open_remote};
+use crate::ctx::{Ctx, emit};
+use crate::json;
+use crate::open::{open, open_reading};
 use crate::render::human_bytes;
 use crate::render::path_shown;
-use crate::{Ctx, emit, json, open, open_reading};
 
 /// The name pulled snapshots take when pulled from a URL no configured remote has.
 const UNNAMED: &str = "pulled";
@@ -626,4 +629,67 @@ fn refuse_occupied(dest: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e).with_context(|| dest.display().to_string()),
     }
+}
+
+/// `snap push`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct PushArgs {
+    /// A remote's name or URL (default: the default remote).
+    pub(crate) remote: Option<String>,
+    /// First read and hash every pack on the remote; a damaged one is deleted and what
+    /// it held is sent again.
+    #[arg(long)]
+    pub(crate) repair: bool,
+}
+
+/// `snap pull`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct PullArgs {
+    /// A remote's name or URL (default: the default remote).
+    pub(crate) remote: Option<String>,
+}
+
+/// `snap clone`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CloneArgs {
+    /// `s3://bucket/prefix` or `file:///path`.
+    pub(crate) url: String,
+    /// The new directory (absent or empty).
+    #[arg(value_name = "DIR")]
+    pub(crate) directory: PathBuf,
+    /// The workspace to take, when the remote holds several (a prefix of its id).
+    #[arg(long)]
+    pub(crate) workspace: Option<String>,
+    /// Read an encrypted remote's passphrase from the first line of FILE (else
+    /// SNAP_REMOTE_PASSWORD, else a prompt).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) password_file: Option<PathBuf>,
+}
+
+/// Runs `snap push`.
+pub(crate) fn run_push(ctx: &Ctx, args: PushArgs) -> Result<()> {
+    let mode = match args.repair {
+        true => PushMode::Repair,
+        false => PushMode::Missing,
+    };
+    push(ctx, args.remote.as_deref(), mode)
+}
+
+/// Runs `snap pull`.
+pub(crate) fn run_pull(ctx: &Ctx, args: PullArgs) -> Result<()> {
+    pull(ctx, args.remote.as_deref())
+}
+
+/// Runs `snap clone`.
+pub(crate) fn run_clone(ctx: &Ctx, args: CloneArgs) -> Result<()> {
+    let pass = Passphrase {
+        file: args.password_file.as_deref(),
+    };
+    clone(
+        ctx,
+        &args.url,
+        &args.directory,
+        args.workspace.as_deref(),
+        pass,
+    )
 }

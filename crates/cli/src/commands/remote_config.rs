@@ -2,13 +2,16 @@
 //! `.snap/config.toml`), a new one made encrypted unless told not to (docs/FORMAT.md 9.1).
 
 use std::path::Path;
+use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use snap_remote::layout::Marker;
 use snap_remote::{Reach, Remote, check};
 
 use super::remote_crypt::{Passphrase, create_encrypted, has_key, open_remote};
-use crate::{Ctx, emit, json, open, open_reading};
+use crate::ctx::{Ctx, emit};
+use crate::json;
+use crate::open::{open, open_reading};
 
 /// Whether a new remote is encrypted (`snap remote add --no-encryption` says not).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,4 +140,98 @@ pub(crate) fn list(ctx: &Ctx) -> Result<()> {
         }
     });
     Ok(())
+}
+
+/// `snap remote`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RemoteArgs {
+    /// With no action, list the remotes, each with its URL and whether it is encrypted
+    /// (`snap remote -v`, git's spelling; `snap remote list` says the same).
+    #[arg(short, long)]
+    pub(crate) verbose: bool,
+    #[command(subcommand)]
+    pub(crate) action: Option<RemoteAction>,
+}
+
+/// `snap remote`'s actions.
+#[cfg(feature = "remote")]
+#[derive(Debug, clap::Subcommand)]
+pub enum RemoteAction {
+    /// Name a remote, after checking that it honours create-only puts (the first is the default).
+    Add {
+        /// Letters, digits, - and _.
+        name: String,
+        /// `s3://bucket/prefix` or `file:///path`.
+        url: String,
+        /// Make a `file://` remote's directory if it is not there (a mistyped path is
+        /// otherwise an error).
+        #[arg(long)]
+        create: bool,
+        /// Keep a new remote's objects in the clear (by default they are encrypted under a
+        /// passphrase, asked once).
+        #[arg(long)]
+        no_encryption: bool,
+        /// Read the passphrase from the first line of FILE (else SNAP_REMOTE_PASSWORD, else
+        /// a prompt).
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
+    },
+    /// The passphrases of an encrypted remote: each key object is one.
+    Key {
+        #[command(subcommand)]
+        action: crate::commands::remote_keys::RemoteKeyAction,
+    },
+    /// Move a plain remote to the encrypted layout in place (run it again if it stops).
+    Encrypt {
+        /// The remote's name or URL (default: the default remote).
+        remote: Option<String>,
+        /// Read the new passphrase from the first line of FILE.
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
+    },
+    /// Forget a remote's name; its objects stay.
+    Remove {
+        /// The remote's name.
+        name: String,
+    },
+    /// The remotes, the default marked.
+    List,
+}
+
+/// Runs `snap remote`: with no action, the list.
+pub(crate) fn run(ctx: &Ctx, args: RemoteArgs) -> Result<()> {
+    match args.action.unwrap_or(RemoteAction::List) {
+        RemoteAction::Add {
+            name,
+            url,
+            create,
+            no_encryption,
+            password_file,
+        } => {
+            let reach = match create {
+                true => snap_remote::Reach::Create,
+                false => snap_remote::Reach::Existing,
+            };
+            let encryption = match no_encryption {
+                true => Encryption::Off,
+                false => Encryption::On,
+            };
+            let pass = Passphrase {
+                file: password_file.as_deref(),
+            };
+            add(ctx, &name, &url, reach, encryption, pass)
+        }
+        RemoteAction::Remove { name } => remove(ctx, &name),
+        RemoteAction::List => list(ctx),
+        RemoteAction::Key { action } => crate::commands::remote_keys::run(ctx, action),
+        RemoteAction::Encrypt {
+            remote,
+            password_file,
+        } => {
+            let pass = Passphrase {
+                file: password_file.as_deref(),
+            };
+            crate::commands::remote_keys::encrypt(ctx, remote.as_deref(), pass)
+        }
+    }
 }

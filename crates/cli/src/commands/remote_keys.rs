@@ -7,14 +7,17 @@ use snap_remote::crypt::{KdfParams, MasterKey};
 use snap_remote::layout::{self, Marker};
 use snap_remote::sealed::Sealed;
 use snap_remote::{Reach, Remote, keys};
+use std::path::PathBuf;
 
 use super::remote::remote_url;
 use super::remote_crypt::{Asked, Passphrase, now_ns, save_key, saved_key};
-use crate::{Ctx, emit, json, open_reading};
+use crate::ctx::{Ctx, emit};
+use crate::json;
+use crate::open::open_reading;
 
 /// Runs one `snap remote key` action.
-pub(crate) fn run(ctx: &Ctx, action: crate::args::RemoteKeyAction) -> Result<()> {
-    use crate::args::RemoteKeyAction;
+pub(crate) fn run(ctx: &Ctx, action: crate::commands::remote_keys::RemoteKeyAction) -> Result<()> {
+    use crate::commands::remote_keys::RemoteKeyAction;
     match action {
         RemoteKeyAction::Add {
             remote,
@@ -166,4 +169,30 @@ pub(crate) fn encrypt(ctx: &Ctx, given: Option<&str>, pass: Passphrase) -> Resul
         )
     });
     Ok(())
+}
+
+/// `snap remote key`'s actions.
+#[cfg(feature = "remote")]
+#[derive(Debug, clap::Subcommand)]
+pub enum RemoteKeyAction {
+    /// Add a passphrase (SNAP_REMOTE_NEW_PASSWORD, --password-file, or asked twice).
+    Add {
+        /// The remote's name or URL (default: the default remote).
+        remote: Option<String>,
+        /// Read the new passphrase from the first line of FILE.
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
+    },
+    /// The key objects, with when each was made and its KDF parameters.
+    List {
+        /// The remote's name or URL (default: the default remote).
+        remote: Option<String>,
+    },
+    /// Remove a key object: its passphrase no longer opens the remote (not the last one).
+    Remove {
+        /// The key object (`keys/NAME` or NAME, as `snap remote key list` shows).
+        name: String,
+        /// The remote's name or URL (default: the default remote).
+        remote: Option<String>,
+    },
 }

@@ -1,6 +1,13 @@
 //! `snap restore REF [-- PATHS]`: match a snapshot, recorded as a new snapshot.
 
-use super::{Ctx, PathBuf, Result, Run, emit, json, json_only, open, print_move, workspace_paths};
+use super::workspace_paths;
+use crate::ctx::{Ctx, emit, json_only};
+use crate::json;
+use crate::open::open;
+use crate::render::print_move;
+use anyhow::Result;
+use snap_tree::Run;
+use std::path::PathBuf;
 
 pub(crate) fn cmd_restore(
     ctx: &Ctx,
@@ -17,4 +24,22 @@ pub(crate) fn cmd_restore(
         || print_move(&out, ctx.quiet),
     );
     Ok(())
+}
+
+/// `snap restore`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RestoreArgs {
+    /// Snapshot: @, @~N, last, #SEQ, step:N or an id prefix.
+    pub(crate) reference: String,
+    /// Only these paths.
+    #[arg(last = true)]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Show what would change, change nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+}
+
+/// Runs `snap restore`.
+pub(crate) fn run(ctx: &Ctx, args: RestoreArgs) -> Result<()> {
+    cmd_restore(ctx, &args.reference, &args.paths, args.dry_run)
 }

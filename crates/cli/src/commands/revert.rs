@@ -3,10 +3,14 @@
 
 use snap_tree::{RevertOf, RevertOutcome};
 
-use super::{
-    Ctx, PathBuf, Result, Run, emit, json, json_only, open, path_shown, print_changes, print_kept,
-    snapshot_line, workspace_paths,
-};
+use super::workspace_paths;
+use crate::ctx::{Ctx, emit, json_only};
+use crate::json;
+use crate::open::open;
+use crate::render::{path_shown, print_changes, print_kept, snapshot_line};
+use anyhow::Result;
+use snap_tree::Run;
+use std::path::PathBuf;
 
 /// What `snap revert` was asked.
 pub(crate) struct RevertAsk<'a> {
@@ -88,4 +92,32 @@ fn print_revert(o: &RevertOutcome, what: &str, quiet: bool) {
             path_shown(path)
         );
     }
+}
+
+/// `snap revert`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RevertArgs {
+    /// Snapshot: @, @~N, last, #SEQ, step:N or an id prefix (with --turn, default @).
+    #[arg(required_unless_present = "turn")]
+    pub(crate) reference: Option<String>,
+    /// Take back the whole agent turn holding the snapshot.
+    #[arg(long)]
+    pub(crate) turn: bool,
+    /// Only these paths.
+    #[arg(last = true)]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Show what would be taken back and what conflicts, change nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+}
+
+/// Runs `snap revert`.
+pub(crate) fn run(ctx: &Ctx, args: RevertArgs) -> Result<()> {
+    let ask = RevertAsk {
+        reference: args.reference.as_deref(),
+        turn: args.turn,
+        paths: &args.paths,
+        dry_run: args.dry_run,
+    };
+    cmd_revert(ctx, ask)
 }

@@ -1,9 +1,11 @@
 //! `snap save`: snapshot the working tree if it changed (creating the store the first time).
 
-use super::{
-    Ctx, Result, SaveArgs, SaveOptions, Workspace, emit, emit_done, json, json_only, open,
-    print_large_added, print_skipped, print_untracked_removed, progress,
-};
+use crate::ctx::{Ctx, emit, emit_done, json_only};
+use crate::open::open;
+use crate::render::{print_large_added, print_skipped, print_untracked_removed};
+use crate::{json, progress};
+use anyhow::Result;
+use snap_tree::{SaveOptions, Workspace};
 
 pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
     if std::env::var_os("SNAP_DISABLE").is_some_and(|v| v == "1") {
@@ -18,7 +20,7 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
     }
     let mut initialized = false;
     let ws = match open(ctx) {
-        Err(e) if crate::is_missing_store(&e) => {
+        Err(e) if crate::open::is_missing_store(&e) => {
             let mut ws = Workspace::init(&ctx.start, ctx.store.as_deref(), args.force)?;
             if let Some(observer) = progress::observer(ctx) {
                 ws.set_observer(observer);
@@ -112,4 +114,43 @@ fn say_created(ws: &Workspace) {
             project.display()
         );
     }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SaveArgs {
+    /// Message.
+    #[arg(short, long, default_value = "")]
+    pub message: String,
+    /// Agent step (turn) number.
+    #[arg(long)]
+    pub step: Option<u64>,
+    /// Agent session name.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Free metadata, repeatable (`--meta tool=edit --meta turn=12`).
+    #[arg(long, value_name = "K=V", value_parser = parse_meta)]
+    pub meta: Vec<(String, String)>,
+    /// Snapshot even if nothing changed.
+    #[arg(long)]
+    pub allow_empty: bool,
+    /// Start a new store's history from a snapshot of an empty tree, reading and touching no
+    /// file (as a first `git commit --allow-empty`): the files are then unsaved changes, and
+    /// going back to it saves them first. Refused once the store has a snapshot.
+    #[arg(long, conflicts_with = "allow_empty")]
+    pub empty_tree: bool,
+    /// Allow creating a store in `/` or your home directory.
+    #[arg(long)]
+    pub force: bool,
+}
+
+fn parse_meta(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("expected KEY=VALUE, got {s:?}")),
+    }
+}
+
+/// Runs `snap save`.
+pub(crate) fn run(ctx: &Ctx, args: SaveArgs) -> Result<()> {
+    cmd_save(ctx, args)
 }

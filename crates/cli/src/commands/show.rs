@@ -1,7 +1,11 @@
 //! `snap show REF`: one snapshot and its changed files.
 
-use super::{Ctx, Result, emit, json, open_reading, snapshot_line, text_shown};
+use crate::ctx::{Ctx, emit};
+use crate::json;
+use crate::open::open_reading;
 use crate::render::print_changes_renamed;
+use crate::render::{snapshot_line, text_shown};
+use anyhow::Result;
 
 pub(crate) fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
     let ws = open_reading(ctx)?;
@@ -36,4 +40,16 @@ pub(crate) fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
         print_changes_renamed(&changes, &renames);
     });
     Ok(())
+}
+
+/// `snap show`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ShowArgs {
+    /// Snapshot reference.
+    pub(crate) reference: String,
+}
+
+/// Runs `snap show`.
+pub(crate) fn run(ctx: &Ctx, args: ShowArgs) -> Result<()> {
+    cmd_show(ctx, &args.reference)
 }

@@ -1,10 +1,12 @@
 //! `snap status`: the working tree against HEAD, what waits to be finished, and whether
 //! agent hook saves are failing.
 
-use super::{
-    Category, Change, Ctx, PathChange, Result, emit, json, json_only, open_reading,
-    print_dir_changes, print_large_added, print_skipped, snapshot_line,
-};
+use crate::ctx::{Ctx, emit, json_only};
+use crate::json;
+use crate::open::open_reading;
+use crate::render::{print_dir_changes, print_large_added, print_skipped, snapshot_line};
+use anyhow::Result;
+use snap_tree::{Change, PathChange};
 
 pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
     let ws = open_reading(ctx)?;
@@ -75,4 +77,24 @@ pub(crate) fn cmd_status(ctx: &Ctx, category: Option<Category>) -> Result<()> {
         print_large_added(&status.large_added, "to add", ctx.quiet);
     });
     Ok(())
+}
+
+/// `snap status`'s arguments.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StatusArgs {
+    /// Only changes of this kind.
+    #[arg(long, value_enum)]
+    pub(crate) category: Option<Category>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Category {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// Runs `snap status`.
+pub(crate) fn run(ctx: &Ctx, args: StatusArgs) -> Result<()> {
+    cmd_status(ctx, args.category)
 }

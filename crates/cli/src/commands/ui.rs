@@ -5,7 +5,8 @@
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 
-use super::{Ctx, Result};
+use crate::ctx::Ctx;
+use anyhow::Result;
 
 /// The UI binary's name, installed beside snap-undo.
 const UI_BINARY: &str = "snap-undo-ui";
@@ -41,4 +42,13 @@ fn ui_binary() -> Option<PathBuf> {
             .map(|dir| dir.join(UI_BINARY))
             .find(|p| p.is_file())
     })
+}
+
+/// `snap ui` takes no arguments of its own.
+#[derive(Debug, clap::Args)]
+pub(crate) struct UiArgs {}
+
+/// Runs `snap ui`.
+pub(crate) fn run(ctx: &Ctx, _args: UiArgs) -> Result<()> {
+    cmd_ui(ctx)
 }

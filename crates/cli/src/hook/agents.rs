@@ -6,9 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
-use crate::args::HookScope;
+use super::payload::PayloadFormat;
 
 /// First line of every file snap writes whole into an agent's directory (slash commands).
 pub(super) const OURS_MARK: &str = "<!-- written by snap-undo hook install -->";
@@ -16,7 +16,8 @@ pub(super) const OURS_MARK: &str = "<!-- written by snap-undo hook install -->";
 pub(super) const PLUGIN_MARK: &str = "// snap-undo's opencode plugin";
 
 /// How an agent reads its hooks.
-pub(super) enum Layout {
+#[derive(Clone, Copy)]
+pub(crate) enum Layout {
     /// `{"hooks": {EVENT: [{"matcher"?: M, "hooks": [HANDLER]}]}}` (Claude Code, Codex,
     /// Gemini CLI); `timeout` is the handler's timeout field and its value.
     Grouped {
@@ -32,12 +33,8 @@ pub(super) enum Layout {
     Plugin,
 }
 
-/// The tools whose calls can change files, for agents whose hooks take a matcher.
-const CLAUDE_TOOLS: &str = "Edit|Write|MultiEdit|NotebookEdit|Bash|mcp__.*";
-const GEMINI_TOOLS: &str = "write_file|replace|run_shell_command|mcp__.*";
-
 /// Where an agent keeps its hooks, for one scope, and the directory to exclude.
-pub(super) struct Target {
+pub(crate) struct Target {
     /// The config file, or the scripts directory.
     pub(super) path: PathBuf,
     pub(super) layout: Layout,
@@ -45,94 +42,90 @@ pub(super) struct Target {
     pub(super) exclude: Option<&'static str>,
 }
 
-pub(super) fn target(agent: &str, scope: HookScope, root: &Path) -> Result<Target> {
-    let home = || -> Result<PathBuf> {
-        std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-            .context("HOME is not set, so the user scope has no config file")
-    };
-    let (dir, file) = match agent {
-        "claude" => (
-            ".claude",
-            if scope == HookScope::Local {
-                "settings.local.json"
-            } else {
-                "settings.json"
-            },
-        ),
-        "codex" => (".codex", "hooks.json"),
-        "gemini" => (".gemini", "settings.json"),
-        "cursor" => (".cursor", "hooks.json"),
-        "cline" => (".clinerules/hooks", ""),
-        "opencode" => (".opencode", "plugins/snap-undo.js"),
-        other => bail!(
-            "unknown agent {other:?} (expected one of {})",
-            super::AGENTS
-        ),
-    };
-    let base = if scope == HookScope::User {
-        home()?
-    } else {
-        root.to_path_buf()
-    };
-    let (dir, exclude) = match (agent, scope) {
-        // Cline's user hooks live in its own documents directory.
-        ("cline", HookScope::User) => (base.join("Documents/Cline/Hooks"), None),
-        ("opencode", HookScope::User) => (base.join(".config/opencode"), None),
-        (_, HookScope::User) => (base.join(dir), None),
-        _ => (base.join(dir), Some(dir)),
-    };
-    let layout = match agent {
-        "claude" => Layout::Grouped {
-            events: &[
-                ("SessionStart", None),
-                ("UserPromptSubmit", None),
-                ("PostToolUse", Some(CLAUDE_TOOLS)),
-                ("PostToolUseFailure", Some(CLAUDE_TOOLS)),
-            ],
-            timeout: ("timeout", 30),
-        },
-        "codex" => Layout::Grouped {
-            events: &[
-                ("SessionStart", None),
-                ("UserPromptSubmit", None),
-                ("PostToolUse", None),
-            ],
-            timeout: ("timeout_sec", 30),
-        },
-        "gemini" => Layout::Grouped {
-            events: &[
-                ("SessionStart", None),
-                ("BeforeAgent", None),
-                ("AfterTool", Some(GEMINI_TOOLS)),
-            ],
-            timeout: ("timeout", 30_000),
-        },
-        "cursor" => Layout::Flat {
-            events: &["beforeSubmitPrompt", "afterFileEdit", "afterShellExecution"],
-        },
-        "opencode" => Layout::Plugin,
-        _ => Layout::Scripts {
-            events: &["TaskStart", "TaskResume", "UserPromptSubmit", "PostToolUse"],
-        },
-    };
-    let path = if file.is_empty() { dir } else { dir.join(file) };
-    Ok(Target {
-        path,
-        layout,
-        exclude,
-    })
+/// One agent as snap knows it: the one definition (in the agent's own file) that reading
+/// its hooks' payloads, installing them and listing them all read.
+pub(crate) struct Agent {
+    /// The name `--agent` takes.
+    pub(crate) name: &'static str,
+    /// How its hook payloads read.
+    pub(crate) payload: PayloadFormat,
+    /// Where its hooks live.
+    pub(crate) home: Home,
+    /// How its config holds them.
+    pub(crate) layout: Layout,
+    /// What an install says or writes beside the hook.
+    pub(crate) extras: Extras,
 }
 
-/// The scope used when none is given: Claude Code's local settings (an absolute path to one
-/// person's binary does not belong in a shared file), the project's config for the others.
-pub(super) fn default_scope(agent: &str) -> HookScope {
-    if agent == "claude" {
-        HookScope::Local
-    } else {
-        HookScope::Project
+/// Where an agent keeps its hooks.
+pub(crate) struct Home {
+    /// Its directory in a project, and in the home directory unless `user_dir` says.
+    pub(crate) dir: &'static str,
+    /// The config file in it (empty: the directory itself holds the hooks).
+    pub(crate) file: &'static str,
+    /// The config file of the local scope, for the agent that has one (Claude Code's
+    /// personal settings beside the shared ones); it is then the default scope.
+    pub(crate) local_file: Option<&'static str>,
+    /// Its directory under `$HOME` for the user scope, where that is not `dir`.
+    pub(crate) user_dir: Option<&'static str>,
+}
+
+/// The slash command files for a binary: (file name, text) each.
+pub(crate) type SlashCommands = fn(&str) -> Vec<(&'static str, String)>;
+
+/// What an install adds for an agent beside its hook.
+pub(crate) struct Extras {
+    /// A line the user needs after installing (a trust step, a setting).
+    pub(crate) note: Option<&'static str>,
+    /// What `snap doctor` reminds of beside an installed hook.
+    pub(crate) reminder: Option<&'static str>,
+    /// Slash commands written beside the config, for the binary given: (file name, text).
+    pub(crate) slash_commands: Option<SlashCommands>,
+}
+
+impl Agent {
+    /// The scopes this agent has, narrowest first.
+    pub(crate) fn scopes(&self) -> impl Iterator<Item = HookScope> + '_ {
+        let local = self.home.local_file.is_some();
+        (HookScope::all().into_iter()).filter(move |s| *s != HookScope::Local || local)
     }
+
+    /// The scope used when none is given: the local settings where the agent has them (an
+    /// absolute path to one person's binary does not belong in a shared file), else the
+    /// project's config.
+    pub(crate) fn default_scope(&self) -> HookScope {
+        match self.home.local_file {
+            Some(_) => HookScope::Local,
+            None => HookScope::Project,
+        }
+    }
+
+    /// Where this agent keeps its hooks for `scope`, in the workspace at `root`.
+    pub(crate) fn target(&self, scope: HookScope, root: &Path) -> Result<Target> {
+        let home = self.home.user_dir;
+        let (dir, exclude) = match scope {
+            HookScope::User => (home_dir()?.join(home.unwrap_or(self.home.dir)), None),
+            _ => (root.join(self.home.dir), Some(self.home.dir)),
+        };
+        let file = match (scope, self.home.local_file) {
+            (HookScope::Local, Some(local)) => local,
+            _ => self.home.file,
+        };
+        let path = if file.is_empty() { dir } else { dir.join(file) };
+        Ok(Target {
+            path,
+            layout: self.layout,
+            exclude,
+        })
+    }
+}
+
+/// The user's home directory, for the user scope.
+fn home_dir() -> Result<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .context("HOME is not set, so the user scope has no config file")
 }
 
 /// The command an agent runs: this binary as `snap-undo`, by absolute path.
@@ -222,5 +215,19 @@ mod tests {
             shell_quote(&format!("/x y/{own}"))
         );
         assert!(is_ours(&renamed, "claude"), "{renamed}");
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum HookScope {
+    Local,
+    Project,
+    User,
+}
+
+impl HookScope {
+    /// Every scope, narrowest first.
+    pub fn all() -> [HookScope; 3] {
+        [HookScope::Local, HookScope::Project, HookScope::User]
     }
 }

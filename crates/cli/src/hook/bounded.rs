@@ -4,8 +4,6 @@
 //! each, and a line of `hook.log` to [`LINE_CAP`]. What is cut ends in [`MARKER`], at a
 //! character boundary, within the cap; the event is still saved.
 
-use super::HookEvent;
-
 /// The most bytes a recorded field keeps: a session id, an event or tool name, an id.
 pub(crate) const FIELD_CAP: usize = 256;
 
@@ -31,23 +29,10 @@ pub(crate) fn capped(mut text: String, cap: usize) -> String {
     text
 }
 
-/// The event with every field it records within [`FIELD_CAP`].
-pub(crate) fn bounded(event: HookEvent) -> HookEvent {
-    let field = |text: String| capped(text, FIELD_CAP);
-    HookEvent {
-        name: field(event.name),
-        session: event.session.map(field),
-        tool: event.tool.map(field),
-        ids: (event.ids.into_iter())
-            .map(|(key, value)| (key, field(value)))
-            .collect(),
-        ..event
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hook::payload::HookEvent;
 
     #[test]
     fn a_long_value_is_cut_at_a_character_boundary_within_the_cap() {
@@ -67,13 +52,14 @@ mod tests {
     #[test]
     fn every_recorded_field_of_an_event_is_capped() {
         let huge = "s".repeat(10 << 20);
-        let event = bounded(HookEvent {
+        let event = (HookEvent {
             name: huge.clone(),
             session: Some(huge.clone()),
             tool: Some(huge.clone()),
             ids: vec![("tool_use_id", huge.clone()), ("prompt_id", "p1".into())],
             ..HookEvent::default()
-        });
+        })
+        .bounded();
         let fields = [&event.name, event.session.as_ref().unwrap_or(&huge)]
             .into_iter()
             .chain(event.tool.as_ref())

@@ -4,9 +4,10 @@
 
 use serde_json::Value;
 
-use super::{EventKind, PayloadFormat};
+use super::agents::{Agent, Extras, Home, Layout};
+use super::payload::{EventKind, PayloadFormat};
 
-pub(super) const FORMAT: PayloadFormat = PayloadFormat {
+const FORMAT: PayloadFormat = PayloadFormat {
     event_key: "hookName",
     kinds: &[
         ("TaskStart", EventKind::SessionStart),
@@ -29,3 +30,24 @@ fn tool(payload: &Value, _: &str) -> Option<String> {
         .filter(|t| !t.is_empty())
         .map(str::to_owned)
 }
+
+/// cline as snap installs into it.
+pub(super) const AGENT: Agent = Agent {
+    name: "cline",
+    payload: FORMAT,
+    home: Home {
+        dir: ".clinerules/hooks",
+        file: "",
+        local_file: None,
+        // Cline's user hooks live in its own documents directory.
+        user_dir: Some("Documents/Cline/Hooks"),
+    },
+    layout: Layout::Scripts {
+        events: &["TaskStart", "TaskResume", "UserPromptSubmit", "PostToolUse"],
+    },
+    extras: Extras {
+        note: None,
+        reminder: None,
+        slash_commands: None,
+    },
+};

@@ -5,9 +5,10 @@
 
 use serde_json::Value;
 
-use super::{EventKind, PayloadFormat, text};
+use super::agents::{Agent, Extras, Home, Layout};
+use super::payload::{EventKind, PayloadFormat, text};
 
-pub(super) const FORMAT: PayloadFormat = PayloadFormat {
+const FORMAT: PayloadFormat = PayloadFormat {
     event_key: "hook_event_name",
     kinds: &[
         ("sessionStart", EventKind::SessionStart),
@@ -44,3 +45,23 @@ fn tool(payload: &Value, event: &str) -> Option<String> {
         _ => text(payload, "tool_name"),
     }
 }
+
+/// cursor as snap installs into it.
+pub(super) const AGENT: Agent = Agent {
+    name: "cursor",
+    payload: FORMAT,
+    home: Home {
+        dir: ".cursor",
+        file: "hooks.json",
+        local_file: None,
+        user_dir: None,
+    },
+    layout: Layout::Flat {
+        events: &["beforeSubmitPrompt", "afterFileEdit", "afterShellExecution"],
+    },
+    extras: Extras {
+        note: None,
+        reminder: None,
+        slash_commands: None,
+    },
+};

@@ -15,11 +15,11 @@ use snap_tree::{SaveOptions, Workspace};
 
 use super::agent_config::{apply, write_ours};
 use super::agents::{
-    Layout, OURS_MARK, PLUGIN_MARK, Target, default_scope, hook_command, is_ours, shell_quote,
-    shell_unquote, target,
+    Agent, HookScope, Layout, OURS_MARK, PLUGIN_MARK, Target, hook_command, is_ours, shell_quote,
+    shell_unquote,
 };
-use crate::Ctx;
-use crate::args::HookScope;
+use super::known;
+use crate::ctx::Ctx;
 
 /// Where snap's hook for one agent is installed, for `snap doctor`.
 #[derive(Debug)]
@@ -32,34 +32,32 @@ pub(crate) struct HookPlace {
     /// The binary the installed hook runs (a hook whose binary is gone fails silently in
     /// the agent, with nothing in snap's log).
     pub binary: Option<PathBuf>,
+    /// What `snap doctor` reminds of beside it (the agent's [`super::agents::Extras`]).
+    pub reminder: Option<&'static str>,
 }
 
 /// Every agent, with the first scope (local, project, user) whose config holds snap's hook.
 pub(crate) fn installed(root: &Path) -> Vec<HookPlace> {
-    let agents = ["claude", "codex", "gemini", "cursor", "cline", "opencode"];
-    agents
-        .into_iter()
+    (known::ALL.into_iter())
         .filter_map(|agent| place(agent, root))
         .collect()
 }
 
-fn place(agent: &'static str, root: &Path) -> Option<HookPlace> {
-    let scopes = HookScope::all();
-    let scopes = scopes
-        .iter()
-        .filter(|s| **s != HookScope::Local || agent == "claude");
-    let mut found = scopes.filter_map(|scope| Some((*scope, target(agent, *scope, root).ok()?)));
-    let found = found.find(|(_, t)| holds_ours(t, agent));
+fn place(agent: &'static Agent, root: &Path) -> Option<HookPlace> {
+    let mut found =
+        (agent.scopes()).filter_map(|scope| Some((scope, agent.target(scope, root).ok()?)));
+    let found = found.find(|(_, t)| holds_ours(t, agent.name));
     let (scope, target) = match found {
         Some(found) => found,
-        None => (
-            default_scope(agent),
-            target(agent, default_scope(agent), root).ok()?,
-        ),
+        None => {
+            let scope = agent.default_scope();
+            (scope, agent.target(scope, root).ok()?)
+        }
     };
-    let commands = our_commands(&target, agent);
+    let commands = our_commands(&target, agent.name);
     Some(HookPlace {
-        agent,
+        agent: agent.name,
+        reminder: agent.extras.reminder,
         scope,
         installed: !commands.is_empty(),
         binary: commands.first().map(|c| command_binary(c)),
@@ -135,21 +133,22 @@ fn commands_in(v: &Value) -> Box<dyn Iterator<Item = &str> + '_> {
     }
 }
 
-pub(crate) fn cmd_install(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> Result<()> {
-    let scope = scope.unwrap_or_else(|| default_scope(agent));
-    let command = hook_command(agent)?;
+pub(crate) fn cmd_install(ctx: &Ctx, name: &str, scope: Option<HookScope>) -> Result<()> {
+    let agent = known::agent(name)?;
+    let scope = scope.unwrap_or_else(|| agent.default_scope());
+    let command = hook_command(agent.name)?;
     // A store is created only where there is none: any other failure (a held lock, a bad
     // config) is reported, never answered with a second store in a subdirectory.
     let ws =
         match Workspace::discover(&ctx.start, ctx.store.as_deref()).map_err(anyhow::Error::from) {
             Ok(ws) => ws,
-            Err(e) if crate::is_missing_store(&e) => {
+            Err(e) if crate::open::is_missing_store(&e) => {
                 Workspace::init(&ctx.start, ctx.store.as_deref(), false)
                     .context("cannot create the store for the hook")?
             }
             Err(e) => return Err(e),
         };
-    let target = target(agent, scope, ws.root())?;
+    let target = agent.target(scope, ws.root())?;
     // Before the hook is written, so that no undo ever removes it; taken back if the
     // agent's config refuses the hook.
     let excluded = match target.exclude {
@@ -165,13 +164,13 @@ pub(crate) fn cmd_install(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> R
     // A baseline, so that the first edit is undoable even before the agent next starts a
     // session (the hook fires from the next event on).
     let baseline = SaveOptions {
-        message: format!("baseline at hook install ({agent})"),
+        message: format!("baseline at hook install ({name})"),
         ..SaveOptions::default()
     };
     let installed = ws
         .save(&baseline)
         .map_err(anyhow::Error::from)
-        .and_then(|_| apply(&target, agent, Some(&command)));
+        .and_then(|_| apply(&target, name, Some(&command)));
     let changed = match installed {
         Ok(changed) => changed,
         Err(e) => {
@@ -212,11 +211,12 @@ pub(crate) fn is_build_output(bin: &Path) -> bool {
         .is_some_and(|n| n == "target")
 }
 
-pub(crate) fn cmd_uninstall(ctx: &Ctx, agent: &str, scope: Option<HookScope>) -> Result<()> {
-    let scope = scope.unwrap_or_else(|| default_scope(agent));
+pub(crate) fn cmd_uninstall(ctx: &Ctx, name: &str, scope: Option<HookScope>) -> Result<()> {
+    let agent = known::agent(name)?;
+    let scope = scope.unwrap_or_else(|| agent.default_scope());
     let root = snap_tree::find_root(&ctx.start.canonicalize()?).unwrap_or(ctx.start.clone());
-    let target = target(agent, scope, &root)?;
-    let changed = apply(&target, agent, None)?;
+    let target = agent.target(scope, &root)?;
+    let changed = apply(&target, name, None)?;
     let what = target.path.display();
     say(
         ctx,
@@ -226,9 +226,9 @@ pub(crate) fn cmd_uninstall(ctx: &Ctx, agent: &str, scope: Option<HookScope>) ->
             format!("no snap hook in {what}")
         },
     );
-    if agent == "claude" {
-        for (name, _) in super::commands::claude("") {
-            remove_our_file(&commands_dir(&target).join(name))?;
+    if let Some(commands) = agent.extras.slash_commands {
+        for (file, _) in commands("") {
+            remove_our_file(&commands_dir(&target).join(file))?;
         }
         // Directories install made, if nothing else is in them now.
         remove_if_empty(&commands_dir(&target));
@@ -237,7 +237,7 @@ pub(crate) fn cmd_uninstall(ctx: &Ctx, agent: &str, scope: Option<HookScope>) ->
         }
     }
     let still_hooked = HookScope::all().iter().any(|s| {
-        self::target(agent, *s, &root).is_ok_and(|t| t.exclude.is_some() && holds_ours(&t, agent))
+        (agent.target(*s, &root)).is_ok_and(|t| t.exclude.is_some() && holds_ours(&t, name))
     });
     let store = ctx
         .store
@@ -280,34 +280,22 @@ fn say(ctx: &Ctx, line: &str) {
     }
 }
 
-/// What the agent needs after an install: Codex's trust step, Claude's slash commands.
-fn after_install(ctx: &Ctx, agent: &str, target: &Target, command: &str) -> Result<()> {
-    match agent {
-        "codex" => say(
-            ctx,
-            "Codex skips a new hook until you trust it: run /hooks in Codex and trust the snap-undo hook",
-        ),
-        "gemini" => say(
-            ctx,
-            "Gemini CLI runs hooks when tools.enableHooks is true (set in that file)",
-        ),
-        "claude" => {
-            let bin = command.trim_end_matches(" hook --agent claude");
-            for (name, text) in super::commands::claude(bin) {
-                let path = commands_dir(target).join(name);
-                if !write_ours(&path, &text)? {
-                    say(
-                        ctx,
-                        &format!("{} is not snap's: left as it is", path.display()),
-                    );
-                }
+/// What the agent needs after an install (its [`super::agents::Extras`]): a note, slash commands.
+fn after_install(ctx: &Ctx, agent: &Agent, target: &Target, command: &str) -> Result<()> {
+    if let Some(commands) = agent.extras.slash_commands {
+        let bin = command.trim_end_matches(&format!(" hook --agent {}", agent.name));
+        for (file, text) in commands(bin) {
+            let path = commands_dir(target).join(file);
+            if !write_ours(&path, &text)? {
+                say(
+                    ctx,
+                    &format!("{} is not snap's: left as it is", path.display()),
+                );
             }
-            say(
-                ctx,
-                "slash commands: /snap-undo (the last turn), /snap-redo, /snap-log",
-            );
         }
-        _ => {}
+    }
+    if let Some(note) = agent.extras.note {
+        say(ctx, note);
     }
     Ok(())
 }
@@ -320,8 +308,12 @@ mod tests {
 
     use super::*;
 
+    fn target_of(agent: &str, scope: HookScope, root: &Path) -> Result<Target> {
+        known::agent(agent)?.target(scope, root)
+    }
+
     fn claude(dir: &Path) -> Target {
-        target("claude", HookScope::Project, dir).unwrap()
+        target_of("claude", HookScope::Project, dir).unwrap()
     }
 
     #[test]
@@ -349,7 +341,7 @@ mod tests {
     #[test]
     fn a_config_with_comments_or_broken_json_is_left_untouched() {
         let dir = tempfile::tempdir().unwrap();
-        let t = target("gemini", HookScope::Project, dir.path()).unwrap();
+        let t = target_of("gemini", HookScope::Project, dir.path()).unwrap();
         std::fs::create_dir_all(t.path.parent().unwrap()).unwrap();
         for text in ["// mine\n{\"a\": 1}\n", "{\"a\": "] {
             std::fs::write(&t.path, text).unwrap();
@@ -362,7 +354,7 @@ mod tests {
     #[test]
     fn cline_scripts_are_written_once_and_only_snap_s_are_removed() {
         let dir = tempfile::tempdir().unwrap();
-        let t = target("cline", HookScope::Project, dir.path()).unwrap();
+        let t = target_of("cline", HookScope::Project, dir.path()).unwrap();
         let cmd = "/x/snap-undo hook --agent cline";
         assert!(apply(&t, "cline", Some(cmd)).unwrap());
         assert!(!apply(&t, "cline", Some(cmd)).unwrap());
@@ -378,7 +370,7 @@ mod tests {
     #[test]
     fn the_opencode_plugin_names_the_binary_as_a_js_string_and_is_removed_only_if_ours() {
         let dir = tempfile::tempdir().unwrap();
-        let t = target("opencode", HookScope::Project, dir.path()).unwrap();
+        let t = target_of("opencode", HookScope::Project, dir.path()).unwrap();
         let bin = "/opt/it's here/snap-undo";
         let cmd = format!("{} hook --agent opencode", shell_quote(bin));
         assert!(apply(&t, "opencode", Some(&cmd)).unwrap());
@@ -398,11 +390,11 @@ mod tests {
     #[test]
     fn doctor_learns_which_binary_each_installed_hook_runs() {
         let dir = tempfile::tempdir().unwrap();
-        let claude = target("claude", HookScope::Local, dir.path()).unwrap();
+        let claude = target_of("claude", HookScope::Local, dir.path()).unwrap();
         let gone = "/nonexistent dir/snap-undo";
         let cmd = format!("{} hook --agent claude", shell_quote(gone));
         apply(&claude, "claude", Some(&cmd)).unwrap();
-        let opencode = target("opencode", HookScope::Project, dir.path()).unwrap();
+        let opencode = target_of("opencode", HookScope::Project, dir.path()).unwrap();
         let cmd = format!("{} hook --agent opencode", shell_quote("/opt/snap-undo"));
         apply(&opencode, "opencode", Some(&cmd)).unwrap();
         let places = installed(dir.path());
@@ -436,4 +428,15 @@ mod tests {
         std::fs::write(&t.path, other).unwrap();
         assert!(apply(&t, "claude", Some("/x/snap-undo hook --agent claude")).unwrap());
     }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct HookInstallArgs {
+    /// claude, codex, gemini, cursor, cline or opencode.
+    #[arg(long, value_name = "AGENT")]
+    pub agent: String,
+    /// Where the config goes: local (Claude Code's settings.local.json, the default for
+    /// claude), project (the default for the others) or user (your home directory).
+    #[arg(long, value_enum)]
+    pub scope: Option<HookScope>,
 }

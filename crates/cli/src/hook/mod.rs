@@ -8,17 +8,20 @@
 //! [`HookEvent`]; all of them end in the same save.
 
 mod agent_config;
-mod agents;
+pub(crate) mod agents;
 pub(crate) mod bounded;
 mod claude;
 mod cline;
+pub(crate) mod cmd;
 mod codex;
 mod commands;
 mod cursor;
 mod gemini;
 pub(crate) mod install;
+pub(crate) mod known;
 pub(crate) mod log;
 mod opencode;
+pub(crate) mod payload;
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -28,7 +31,8 @@ use anyhow::Result;
 use serde_json::Value;
 use snap_tree::{SaveOptions, Snapshot, Told, Workspace};
 
-use crate::Ctx;
+use crate::ctx::Ctx;
+use payload::{EventKind, HookEvent, PayloadFormat, text};
 
 /// At most this much of stdin is read (a tool's response can be large; snap needs only
 /// the fields around it); the rest is drained, so the agent never blocks writing it.
@@ -38,155 +42,18 @@ const PAYLOAD_LIMIT: u64 = 32 << 20;
 /// next hook's save captures whatever this one could not.
 const HOOK_LOCK_WAIT: Duration = Duration::from_secs(2);
 
-/// What one hook event asks of snap, whatever agent sent it.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct HookEvent {
-    pub kind: EventKind,
-    /// The agent's name for the event (`PostToolUse`), kept as meta `event`.
-    pub name: String,
-    /// The agent's session (Claude's `session_id`, Cursor's `conversation_id`, ...).
-    pub session: Option<String>,
-    /// The directories to save: the agent's project directory, else those of the payload.
-    pub roots: Vec<PathBuf>,
-    pub tool: Option<String>,
-    /// Ids the agent gives (`tool_use_id`, `prompt_id`, ...), kept as meta.
-    pub ids: Vec<(&'static str, String)>,
-}
-
-/// The events snap tells apart; every one of them saves.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum EventKind {
-    /// A session begins or resumes: the baseline, so the first edit can be undone.
-    SessionStart,
-    /// The user sent a prompt: a new turn begins; edits made by hand since are saved.
-    Prompt,
-    /// A tool ran (or failed: a failed shell command may still have written files).
-    ToolDone,
-    /// Anything else (a turn ended, a subagent stopped, an event snap does not know).
-    #[default]
-    Other,
-}
-
-impl EventKind {
-    /// The `hook` meta value of a snapshot saved for this event.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            EventKind::SessionStart => "session-start",
-            EventKind::Prompt => PROMPT,
-            EventKind::ToolDone => "tool",
-            EventKind::Other => "other",
-        }
-    }
-}
-
-/// The `hook` meta value of a prompt's save: where a turn starts.
-pub(crate) const PROMPT: &str = snap_tree::PROMPT_EVENT;
-
-/// How one agent's payloads read; each agent module has one.
-#[derive(Debug)]
-pub(crate) struct PayloadFormat {
-    /// The key of the event's name.
-    pub event_key: &'static str,
-    /// Event names and what they are; names not listed are [`EventKind::Other`].
-    pub kinds: &'static [(&'static str, EventKind)],
-    pub session_key: &'static str,
-    /// The environment variable naming the project root, tried before the payload.
-    pub root_env: Option<&'static str>,
-    /// Payload keys holding a root (a string) or roots (an array of strings), in order.
-    pub root_keys: &'static [&'static str],
-    /// The tool that ran, for a [`EventKind::ToolDone`] event.
-    pub tool: fn(&Value, &str) -> Option<String>,
-    pub id_keys: &'static [&'static str],
-    /// What the agent wants on stdout after the hook, by event name (nothing, or JSON).
-    pub reply: fn(&str) -> &'static str,
-    /// The agent takes context for the model from a prompt event's reply (Claude Code's
-    /// `additionalContext`): snap then names the files that changed outside its tool calls.
-    pub prompt_context: bool,
-}
-
-impl PayloadFormat {
-    /// The event a payload describes, each field it records capped (`bounded.rs`); missing
-    /// fields are left empty, never an error.
-    pub(crate) fn event(&self, payload: &Value) -> HookEvent {
-        let name = text(payload, self.event_key).unwrap_or_default();
-        let kind = self
-            .kinds
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(EventKind::Other, |(_, k)| *k);
-        let ids = self
-            .id_keys
-            .iter()
-            .filter_map(|key| Some((*key, text(payload, key)?)))
-            .collect();
-        bounded::bounded(HookEvent {
-            kind,
-            tool: (self.tool)(payload, &name),
-            session: text(payload, self.session_key),
-            roots: self.roots(payload),
-            ids,
-            name,
-        })
-    }
-
-    fn roots(&self, payload: &Value) -> Vec<PathBuf> {
-        let from_env = self
-            .root_env
-            .and_then(std::env::var_os)
-            .filter(|v| !v.is_empty());
-        if let Some(dir) = from_env {
-            return vec![PathBuf::from(dir)];
-        }
-        let mut from_payload = self.root_keys.iter().map(|key| match &payload[*key] {
-            Value::String(dir) => vec![PathBuf::from(dir)],
-            Value::Array(dirs) => dirs
-                .iter()
-                .filter_map(Value::as_str)
-                .map(PathBuf::from)
-                .collect(),
-            _ => Vec::new(),
-        });
-        from_payload
-            .find(|dirs| !dirs.is_empty())
-            .unwrap_or_default()
-    }
-}
-
-/// A non-empty string field of the payload.
-pub(crate) fn text(payload: &Value, key: &str) -> Option<String> {
-    match &payload[key] {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-/// The payload format of `agent`, by the name `--agent` takes.
-pub(crate) fn format_of(agent: &str) -> Option<&'static PayloadFormat> {
-    match agent {
-        "claude" => Some(&claude::FORMAT),
-        "codex" => Some(&codex::FORMAT),
-        "gemini" => Some(&gemini::FORMAT),
-        "cursor" => Some(&cursor::FORMAT),
-        "cline" => Some(&cline::FORMAT),
-        "opencode" => Some(&opencode::FORMAT),
-        _ => None,
-    }
-}
-
-/// The agents `--agent` knows, for messages.
-pub(crate) const AGENTS: &str = "claude, codex, gemini, cursor, cline, opencode";
-
 /// Runs the hook; every failure is logged, never returned (see the module doc).
 pub(crate) fn cmd_hook(ctx: &Ctx, agent: &str) -> Result<()> {
     snap_tree::cap_lock_wait(HOOK_LOCK_WAIT);
     // Read first, whatever happens next: an agent writing a large payload must never block
     // on, or see EPIPE from, a hook that stopped reading.
     let payload = read_payload();
-    let Some(format) = format_of(agent) else {
-        let why = format!("unknown agent {agent:?} (expected one of {AGENTS})");
-        log::failure(None, agent, "", &why);
-        return Ok(());
+    let format = match known::agent(agent) {
+        Ok(known) => &known.payload,
+        Err(why) => {
+            log::failure(None, agent, "", &why.to_string());
+            return Ok(());
+        }
     };
     let event_name = payload
         .as_ref()
@@ -295,7 +162,12 @@ fn save_root(
             context
         }
         Err(e) => {
-            log::failure(Some(&store), agent, &event.name, &crate::exit::one_line(&e));
+            log::failure(
+                Some(&store),
+                agent,
+                &event.name,
+                &crate::render::one_line(&e),
+            );
             None
         }
     }

@@ -3,9 +3,10 @@
 //! JavaScript, so the plugin writes this payload (`event`, `sessionID`, `tool`, `callID`,
 //! `messageID`, `directory`) to `snap-undo hook --agent opencode`.
 
-use super::{EventKind, PayloadFormat, text};
+use super::agents::{Agent, Extras, Home, Layout};
+use super::payload::{EventKind, PayloadFormat, text};
 
-pub(super) const FORMAT: PayloadFormat = PayloadFormat {
+const FORMAT: PayloadFormat = PayloadFormat {
     event_key: "event",
     kinds: &[
         ("session.created", EventKind::SessionStart),
@@ -19,4 +20,22 @@ pub(super) const FORMAT: PayloadFormat = PayloadFormat {
     id_keys: &["callID", "messageID"],
     prompt_context: false,
     reply: |_| "",
+};
+
+/// opencode as snap installs into it.
+pub(super) const AGENT: Agent = Agent {
+    name: "opencode",
+    payload: FORMAT,
+    home: Home {
+        dir: ".opencode",
+        file: "plugins/snap-undo.js",
+        local_file: None,
+        user_dir: Some(".config/opencode"),
+    },
+    layout: Layout::Plugin,
+    extras: Extras {
+        note: None,
+        reminder: None,
+        slash_commands: None,
+    },
 };

@@ -4,8 +4,15 @@
 #![allow(clippy::unwrap_used)]
 
 use serde_json::json;
+use std::path::PathBuf;
 
 use super::*;
+use crate::hook::payload::{EventKind, HookEvent, PayloadFormat};
+
+/// The payload format of `agent`, if snap knows it.
+fn format_of(agent: &str) -> Option<&'static PayloadFormat> {
+    known::agent(agent).ok().map(|a| &a.payload)
+}
 
 fn event(agent: &str, payload: Value) -> HookEvent {
     format_of(agent).unwrap().event(&payload)

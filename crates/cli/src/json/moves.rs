@@ -1,11 +1,9 @@
 //! The documents of the moves: undo, redo, restore (and a pending one), revert, expunge.
 
 use serde::Serialize;
-use snap_tree::secrets::SecretHit;
-use snap_tree::{ExpungeOutcome, Marker, MoveOutcome, PurgeReport, RevertOutcome};
+use snap_tree::{Marker, MoveOutcome, RevertOutcome};
 
 use super::{ChangeDoc, SnapshotDoc, changes};
-use crate::commands::expunge_remote::RemoteDone;
 use crate::render::path_str;
 
 /// An interrupted move waiting for `snap recover`.
@@ -78,105 +76,6 @@ impl From<&RevertOutcome> for RevertDoc {
             reverted: SnapshotDoc::from(&o.reverted),
             before: SnapshotDoc::from(&o.before),
             conflicts: o.conflicts.iter().map(|p| path_str(p)).collect(),
-        }
-    }
-}
-
-/// `snap expunge`: the snapshots given new ids, what was taken out by path, the paths
-/// excluded from now on, the purge, and (`--secrets`) what looked secret.
-#[derive(Serialize)]
-pub struct ExpungeDoc {
-    pub dry_run: bool,
-    pub renamed: Vec<RenamedDoc>,
-    pub paths: Vec<ExpungedPathDoc>,
-    pub excluded: Vec<String>,
-    pub purge: Option<PurgeDoc>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub secrets: Option<Vec<SecretDoc>>,
-    /// What the expunge did on each remote it rewrote.
-    pub remotes: Vec<RemoteDone>,
-}
-
-#[derive(Serialize)]
-pub struct RenamedDoc {
-    pub seq: u64,
-    pub old: String,
-    pub new: String,
-    pub held: bool,
-}
-
-#[derive(Serialize)]
-pub struct ExpungedPathDoc {
-    pub path: String,
-    pub versions: usize,
-    pub bytes: u64,
-    pub files: usize,
-}
-
-#[derive(Serialize)]
-pub struct PurgeDoc {
-    pub packs_rewritten: usize,
-    pub objects_removed: usize,
-    pub objects_reencoded: usize,
-    pub bytes_before: u64,
-    pub bytes_after: u64,
-}
-
-#[derive(Serialize)]
-pub struct SecretDoc {
-    pub path: String,
-    pub why: String,
-}
-
-impl ExpungeDoc {
-    pub fn new(
-        o: &ExpungeOutcome,
-        secrets: Option<&Vec<SecretHit>>,
-        remotes: &[RemoteDone],
-    ) -> ExpungeDoc {
-        ExpungeDoc {
-            remotes: remotes.to_vec(),
-            dry_run: o.dry_run,
-            renamed: (o.renamed.iter())
-                .map(|r| RenamedDoc {
-                    seq: r.seq,
-                    old: r.old.to_hex(),
-                    new: r.new.to_hex(),
-                    held: r.held,
-                })
-                .collect(),
-            paths: (o.taken.iter())
-                .map(|(p, t)| ExpungedPathDoc {
-                    path: path_str(p),
-                    versions: t.versions.len(),
-                    bytes: t.bytes,
-                    files: t.files.len(),
-                })
-                .collect(),
-            excluded: o.excluded.iter().map(|p| path_str(p)).collect(),
-            purge: o.purge.as_ref().map(PurgeDoc::from),
-            secrets: secrets.map(|hits| hits.iter().map(SecretDoc::from).collect()),
-        }
-    }
-}
-
-impl From<&PurgeReport> for PurgeDoc {
-    fn from(p: &PurgeReport) -> PurgeDoc {
-        PurgeDoc {
-            packs_rewritten: p.packs_rewritten,
-            objects_removed: p.objects_removed,
-            objects_reencoded: p.objects_reencoded,
-            bytes_before: p.bytes_before,
-            bytes_after: p.bytes_after,
-        }
-    }
-}
-
-impl From<&SecretHit> for SecretDoc {
-    fn from(h: &SecretHit) -> SecretDoc {
-        SecretDoc {
-            path: path_str(&h.path),
-            why: h.why.clone(),
         }
     }
 }

@@ -19,7 +19,7 @@ use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabiliti
 use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use serde_json::{Value, json};
 
-use crate::Ctx;
+use crate::ctx::Ctx;
 
 mod args;
 mod framing;
@@ -355,4 +355,13 @@ pub(crate) fn cmd_mcp(ctx: &Ctx) -> Result<()> {
     // The task reading stdin may still wait in a blocking read: not waited for.
     runtime.shutdown_background();
     served
+}
+
+/// `snap mcp` takes no arguments of its own.
+#[derive(Debug, clap::Args)]
+pub(crate) struct McpArgs {}
+
+/// Runs `snap mcp`.
+pub(crate) fn run(ctx: &Ctx, _args: McpArgs) -> Result<()> {
+    cmd_mcp(ctx)
 }

@@ -5,6 +5,9 @@
 //!   facade's re-export) or an inline `crate::`/`super::` path naming an item of another
 //!   file; a strongly connected set of more than one file is a circle;
 //! - no `use super::{...}` hub handing a file more than [`HUB_NAMES`] names;
+//! - no import circle between folders either (a file at a crate's root is a folder of its
+//!   own; a folder and the folders inside it are not judged against each other);
+//! - every CLI command takes one `...Args` type, defined beside its body;
 //! - no file over [`MAX_LINES`] lines before its tests (`#[cfg(test)]`);
 //! - no library error message (`#[error("...")]` in snap-store, snap-tree, snap-remote)
 //!   naming a CLI command: hints belong to the binary.
@@ -408,13 +411,109 @@ fn the_house_in_figures() {
     );
 }
 
+/// The folder a file is in, as a module path within its crate: a file at the crate root is
+/// a folder of its own (`lib.rs` is the root's), so that `error.rs` and `parts.rs` are not
+/// one node.
+fn folder_of(source: &Source) -> String {
+    let nested = source.rel.ends_with("/mod.rs") || source.module.len() < 2;
+    let keep = match nested {
+        true => source.module.len(),
+        false => source.module.len() - 1,
+    };
+    format!("{}::{}", source.krate, source.module[..keep].join("::"))
+}
+
+/// One line for each CLI command that does not take one `...Args` type of its own, defined
+/// beside its body (not in `args.rs`, which holds the top-level parser alone).
+fn args_offences(sources: &[Source]) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let Some(args) = sources.iter().find(|s| s.rel == "crates/cli/src/args.rs") else {
+        return found;
+    };
+    let code = code_of(&args.text);
+    let Some(body) = code.split("pub enum Command {").nth(1) else {
+        return found;
+    };
+    let body = body.split("\n}").next().unwrap_or("");
+    for line in body.lines() {
+        let Some(rest) = line.strip_prefix("    ") else {
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(char::is_ascii_alphanumeric)
+            .collect();
+        if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_uppercase()) {
+            continue;
+        }
+        let ty = rest[name.len()..]
+            .strip_prefix('(')
+            .and_then(|r| r.split(')').next());
+        let owned = ty.filter(|t| t.ends_with("Args")).is_some_and(|t| {
+            let defined = format!("struct {t} {{");
+            let beside = |s: &&Source| s.rel.starts_with("crates/cli/src/") && s.rel != args.rel;
+            sources
+                .iter()
+                .filter(beside)
+                .any(|s| s.text.contains(&defined))
+        });
+        if !owned {
+            found.insert(format!(
+                "args: Command::{name} has no Args type beside its body"
+            ));
+        }
+    }
+    found
+}
+
+/// True when one folder is the other or holds it: a folder and the folders inside it are
+/// one another's business (a child names its parent's types, a parent declares its
+/// children), which the file rule already judges.
+fn nested(a: &str, b: &str) -> bool {
+    let under = |inner: &str, outer: &str| {
+        inner == outer || inner.starts_with(&format!("{outer}::")) || outer.ends_with("::")
+    };
+    under(a, b) || under(b, a)
+}
+
+/// One line for each import circle: between files, and between folders.
+fn circle_offences(sources: &[Source]) -> BTreeSet<String> {
+    let arrows = arrows(sources);
+    let mut found = BTreeSet::new();
+    let mut edges = vec![BTreeSet::new(); sources.len()];
+    for &(from, to) in &arrows {
+        edges[from].insert(to);
+    }
+    for set in circles(&edges) {
+        let names: Vec<&str> = set.iter().map(|&k| sources[k].rel.as_str()).collect();
+        found.insert(format!("circle: {}", names.join(" <-> ")));
+    }
+    let folders: Vec<String> = sources.iter().map(folder_of).collect();
+    let names: Vec<&String> = folders
+        .iter()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let at = |f: &String| names.binary_search(&f).unwrap();
+    let mut edges = vec![BTreeSet::new(); names.len()];
+    for &(from, to) in &arrows {
+        let (a, b) = (at(&folders[from]), at(&folders[to]));
+        if !nested(names[a], names[b]) {
+            edges[a].insert(b);
+        }
+    }
+    for set in circles(&edges) {
+        let set: Vec<&str> = set.iter().map(|&k| names[k].as_str()).collect();
+        found.insert(format!("folder circle: {}", set.join(" <-> ")));
+    }
+    found
+}
+
 /// Every offence of the rules, one line each.
 fn offences() -> BTreeSet<String> {
     let sources = sources();
     let mut found = BTreeSet::new();
-    let mut by_crate: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (i, s) in sources.iter().enumerate() {
-        by_crate.entry(&s.krate).or_default().push(i);
+    for s in &sources {
         let before = s.text.split("#[cfg(test)]").next().unwrap_or(&s.text);
         let lines = before.lines().count();
         if lines > MAX_LINES {
@@ -438,27 +537,8 @@ fn offences() -> BTreeSet<String> {
             }
         }
     }
-    for files in by_crate.values() {
-        let index: BTreeMap<Vec<String>, usize> = (files.iter().enumerate())
-            .map(|(k, &i)| (sources[i].module.clone(), k))
-            .collect();
-        let mut edges = vec![BTreeSet::new(); files.len()];
-        for (k, &i) in files.iter().enumerate() {
-            let s = &sources[i];
-            for path in named_paths(&code_of(&s.text), &s.module) {
-                if let Some(to) = owner(&path, &index).filter(|&to| to != k) {
-                    edges[k].insert(to);
-                }
-            }
-        }
-        for set in circles(&edges) {
-            let names: Vec<&str> = set
-                .iter()
-                .map(|&k| sources[files[k]].rel.as_str())
-                .collect();
-            found.insert(format!("circle: {}", names.join(" <-> ")));
-        }
-    }
+    found.extend(circle_offences(&sources));
+    found.extend(args_offences(&sources));
     found
 }
 

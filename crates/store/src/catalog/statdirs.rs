@@ -11,8 +11,8 @@
 //! holds the names from the one in its key up to the next part's, the first part every name
 //! before that too, each part's in strictly increasing order. A change rewrites only the
 //! parts its names fall in, so one edit in a directory of 100,000 files does not rewrite
-//! them all. A part is cut near a quarter of redb's 4 KiB page: one row for a directory of a
-//! hundred files (5.7 KB) took an 8 KiB leaf of its own. Rows of the older `stat_cache`
+//! them all. A part is cut near a quarter of redb's 4 KiB page, so that a directory's row never
+//! takes a leaf of its own (docs/PERFORMANCE.md, "Figures behind the code"). Rows of the older `stat_cache`
 //! table (one per path) are still read, and moved into `stat_dirs` by the first commit that
 //! writes the stat cache.
 

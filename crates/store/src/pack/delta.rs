@@ -134,7 +134,7 @@ thread_local! {
     /// One decompression context per thread, with the base loaded (copied) as a raw-content
     /// dictionary before each frame. zstd's prefix is that same dictionary, referenced for one
     /// frame, so frames compressed against a prefix decode alike. Creating a context per frame
-    /// allocated and freed 160 KB each time, and a small save reads a few dozen delta links.
+    /// allocates and frees one each time, and a small save reads a few dozen delta links.
     static DELTA_DECOMPRESSOR: std::cell::RefCell<zstd::zstd_safe::DCtx<'static>> =
         std::cell::RefCell::new(zstd::zstd_safe::DCtx::create());
 }

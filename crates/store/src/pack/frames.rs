@@ -1,7 +1,7 @@
 //! `PackFrames`: the frames a pack writer appended, kept for the index it writes when it
 //! seals the pack and for the commit that locates them. Spilled past a few MiB to an unnamed
-//! file (see [`crate::fs::spill`]): a pack of a million small files has a million frames, 59 MB
-//! held from the first file stored to the commit.
+//! file (see [`crate::fs::spill`]): a pack of a million small files has a million frames, held
+//! from the first file stored to the commit (docs/PERFORMANCE.md, "Figures behind the code").
 //!
 //! ```text
 //! record  frame header [44] (pack.rs: kind, compression, lengths, id) | offset u64 LE

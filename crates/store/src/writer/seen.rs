@@ -2,9 +2,9 @@
 //! in one save is written once. It is exact (a whole id per entry: a false "seen" would
 //! leave an object unwritten) and sharded by the id's first bytes.
 //!
-//! The shards are sized so that each fills to just under hashbrown's 7/8 load. One set of
-//! a million ids rounds up to 2^21 buckets of 33 bytes (69 MB, half of them empty, most of
-//! a first save's set at its peak); 19 shards of 2^16 buckets take 41 MB.
+//! The shards are sized so that each fills to just under hashbrown's 7/8 load: one set of a
+//! million ids would round up to twice the buckets it needs (docs/PERFORMANCE.md, "Figures
+//! behind the code").
 
 use std::collections::HashSet;
 use std::sync::{Mutex, RwLock};

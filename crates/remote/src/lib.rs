@@ -16,6 +16,7 @@
 //! - [`fetch`]: a workspace's history taken into a store (clone);
 //! - [`gc`]: `gc --remote`, what no newest ref reaches, marked, then deleted after a grace;
 //! - [`repack`]: the remote half of `snap expunge`, packs holding dead objects rewritten;
+//! - [`sync`]: the push and pull protocols whole, over a store opened step by step;
 //! - [`check`]: `verify --remote`, and the conditional-put check `remote add` runs;
 //! - [`crypt`]: the cryptography of the encrypted layout (keys, sealing, keyed names);
 //! - [`sealed`]: an encrypted remote behind the [`Remote`] trait, every object sealed;
@@ -37,6 +38,7 @@ pub mod repair;
 pub mod reseal;
 pub mod sealed;
 pub mod state;
+pub mod sync;
 pub mod url;
 
 pub use backend::{Put, Reach, Remote, open};

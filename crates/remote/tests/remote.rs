@@ -15,7 +15,8 @@ use snap_remote::backend::{Listed, Put, Remote};
 use snap_remote::fetch::{choose_workspace, fetch_workspace};
 use snap_remote::push::{PushReport, plan_push, upload};
 use snap_remote::state::RemoteState;
-use snap_remote::{RemoteError, check};
+use snap_remote::sync::{self, Heard, Local, PushMode};
+use snap_remote::{Reach, RemoteError, check};
 use snap_store::{
     ChangeStats, Commit, EntryKind, HistoryState, ObjectId, ObjectKind, SnapshotKind,
     SnapshotRecord, Store, Tree, TreeEntry,
@@ -114,12 +115,59 @@ fn noise(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// The store of a test, open the whole time: the protocols' steps run on it as they are.
+struct Held<'a>(&'a Store);
+
+impl Local for Held<'_> {
+    type Error = RemoteError;
+
+    fn reading<T>(
+        &self,
+        step: impl FnOnce(&Store) -> Result<T, RemoteError>,
+    ) -> Result<T, RemoteError> {
+        step(self.0)
+    }
+
+    fn writing<T>(
+        &self,
+        step: impl FnOnce(&Store) -> Result<T, snap_store::StoreError>,
+    ) -> Result<T, RemoteError> {
+        Ok(step(self.0)?)
+    }
+}
+
+/// What a protocol told: the total it announced and the last count it moved to.
+#[derive(Default)]
+struct Told {
+    total: std::cell::Cell<Option<u64>>,
+    moved: std::cell::Cell<u64>,
+}
+
+impl Heard for Told {
+    fn started(&self, total: u64) {
+        self.total.set(Some(total));
+    }
+
+    fn moved(&self, done: u64) {
+        assert!(done >= self.moved.get(), "progress never goes back");
+        self.moved.set(done);
+    }
+}
+
+/// Pushes through the protocol every front end runs (`snap_remote::sync::push`).
 fn push(saver: &Saver, remote: &dyn Remote, workspace: &str) -> Result<PushReport, RemoteError> {
-    let state = RemoteState::read(remote)?;
-    let newest = state.read_ref(remote, workspace)?;
-    let plan = plan_push(&saver.store, &state, workspace, newest.as_ref())?;
-    let staging = saver.store.dir().join("tmp").join("push");
-    upload(remote, plan, &state, &staging, &|_| {})
+    let told = Told::default();
+    let local = Held(&saver.store);
+    let pushed = sync::push(
+        &local,
+        remote,
+        workspace,
+        PushMode::Missing,
+        Reach::Create,
+        &told,
+    )?;
+    assert_eq!(told.total.get(), Some(pushed.local_bytes));
+    Ok(pushed.report)
 }
 
 fn clone(remote: &dyn Remote, workspace: Option<&str>, dir: &Path) -> Result<Store, RemoteError> {
@@ -427,14 +475,12 @@ fn the_conditional_put_check_holds_and_refuses() {
 
 /// Pulls every other workspace of `remote` into `saver`'s store as `name`.
 fn pull(saver: &Saver, remote: &dyn Remote, own: &str, name: &str) -> Result<usize, RemoteError> {
-    let state = RemoteState::read(remote)?;
-    let plan = snap_remote::fetch::plan_pull(remote, &state, &saver.store, own)?;
-    let staging = saver.store.dir().join("tmp").join("pull");
-    let mut bytes = 0;
-    let incoming =
-        snap_remote::fetch::download_pull(remote, &plan, name, &staging, &mut bytes, &|_| {})?;
-    let taken = saver.store.take_incoming(incoming)?;
-    Ok(taken.pulled)
+    let told = Told::default();
+    let pulled = sync::pull(&Held(&saver.store), remote, name, own, &told)?;
+    if pulled.pulled > 0 {
+        assert!(told.moved.get() <= told.total.get().unwrap_or(0));
+    }
+    Ok(pulled.pulled)
 }
 
 #[test]
@@ -517,6 +563,9 @@ fn a_record_whose_tree_the_remote_lacks_is_not_taken() {
     };
     let raw = record.encode();
     let id = ObjectId::of(ObjectKind::Snapshot, &raw);
+    // A remote as a push leaves it (a pull reads only a remote with its marker).
+    let marker = snap_remote::layout::VERSION_BODY;
+    (remote.put_if_absent(snap_remote::layout::VERSION_KEY, marker)).unwrap();
     remote
         .put_if_absent(&snap_remote::names::Names::Plain.record(&id), &raw)
         .unwrap();

@@ -85,8 +85,8 @@ pub use snap_store::fs::staging::{owner_gone, owner_in};
 pub use snap_store::fs::write_atomic;
 pub use snap_store::{
     EntryKind, FileChunks, GcReport, ObjectId, Pulled, PurgeReport, Retention, SnapshotKind,
-    SnapshotRecord, Staging, StoreError, StoreStats, UntrackedFile, UntrackedWhy, cap_lock_wait,
-    on_lock_wait, stop_lock_wait_on,
+    SnapshotRecord, Staging, Store, StoreError, StoreStats, UntrackedFile, UntrackedWhy,
+    cap_lock_wait, on_lock_wait, stop_lock_wait_on,
 };
 pub use snapshot::{LogEntry, PathChange, Recovered, Snapshot};
 pub use upkeep::export::{ExportOutcome, remove_stale_export_staging};

@@ -191,8 +191,8 @@ fn rewrite_one(ctx: &Ctx, name: &str, grace_ns: i64) -> Result<RemoteDone> {
     }
     let pushed = push_to(ctx, &url, PushMode::Missing, Reach::Existing)?;
     let mut done = RemoteDone::new(name, url.clone());
-    done.records_deleted = pushed.report.records_deleted;
-    done.expunged = pushed.report.expunged;
+    done.records_deleted = pushed.sync.report.records_deleted;
+    done.expunged = pushed.sync.report.expunged;
     let remote = super::remote::open_at(ctx, &url)?;
     let state = RemoteState::read_existing(remote.as_ref())?;
     // Another workspace's newest snapshots decide what stays: their trees are pulled first

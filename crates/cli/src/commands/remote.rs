@@ -2,9 +2,11 @@
 //! S3-compatible storage or in a directory (snap-remote; docs/FORMAT.md 9). Naming remotes
 //! is `remote_config.rs`; keys and passphrases `remote_crypt.rs` and `remote_keys.rs`.
 //!
-//! The store's lock is held only while planning: a push reads the remote first, opens the
-//! store to plan, closes it (the plan keeps the pack files it reads open), then uploads, so
-//! hook saves never wait for the network. A clone builds its store in a staging directory
+//! The push and pull protocols are snap-remote's (`snap_remote::sync`); this file opens the
+//! store for each of their steps ([`Opened`]) and shows their progress ([`Shown`]). The
+//! store's lock is held only while planning: a push reads the remote first, opens the store
+//! to plan, closes it (the plan keeps the pack files it reads open), then uploads, so hook
+//! saves never wait for the network. A clone builds its store in a staging directory
 //! beside the destination, checks HEAD out into the destination through the export engine,
 //! moves the store in, and saves once, which records nothing and seeds the caches.
 
@@ -12,14 +14,14 @@ use std::path::Path;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use snap_remote::fetch::{choose_workspace, download_pull, fetch_workspace, plan_pull};
+use snap_remote::fetch::{choose_workspace, fetch_workspace};
 use snap_remote::layout::Marker;
-use snap_remote::push::{plan_push, upload};
-use snap_remote::repair::plan_repair;
 use snap_remote::state::RemoteState;
-use snap_remote::{Reach, Remote, check};
+pub(crate) use snap_remote::sync::PushMode;
+use snap_remote::sync::{self, Heard, Local};
+use snap_remote::{Reach, Remote, RemoteError, check};
 use snap_tree::secrets::SecretScan;
-use snap_tree::{SaveOptions, Staging, Workspace};
+use snap_tree::{ObjectId, SaveOptions, Staging, Store, StoreError, Workspace};
 
 use super::remote_crypt::{Passphrase, create_encrypted, now_ns, open_remote};
 use crate::ctx::{Ctx, emit};
@@ -81,16 +83,6 @@ fn open_for_push(ctx: &Ctx, url: &str, reach: Reach) -> Result<Box<dyn Remote>> 
     }
 }
 
-/// What a push sends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum PushMode {
-    /// What the remote lacks, as its listing and indexes say.
-    Missing,
-    /// First every pack is read and hashed; a damaged one is deleted and what it held is
-    /// sent again (`--repair`).
-    Repair,
-}
-
 /// `snap push [REMOTE|URL] [--repair]`.
 pub(crate) fn push(ctx: &Ctx, given: Option<&str>, mode: PushMode) -> Result<()> {
     let url = {
@@ -99,18 +91,18 @@ pub(crate) fn push(ctx: &Ctx, given: Option<&str>, mode: PushMode) -> Result<()>
         remote_url(&ws, given)?
     };
     let pushed = push_to(ctx, &url, mode, Reach::Create)?;
-    let report = &pushed.report;
+    let report = &pushed.sync.report;
     let doc = json::PushDoc {
         remote: url.clone(),
         workspace: pushed.workspace.clone(),
         up_to_date: report.ref_n.is_none(),
-        objects: pushed.objects,
-        local_bytes: pushed.local_bytes,
+        objects: pushed.sync.objects,
+        local_bytes: pushed.sync.local_bytes,
         packs: report.packs,
         bytes: report.bytes,
-        records: pushed.records,
+        records: pushed.sync.records,
         ref_n: report.ref_n,
-        repaired: pushed.repaired.iter().map(|p| p.to_hex()).collect(),
+        repaired: pushed.sync.repaired.iter().map(|p| p.to_hex()).collect(),
         expunged: report.expunged,
         records_deleted: report.records_deleted,
     };
@@ -119,8 +111,8 @@ pub(crate) fn push(ctx: &Ctx, given: Option<&str>, mode: PushMode) -> Result<()>
             None => println!("{url} is up to date"),
             Some(n) => println!(
                 "pushed to {url}: {} snapshot record(s), {} object(s) in {} pack(s), {} sent (ref {n})",
-                pushed.records,
-                pushed.objects,
+                pushed.sync.records,
+                pushed.sync.objects,
                 report.packs,
                 human_bytes(report.bytes)
             ),
@@ -130,16 +122,61 @@ pub(crate) fn push(ctx: &Ctx, given: Option<&str>, mode: PushMode) -> Result<()>
     Ok(())
 }
 
-/// What [`push_to`] did.
+/// What [`push_to`] did: the protocol's report, and the workspace it pushed as.
 pub(super) struct Pushed {
     pub(super) workspace: String,
-    /// Objects and records planned, and the objects' bytes as stored here.
-    pub(super) objects: usize,
-    pub(super) records: usize,
-    pub(super) local_bytes: u64,
-    /// Damaged packs deleted (`--repair`).
-    pub(super) repaired: Vec<snap_tree::ObjectId>,
-    pub(super) report: snap_remote::push::PushReport,
+    pub(super) sync: snap_remote::sync::Pushed,
+}
+
+/// The store as the remote protocols open it: for one step at a time, each a command's
+/// own opening (reading ones leave an interrupted move for a writing command).
+pub(super) struct Opened<'a>(pub(super) &'a Ctx);
+
+impl Local for Opened<'_> {
+    type Error = anyhow::Error;
+
+    fn reading<T>(&self, step: impl FnOnce(&Store) -> Result<T, RemoteError>) -> Result<T> {
+        Ok(step(open_reading(self.0)?.store())?)
+    }
+
+    fn writing<T>(&self, step: impl FnOnce(&Store) -> Result<T, StoreError>) -> Result<T> {
+        Ok(step(open(self.0)?.store())?)
+    }
+}
+
+/// What a transfer shows while it runs: a progress bar (stderr, unless `-q` or `--json`)
+/// and the packs a repair sends again.
+pub(super) struct Shown<'a> {
+    ctx: &'a Ctx,
+    label: &'static str,
+    bar: std::cell::RefCell<Option<crate::progress::Transfer>>,
+}
+
+impl<'a> Shown<'a> {
+    pub(super) fn new(ctx: &'a Ctx, label: &'static str) -> Shown<'a> {
+        Shown {
+            ctx,
+            label,
+            bar: std::cell::RefCell::new(None),
+        }
+    }
+}
+
+impl Heard for Shown<'_> {
+    fn repairing(&self, pack: &ObjectId) {
+        eprintln!("repairing: pack {pack} was damaged; what it held is sent again");
+    }
+
+    fn started(&self, total: u64) {
+        let bar = crate::progress::Transfer::new(self.ctx, self.label, total);
+        *self.bar.borrow_mut() = Some(bar);
+    }
+
+    fn moved(&self, done: u64) {
+        if let Some(bar) = self.bar.borrow().as_ref() {
+            bar.update(done);
+        }
+    }
 }
 
 /// Pushes this store's history to `url`; prints only the progress bar and repairs. Only
@@ -149,41 +186,16 @@ pub(super) fn push_to(ctx: &Ctx, url: &str, mode: PushMode, reach: Reach) -> Res
         .workspace_id()?
         .context("the store records no workspace id yet: save first")?;
     let remote = open_for_push(ctx, url, reach)?;
-    let mut state = match reach {
-        Reach::Create => RemoteState::read(remote.as_ref())?,
-        Reach::Existing => RemoteState::read_existing(remote.as_ref())?,
-    };
-    let repaired = match mode {
-        PushMode::Repair => snap_remote::repair::drop_damaged(remote.as_ref(), &mut state)?,
-        PushMode::Missing => Vec::new(),
-    };
-    for pack in &repaired {
-        eprintln!("repairing: pack {pack} was damaged; what it held is sent again");
-    }
-    let newest = state.read_ref(remote.as_ref(), &workspace)?;
-    let (plan, staging) = {
-        let ws = open_reading(ctx)?;
-        ws.store().sweep_staging()?;
-        let staging = ws.store().staging(Staging::Push);
-        let plan = match repaired.is_empty() {
-            true => plan_push(ws.store(), &state, &workspace, newest.as_ref())?,
-            false => plan_repair(ws.store(), &state, &workspace, newest.as_ref())?,
-        };
-        (plan, staging)
-    };
-    let (objects, records, local_bytes) = (plan.objects(), plan.records(), plan.frame_bytes());
-    let bar = crate::progress::Transfer::new(ctx, "pushing", local_bytes);
-    let report = upload(remote.as_ref(), plan, &state, &staging, &|done| {
-        bar.update(done)
-    })?;
-    Ok(Pushed {
-        workspace,
-        objects,
-        records,
-        local_bytes,
-        repaired,
-        report,
-    })
+    let shown = Shown::new(ctx, "pushing");
+    let sync = sync::push(
+        &Opened(ctx),
+        remote.as_ref(),
+        &workspace,
+        mode,
+        reach,
+        &shown,
+    )?;
+    Ok(Pushed { workspace, sync })
 }
 
 /// What a push told the remote of expunges: the ids it now lists, the old records deleted,
@@ -245,52 +257,17 @@ pub(super) fn pull_from(ctx: &Ctx, given: Option<&str>) -> Result<PullDone> {
         )
     };
     let remote = open_at(ctx, &url)?;
-    let state = RemoteState::read_existing(remote.as_ref())?;
-    let (plan, staging) = {
-        let ws = open_reading(ctx)?;
-        ws.store().sweep_staging()?;
-        let staging = ws.store().staging(Staging::Pull);
-        (
-            plan_pull(remote.as_ref(), &state, ws.store(), &own)?,
-            staging,
-        )
-    };
-    let mut bytes = 0;
-    let taken = match plan.snapshots.is_empty() {
-        true => None,
-        false => {
-            let total = plan
-                .packs
-                .iter()
-                .filter_map(|p| state.pack_files.get(p))
-                .sum();
-            let bar = crate::progress::Transfer::new(ctx, "pulling", total);
-            let progress = |done| bar.update(done);
-            let fetched = download_pull(
-                remote.as_ref(),
-                &plan,
-                &name,
-                &staging,
-                &mut bytes,
-                &progress,
-            );
-            drop(bar);
-            let taken = fetched
-                .map_err(anyhow::Error::from)
-                .and_then(|incoming| Ok(open(ctx)?.store().take_incoming(incoming)?));
-            let _ = std::fs::remove_dir_all(&staging);
-            Some(taken?)
-        }
-    };
-    let refused = plan.refused.len() + taken.as_ref().map_or(0, |t| t.refused);
-    warn_refused(refused, &url);
+    let shown = Shown::new(ctx, "pulling");
+    let done = sync::pull(&Opened(ctx), remote.as_ref(), &name, &own, &shown)?;
+    drop(shown);
+    warn_refused(done.refused, &url);
     Ok(PullDone {
         name,
         url,
-        pulled: taken.as_ref().map_or(0, |t| t.pulled),
-        bytes,
-        packs: taken.as_ref().map_or(0, |t| t.packs),
-        refused,
+        pulled: done.pulled,
+        bytes: done.bytes,
+        packs: done.packs,
+        refused: done.refused,
     })
 }
 

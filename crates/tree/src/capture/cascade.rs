@@ -289,14 +289,11 @@ pub(crate) fn build_reusing(
 }
 
 impl Snapshotter<'_> {
-    pub(crate) fn capture(&self, writer: &ObjectWriter<'_>) -> Result<Capture, TreeError> {
-        self.capture_with(writer, CaptureMode::Whole)
-    }
-
-    /// As [`Self::capture`], for what `mode` says the capture is for. A save asks the change
-    /// source, if any, what changed since its last capture, and reads only that when it can;
-    /// otherwise, and for every other capture, the whole tree is walked.
-    pub(crate) fn capture_with(
+    /// The working tree, captured for what `mode` says (the phase's one entry): its files
+    /// stored through `writer` as the cascade allows. A save asks the change source, if any,
+    /// what changed since its last capture, and reads only that when it can; otherwise, and
+    /// for every other capture, the whole tree is walked.
+    pub(crate) fn capture(
         &self,
         writer: &ObjectWriter<'_>,
         mode: CaptureMode,
@@ -465,7 +462,7 @@ impl Snapshotter<'_> {
 
     /// The rest of a capture the walk memo could not answer: reads and stores what changed
     /// (leaving out, for a save, what the tree cache vouches for), then builds the trees.
-    pub(crate) fn store_capture(
+    fn store_capture(
         &self,
         writer: &ObjectWriter<'_>,
         mut walk: scan::Walk,

@@ -62,7 +62,7 @@ fn ancestors_and_self(path: &[u8]) -> impl Iterator<Item = &[u8]> {
 impl Snapshotter<'_> {
     /// The capture of the tree `memo.root` changed only in `dirs`; `None` when the source's
     /// answer cannot be used (the whole walk then runs).
-    pub(crate) fn capture_partial(
+    pub(super) fn capture_partial(
         &self,
         writer: &ObjectWriter<'_>,
         memo: &WatchMemo,

@@ -81,7 +81,7 @@ impl Snapshotter<'_> {
         let head = Reader::new(self.parts).head()?;
         let writer = self.parts.store.writer();
         let clean_root = head.as_ref().map(|h| h.record.root);
-        let mut cap = self.capture_with(
+        let mut cap = self.capture(
             &writer,
             CaptureMode::Save {
                 head: clean_root.filter(|_| !opts.allow_empty),
@@ -222,7 +222,7 @@ impl Snapshotter<'_> {
     /// memo, the pruned scan, a diff by tree ids); writes nothing.
     fn against_head(&self, head: Option<&Snapshot>) -> Result<AgainstHead, TreeError> {
         let writer = self.parts.store.dry_writer();
-        let mut cap = self.capture_with(
+        let mut cap = self.capture(
             &writer,
             CaptureMode::Save {
                 head: head.map(|h| h.record.root),
@@ -263,7 +263,7 @@ impl Snapshotter<'_> {
             }
             Err(e) => return Err(e.into()),
         }
-        *cap = self.capture_with(writer, CaptureMode::Whole)?;
+        *cap = self.capture(writer, CaptureMode::Whole)?;
         match flat::diff_stored(&self.parts.store, &h.record.root, &cap.flat) {
             Err(snap_store::StoreError::MissingObject { .. }) => self.diff_from_lost(writer, cap),
             diff => Ok(diff?),
@@ -280,7 +280,7 @@ impl Snapshotter<'_> {
         cap: &mut Capture,
     ) -> Result<flat::StoredDiff, TreeError> {
         if !cap.pruned.is_empty() {
-            *cap = self.capture_with(writer, CaptureMode::Whole)?;
+            *cap = self.capture(writer, CaptureMode::Whole)?;
         }
         Ok((diff_files(&FlatTree::new(), &cap.flat), FlatTree::new()))
     }
@@ -368,7 +368,9 @@ impl Snapshotter<'_> {
     pub(crate) fn side_flat(&self, side: &Side) -> Result<FlatTree, TreeError> {
         match side {
             Side::Snapshot(s) => Reader::new(self.parts).flat_of(s.as_deref()),
-            Side::WorkingTree => Ok(self.capture(&self.parts.store.dry_writer())?.flat),
+            Side::WorkingTree => Ok(self
+                .capture(&self.parts.store.dry_writer(), CaptureMode::Whole)?
+                .flat),
         }
     }
 

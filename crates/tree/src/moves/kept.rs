@@ -8,7 +8,7 @@
 //! undo), and a restore records at such a path what a save right after would record.
 
 use crate::capture::Snapshotter;
-use crate::capture::cascade::Capture;
+use crate::capture::cascade::{Capture, CaptureMode};
 use crate::error::TreeError;
 use crate::flat::{self, Change, FlatTree};
 use crate::moves::Mover;
@@ -162,7 +162,8 @@ impl Mover<'_> {
         if !plan.changes_rules() {
             return Ok(Vec::new());
         }
-        let now = Snapshotter::new(self.parts).capture(&self.parts.store.dry_writer())?;
+        let now = Snapshotter::new(self.parts)
+            .capture(&self.parts.store.dry_writer(), CaptureMode::Whole)?;
         let (changes, _) = flat::diff_stored(&self.parts.store, &target.record.root, &now.flat)?;
         Ok(changes.into_iter().map(|(path, _)| path).collect())
     }

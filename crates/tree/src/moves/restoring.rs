@@ -84,7 +84,7 @@ impl Mover<'_> {
             prune: false,
             source: Heed::Walk,
         };
-        let cap = Snapshotter::new(self.parts).capture_with(&writer, mode)?;
+        let cap = Snapshotter::new(self.parts).capture(&writer, mode)?;
         let first = SavedFirst {
             writer,
             saved: None,

@@ -210,7 +210,7 @@ impl Mover<'_> {
             prune,
             source,
         };
-        let cap = Snapshotter::new(self.parts).capture_with(writer, mode(true))?;
+        let cap = Snapshotter::new(self.parts).capture(writer, mode(true))?;
         if cap.pruned.is_empty() || writer.is_dry_run() {
             return Ok((cap, None));
         }
@@ -218,7 +218,7 @@ impl Mover<'_> {
         match flat::diff_stored_pruned(&self.parts.store, &head.record.root, &cap.flat, &pruned)? {
             Some(diff) => Ok((cap, Some(diff))),
             None => Ok((
-                Snapshotter::new(self.parts).capture_with(writer, mode(false))?,
+                Snapshotter::new(self.parts).capture(writer, mode(false))?,
                 None,
             )),
         }
@@ -243,7 +243,7 @@ impl Mover<'_> {
                 prune: false,
                 source: Heed::Walk,
             };
-            Snapshotter::new(self.parts).capture_with(writer, mode)
+            Snapshotter::new(self.parts).capture(writer, mode)
         };
         let (mut cap, diff) = match self.capture_before_move(&writer, head, source) {
             Err(TreeError::Store(_)) => {

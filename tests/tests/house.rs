@@ -367,7 +367,7 @@ fn impl_lines(sources: &[Source], ty: &str) -> (usize, usize, BTreeSet<String>) 
 }
 
 /// The figures the house is judged by (`cargo test -p snap-e2e --test house -- --nocapture`):
-/// and the one of them that is a rule: `impl Workspace` stays a facade.
+/// and the one of them that is a rule: `Workspace` (with `ReadOnlyWorkspace`) stays a facade.
 #[test]
 fn the_house_in_figures() {
     let sources = sources();
@@ -396,18 +396,21 @@ fn the_house_in_figures() {
         "snap-tree: largest folder {largest}/ holds {lines} of {total} lines ({:.0}%)",
         100.0 * *lines as f64 / total as f64
     );
-    let (lines, methods, files) = impl_lines(&sources, "Workspace");
-    println!(
-        "impl Workspace: {lines} lines, {methods} methods, in {} files",
-        files.len()
-    );
+    let (mut lines, mut methods, mut files) = (0, 0, BTreeSet::new());
+    for ty in ["Workspace", "ReadOnlyWorkspace"] {
+        let (l, m, f) = impl_lines(&sources, ty);
+        println!("impl {ty}: {l} lines, {m} methods, in {} files", f.len());
+        (lines, methods, files) = (lines + l, methods + m, files.union(&f).cloned().collect());
+    }
+    println!("the facade: {lines} lines, {methods} methods");
     let folders: BTreeSet<&str> = files
         .iter()
         .map(|f| f.rsplit_once('/').unwrap().0)
         .collect();
     assert!(
         lines < 1200 && folders.len() == 1,
-        "impl Workspace is a facade: under 1,200 lines in one folder ({lines} lines in {folders:?})"
+        "the Workspace facade (impl Workspace and ReadOnlyWorkspace) stays under 1,200 lines in \
+         one folder ({lines} lines in {folders:?})"
     );
 }
 

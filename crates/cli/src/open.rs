@@ -2,7 +2,7 @@
 //! reading ones leave it and say so; both attach the watcher and the progress observer.
 
 use anyhow::Result;
-use snap_tree::Workspace;
+use snap_tree::{ReadOnlyWorkspace, Workspace};
 
 use crate::ctx::Ctx;
 use crate::progress;
@@ -37,7 +37,7 @@ pub(crate) fn is_missing_store(e: &anyhow::Error) -> bool {
 
 /// Opens the workspace for a command that only reads: an interrupted operation is left for
 /// a writing command or `snap recover` (docs/SAFETY.md), and named on stderr.
-pub(crate) fn open_reading(ctx: &Ctx) -> Result<Workspace> {
+pub(crate) fn open_reading(ctx: &Ctx) -> Result<ReadOnlyWorkspace> {
     let mut ws = Workspace::discover_reading(&ctx.start, ctx.store.as_deref())?;
     watcher::attach(&mut ws);
     for m in ws.pending()? {

@@ -91,4 +91,4 @@ pub use snap_store::{
 pub use snapshot::{LogEntry, PathChange, Recovered, Snapshot};
 pub use upkeep::export::{ExportOutcome, remove_stale_export_staging};
 pub use upkeep::expunge::{ExpungeAsk, ExpungeOutcome, Renamed, Taken, Tracking};
-pub use workspace::{Workspace, find_root, repair};
+pub use workspace::{ReadOnlyWorkspace, Workspace, find_root, repair};

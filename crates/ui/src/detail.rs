@@ -3,7 +3,9 @@
 
 use snap_tree::display::path_shown;
 use snap_tree::flat::Listed;
-use snap_tree::{Change, DiffEntry, EntryKind, FileDiff, Node, Snapshot, TreeDiff, Workspace};
+use snap_tree::{
+    Change, DiffEntry, EntryKind, FileDiff, Node, ReadOnlyWorkspace, Snapshot, TreeDiff,
+};
 
 use crate::UiError;
 
@@ -75,7 +77,7 @@ pub struct DiffLine {
 }
 
 /// The files `snapshot` changed against its parent.
-pub fn changed_files(ws: &Workspace, snapshot: &Snapshot) -> Result<Vec<FileRow>, UiError> {
+pub fn changed_files(ws: &ReadOnlyWorkspace, snapshot: &Snapshot) -> Result<Vec<FileRow>, UiError> {
     let diff = ws.diff_of(snapshot)?;
     let renames = ws.renames_in(&diff)?;
     let paths = diff.entries.iter().map(|e| (e.path.as_slice(), e.change));
@@ -98,7 +100,7 @@ pub fn changed_files(ws: &Workspace, snapshot: &Snapshot) -> Result<Vec<FileRow>
 /// `path` in `snapshot` against `base` (`marked` for [`Base::Marked`]), old side first: the
 /// parent, the marked snapshot, or the snapshot itself when compared with the working tree.
 pub fn file_diff(
-    ws: &Workspace,
+    ws: &ReadOnlyWorkspace,
     snapshot: &Snapshot,
     path: &[u8],
     base: Base,
@@ -123,7 +125,7 @@ pub fn file_diff(
 /// The lines of `path` when `diff` holds it as a rename: what it was renamed from, then its
 /// diff against the file it left (none for the same content).
 fn renamed_lines(
-    ws: &Workspace,
+    ws: &ReadOnlyWorkspace,
     diff: &TreeDiff,
     path: &[u8],
 ) -> Result<Option<Vec<DiffLine>>, UiError> {
@@ -154,7 +156,7 @@ fn renamed_lines(
 }
 
 fn entry_lines(
-    ws: &Workspace,
+    ws: &ReadOnlyWorkspace,
     diff: &TreeDiff,
     entry: &DiffEntry,
 ) -> Result<Vec<DiffLine>, UiError> {

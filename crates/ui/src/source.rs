@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use snap_tree::{History, Workspace};
+use snap_tree::{History, ReadOnlyWorkspace, Workspace};
 
 use crate::UiError;
 
@@ -33,7 +33,10 @@ impl Source {
     }
 
     /// Opens for reading: an interrupted move is left for a writing command.
-    pub fn read<T>(&self, f: impl FnOnce(&Workspace) -> Result<T, UiError>) -> Result<T, UiError> {
+    pub fn read<T>(
+        &self,
+        f: impl FnOnce(&ReadOnlyWorkspace) -> Result<T, UiError>,
+    ) -> Result<T, UiError> {
         let ws = Workspace::discover_reading(&self.start, self.store.as_deref())?;
         f(&ws)
     }

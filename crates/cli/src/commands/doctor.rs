@@ -9,7 +9,7 @@ use crate::snapd::snap_on_path;
 use crate::watch::status::StatusDoc;
 use anyhow::Result;
 use serde::Serialize;
-use snap_tree::Workspace;
+use snap_tree::ReadOnlyWorkspace;
 
 pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
     let ws = match crate::open::open_reading(ctx) {
@@ -55,7 +55,7 @@ pub(crate) fn cmd_doctor(ctx: &Ctx) -> Result<()> {
 /// The configured remotes this store keeps no key for: plain ones (pushed before
 /// encryption, or added with `--no-encryption`).
 #[cfg(feature = "remote")]
-fn unencrypted_remotes(ws: &Workspace) -> Vec<String> {
+fn unencrypted_remotes(ws: &ReadOnlyWorkspace) -> Vec<String> {
     let remotes = &ws.config().remote;
     let plain = |url: &str| !super::remote_crypt::has_key(ws.store_dir(), url);
     (remotes.iter())
@@ -65,7 +65,7 @@ fn unencrypted_remotes(ws: &Workspace) -> Vec<String> {
 }
 
 #[cfg(not(feature = "remote"))]
-fn unencrypted_remotes(_: &Workspace) -> Vec<String> {
+fn unencrypted_remotes(_: &ReadOnlyWorkspace) -> Vec<String> {
     Vec::new()
 }
 
@@ -146,7 +146,7 @@ fn hook_doc(h: &HookPlace) -> HookPlaceDoc {
 }
 
 /// The newest snapshot a `snap hook` call made (its meta names the hook event).
-fn last_hook_save(ws: &Workspace) -> Result<Option<snap_tree::Snapshot>> {
+fn last_hook_save(ws: &ReadOnlyWorkspace) -> Result<Option<snap_tree::Snapshot>> {
     Ok(ws.newest_where(|r| r.meta.iter().any(|(k, _)| k == "hook"))?)
 }
 

@@ -18,7 +18,7 @@ use snap_remote::repack::{RepackReport, mark_stale, send_again, stale_packs};
 use snap_remote::state::RemoteState;
 #[cfg(feature = "remote")]
 use snap_remote::{Reach, Remote};
-use snap_tree::Workspace;
+use snap_tree::ReadOnlyWorkspace;
 
 #[cfg(feature = "remote")]
 use super::remote::{LacksTrees, PushMode, live_of, pull_from, push_to};
@@ -66,7 +66,7 @@ pub(crate) struct RemoteDone {
 }
 
 /// The remotes `choice` names among those configured.
-pub(crate) fn chosen(ws: &Workspace, choice: &RemoteChoice) -> Result<Vec<String>> {
+pub(crate) fn chosen(ws: &ReadOnlyWorkspace, choice: &RemoteChoice) -> Result<Vec<String>> {
     match choice {
         RemoteChoice::Every => Ok(ws.config().remote.keys().cloned().collect()),
         RemoteChoice::Named(name) => match ws.config().remote.contains_key(name) {
@@ -78,7 +78,7 @@ pub(crate) fn chosen(ws: &Workspace, choice: &RemoteChoice) -> Result<Vec<String
 }
 
 /// The remotes an earlier expunge left to rewrite.
-pub(crate) fn pending(ws: &Workspace) -> Result<Vec<String>> {
+pub(crate) fn pending(ws: &ReadOnlyWorkspace) -> Result<Vec<String>> {
     let path = pending_path(ws);
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok(text
@@ -92,7 +92,7 @@ pub(crate) fn pending(ws: &Workspace) -> Result<Vec<String>> {
 }
 
 /// Lists `names` (with those pending already) as still to rewrite, durably.
-pub(crate) fn add_pending(ws: &Workspace, names: &[String]) -> Result<()> {
+pub(crate) fn add_pending(ws: &ReadOnlyWorkspace, names: &[String]) -> Result<()> {
     let mut all = pending(ws)?;
     all.extend(names.iter().cloned());
     all.sort();
@@ -101,7 +101,7 @@ pub(crate) fn add_pending(ws: &Workspace, names: &[String]) -> Result<()> {
 }
 
 /// Makes `names` the whole pending list (none: the file goes).
-pub(crate) fn set_pending(ws: &Workspace, names: &[String]) -> Result<()> {
+pub(crate) fn set_pending(ws: &ReadOnlyWorkspace, names: &[String]) -> Result<()> {
     let path = pending_path(ws);
     if names.is_empty() {
         return match std::fs::remove_file(&path) {
@@ -116,7 +116,7 @@ pub(crate) fn set_pending(ws: &Workspace, names: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn pending_path(ws: &Workspace) -> PathBuf {
+fn pending_path(ws: &ReadOnlyWorkspace) -> PathBuf {
     ws.store().dir().join(PENDING)
 }
 

@@ -2,6 +2,7 @@
 
 use anyhow::{Result, bail};
 use serde_json::Value;
+use snap_tree::ReadOnlyWorkspace;
 use snap_tree::secrets::SecretHit;
 use snap_tree::{GcReport, Retention, StoreStats};
 use snap_tree::{Workspace, parse_duration};
@@ -125,7 +126,7 @@ fn print_gc(g: &GcReport) {
 
 /// The policy from the flags, or from the config when no flag is given.
 fn policy(
-    ws: &Workspace,
+    ws: &ReadOnlyWorkspace,
     keep_last: Option<u64>,
     keep_within: Option<String>,
 ) -> Result<Retention> {

@@ -109,7 +109,7 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
 /// How many files each entry moved (exact renames), for those that both added and deleted
 /// files: only they can have moved one, and only their trees are read.
 fn renamed_counts(
-    ws: &snap_tree::Workspace,
+    ws: &snap_tree::ReadOnlyWorkspace,
     entries: &[snap_tree::LogEntry],
 ) -> Result<std::collections::HashMap<snap_tree::ObjectId, u64>> {
     let mut counts = std::collections::HashMap::new();

@@ -37,11 +37,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result};
-use snap_tree::{TreeError, Workspace};
+use snap_tree::{ReadOnlyWorkspace, TreeError};
 
 /// Turns paths given relative to the start directory into workspace-relative path bytes.
 pub(crate) fn workspace_paths(
-    ws: &Workspace,
+    ws: &ReadOnlyWorkspace,
     start: &Path,
     paths: &[PathBuf],
 ) -> Result<Vec<Vec<u8>>> {

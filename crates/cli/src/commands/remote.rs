@@ -21,7 +21,7 @@ pub(crate) use snap_remote::sync::PushMode;
 use snap_remote::sync::{self, Heard, Local};
 use snap_remote::{Reach, Remote, RemoteError, check};
 use snap_tree::secrets::SecretScan;
-use snap_tree::{ObjectId, SaveOptions, Staging, Store, StoreError, Workspace};
+use snap_tree::{ObjectId, ReadOnlyWorkspace, SaveOptions, Staging, Store, StoreError, Workspace};
 
 use super::remote_crypt::{Passphrase, create_encrypted, now_ns, open_remote};
 use crate::ctx::{Ctx, emit};
@@ -35,13 +35,13 @@ const UNNAMED: &str = "pulled";
 
 /// The URL `given` names: a URL as it is, else a remote of the config (the default one
 /// when `None`).
-pub(super) fn remote_url(ws: &Workspace, given: Option<&str>) -> Result<String> {
+pub(super) fn remote_url(ws: &ReadOnlyWorkspace, given: Option<&str>) -> Result<String> {
     remote_named(ws, given).map(|(_, url)| url)
 }
 
 /// The name and URL `given` names. A bare URL takes the name of the configured remote with
 /// that URL, else [`UNNAMED`].
-fn remote_named(ws: &Workspace, given: Option<&str>) -> Result<(String, String)> {
+fn remote_named(ws: &ReadOnlyWorkspace, given: Option<&str>) -> Result<(String, String)> {
     if let Some(url) = given.filter(|g| g.contains("://")) {
         let remotes = &ws.config().remote;
         let named = remotes
@@ -375,7 +375,7 @@ impl std::fmt::Display for LacksTrees {
 impl std::error::Error for LacksTrees {}
 
 /// Before anything leaves: names the secret-looking paths history holds (stderr).
-fn warn_secrets(ctx: &Ctx, ws: &Workspace) -> Result<()> {
+fn warn_secrets(ctx: &Ctx, ws: &ReadOnlyWorkspace) -> Result<()> {
     let hits = ws.secrets(SecretScan::Paths)?;
     if hits.is_empty() || ctx.quiet {
         return Ok(());
@@ -515,7 +515,7 @@ fn report_finished(ctx: &Ctx, ws: &Workspace, dest: &Path, url: &str) -> Result<
 }
 
 /// Removes the clone's unfinished mark, after its first save.
-fn finished(ws: &Workspace) -> Result<()> {
+fn finished(ws: &ReadOnlyWorkspace) -> Result<()> {
     let mark = ws.store_dir().join(super::resume_clone::CLONING);
     match std::fs::remove_file(&mark) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 pub(super) const CLONED_FROM: &str = "origin";
 
 use anyhow::{Context, Result};
-use snap_tree::{Run, STORE_DIR, Workspace};
+use snap_tree::{ReadOnlyWorkspace, Run, STORE_DIR, Workspace};
 
 /// The file in a clone's store from its start to its first save: the clone is unfinished.
 pub(super) const CLONING: &str = "cloning";
@@ -60,7 +60,7 @@ pub(super) fn finish_killed_clone(
 }
 
 /// True when every file and link under `dest` holds what HEAD of `ws` holds at its path.
-fn checkout_is_heads(ws: &Workspace, dest: &Path) -> Result<bool> {
+fn checkout_is_heads(ws: &ReadOnlyWorkspace, dest: &Path) -> Result<bool> {
     let Some(head) = ws.head()? else {
         return Ok(false);
     };

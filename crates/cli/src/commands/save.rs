@@ -5,7 +5,7 @@ use crate::open::open;
 use crate::render::{print_large_added, print_skipped, print_untracked_removed};
 use crate::{json, progress};
 use anyhow::Result;
-use snap_tree::{SaveOptions, Workspace};
+use snap_tree::{ReadOnlyWorkspace, SaveOptions, Workspace};
 
 pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
     if std::env::var_os("SNAP_DISABLE").is_some_and(|v| v == "1") {
@@ -94,7 +94,7 @@ pub(crate) fn cmd_save(ctx: &Ctx, args: SaveArgs) -> Result<()> {
 
 /// Tells, on stderr, that this save created the store, and where; and, when a directory
 /// above the workspace holds a `.git`, that the project's root may be there instead.
-fn say_created(ws: &Workspace) {
+fn say_created(ws: &ReadOnlyWorkspace) {
     eprintln!(
         "snap: created the store {} for the workspace {}",
         ws.store_dir().display(),

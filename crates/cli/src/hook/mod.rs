@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::Value;
-use snap_tree::{SaveOptions, Snapshot, Told, Workspace};
+use snap_tree::{ReadOnlyWorkspace, SaveOptions, Snapshot, Told, Workspace};
 
 use crate::ctx::Ctx;
 use payload::{EventKind, HookEvent, PayloadFormat, text};
@@ -222,7 +222,7 @@ fn changed_under_agent(
 }
 
 /// The newest snapshot of `session`, made before this event's save.
-fn last_of_session(ws: &Workspace, session: &str) -> Result<Option<Snapshot>> {
+fn last_of_session(ws: &ReadOnlyWorkspace, session: &str) -> Result<Option<Snapshot>> {
     Ok(ws.newest_where(|r| r.session.as_deref() == Some(session))?)
 }
 

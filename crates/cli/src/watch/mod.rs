@@ -30,7 +30,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use snap_tree::{Config, STORE_DIR, Workspace};
+use snap_tree::{Config, ReadOnlyWorkspace, STORE_DIR};
 
 use crate::ctx::Ctx;
 use crate::json;
@@ -159,7 +159,7 @@ pub(crate) fn status_of(root: &Path) -> Option<StatusDoc> {
 }
 
 /// Starts a watcher in the background for a save under `[watch] auto`, when none runs.
-pub(crate) fn autostart(ws: &Workspace, store: Option<&Path>) {
+pub(crate) fn autostart(ws: &ReadOnlyWorkspace, store: Option<&Path>) {
     if !ws.config().watch.auto {
         return;
     }

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 pub use client::WatchClient;
 
-use crate::workspace::Workspace;
+use crate::workspace::ReadOnlyWorkspace;
 
 /// Makes the workspace's watcher, when one is listening, the change source of `ws`'s saves,
 /// status, diffs and moves. A watcher that does not answer costs a save a walk, no more.
-pub fn attach(ws: &mut Workspace) {
+pub fn attach(ws: &mut ReadOnlyWorkspace) {
     let Some(dir) = wire::existing_socket_dir() else {
         return;
     };

@@ -3,30 +3,45 @@
 //! store's recorded identity, rolling an interrupted move forward) and the handle's
 //! accessors; each operation lives in a submodule.
 
+mod reading;
 mod verbs;
 
+pub use reading::ReadOnlyWorkspace;
+
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use snap_store::{RepairReport, Store, WorkspaceIdentity};
 
 use crate::config::Config;
 use crate::error::TreeError;
-use crate::marker::Marker;
 use crate::moves::Mover;
 use crate::observer::{Event, Observer};
 use crate::parts::{ObserverSlot, Parts, canonical};
 use crate::scan::STORE_DIR;
 use crate::snapshot::Recovered;
-use crate::source::ChangeSource;
 
-/// A working tree with its store open (and locked): the facade every front end holds. Each
-/// verb delegates to the phase that does the work (`verbs.rs`).
+/// A working tree with its store open (and locked), for a command that writes: the facade
+/// every writing front end holds. It reads as a [`ReadOnlyWorkspace`] does (it dereferences
+/// to one) and adds the writing verbs (`verbs.rs`), each delegating to the phase that does
+/// the work.
 #[derive(Debug)]
 pub struct Workspace {
-    parts: Parts,
+    read: ReadOnlyWorkspace,
     recovered: Vec<Recovered>,
+}
+
+impl std::ops::Deref for Workspace {
+    type Target = ReadOnlyWorkspace;
+
+    fn deref(&self) -> &ReadOnlyWorkspace {
+        &self.read
+    }
+}
+
+impl std::ops::DerefMut for Workspace {
+    fn deref_mut(&mut self) -> &mut ReadOnlyWorkspace {
+        &mut self.read
+    }
 }
 
 /// What opening a workspace does with an interrupted undo, redo or restore.
@@ -145,6 +160,43 @@ fn resolve_dir(path: &Path) -> PathBuf {
     out
 }
 
+/// The canonical start directory and the store directory of a command started in `start`.
+fn located(start: &Path, store_dir: Option<&Path>) -> Result<(PathBuf, PathBuf), TreeError> {
+    let start = canonical(start)?;
+    let store_dir = match store_dir {
+        Some(dir) => dir.to_path_buf(),
+        None => find_root(&start)
+            .ok_or_else(|| TreeError::NoWorkspace(start.clone()))?
+            .join(STORE_DIR),
+    };
+    Ok((start, store_dir))
+}
+
+/// Opens the store in `store_dir` for a command started in `start` (canonical), and settles
+/// the workspace root by the store's recorded identity (see [`settle_root`]).
+fn open_parts(
+    start: &Path,
+    store_dir: &Path,
+    interrupted: Interrupted,
+    claim: Claim,
+) -> Result<Parts, TreeError> {
+    let store_dir = store_dir
+        .canonicalize()
+        .map_err(|_| snap_store::StoreError::NotFound(store_dir.to_path_buf()))?;
+    let store = Store::open(&store_dir)?;
+    let records = interrupted == Interrupted::Finish && !store.is_read_only();
+    let root = settle_root(start, &store_dir, claim, records)?;
+    let config = Config::load(&store_dir)?;
+    Ok(Parts {
+        root,
+        store,
+        config,
+        observer: ObserverSlot::default(),
+        stop: crate::interrupt::process_flag(),
+        source: None,
+    })
+}
+
 impl Workspace {
     /// Opens the workspace whose root is `start` or its nearest ancestor with a store, or, with
     /// `store_dir`, the workspace rooted at `start` with its store there. Finishes any
@@ -153,14 +205,18 @@ impl Workspace {
         Workspace::discover_with(start, store_dir, Interrupted::Finish)
     }
 
-    /// Opens as [`Workspace::discover`] does, but leaves an interrupted operation for a
-    /// writing command or `recover` to finish: a command that only reads never changes the
-    /// working tree. [`Workspace::pending`] names what waits.
+    /// Opens as [`Workspace::discover`] does, for a command that only reads: an
+    /// interrupted operation is left for a writing command or `recover` to finish (a reading
+    /// command never changes the working tree), and the handle has no writing verbs.
+    /// [`ReadOnlyWorkspace::pending`] names what waits.
     pub fn discover_reading(
         start: &Path,
         store_dir: Option<&Path>,
-    ) -> Result<Workspace, TreeError> {
-        Workspace::discover_with(start, store_dir, Interrupted::Leave)
+    ) -> Result<ReadOnlyWorkspace, TreeError> {
+        let (start, store_dir) = located(start, store_dir)?;
+        Ok(ReadOnlyWorkspace {
+            parts: open_parts(&start, &store_dir, Interrupted::Leave, Claim::Inside)?,
+        })
     }
 
     fn discover_with(
@@ -168,20 +224,8 @@ impl Workspace {
         store_dir: Option<&Path>,
         interrupted: Interrupted,
     ) -> Result<Workspace, TreeError> {
-        let start = canonical(start)?;
-        let store_dir = match store_dir {
-            Some(dir) => dir.to_path_buf(),
-            None => find_root(&start)
-                .ok_or_else(|| TreeError::NoWorkspace(start.clone()))?
-                .join(STORE_DIR),
-        };
+        let (start, store_dir) = located(start, store_dir)?;
         Workspace::open(&start, &store_dir, interrupted, Claim::Inside)
-    }
-
-    /// Interrupted operations waiting to be finished (only a workspace opened with
-    /// [`Workspace::discover_reading`] can have any).
-    pub fn pending(&self) -> Result<Vec<Marker>, TreeError> {
-        Marker::find(self.parts.store.dir())
     }
 
     /// Creates a store for the workspace at `root` (in `root/.snap` unless `store_dir` says),
@@ -209,30 +253,17 @@ impl Workspace {
         Workspace::open(&root, &store_dir, Interrupted::Finish, claim)
     }
 
-    /// Opens the store in `store_dir` for a command started in `start` (canonical), and
-    /// settles the workspace root by the store's recorded identity (see [`settle_root`]).
+    /// Opens the workspace as [`open_parts`] does and, for a writing command, finishes
+    /// every interrupted operation.
     fn open(
         start: &Path,
         store_dir: &Path,
         interrupted: Interrupted,
         claim: Claim,
     ) -> Result<Workspace, TreeError> {
-        let store_dir = store_dir
-            .canonicalize()
-            .map_err(|_| snap_store::StoreError::NotFound(store_dir.to_path_buf()))?;
-        let store = Store::open(&store_dir)?;
-        let records = interrupted == Interrupted::Finish && !store.is_read_only();
-        let root = settle_root(start, &store_dir, claim, records)?;
-        let config = Config::load(&store_dir)?;
+        let parts = open_parts(start, store_dir, interrupted, claim)?;
         let mut ws = Workspace {
-            parts: Parts {
-                root,
-                store,
-                config,
-                observer: ObserverSlot::default(),
-                stop: crate::interrupt::process_flag(),
-                source: None,
-            },
+            read: ReadOnlyWorkspace { parts },
             recovered: Vec::new(),
         };
         if interrupted == Interrupted::Finish {
@@ -241,46 +272,13 @@ impl Workspace {
         Ok(ws)
     }
 
-    /// Makes moves stop between two files once `flag` is set (instead of the process-wide
-    /// flag of [`crate::stop_moves_on`]).
-    pub fn set_stop_flag(&mut self, flag: Arc<AtomicBool>) {
-        self.parts.stop = Some(flag);
-    }
-
     /// Sets the callback that hears of snapshots, restores, recoveries, errors and progress.
     /// Recoveries done while opening are reported to it at once.
     pub fn set_observer(&mut self, observer: Observer) {
         for r in &self.recovered {
             observer(&Event::Recovered(r));
         }
-        self.parts.observer = ObserverSlot(Some(observer));
-    }
-
-    /// Sets the change source that saves, `status` and `diff` ask what changed since their
-    /// last capture, so that they read only that (see `crate::ChangeSource`).
-    pub fn set_change_source(&mut self, source: Arc<dyn ChangeSource>) {
-        self.parts.source = Some(source);
-    }
-
-    /// The workspace root.
-    pub fn root(&self) -> &Path {
-        &self.parts.root
-    }
-
-    /// The workspace id the store recorded (32 hex digits), if it has recorded one yet: a
-    /// store opened only for reading, before any writing command, may not have.
-    pub fn workspace_id(&self) -> Result<Option<String>, TreeError> {
-        Ok(WorkspaceIdentity::read(self.parts.store.dir())?.map(|i| i.id_hex()))
-    }
-
-    /// The open store.
-    pub fn store(&self) -> &Store {
-        &self.parts.store
-    }
-
-    /// The configuration in force.
-    pub fn config(&self) -> &Config {
-        &self.parts.config
+        self.read.set_observer(observer);
     }
 
     /// Interrupted operations finished when this workspace was opened.

@@ -7,8 +7,9 @@ use redb::{
     WriteTransaction,
 };
 
+use super::Catalog;
 use super::rows::{capacity_hint, seal, unseal};
-use super::{Catalog, DIR_CACHE, META, STAT_CACHE, TREE_CACHE};
+use super::tables::{DIR_CACHE, META, STAT_CACHE, TREE_CACHE};
 use crate::cache::dir::{DirCache, DirCacheUpdate};
 use crate::cache::stat::{ScanMemo, StatCacheUpdate, StatEntry, WalkMemo, WatchMemo};
 use crate::cache::untracked::{UntrackedFile, decode_untracked, encode_untracked};

@@ -10,10 +10,11 @@ use crate::cache::stat::StatCacheUpdate;
 use crate::pack::{FrameInfo, pack_file_name};
 use crate::{ObjectId, SnapshotRecord, StoreError};
 
-use super::{
-    CATALOG_VERSION, Catalog, HistoryState, Location, Locations, META, OBJECTS, PACK_IDS,
-    PACK_NUMBERS, PACKS, SNAP_IDS, SNAPSHOTS, decode_ids, encode_location,
+use super::rows::{HistoryState, Location, decode_ids, encode_location};
+use super::tables::{
+    CATALOG_VERSION, META, OBJECTS, PACK_IDS, PACK_NUMBERS, PACKS, SNAP_IDS, SNAPSHOTS,
 };
+use super::{Catalog, Locations};
 
 /// Everything one command commits at once.
 #[derive(Debug, Default)]

@@ -5,7 +5,8 @@
 
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
-use super::{Catalog, META};
+use super::Catalog;
+use super::tables::META;
 use crate::{ObjectId, StoreError};
 
 /// Old snapshot id [32] -> new snapshot id [32].

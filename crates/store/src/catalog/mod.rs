@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 use redb::{
     Database, ReadOnlyDatabase, ReadOnlyTable, ReadableDatabase, ReadableTable,
-    ReadableTableMetadata, TableDefinition, TableHandle, WriteTransaction,
+    ReadableTableMetadata, TableHandle, WriteTransaction,
 };
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -47,6 +47,7 @@ mod locations;
 mod pulled;
 mod rows;
 mod statdirs;
+mod tables;
 mod turns;
 
 pub use commit::Commit;
@@ -54,28 +55,11 @@ pub use expunged::{ExpungeRows, PurgeRow};
 pub(crate) use locations::Locations;
 pub use pulled::{Pulled, PulledChange};
 pub use rows::{HistoryState, Location, decode_snapshot_row, encode_location};
-
-/// Catalog format version stored under `meta["format"]`. Version 2 stores may hold delta
-/// frames (compression 2), version 3 stores blocks (kind 5) and slices (compression 3),
-/// version 4 stores delta chains up to 16 deep (file deltas), all of which older readers
-/// would call corrupt; version 5 names an object's pack by number (22-byte `objects` rows),
-/// which older readers would take for damage, and keeps the stat cache by directory
-/// (`stat_dirs`), which an older gc would not clean; version 6 writes most `objects` rows in
-/// a compact varint layout, which version 5 readers would take for damage. An older catalog
-/// is marked current by the first commit that adds packs or writes the stat cache; its rows
-/// are read as they are.
-pub const CATALOG_VERSION: u32 = 6;
-
-const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-const OBJECTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("objects");
-const PACKS: TableDefinition<&[u8], u64> = TableDefinition::new("packs");
-const PACK_IDS: TableDefinition<u32, &[u8]> = TableDefinition::new("pack_ids");
-const PACK_NUMBERS: TableDefinition<&[u8], u32> = TableDefinition::new("pack_numbers");
-const SNAPSHOTS: TableDefinition<u64, &[u8]> = TableDefinition::new("snapshots");
-const SNAP_IDS: TableDefinition<&[u8], u64> = TableDefinition::new("snap_ids");
-const STAT_CACHE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("stat_cache");
-const DIR_CACHE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("dir_cache");
-const TREE_CACHE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("tree_cache");
+pub use tables::CATALOG_VERSION;
+use tables::{
+    DIR_CACHE, META, OBJECTS, PACK_IDS, PACK_NUMBERS, PACKS, SNAP_IDS, SNAPSHOTS, STAT_CACHE,
+    TREE_CACHE,
+};
 
 /// A read-only view of the `objects` table, with the pack each number stands for.
 #[derive(Debug)]
@@ -523,14 +507,6 @@ fn open_error(path: &Path, e: redb::DatabaseError) -> StoreError {
 }
 
 /// Nanoseconds since the Unix epoch (0 before it, saturated far after).
-/// `n × 32` bytes of ids; a value of another length is read as far as it goes.
-fn decode_ids(bytes: &[u8]) -> Vec<ObjectId> {
-    bytes
-        .chunks_exact(32)
-        .filter_map(ObjectId::from_slice)
-        .collect()
-}
-
 pub(crate) fn unix_ns(t: SystemTime) -> i64 {
     t.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))

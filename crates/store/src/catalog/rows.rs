@@ -255,6 +255,14 @@ pub fn decode_snapshot_row(row: &[u8]) -> Result<(ObjectId, SnapshotRecord), Sto
     Ok((id, SnapshotRecord::decode(id, &row[32..])?))
 }
 
+/// `n × 32` bytes of ids; a value of another length is read as far as it goes.
+pub(super) fn decode_ids(bytes: &[u8]) -> Vec<ObjectId> {
+    bytes
+        .chunks_exact(32)
+        .filter_map(ObjectId::from_slice)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

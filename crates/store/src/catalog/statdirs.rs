@@ -20,8 +20,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use redb::{ReadableTable, ReadableTableMetadata, TableDefinition, WriteTransaction};
 
+use super::Catalog;
 use super::rows::{capacity_hint, seal, unseal};
-use super::{Catalog, STAT_CACHE};
+use super::tables::STAT_CACHE;
 use crate::cache::rows::StatRows;
 use crate::cache::stat::{StatEntry, take_varint, varint};
 use crate::fs::relpath::{join, split};

@@ -1,7 +1,7 @@
 //! One frame: how an object's bytes are encoded into a pack (raw, zstd, a delta, a slice),
 //! the 44-byte frame header both the writer and the frame list use, and decoding back.
 
-use super::FRAME_HEADER_LEN;
+use super::layout::FRAME_HEADER_LEN;
 use crate::StoreError;
 use crate::model::{ObjectId, ObjectKind};
 

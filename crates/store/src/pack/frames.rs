@@ -9,8 +9,8 @@
 
 use std::path::Path;
 
-use super::FRAME_HEADER_LEN;
 use super::frame::{FrameInfo, decode_frame_header, encode_frame_header};
+use super::layout::FRAME_HEADER_LEN;
 use crate::StoreError;
 use crate::fs::spill::{SPILL_AT, SpillBuf};
 

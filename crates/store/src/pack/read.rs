@@ -6,7 +6,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::frame::{FrameInfo, decode_frame_header};
-use super::{
+use super::layout::{
     FOOTER_LEN, FRAME_HEADER_LEN, HEADER_LEN, INDEX_ENTRY_LEN, PACK_MAGIC, PACK_VERSION,
     TRAILER_MAGIC,
 };

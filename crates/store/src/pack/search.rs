@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{FOOTER_LEN, FRAME_HEADER_LEN, HEADER_LEN, decode_frame_header};
+use super::frame::decode_frame_header;
+use super::layout::{FOOTER_LEN, FRAME_HEADER_LEN, HEADER_LEN};
 
 /// Every file under `store_dir` that holds `needle`, as stored or decompressed; for a pack,
 /// `path#offset` of each frame that does.

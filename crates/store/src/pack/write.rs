@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::frame::{EncodedObject, FrameInfo, encode_frame_header};
 use super::frames::PackFrames;
-use super::{
+use super::layout::{
     FOOTER_LEN, HEADER_LEN, INDEX_ENTRY_LEN, PACK_MAGIC, PACK_VERSION, TRAILER_MAGIC,
     pack_file_name,
 };

@@ -88,7 +88,9 @@ pub use snap_store::{
     SnapshotRecord, Staging, Store, StoreError, StoreStats, UntrackedFile, UntrackedWhy,
     cap_lock_wait, on_lock_wait, stop_lock_wait_on,
 };
-pub use snapshot::{LogEntry, PathChange, Recovered, Snapshot};
+pub use snapshot::{
+    AGENT_ID_KEY, AGENT_TYPE_KEY, HOOK_KEY, LogEntry, MAIN_AGENT, PathChange, Recovered, Snapshot,
+};
 pub use upkeep::export::{ExportOutcome, remove_stale_export_staging};
 pub use upkeep::expunge::{ExpungeAsk, ExpungeOutcome, Renamed, Taken, Tracking};
 pub use workspace::{ReadOnlyWorkspace, Workspace, find_root, repair};

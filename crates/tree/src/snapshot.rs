@@ -15,6 +15,40 @@ pub struct Snapshot {
     pub record: SnapshotRecord,
 }
 
+/// The meta key an agent hook records a subagent's id under (Claude Code's and Codex's
+/// `agent_id`, absent for the root agent's calls).
+pub const AGENT_ID_KEY: &str = "agent_id";
+/// The meta key an agent hook records a subagent's kind under (`agent_type`).
+pub const AGENT_TYPE_KEY: &str = "agent_type";
+/// The meta key every agent hook's save carries (what snap made of the event).
+pub const HOOK_KEY: &str = "hook";
+/// The agent a hook's save names when no subagent made the call: the session's root agent.
+pub const MAIN_AGENT: &str = "main";
+
+impl Snapshot {
+    /// The value of meta `key`, if the record has it.
+    pub fn meta(&self, key: &str) -> Option<&str> {
+        let mut found = self.record.meta.iter().filter(|(k, _)| k == key);
+        found.next().map(|(_, v)| v.as_str())
+    }
+
+    /// Which agent made this snapshot: the subagent's id when a subagent's call was saved,
+    /// [`MAIN_AGENT`] for any other save an agent's hook made, and `None` for a save no
+    /// agent hook made (a person's, a watcher's autosave).
+    pub fn agent(&self) -> Option<&str> {
+        match (self.meta(AGENT_ID_KEY), self.meta(HOOK_KEY)) {
+            (Some(id), _) => Some(id),
+            (None, Some(_)) => Some(MAIN_AGENT),
+            (None, None) => None,
+        }
+    }
+
+    /// The subagent's kind (`Explore`, `worker`, ...), when the agent's payload said.
+    pub fn agent_type(&self) -> Option<&str> {
+        self.meta(AGENT_TYPE_KEY)
+    }
+}
+
 /// One changed path.
 pub type PathChange = (Vec<u8>, Change);
 
@@ -45,4 +79,49 @@ pub struct LogEntry {
     pub redoable: bool,
     /// Neither HEAD's ancestor nor redoable: abandoned by a save after an undo.
     pub abandoned: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use snap_store::{ChangeStats, SnapshotKind};
+
+    use super::*;
+
+    fn with_meta(meta: &[(&str, &str)]) -> Snapshot {
+        let record = SnapshotRecord {
+            seq: 1,
+            root: ObjectId::of(snap_store::ObjectKind::Tree, b"t"),
+            parent: None,
+            time_ns: 0,
+            kind: SnapshotKind::Save,
+            message: String::new(),
+            step: None,
+            session: None,
+            meta: (meta.iter())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            stats: ChangeStats::default(),
+        };
+        Snapshot {
+            id: record.id(),
+            record,
+        }
+    }
+
+    #[test]
+    fn a_snapshot_names_the_agent_whose_call_it_saved() {
+        let sub = with_meta(&[
+            ("hook", "tool"),
+            ("agent_id", "a1"),
+            ("agent_type", "Explore"),
+        ]);
+        assert_eq!(
+            (sub.agent(), sub.agent_type()),
+            (Some("a1"), Some("Explore"))
+        );
+        let root = with_meta(&[("agent", "claude"), ("hook", "tool")]);
+        assert_eq!((root.agent(), root.agent_type()), (Some(MAIN_AGENT), None));
+        let person = with_meta(&[("k", "v")]);
+        assert_eq!(person.agent(), None, "no agent hook made it");
+    }
 }

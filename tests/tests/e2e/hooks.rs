@@ -778,3 +778,111 @@ fn oversized_hook_fields_are_recorded_truncated_and_the_catalog_stays_small() {
         "the catalog grew from {before} to {after} bytes"
     );
 }
+
+/// Three Claude Code subagents working at once in one directory, their hook payloads
+/// interleaved (`agent_id` and `agent_type` on a subagent's tool calls, none on the root
+/// agent's): every snapshot names the agent whose call it saved, `log --agent` lists each
+/// one's calls and no other's, `show` and `blame` name the subagent, and a Codex subagent's
+/// payload is read the same way.
+#[test]
+fn each_subagent_s_calls_are_saved_under_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(d, &["init"]);
+    let cwd = d.to_str().unwrap();
+    let call = |agent: Option<(&str, &str)>, id: &str, file: &str| {
+        let mut p = json!({"session_id": "sess-9", "cwd": cwd, "hook_event_name": "PostToolUse",
+                           "tool_name": "Write", "tool_use_id": id,
+                           "tool_input": {"file_path": d.join(file), "content": "x"},
+                           "tool_response": {}});
+        if let Some((agent_id, agent_type)) = agent {
+            p["agent_id"] = json!(agent_id);
+            p["agent_type"] = json!(agent_type);
+        }
+        p
+    };
+    write(d, "start.txt", b"before the prompt\n");
+    hook(
+        d,
+        "claude",
+        json!({"session_id": "sess-9", "cwd": cwd,
+                             "hook_event_name": "UserPromptSubmit", "prompt": "go"}),
+    );
+    let agents = [
+        ("a-1", "Explore"),
+        ("b-2", "Plan"),
+        ("c-3", "general-purpose"),
+    ];
+    let mut made: Vec<(String, String)> = Vec::new();
+    for round in 0..3 {
+        for (k, (agent, kind)) in agents.iter().enumerate() {
+            let file = format!("{agent}/r{round}.txt");
+            write(d, &file, format!("{agent} {round}\n").as_bytes());
+            let id = format!("tu-{round}-{k}");
+            hook(d, "claude", call(Some((agent, kind)), &id, &file));
+            made.push((agent.to_string(), id));
+        }
+    }
+    write(d, "root.txt", b"the root agent's\n");
+    hook(d, "claude", call(None, "tu-root", "root.txt"));
+    let show = head(d);
+    assert_eq!(
+        (show["agent"].as_str(), show.get("agent_type")),
+        (Some("main"), None)
+    );
+    for (agent, kind) in agents {
+        let log = json(d, &["log", "--agent", agent]);
+        let ids: Vec<&str> = (log["snapshots"].as_array().unwrap().iter())
+            .map(|s| s["meta"]["tool_use_id"].as_str().unwrap())
+            .collect();
+        let mut want: Vec<&str> = (made.iter())
+            .filter(|(a, _)| a == agent)
+            .map(|(_, id)| id.as_str())
+            .collect();
+        want.reverse();
+        assert_eq!(
+            ids, want,
+            "log --agent {agent} lists its calls alone, newest first"
+        );
+        for s in log["snapshots"].as_array().unwrap() {
+            assert_eq!(
+                (s["agent"].as_str(), s["agent_type"].as_str()),
+                (Some(agent), Some(kind))
+            );
+        }
+    }
+    let main = json(d, &["log", "--agent", "main"]);
+    let messages: Vec<&str> = (main["snapshots"].as_array().unwrap().iter())
+        .map(|s| s["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages,
+        ["after Write", "before prompt"],
+        "the root agent's saves"
+    );
+    let none = snap(d, &["log", "--agent", "nobody"]);
+    assert!(
+        none.status.success(),
+        "a filter that selects nothing is no error"
+    );
+    let blame = json(d, &["blame", "b-2/r1.txt"]);
+    assert_eq!(blame["lines"][0]["agent_id"], "b-2");
+    let human = ok(d, &["blame", "b-2/r1.txt"]);
+    assert!(human.contains("Write/b-2"), "{human}");
+    let shown = ok(d, &["show", "#3"]);
+    assert!(shown.contains("agent   b-2 (Plan)"), "{shown}");
+    // Codex carries the same optional fields on a subagent's calls.
+    write(d, "codex.txt", b"from a codex worker\n");
+    hook(
+        d,
+        "codex",
+        json!({"session_id": "cx", "cwd": cwd, "hook_event_name": "PostToolUse",
+                            "tool_name": "apply_patch", "tool_use_id": "cx-1",
+                            "agent_id": "w-7", "agent_type": "worker"}),
+    );
+    let codex = head(d);
+    assert_eq!(
+        (codex["agent"].as_str(), codex["agent_type"].as_str()),
+        (Some("w-7"), Some("worker"))
+    );
+}

@@ -34,7 +34,7 @@ pub(crate) fn cmd_blame(ctx: &Ctx, path: &Path, reference: &str) -> Result<()> {
                         .as_deref()
                         .map_or("-".into(), crate::render::session_short)
                 ),
-                text_shown(line.tool.as_deref().unwrap_or("-")),
+                text_shown(&by_whom(line)),
                 line.line,
                 text_shown(&line.text),
             );
@@ -51,6 +51,16 @@ pub(crate) struct BlameArgs {
     /// The snapshot whose version is blamed: @, @~N, last, #SEQ, step:N or an id prefix.
     #[arg(default_value = "@")]
     pub(crate) reference: String,
+}
+
+/// The tool that brought a line, and the subagent that ran it when a subagent did
+/// (`Edit/a1b2`).
+fn by_whom(line: &json::BlameLineDoc) -> String {
+    let tool = line.tool.as_deref().unwrap_or("-");
+    match &line.agent_id {
+        Some(agent) => format!("{tool}/{agent}"),
+        None => tool.to_string(),
+    }
 }
 
 /// Runs `snap blame`.

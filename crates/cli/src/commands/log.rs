@@ -34,6 +34,7 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
                 .as_ref()
                 .is_none_or(|s| e.snapshot.record.session.as_ref() == Some(s))
         })
+        .filter(|e| (f.agent.as_deref()).is_none_or(|a| e.snapshot.agent() == Some(a)))
         .take(f.max_count.unwrap_or(usize::MAX))
         .collect();
     let head = ws.head()?;
@@ -41,6 +42,7 @@ pub(crate) fn cmd_log(ctx: &Ctx, f: LogArgs) -> Result<()> {
     let filtered = f.since.is_some()
         || f.step.is_some()
         || f.session.is_some()
+        || f.agent.is_some()
         || f.max_count.is_some()
         || !f.paths.is_empty();
     let none_match =
@@ -164,6 +166,10 @@ pub struct LogArgs {
     /// characters --oneline prints).
     #[arg(long)]
     pub session: Option<String>,
+    /// Only snapshots an agent hook saved for this agent: a subagent's id (its payload's
+    /// `agent_id`), or `main` for the session's root agent.
+    #[arg(long, value_name = "ID")]
+    pub agent: Option<String>,
     /// Only snapshots younger than this (30m, 12h, 7d, 2w).
     #[arg(long, value_name = "DUR", value_parser = parse_since)]
     pub since: Option<Since>,

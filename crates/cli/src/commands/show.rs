@@ -34,6 +34,12 @@ pub(crate) fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
         if let Some(session) = &snap.record.session {
             println!("session {}", text_shown(session));
         }
+        if let Some(agent) = snap.agent() {
+            match snap.agent_type() {
+                Some(kind) => println!("agent   {} ({})", text_shown(agent), text_shown(kind)),
+                None => println!("agent   {}", text_shown(agent)),
+            }
+        }
         for (k, v) in &snap.record.meta {
             println!("meta    {}={}", text_shown(k), text_shown(v));
         }

@@ -16,7 +16,7 @@ const FORMAT: PayloadFormat = PayloadFormat {
     root_env: Some("CLAUDE_PROJECT_DIR"),
     root_keys: &["cwd"],
     tool: |payload, _| text(payload, "tool_name"),
-    id_keys: &["tool_use_id", "prompt_id", "agent_id"],
+    id_keys: &["tool_use_id", "prompt_id", "agent_id", "agent_type"],
     prompt_context: true,
     reply: |_| "",
 };

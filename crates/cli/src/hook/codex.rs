@@ -15,7 +15,7 @@ const FORMAT: PayloadFormat = PayloadFormat {
     root_env: None,
     root_keys: &["cwd"],
     tool: |payload, _| text(payload, "tool_name"),
-    id_keys: &["tool_use_id", "turn_id", "agent_id"],
+    id_keys: &["tool_use_id", "turn_id", "agent_id", "agent_type"],
     prompt_context: false,
     reply: |_| "",
 };

@@ -152,6 +152,9 @@ pub struct BlameLineDoc {
     pub step: Option<u64>,
     pub tool: Option<String>,
     pub agent: Option<String>,
+    /// The subagent whose call brought the line (its id), when a subagent's was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
 impl BlameLineDoc {
@@ -174,6 +177,7 @@ impl BlameLineDoc {
             step: r.step,
             tool: meta("tool"),
             agent: meta("agent"),
+            agent_id: meta(snap_tree::AGENT_ID_KEY),
         }
     }
 }

@@ -53,6 +53,13 @@ pub struct SnapshotDoc {
     pub message: String,
     pub step: Option<u64>,
     pub session: Option<String>,
+    /// The agent an agent hook saved it for (a subagent's id, or `main`); absent when no
+    /// agent hook made it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The subagent's kind, when its payload said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
     pub meta: BTreeMap<String, String>,
     pub parent: Option<String>,
     pub tree: String,
@@ -84,6 +91,8 @@ impl From<&Snapshot> for SnapshotDoc {
             message: r.message.clone(),
             step: r.step,
             session: r.session.clone(),
+            agent: s.agent().map(str::to_owned),
+            agent_type: s.agent_type().map(str::to_owned),
             meta: r.meta.iter().cloned().collect(),
             parent: r.parent.map(|p| p.to_hex()),
             tree: r.root.to_hex(),

@@ -47,6 +47,8 @@ pub(crate) struct LogArgs {
     pub(super) all: bool,
     /// Only this agent session's snapshots (its full id, or a unique prefix of it).
     pub(super) session: Option<String>,
+    /// Only the snapshots saved for this agent: a subagent's id, or `main`.
+    pub(super) agent: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]

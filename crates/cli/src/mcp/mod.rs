@@ -75,6 +75,9 @@ impl SnapServer {
             if let Some(session) = a.session {
                 args.extend(["--session".into(), session]);
             }
+            if let Some(agent) = a.agent {
+                args.extend(["--agent".into(), agent]);
+            }
             args
         })
         .await

@@ -89,7 +89,8 @@ pub use snap_store::{
     cap_lock_wait, on_lock_wait, stop_lock_wait_on,
 };
 pub use snapshot::{
-    AGENT_ID_KEY, AGENT_TYPE_KEY, HOOK_KEY, LogEntry, MAIN_AGENT, PathChange, Recovered, Snapshot,
+    AGENT_ID_KEY, AGENT_TYPE_KEY, Attribution, HOOK_KEY, LogEntry, MAIN_AGENT, PathChange,
+    Recovered, Snapshot, TOOL_PATH_KEY,
 };
 pub use upkeep::export::{ExportOutcome, remove_stale_export_staging};
 pub use upkeep::expunge::{ExpungeAsk, ExpungeOutcome, Renamed, Taken, Tracking};

@@ -24,6 +24,32 @@ pub const AGENT_TYPE_KEY: &str = "agent_type";
 pub const HOOK_KEY: &str = "hook";
 /// The agent a hook's save names when no subagent made the call: the session's root agent.
 pub const MAIN_AGENT: &str = "main";
+/// The meta key of a file a saved tool call named as the one it writes (one entry a file,
+/// workspace-relative): `tool_input.file_path` of Write, Edit, MultiEdit.
+pub const TOOL_PATH_KEY: &str = "tool_path";
+
+/// Who changed one path of a snapshot, as far as snap can tell without guessing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Attribution {
+    /// The saved tool call named the path: its agent changed it.
+    Agent(String),
+    /// An agent's save found the path changed, but its call did not name it (a shell
+    /// command's writes, or another agent's edit made meanwhile): not given to one agent.
+    Shared,
+    /// No agent's hook made the save (a person's save, a watcher's autosave).
+    Outside,
+}
+
+impl Attribution {
+    /// `shared`, `outside`, or the agent's id.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Attribution::Agent(agent) => agent,
+            Attribution::Shared => "shared",
+            Attribution::Outside => "outside",
+        }
+    }
+}
 
 impl Snapshot {
     /// The value of meta `key`, if the record has it.
@@ -46,6 +72,20 @@ impl Snapshot {
     /// The subagent's kind (`Explore`, `worker`, ...), when the agent's payload said.
     pub fn agent_type(&self) -> Option<&str> {
         self.meta(AGENT_TYPE_KEY)
+    }
+
+    /// Who changed `path` (workspace-relative), one of the paths this snapshot changed: the
+    /// agent whose saved call named it, else `Shared` for an agent's save and `Outside`
+    /// for any other.
+    pub fn attribution(&self, path: &[u8]) -> Attribution {
+        let Some(agent) = self.agent() else {
+            return Attribution::Outside;
+        };
+        let mut named = self.record.meta.iter().filter(|(k, _)| k == TOOL_PATH_KEY);
+        match named.any(|(_, p)| p.as_bytes() == path) {
+            true => Attribution::Agent(agent.to_string()),
+            false => Attribution::Shared,
+        }
     }
 }
 
@@ -123,5 +163,26 @@ mod tests {
         assert_eq!((root.agent(), root.agent_type()), (Some(MAIN_AGENT), None));
         let person = with_meta(&[("k", "v")]);
         assert_eq!(person.agent(), None, "no agent hook made it");
+    }
+
+    #[test]
+    fn a_changed_path_belongs_to_an_agent_only_when_its_call_named_it() {
+        let edit = with_meta(&[
+            ("hook", "tool"),
+            ("agent_id", "b"),
+            ("tool_path", "src/a.rs"),
+        ]);
+        assert_eq!(
+            edit.attribution(b"src/a.rs"),
+            Attribution::Agent("b".into())
+        );
+        assert_eq!(edit.attribution(b"src/a.rs.bak"), Attribution::Shared);
+        assert_eq!(edit.attribution(b"src"), Attribution::Shared);
+        let root = with_meta(&[("hook", "tool"), ("tool_path", "x")]);
+        assert_eq!(
+            root.attribution(b"x"),
+            Attribution::Agent(MAIN_AGENT.into())
+        );
+        assert_eq!(with_meta(&[]).attribution(b"x"), Attribution::Outside);
     }
 }

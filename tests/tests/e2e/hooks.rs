@@ -871,6 +871,26 @@ fn each_subagent_s_calls_are_saved_under_its_name() {
     assert!(human.contains("Write/b-2"), "{human}");
     let shown = ok(d, &["show", "#3"]);
     assert!(shown.contains("agent   b-2 (Plan)"), "{shown}");
+    // Each changed path is given to the agent whose call named it, and to no one by guess:
+    // a file the call did not name (another agent's or a shell's write) is `shared`.
+    write(d, "a-1/r9.txt", b"named by a-1's call\n");
+    write(d, "stray.txt", b"written by someone else meanwhile\n");
+    hook(
+        d,
+        "claude",
+        call(Some(("a-1", "Explore")), "tu-9", "a-1/r9.txt"),
+    );
+    let mixed = json(d, &["show", "@"]);
+    let by: Vec<(&str, &str)> = (mixed["attribution"].as_array().unwrap().iter())
+        .map(|a| (a["path"].as_str().unwrap(), a["by"].as_str().unwrap()))
+        .collect();
+    assert_eq!(by, [("a-1/r9.txt", "a-1"), ("stray.txt", "shared")]);
+    let human = ok(d, &["show", "@"]);
+    assert!(human.contains("by      shared stray.txt"), "{human}");
+    write(d, "by-hand.txt", b"a person's edit\n");
+    ok(d, &["save", "-m", "by hand"]);
+    let person = json(d, &["show", "@"]);
+    assert!(person.get("attribution").is_none() && person.get("agent").is_none());
     // Codex carries the same optional fields on a subagent's calls.
     write(d, "codex.txt", b"from a codex worker\n");
     hook(

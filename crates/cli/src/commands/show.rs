@@ -4,8 +4,9 @@ use crate::ctx::{Ctx, emit};
 use crate::json;
 use crate::open::open_reading;
 use crate::render::print_changes_renamed;
-use crate::render::{snapshot_line, text_shown};
+use crate::render::{path_shown, path_str, snapshot_line, text_shown};
 use anyhow::Result;
+use snap_tree::PathChange;
 
 pub(crate) fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
     let ws = open_reading(ctx)?;
@@ -19,6 +20,7 @@ pub(crate) fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
         snapshot: json::SnapshotDoc::from(&snap),
         changes: json::changes_renamed(&changes, &renames),
         first_kept,
+        attribution: snap.agent().map(|_| attribution(&snap, &changes)),
     });
     emit(ctx, value, || {
         println!("{}", snapshot_line(&snap));
@@ -40,6 +42,17 @@ pub(crate) fn cmd_show(ctx: &Ctx, reference: &str) -> Result<()> {
                 None => println!("agent   {}", text_shown(agent)),
             }
         }
+        if snap.agent().is_some() {
+            for (path, change) in &changes {
+                let by = snap.attribution(path);
+                println!(
+                    "by      {} {} ({})",
+                    by.as_str(),
+                    path_shown(path),
+                    change.as_str()
+                );
+            }
+        }
         for (k, v) in &snap.record.meta {
             println!("meta    {}={}", text_shown(k), text_shown(v));
         }
@@ -58,4 +71,14 @@ pub(crate) struct ShowArgs {
 /// Runs `snap show`.
 pub(crate) fn run(ctx: &Ctx, args: ShowArgs) -> Result<()> {
     cmd_show(ctx, &args.reference)
+}
+
+/// Who changed each of `changes` (see [`snap_tree::Snapshot::attribution`]).
+fn attribution(snap: &snap_tree::Snapshot, changes: &[PathChange]) -> Vec<json::AttributionDoc> {
+    (changes.iter())
+        .map(|(path, _)| json::AttributionDoc {
+            path: path_str(path),
+            by: snap.attribution(path).as_str().to_string(),
+        })
+        .collect()
 }

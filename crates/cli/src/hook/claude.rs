@@ -17,6 +17,7 @@ const FORMAT: PayloadFormat = PayloadFormat {
     root_keys: &["cwd"],
     tool: |payload, _| text(payload, "tool_name"),
     id_keys: &["tool_use_id", "prompt_id", "agent_id", "agent_type"],
+    named_paths: &["file_path", "notebook_path"],
     prompt_context: true,
     reply: |_| "",
 };

@@ -20,6 +20,7 @@ const FORMAT: PayloadFormat = PayloadFormat {
     root_keys: &["workspaceRoots"],
     tool,
     id_keys: &[],
+    named_paths: &[],
     prompt_context: false,
     reply: |_| r#"{"cancel":false}"#,
 };

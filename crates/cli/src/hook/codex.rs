@@ -16,6 +16,7 @@ const FORMAT: PayloadFormat = PayloadFormat {
     root_keys: &["cwd"],
     tool: |payload, _| text(payload, "tool_name"),
     id_keys: &["tool_use_id", "turn_id", "agent_id", "agent_type"],
+    named_paths: &["file_path"],
     prompt_context: false,
     reply: |_| "",
 };

@@ -23,6 +23,7 @@ const FORMAT: PayloadFormat = PayloadFormat {
     root_keys: &["workspace_roots", "cwd"],
     tool,
     id_keys: &["generation_id"],
+    named_paths: &[],
     prompt_context: false,
     reply,
 };

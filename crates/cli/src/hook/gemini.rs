@@ -17,6 +17,7 @@ const FORMAT: PayloadFormat = PayloadFormat {
     root_keys: &["cwd"],
     tool: |payload, _| text(payload, "tool_name"),
     id_keys: &[],
+    named_paths: &[],
     prompt_context: false,
     reply: |_| "{}",
 };

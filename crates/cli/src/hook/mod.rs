@@ -248,7 +248,7 @@ fn save(
         message: message(event),
         step,
         session: event.session.clone(),
-        meta: meta(agent, event),
+        meta: meta(agent, event, ws.root()),
         allow_empty: false,
     };
     let out = ws.save(&opts)?;
@@ -287,8 +287,9 @@ fn message(event: &HookEvent) -> String {
 }
 
 /// `agent`, `hook` (what snap made of the event: `undo --turn` finds a turn's start by its
-/// `prompt`), `event` and `tool`, then the agent's ids, in that order.
-fn meta(agent: &str, event: &HookEvent) -> Vec<(String, String)> {
+/// `prompt`), `event` and `tool`, then the agent's ids, then a `tool_path` for each file
+/// the call names as written (a changed path's attribution), in that order.
+fn meta(agent: &str, event: &HookEvent, root: &Path) -> Vec<(String, String)> {
     let mut meta = vec![
         ("agent".to_string(), agent.to_string()),
         ("hook".to_string(), event.kind.as_str().to_string()),
@@ -300,8 +301,30 @@ fn meta(agent: &str, event: &HookEvent) -> Vec<(String, String)> {
         meta.push(("tool".into(), tool.clone()));
     }
     meta.extend(event.ids.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    let named = (event.paths.iter()).filter_map(|p| workspace_relative(root, p));
+    meta.extend(named.map(|p| (snap_tree::TOOL_PATH_KEY.to_string(), p)));
     meta
 }
+
+/// `path` (absolute, or relative to the root) as a workspace-relative path, if it lies in
+/// the workspace and is not too long to keep: a path the call names outside it writes
+/// nothing snap saves.
+fn workspace_relative(root: &Path, path: &Path) -> Option<String> {
+    let path = root.join(path);
+    let mut out = PathBuf::new();
+    for part in path.strip_prefix(root).ok()?.components() {
+        match part {
+            std::path::Component::Normal(name) => out.push(name),
+            std::path::Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    let text = out.to_str()?.to_string();
+    (!text.is_empty() && text.len() <= MAX_NAMED_PATH_BYTES).then_some(text)
+}
+
+/// The longest named path kept (a longer one is left out: its change is then `shared`).
+const MAX_NAMED_PATH_BYTES: usize = 1024;
 
 /// True when the command line asks for `snap hook` run by an agent: read by hand, for a
 /// line clap refused (an unknown flag must still exit 0).

@@ -18,6 +18,7 @@ const FORMAT: PayloadFormat = PayloadFormat {
     root_keys: &["directory"],
     tool: |payload, _| text(payload, "tool"),
     id_keys: &["callID", "messageID"],
+    named_paths: &[],
     prompt_context: false,
     reply: |_| "",
 };

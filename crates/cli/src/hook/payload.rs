@@ -7,6 +7,9 @@ use serde_json::Value;
 
 use super::bounded::{FIELD_CAP, capped};
 
+/// The most files one tool call may name as written (a payload is the agent's to shape).
+const MAX_NAMED_PATHS: usize = 16;
+
 /// What one hook event asks of snap, whatever agent sent it.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct HookEvent {
@@ -20,6 +23,9 @@ pub(crate) struct HookEvent {
     pub tool: Option<String>,
     /// Ids the agent gives (`tool_use_id`, `prompt_id`, ...), kept as meta.
     pub ids: Vec<(&'static str, String)>,
+    /// The files the tool call itself names as the ones it writes (`tool_input.file_path`
+    /// of Write, Edit, MultiEdit; `notebook_path` of NotebookEdit), as given.
+    pub paths: Vec<PathBuf>,
 }
 
 /// The events snap tells apart; every one of them saves.
@@ -66,6 +72,8 @@ pub(crate) struct PayloadFormat {
     /// The tool that ran, for a [`EventKind::ToolDone`] event.
     pub tool: fn(&Value, &str) -> Option<String>,
     pub id_keys: &'static [&'static str],
+    /// The keys of `tool_input` naming the file a tool call writes (see [`HookEvent::paths`]).
+    pub named_paths: &'static [&'static str],
     /// What the agent wants on stdout after the hook, by event name (nothing, or JSON).
     pub reply: fn(&str) -> &'static str,
     /// The agent takes context for the model from a prompt event's reply (Claude Code's
@@ -94,9 +102,19 @@ impl PayloadFormat {
             session: text(payload, self.session_key),
             roots: self.roots(payload),
             ids,
+            paths: self.named_paths(payload),
             name,
         }
         .bounded()
+    }
+
+    /// The files the call names as written, at most [`MAX_NAMED_PATHS`] of them.
+    fn named_paths(&self, payload: &Value) -> Vec<PathBuf> {
+        (self.named_paths.iter())
+            .filter_map(|key| text(&payload["tool_input"], key))
+            .take(MAX_NAMED_PATHS)
+            .map(PathBuf::from)
+            .collect()
     }
 
     fn roots(&self, payload: &Value) -> Vec<PathBuf> {

@@ -256,6 +256,17 @@ pub struct ShowDoc {
     pub changes: Vec<ChangeDoc>,
     /// Its parent was pruned: `changes` is empty, as what it changed is not known.
     pub first_kept: bool,
+    /// Who changed each changed path (the agent whose call named it, `shared`), when an
+    /// agent's hook saved it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Vec<AttributionDoc>>,
+}
+
+/// One changed path and who changed it.
+#[derive(Serialize)]
+pub struct AttributionDoc {
+    pub path: String,
+    pub by: String,
 }
 
 /// `snap save`.
